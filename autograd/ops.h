@@ -1,0 +1,43 @@
+// The differentiable ops of a transformer, as coarse fused units (DESIGN.md). Each op checks its
+// inputs (shape, dtype, device; messages name the shapes), runs the forward kernel of the
+// inputs' device, and records a backward closure that adds into the inputs' gradient buffers.
+// Implementations: autograd/ops/<op>.cpp, dispatching to kernels/cpu/<op>.* or kernels/cuda/<op>.*.
+#pragma once
+#include <cstdint>
+
+#include "autograd/variable.h"
+#include "tensor/random.h"
+
+namespace nd::ops {
+
+// x (..., K), w (N, K), b (N) or undefined -> x · wᵀ + b, shape (..., N).
+Variable linear(const Variable& x, const Variable& w, const Variable& b);
+
+// idx (B, T) i32 token ids in [0, V); wte (V, C); wpe (Tmax, C) with T <= Tmax -> (B, T, C):
+// out[b, t] = wte[idx[b, t]] + wpe[t]. An id outside [0, V) is an nd::Error.
+Variable embedding(const Tensor& idx, const Variable& wte, const Variable& wpe);
+
+// x (..., C), w (C), b (C) -> normalised over the last dimension, times w, plus b.
+Variable layernorm(const Variable& x, const Variable& w, const Variable& b, float eps = 1e-5f);
+
+// GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+Variable gelu(const Variable& x);
+
+// qkv (B, T, 3C) with q, k, v packed along the last dimension, each split into n_head heads of
+// C / n_head -> (B, T, C): causal softmax(q kᵀ / sqrt(hs)) v per head, heads concatenated.
+Variable attention(const Variable& qkv, int n_head);
+
+// Inverted dropout: keeps each element with probability 1 - p and scales it by 1 / (1 - p).
+// The mask is drawn from `gen` by Philox counter, so CPU and CUDA drop the same elements.
+// Identity when !training or p == 0.
+Variable dropout(const Variable& x, float p, Generator& gen, bool training);
+
+// a + b, same shapes (the residual connection).
+Variable add(const Variable& a, const Variable& b);
+
+// logits (B, T, Vp), targets (B, T) i32 -> scalar mean over targets != -1 of
+// -log softmax(logits[b, t, :V])[target]. Columns V..Vp-1 are padding: they take no probability
+// and get zero gradient. valid_vocab = 0 means V = Vp.
+Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab = 0);
+
+}  // namespace nd::ops

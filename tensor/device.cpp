@@ -1,0 +1,21 @@
+#include "tensor/device.h"
+
+#include "tensor/error.h"
+
+namespace nd {
+
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+
+Device parse_device(const std::string& text) {
+  if (text == "cpu") return Device::cpu();
+  if (text == "cuda") return Device::cuda(0);
+  if (text.rfind("cuda:", 0) == 0) {
+    std::string num = text.substr(5);
+    ND_CHECK(!num.empty() && num.find_first_not_of("0123456789") == std::string::npos,
+             "bad device '" << text << "' (expected cpu, cuda or cuda:N)");
+    return Device::cuda(std::stoi(num));
+  }
+  ND_FAIL("bad device '" << text << "' (expected cpu, cuda or cuda:N)");
+}
+
+}  // namespace nd

@@ -1,0 +1,20 @@
+// Device memory in a build without CUDA: host copies work, anything touching a GPU is an error.
+#include <cstring>
+
+#include "tensor/error.h"
+#include "tensor/storage.h"
+
+namespace nd {
+
+bool cuda_available() { return false; }
+
+void* device_alloc(size_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
+void device_free(void*, int) {}
+void device_memset_zero(void*, size_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  ND_CHECK(dst_device.is_cpu() && src_device.is_cpu(), "this nanodist was built without CUDA");
+  if (nbytes) std::memcpy(dst, src, nbytes);
+}
+
+}  // namespace nd

@@ -1,0 +1,30 @@
+// Formats the "where" part of nd::Error: statement, file:line and rank.
+#include "tensor/error.h"
+
+namespace nd {
+
+namespace {
+int g_rank = -1;
+}
+
+void set_error_rank(int rank) { g_rank = rank; }
+int error_rank() { return g_rank; }
+
+void throw_error(const char* statement, const char* file, int line, const std::string& message) {
+  std::string path(file);
+  // Keep the path from the project root: "tensor/tensor.cpp" reads better than an absolute path.
+  for (const char* top : {"/tensor/", "/kernels/", "/autograd/", "/nn/", "/dist/", "/data/", "/train/", "/tests/"}) {
+    auto pos = path.rfind(top);
+    if (pos != std::string::npos) {
+      path = path.substr(pos + 1);
+      break;
+    }
+  }
+  std::ostringstream where;
+  if (statement && *statement) where << "check `" << statement << "` at ";
+  where << path << ":" << line;
+  if (g_rank >= 0) where << ", rank " << g_rank;
+  throw Error(message, where.str());
+}
+
+}  // namespace nd
