@@ -1,0 +1,60 @@
+// ops::attention: causal multi-head self-attention over a packed qkv tensor. Backward reads qkv
+// from the input and what the forward kernel saved (on the CPU, the probabilities (B, NH, T, T)).
+#include "autograd/dispatch.h"
+#include "autograd/ops.h"
+#include "kernels/cpu/attention.h"
+
+namespace nd::ops {
+
+namespace {
+
+struct AttentionDims {
+  int64_t B, T, C, NH;
+};
+
+AttentionDims attention_dims(const Tensor& qkv, int n_head) {
+  ND_CHECK(qkv.ndim() == 3, "attention: qkv must be (B, T, 3C), got " << qkv.str());
+  const int64_t C3 = qkv.size(2);
+  ND_CHECK(C3 > 0 && C3 % 3 == 0,
+           "attention: the last dimension of qkv " << shape_str(qkv.shape()) << " is not divisible by 3");
+  const int64_t C = C3 / 3;
+  ND_CHECK(n_head > 0 && C % n_head == 0,
+           "attention: C = " << C << " (qkv " << shape_str(qkv.shape()) << ") is not divisible by n_head = " << n_head);
+  return {qkv.size(0), qkv.size(1), C, n_head};
+}
+
+// Forward on qkv's device: fills out (B, T, C) and returns what backward reads besides qkv
+// (on the CPU, the probabilities (B, NH, T, T)).
+Tensor attention_forward_on_device(const Tensor& qkv, Tensor& out, const AttentionDims& d) {
+  if (qkv.device().is_cuda()) ND_FAIL("attention: the CUDA kernel is not built yet");
+  Tensor probs = Tensor::empty({d.B, d.NH, d.T, d.T}, qkv.dtype(), qkv.device());
+  ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention",
+                        cpu::attention_forward(qkv.data<scalar_t>(), out.data<scalar_t>(), probs.data<scalar_t>(),
+                                               d.B, d.T, d.C, d.NH));
+  return probs;
+}
+
+// Backward on qkv's device: dqkv (B, T, 3C) += the gradient through the attention; `saved` is
+// what the forward returned.
+void attention_backward_on_device(const Tensor& dout, const Tensor& qkv, const Tensor& saved, Tensor& dqkv,
+                                  const AttentionDims& d) {
+  if (qkv.device().is_cuda()) ND_FAIL("attention: the CUDA kernel is not built yet");
+  ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention backward",
+                        cpu::attention_backward(dout.data<scalar_t>(), qkv.data<scalar_t>(), saved.data<scalar_t>(),
+                                                dqkv.data<scalar_t>(), d.B, d.T, d.C, d.NH));
+}
+
+}  // namespace
+
+Variable attention(const Variable& qkv, int n_head) {
+  const Tensor& x = qkv.data();
+  const AttentionDims d = attention_dims(x, n_head);
+  Tensor out = Tensor::empty({d.B, d.T, d.C}, x.dtype(), x.device());
+  Tensor saved = attention_forward_on_device(x, out, d);
+  return make_result(out, {qkv}, [saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
+    if (!inputs[0].requires_grad()) return;
+    attention_backward_on_device(grad_out, inputs[0].data(), saved, inputs[0].grad_buffer(), d);
+  });
+}
+
+}  // namespace nd::ops

@@ -1,0 +1,45 @@
+// The load() factory and the escaping used by the tokenizer files.
+#include "data/tokenizer.h"
+
+#include <sstream>
+
+#include "data/atomic_file.h"
+#include "data/bpe_tokenizer.h"
+#include "data/char_tokenizer.h"
+#include "tensor/error.h"
+
+namespace nd {
+
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
+  std::string text = read_whole_file(path);
+  std::string first_line = text.substr(0, text.find('\n'));
+  std::istringstream words(first_line);
+  std::string tag, kind;
+  words >> tag >> kind;
+  ND_CHECK(tag == kTokenizerFileTag, path << " is not a nanodist tokenizer file (first line \""
+                                          << escape_bytes(first_line.substr(0, 60)) << "\")");
+  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, path));
+  if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, path));
+  ND_FAIL(path << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char or bpe)");
+}
+
+std::string escape_bytes(const std::string& bytes) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\\') out += "\\\\";
+    else if (c == '"') out += "\\\"";
+    else if (c >= 0x20 && c < 0x7f) out += static_cast<char>(c);
+    else {
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace nd

@@ -1,0 +1,73 @@
+// CPU fused cross-entropy, parallel over rows. Forward keeps only the per-row log-sum-exp; backward
+// rebuilds the softmax from the logits and it, so no (N, Vp) probability buffer is ever stored.
+#include "kernels/cpu/cross_entropy.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tensor/error.h"
+
+namespace nd::cpu {
+
+int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V) {
+  // Serial on purpose: the check throws, which must not happen inside an OpenMP region.
+  int64_t count = 0;
+  for (int64_t row = 0; row < N; ++row) {
+    const int32_t target = targets[row];
+    if (target == -1) continue;
+    ND_CHECK(target >= 0 && target < V, "cross_entropy: target " << target << " at row " << row
+                                                                 << " is outside the vocabulary [0, " << V
+                                                                 << ") and is not -1 (ignore)");
+    ++count;
+  }
+  return count;
+}
+
+template <typename T>
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* row_lse, int64_t N, int64_t Vp,
+                           int64_t V) {
+  ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
+  const int64_t count = count_cross_entropy_targets(targets, N, V);
+  double total = 0;  // summed in double: N can be tens of thousands of rows
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (int64_t row = 0; row < N; ++row) {
+    const T* x = logits + row * Vp;
+    T row_max = x[0];
+    for (int64_t j = 1; j < V; ++j) row_max = std::max(row_max, x[j]);
+    T sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - row_max);
+    const T lse = row_max + std::log(sum);
+    row_lse[row] = lse;
+    if (targets[row] != -1) total += static_cast<double>(lse - x[targets[row]]);
+  }
+  *loss = count > 0 ? static_cast<T>(total / static_cast<double>(count)) : T(0);
+}
+
+template <typename T>
+void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
+                            int64_t N, int64_t Vp, int64_t V) {
+  ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
+  const int64_t count = count_cross_entropy_targets(targets, N, V);
+  if (count == 0) return;
+  const T factor = *dloss / static_cast<T>(count);
+#pragma omp parallel for schedule(static)
+  for (int64_t row = 0; row < N; ++row) {
+    const int32_t target = targets[row];
+    if (target == -1) continue;
+    const T* x = logits + row * Vp;
+    T* dx = dlogits + row * Vp;
+    const T lse = row_lse[row];
+    for (int64_t j = 0; j < V; ++j) dx[j] += std::exp(x[j] - lse) * factor;
+    dx[target] -= factor;
+  }
+}
+
+template void cross_entropy_forward<float>(const float*, const int32_t*, float*, float*, int64_t, int64_t, int64_t);
+template void cross_entropy_forward<double>(const double*, const int32_t*, double*, double*, int64_t, int64_t,
+                                            int64_t);
+template void cross_entropy_backward<float>(const float*, const int32_t*, const float*, const float*, float*,
+                                            int64_t, int64_t, int64_t);
+template void cross_entropy_backward<double>(const double*, const int32_t*, const double*, const double*, double*,
+                                             int64_t, int64_t, int64_t);
+
+}  // namespace nd::cpu

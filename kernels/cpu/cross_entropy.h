@@ -1,0 +1,26 @@
+// CPU reference for the fused cross-entropy: log-softmax over the valid vocabulary and the
+// negative log-likelihood of the targets, averaged over the rows whose target is not -1.
+#pragma once
+#include <cstdint>
+
+namespace nd::cpu {
+
+// logits (N, Vp), of which columns [0, V) are the vocabulary and [V, Vp) padding; targets (N) in
+// [0, V) or -1 (row ignored). Writes loss (1): the mean over non-ignored rows of
+// lse(logits[row, :V]) - logits[row, target], 0 when every row is ignored; and row_lse (N), the
+// log-sum-exp of each row over [0, V), which backward reads. A target outside [0, V) other than
+// -1 is an nd::Error naming it and its row.
+template <typename T>
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* row_lse, int64_t N, int64_t Vp,
+                           int64_t V);
+
+// dloss (1), the gradient of the mean loss -> dlogits (N, Vp) += (softmax(logits[row, :V]) - onehot(target))
+// * dloss / count, count = number of non-ignored rows. Ignored rows and padding columns get nothing.
+template <typename T>
+void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
+                            int64_t N, int64_t Vp, int64_t V);
+
+// The number of targets that are not -1; an nd::Error names the first target outside [0, V).
+int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V);
+
+}  // namespace nd::cpu

@@ -1,0 +1,217 @@
+// Blocked GEMM in the Goto/BLIS arrangement: a KC x NC panel of op(B) is packed once per (jc, pc)
+// and shared by all threads (L3), each thread packs an MC x KC block of op(A) (L2), and an
+// MR x NR micro-kernel runs over NR-wide slivers of B (L1) with its tile of C in registers.
+#include "kernels/cpu/matmul.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <new>
+
+namespace nd::cpu {
+
+namespace {
+
+#if defined(__AVX512F__)
+constexpr int kVectorBytes = 64;
+#elif defined(__AVX__)
+constexpr int kVectorBytes = 32;
+#else
+constexpr int kVectorBytes = 16;
+#endif
+
+// NR is two vector registers wide; MR rows of it keep 2*MR accumulators plus two B vectors and
+// a broadcast inside the register file (32 registers with AVX-512, 16 without).
+template <typename T>
+struct Blocking {
+  static constexpr int NR = 2 * kVectorBytes / static_cast<int>(sizeof(T));
+  static constexpr int MR = kVectorBytes == 64 ? 12 : 6;
+  static constexpr int64_t KC = 256;                           // a KC x NR sliver of B fills ~32 KB of L1
+  static constexpr int64_t MC = 96 * 16 / sizeof(T) / MR * MR;  // an MC x KC block of A: ~384 KB of L2
+  static constexpr int64_t NC = 4096;                          // a KC x NC panel of B: a few MB of L3
+};
+
+// Grow-only, 64-byte-aligned scratch: after the first call of a given size, no allocation.
+template <typename T>
+class ScratchBuffer {
+ public:
+  ~ScratchBuffer() { std::free(data_); }
+  T* get(int64_t count) {
+    if (count > capacity_) {
+      std::free(data_);
+      size_t bytes = (static_cast<size_t>(count) * sizeof(T) + 63) / 64 * 64;
+      data_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+      if (!data_) throw std::bad_alloc();
+      capacity_ = count;
+    }
+    return data_;
+  }
+
+ private:
+  T* data_ = nullptr;
+  int64_t capacity_ = 0;
+};
+
+template <typename T>
+T* thread_scratch_a(int64_t count) {
+  thread_local ScratchBuffer<T> buffer;
+  return buffer.get(count);
+}
+
+template <typename T>
+T* thread_scratch_b(int64_t count) {
+  thread_local ScratchBuffer<T> buffer;
+  return buffer.get(count);
+}
+
+// op(A) rows [i0, i0+mc), columns [p0, p0+kc) -> slivers of MR rows, each laid out k-major:
+// packed[s][p][r] = op(A)(i0 + s*MR + r, p0 + p); rows past mc are zero.
+template <typename T>
+void pack_a(const T* A, int64_t M, int64_t K, bool trans_a, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            T* packed) {
+  constexpr int MR = Blocking<T>::MR;
+  if (trans_a) {  // A is (K, M): walk each row of A once, scattering it over the slivers
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = A + (p0 + p) * M + i0;
+      for (int64_t s = 0; s < mc; s += MR) {
+        int rows = static_cast<int>(std::min<int64_t>(MR, mc - s));
+        T* dst = packed + s * kc + p * MR;
+        for (int r = 0; r < MR; ++r) dst[r] = r < rows ? src[s + r] : T(0);
+      }
+    }
+    return;
+  }
+  for (int64_t s = 0; s < mc; s += MR) {
+    int rows = static_cast<int>(std::min<int64_t>(MR, mc - s));
+    T* dst = packed + s * kc;
+    for (int r = 0; r < MR; ++r) {  // A is (M, K): read MR rows in step
+      if (r < rows) {
+        const T* src = A + (i0 + s + r) * K + p0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * MR + r] = src[p];
+      } else {
+        for (int64_t p = 0; p < kc; ++p) dst[p * MR + r] = T(0);
+      }
+    }
+  }
+}
+
+// Sliver `s` of op(B) rows [p0, p0+kc), columns [j0 + s*NR, ...): packed[p][c] = op(B)(p0+p, j0+s*NR+c);
+// columns past nc are zero.
+template <typename T>
+void pack_b_sliver(const T* B, int64_t N, int64_t K, bool trans_b, int64_t p0, int64_t kc, int64_t j0,
+                   int64_t nc, int64_t s, T* packed) {
+  constexpr int NR = Blocking<T>::NR;
+  int64_t jbase = s * NR;
+  int cols = static_cast<int>(std::min<int64_t>(NR, nc - jbase));
+  T* dst = packed + jbase * kc;
+  if (trans_b) {  // B is (N, K): each column of op(B) is a contiguous row of B
+    for (int c = 0; c < NR; ++c) {
+      if (c < cols) {
+        const T* src = B + (j0 + jbase + c) * K + p0;
+        for (int64_t p = 0; p < kc; ++p) dst[p * NR + c] = src[p];
+      } else {
+        for (int64_t p = 0; p < kc; ++p) dst[p * NR + c] = T(0);
+      }
+    }
+  } else {  // B is (K, N): NR contiguous values per k
+    for (int64_t p = 0; p < kc; ++p) {
+      const T* src = B + (p0 + p) * N + j0 + jbase;
+      for (int c = 0; c < NR; ++c) dst[p * NR + c] = c < cols ? src[c] : T(0);
+    }
+  }
+}
+
+// C tile (rows x cols of an MR x NR tile, leading dimension ldc) = beta*C + a_sliver · b_sliver.
+// The accumulator array has compile-time extents, so -O3 keeps it in vector registers.
+template <typename T>
+inline void micro_kernel(int64_t kc, const T* __restrict a, const T* __restrict b, T* __restrict c, int64_t ldc,
+                         T beta, int rows, int cols) {
+  constexpr int MR = Blocking<T>::MR, NR = Blocking<T>::NR;
+  T acc[MR][NR] = {};
+  for (int64_t p = 0; p < kc; ++p) {
+    const T* bp = b + p * NR;
+    const T* ap = a + p * MR;
+#pragma GCC unroll 16
+    for (int r = 0; r < MR; ++r) {
+      T ar = ap[r];
+#pragma GCC unroll 64
+      for (int j = 0; j < NR; ++j) acc[r][j] += ar * bp[j];
+    }
+  }
+  if (rows == MR && cols == NR) {
+    for (int r = 0; r < MR; ++r) {
+      T* cr = c + r * ldc;
+      if (beta == T(0)) {
+        for (int j = 0; j < NR; ++j) cr[j] = acc[r][j];
+      } else {
+        for (int j = 0; j < NR; ++j) cr[j] = beta * cr[j] + acc[r][j];
+      }
+    }
+    return;
+  }
+  for (int r = 0; r < rows; ++r) {
+    T* cr = c + r * ldc;
+    for (int j = 0; j < cols; ++j) cr[j] = (beta == T(0) ? T(0) : beta * cr[j]) + acc[r][j];
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void matmul(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, T beta) {
+  using Blk = Blocking<T>;
+  constexpr int MR = Blk::MR, NR = Blk::NR;
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {  // empty sum: C = beta*C
+    for (int64_t i = 0; i < M * N; ++i) C[i] = beta == T(0) ? T(0) : beta * C[i];
+    return;
+  }
+
+  // Small problems stay on the calling thread: a parallel region costs more than they do.
+  bool parallel = static_cast<double>(M) * N * K >= 64.0 * 64 * 64 && !omp_in_parallel();
+  int threads = parallel ? omp_get_max_threads() : 1;
+  // A multiple of `threads` row blocks, so that M of a few hundred (the weight-gradient GEMMs)
+  // still splits evenly.
+  int64_t blocks = (M + Blk::MC - 1) / Blk::MC;
+  blocks = (blocks + threads - 1) / threads * threads;
+  int64_t mc_block = std::max<int64_t>(MR, ((M + blocks - 1) / blocks + MR - 1) / MR * MR);
+  int64_t nc_max = std::min<int64_t>(Blk::NC, (N + NR - 1) / NR * NR);
+  int64_t kc_max = std::min<int64_t>(Blk::KC, K);
+  T* b_packed = thread_scratch_b<T>(kc_max * nc_max);
+
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    T* a_packed = thread_scratch_a<T>(mc_block * kc_max);
+    for (int64_t j0 = 0; j0 < N; j0 += Blk::NC) {
+      int64_t nc = std::min<int64_t>(Blk::NC, N - j0);
+      int64_t b_slivers = (nc + NR - 1) / NR;
+      for (int64_t p0 = 0; p0 < K; p0 += Blk::KC) {
+        int64_t kc = std::min<int64_t>(Blk::KC, K - p0);
+        T step_beta = p0 == 0 ? beta : T(1);
+#pragma omp for schedule(static)
+        for (int64_t s = 0; s < b_slivers; ++s) pack_b_sliver(B, N, K, trans_b, p0, kc, j0, nc, s, b_packed);
+        // The implicit barrier above publishes the packed panel; the one below keeps it alive.
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t i0 = 0; i0 < M; i0 += mc_block) {
+          int64_t mc = std::min<int64_t>(mc_block, M - i0);
+          pack_a(A, M, K, trans_a, i0, mc, p0, kc, a_packed);
+          for (int64_t jr = 0; jr < nc; jr += NR) {
+            int cols = static_cast<int>(std::min<int64_t>(NR, nc - jr));
+            for (int64_t ir = 0; ir < mc; ir += MR) {
+              int rows = static_cast<int>(std::min<int64_t>(MR, mc - ir));
+              micro_kernel(kc, a_packed + ir * kc, b_packed + jr * kc, C + (i0 + ir) * N + j0 + jr, N, step_beta,
+                           rows, cols);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+template void matmul<float>(const float*, const float*, float*, int64_t, int64_t, int64_t, bool, bool, float);
+template void matmul<double>(const double*, const double*, double*, int64_t, int64_t, int64_t, bool, bool,
+                             double);
+
+}  // namespace nd::cpu

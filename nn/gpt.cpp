@@ -1,0 +1,91 @@
+#include "nn/gpt.h"
+
+namespace nd::nn {
+
+namespace {
+
+// A Module that only holds a weight under ".weight", so names read like nanoGPT's
+// (transformer.wte.weight), which the PyTorch tools rely on.
+class WeightHolder : public Module {
+ public:
+  explicit WeightHolder(Tensor init) { weight = register_parameter("weight", std::move(init)); }
+  Variable weight;
+};
+
+// A Module of submodules only, to give the parameter names their "transformer." prefix.
+class Group : public Module {
+ public:
+  template <typename M>
+  std::shared_ptr<M> add(const std::string& name, std::shared_ptr<M> m) {
+    return register_module(name, std::move(m));
+  }
+};
+
+BlockShape block_shape(const GPTConfig& c) {
+  return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout};
+}
+
+}  // namespace
+
+void GPTConfig::validate() const {
+  ND_CHECK(n_layer >= 1, "n_layer must be at least 1, got " << n_layer);
+  ND_CHECK(n_head >= 1, "n_head must be at least 1, got " << n_head);
+  ND_CHECK(n_embd >= 1, "n_embd must be at least 1, got " << n_embd);
+  ND_CHECK(n_embd % n_head == 0, "n_embd " << n_embd << " is not divisible by n_head " << n_head);
+  ND_CHECK(block_size >= 1, "block_size must be at least 1, got " << block_size);
+  ND_CHECK(vocab_size >= 1, "vocab_size must be at least 1, got " << vocab_size);
+  ND_CHECK(padded_vocab_size == 0 || padded_vocab_size >= vocab_size,
+           "padded_vocab_size " << padded_vocab_size << " is smaller than vocab_size " << vocab_size);
+  ND_CHECK(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " << dropout);
+}
+
+Block::Block(const GPTConfig& c, Generator& gen, Placement at) : use_residual_(c.use_residual) {
+  ln_1_ = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
+  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at));
+  ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
+  mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at));
+}
+
+Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
+  Variable a = attn_->forward(ln_1_->forward(x), dropout_gen);
+  Variable h = use_residual_ ? ops::add(x, a) : a;
+  Variable m = mlp_->forward(ln_2_->forward(h), dropout_gen);
+  return use_residual_ ? ops::add(h, m) : m;
+}
+
+GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype) : config_(config), at_{device, dtype} {
+  config_.validate();
+  const GPTConfig& c = config_;
+  auto transformer = register_module("transformer", std::make_shared<Group>());
+  Tensor wte = Tensor::randn({c.vocab_rows(), c.n_embd}, gen, 0.0, 0.02, DType::F32, Device::cpu());
+  // Padding rows are never looked up nor predicted; zero keeps them inert under weight decay.
+  if (c.vocab_rows() > c.vocab_size) wte.narrow(c.vocab_size, c.vocab_rows() - c.vocab_size).zero_();
+  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte.to(dtype).to(device)))->weight;
+  wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(
+                                     Tensor::randn({c.block_size, c.n_embd}, gen, 0.0, 0.02, dtype, device)))
+             ->weight;
+  auto h = transformer->add("h", std::make_shared<Group>());
+  for (int i = 0; i < c.n_layer; ++i)
+    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_)));
+  ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
+}
+
+GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
+  ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
+  ND_CHECK(idx.size(1) <= config_.block_size,
+           "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
+  Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
+  for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
+  x = ln_f_->forward(x);
+  Output out;
+  out.logits = ops::linear(x, wte_, Variable());
+  if (targets) out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
+  return out;
+}
+
+double GPT::flops_per_token(int T) const {
+  const double N = static_cast<double>(num_parameters());
+  return 6.0 * N + 12.0 * config_.n_layer * config_.n_embd * static_cast<double>(T);
+}
+
+}  // namespace nd::nn

@@ -1,0 +1,58 @@
+#include "nn/layers.h"
+
+#include <cmath>
+
+namespace nd::nn {
+
+namespace {
+constexpr double kInitStd = 0.02;
+}
+
+double residual_projection_std(int n_layer) { return kInitStd / std::sqrt(2.0 * n_layer); }
+
+Linear::Linear(int64_t in, int64_t out, bool has_bias, double init_std, Generator& gen, Placement at) {
+  weight = register_parameter("weight", Tensor::randn({out, in}, gen, 0.0, init_std, at.dtype, at.device));
+  if (has_bias) bias = register_parameter("bias", Tensor::zeros({out}, at.dtype, at.device));
+}
+
+LayerNorm::LayerNorm(int64_t dim, bool has_bias, bool enabled, Placement at) : enabled_(enabled) {
+  if (!enabled) return;
+  weight = register_parameter("weight", Tensor::ones({dim}, at.dtype, at.device));
+  // LayerNorm without bias is a zero bias that never trains; the op takes a bias, so keep a
+  // constant one outside the parameter list.
+  bias = has_bias ? register_parameter("bias", Tensor::zeros({dim}, at.dtype, at.device))
+                  : Variable(Tensor::zeros({dim}, at.dtype, at.device), false);
+}
+
+Variable LayerNorm::forward(const Variable& x) const {
+  return enabled_ ? ops::layernorm(x, weight, bias) : x;
+}
+
+CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at) : shape_(shape) {
+  ND_CHECK(shape.n_embd % shape.n_head == 0,
+           "n_embd " << shape.n_embd << " is not divisible by n_head " << shape.n_head);
+  c_attn_ = register_module("c_attn", std::make_shared<Linear>(shape.n_embd, 3 * shape.n_embd, shape.bias,
+                                                                kInitStd, gen, at));
+  c_proj_ = register_module("c_proj", std::make_shared<Linear>(shape.n_embd, shape.n_embd, shape.bias,
+                                                                residual_projection_std(shape.n_layer), gen, at));
+}
+
+Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
+  Variable qkv = c_attn_->forward(x);
+  Variable y = ops::attention(qkv, shape_.n_head);
+  return ops::dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training());
+}
+
+MLP::MLP(const BlockShape& shape, Generator& gen, Placement at) : dropout_(shape.dropout) {
+  c_fc_ = register_module("c_fc", std::make_shared<Linear>(shape.n_embd, 4 * shape.n_embd, shape.bias,
+                                                            kInitStd, gen, at));
+  c_proj_ = register_module("c_proj", std::make_shared<Linear>(4 * shape.n_embd, shape.n_embd, shape.bias,
+                                                                residual_projection_std(shape.n_layer), gen, at));
+}
+
+Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
+  Variable h = ops::gelu(c_fc_->forward(x));
+  return ops::dropout(c_proj_->forward(h), dropout_, dropout_gen, training());
+}
+
+}  // namespace nd::nn

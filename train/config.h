@@ -1,0 +1,72 @@
+// TrainConfig: every flag of `nanodist train` (CLI.md) with its default, built from argv and an
+// optional --config file, and checked for values that cannot work together (n_embd % n_head,
+// accumulation vs world size, ...) before anything is allocated.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "train/flags.h"
+
+namespace nd::train {
+
+struct TrainConfig {
+  // paths
+  std::string data_dir;  // train.bin, val.bin, tokenizer.txt
+  std::string out_dir;   // checkpoints and metrics.jsonl
+  // model
+  int n_layer = 6;
+  int n_head = 6;
+  int n_embd = 384;
+  int block_size = 256;
+  double dropout = 0.0;
+  bool bias = true;
+  bool no_layernorm = false;
+  bool no_residual = false;
+  // batch: batch_size is per rank and micro-step; grad_accum counts micro-steps per optimizer
+  // step summed over the data-parallel ranks (nanoGPT's gradient_accumulation_steps), so the
+  // global batch batch_size * grad_accum sequences does not depend on the world size.
+  int batch_size = 64;
+  int grad_accum = 1;
+  // schedule
+  int max_iters = 5000;
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int warmup_iters = 100;
+  int lr_decay_iters = 5000;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double grad_clip = 1.0;
+  // eval / log
+  int eval_interval = 250;
+  int eval_iters = 20;
+  int log_interval = 10;
+  // system
+  std::string device = "cpu";
+  std::string dtype = "f32";
+  uint64_t seed = 1337;
+  int tp = 1;
+  std::string allreduce = "native";
+  double bucket_mb = 25.0;
+  double max_seconds = 0.0;
+  bool cuda_graph = true;
+  // state
+  bool resume = false;
+  int ckpt_interval = 0;
+  int keep = 3;
+
+  // Data-parallel size for a world of `world_size` ranks.
+  int dp_size(int world_size) const { return world_size / tp; }
+  // Micro-steps each rank runs per optimizer step.
+  int local_grad_accum(int world_size) const { return grad_accum / dp_size(world_size); }
+};
+
+FlagSet train_flag_set();
+TrainConfig train_config_from_flags(const ParsedFlags& flags);
+// argv[0] = "train". Sets `help_requested` instead of parsing further when --help is given.
+TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested = nullptr);
+
+// nd::Error naming the flags at fault when the config cannot run on `world_size` ranks.
+void validate_train_config(const TrainConfig& config, int world_size);
+
+}  // namespace nd::train

@@ -1,0 +1,256 @@
+// Flag parsing: cxxopts reads argv (every value as text, in order of occurrence), a config file
+// supplies defaults, and each value is checked against its flag's type as it is read.
+#include "train/flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cxxopts.hpp>
+#include <fstream>
+#include <sstream>
+
+#include "tensor/error.h"
+
+namespace nd::train {
+namespace {
+
+std::string trim(const std::string& s) {
+  size_t begin = s.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  size_t end = s.find_last_not_of(" \t\r\n");
+  return s.substr(begin, end - begin + 1);
+}
+
+// Config keys may use nanoGPT's underscores; flags use dashes.
+std::string normalize_key(std::string key) {
+  for (char& c : key)
+    if (c == '_') c = '-';
+  return key;
+}
+
+bool is_bool_literal(const std::string& s) {
+  for (const char* word : {"true", "false", "1", "0", "yes", "no", "on", "off"})
+    if (s == word) return true;
+  return false;
+}
+
+void check_type(const FlagSpec& spec, const std::string& text, const std::string& origin) {
+  std::string what = "'" + spec.name + "' " + origin;
+  switch (spec.type) {
+    case FlagType::Int: parse_int_value(text, what); break;
+    case FlagType::Float: parse_double_value(text, what); break;
+    case FlagType::Bool: parse_bool_value(text, what); break;
+    case FlagType::String: break;
+  }
+}
+
+const char* type_hint(FlagType type) {
+  switch (type) {
+    case FlagType::Int: return "N";
+    case FlagType::Float: return "X";
+    case FlagType::Bool: return "[true|false]";
+    case FlagType::String: return "TEXT";
+  }
+  return "";
+}
+
+}  // namespace
+
+int64_t parse_int_value(const std::string& text, const std::string& what) {
+  std::string t = trim(text);
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(t.c_str(), &end, 10);
+  ND_CHECK(!t.empty() && end == t.c_str() + t.size() && errno == 0,
+           "bad value '" << text << "' for " << what << ": expected an integer");
+  return v;
+}
+
+double parse_double_value(const std::string& text, const std::string& what) {
+  std::string t = trim(text);
+  char* end = nullptr;
+  errno = 0;
+  double v = std::strtod(t.c_str(), &end);
+  ND_CHECK(!t.empty() && end == t.c_str() + t.size() && errno == 0,
+           "bad value '" << text << "' for " << what << ": expected a number");
+  return v;
+}
+
+bool parse_bool_value(const std::string& text, const std::string& what) {
+  std::string t = trim(text);
+  if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
+  if (t == "false" || t == "0" || t == "no" || t == "off") return false;
+  ND_FAIL("bad value '" << text << "' for " << what << ": expected true or false");
+}
+
+const FlagValue& ParsedFlags::find(const std::string& name) const {
+  auto it = values.find(name);
+  ND_CHECK(it != values.end(), "no flag --" << name);
+  return it->second;
+}
+
+bool ParsedFlags::has(const std::string& name) const {
+  auto it = given.find(name);
+  return it != given.end() && it->second;
+}
+
+std::string ParsedFlags::get_string(const std::string& name) const {
+  const FlagValue& v = find(name);
+  return v.texts.empty() ? "" : v.texts.back();
+}
+
+std::vector<std::string> ParsedFlags::get_strings(const std::string& name) const { return find(name).texts; }
+
+std::string ParsedFlags::origin(const std::string& name) const {
+  const FlagValue& v = find(name);
+  if (v.origin == "command line") return "--" + name + " on the command line";
+  if (v.origin == "default") return "--" + name + " (default)";
+  return "'" + name + "' at " + v.origin;
+}
+
+int64_t ParsedFlags::get_int(const std::string& name) const { return parse_int_value(get_string(name), origin(name)); }
+
+double ParsedFlags::get_double(const std::string& name) const {
+  return parse_double_value(get_string(name), origin(name));
+}
+
+bool ParsedFlags::get_bool(const std::string& name) const { return parse_bool_value(get_string(name), origin(name)); }
+
+FlagSet& FlagSet::add(FlagSpec spec) {
+  ND_CHECK(find(spec.name) == nullptr, "flag --" << spec.name << " declared twice");
+  specs_.push_back(std::move(spec));
+  return *this;
+}
+
+FlagSet& FlagSet::allow_config_file() {
+  config_file_ = true;
+  return *this;
+}
+
+const FlagSpec* FlagSet::find(const std::string& name) const {
+  for (const FlagSpec& s : specs_)
+    if (s.name == name) return &s;
+  return nullptr;
+}
+
+void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const {
+  std::ifstream in(path);
+  ND_CHECK(in.good(), "cannot open config file " << path);
+  std::string line;
+  int line_number = 0;
+  std::map<std::string, bool> seen;
+  while (std::getline(in, line)) {
+    ++line_number;
+    std::string where = path + ":" + std::to_string(line_number);
+    std::string body = trim(line.substr(0, line.find('#')));
+    if (body.empty()) continue;
+    size_t eq = body.find('=');
+    ND_CHECK(eq != std::string::npos, "expected 'key = value' at " << where << ", got '" << body << "'");
+    std::string key = normalize_key(trim(body.substr(0, eq)));
+    std::string value = trim(body.substr(eq + 1));
+    const FlagSpec* spec = find(key);
+    ND_CHECK(spec != nullptr && key != "config" && key != "help",
+             "unknown key '" << key << "' at " << where << " (see nanodist " << command_ << " --help)");
+    check_type(*spec, value, "at " + where);
+    FlagValue& slot = out.values[key];
+    if (!seen[key] || !spec->repeated) slot.texts.clear();
+    slot.texts.push_back(value);
+    slot.origin = where;
+    seen[key] = true;
+    out.given[key] = true;
+  }
+}
+
+ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
+  // A boolean flag followed by a boolean word takes it as its value (`--bias false`); cxxopts
+  // reads a bare boolean flag as true and never looks at the next argument, so join the two.
+  std::vector<std::string> args;
+  for (int i = 0; i < argc; ++i) {
+    std::string a = argv[i];
+    if (i > 0 && a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc) {
+      const FlagSpec* spec = find(a.substr(2));
+      if (spec && spec->type == FlagType::Bool && is_bool_literal(argv[i + 1])) {
+        args.push_back(a + "=" + argv[i + 1]);
+        ++i;
+        continue;
+      }
+    }
+    args.push_back(a);
+  }
+  std::vector<const char*> cargs;
+  for (const std::string& a : args) cargs.push_back(a.c_str());
+
+  cxxopts::Options options("nanodist " + command_, usage_);
+  auto adder = options.add_options();
+  adder("help", "list every flag with its default", cxxopts::value<std::string>()->implicit_value("true"));
+  if (config_file_) adder("config", "config file of 'key = value' lines", cxxopts::value<std::string>());
+  for (const FlagSpec& s : specs_) {
+    auto value = cxxopts::value<std::string>();
+    if (s.type == FlagType::Bool) value->implicit_value("true");
+    adder(s.name, s.help, value);
+  }
+
+  ParsedFlags out;
+  for (const FlagSpec& s : specs_) {
+    out.values[s.name] = FlagValue{{}, "default"};
+    if (!s.default_value.empty() || !s.repeated) out.values[s.name].texts.push_back(s.default_value);
+  }
+
+  std::vector<cxxopts::KeyValue> occurrences;
+  try {
+    cxxopts::ParseResult result = options.parse(static_cast<int>(cargs.size()), cargs.data());
+    occurrences = result.arguments();
+    ND_CHECK(result.unmatched().empty(),
+             "unexpected argument '" << result.unmatched().front() << "' to nanodist " << command_
+                                     << " (flags are --name value; see --help)");
+  } catch (const cxxopts::exceptions::exception& e) {
+    ND_FAIL("nanodist " << command_ << ": " << e.what() << " (see nanodist " << command_ << " --help)");
+  }
+
+  for (const auto& kv : occurrences) {
+    if (kv.key() == "help") out.help_requested = parse_bool_value(kv.value(), "--help");
+    if (kv.key() == "config") read_config_file(kv.value(), out);
+  }
+  std::map<std::string, bool> seen_on_command_line;
+  for (const auto& kv : occurrences) {
+    const FlagSpec* spec = find(kv.key());
+    if (spec == nullptr) continue;  // help, config
+    check_type(*spec, kv.value(), "on the command line");
+    FlagValue& slot = out.values[spec->name];
+    if (!seen_on_command_line[spec->name] || !spec->repeated) slot.texts.clear();
+    slot.texts.push_back(kv.value());
+    slot.origin = "command line";
+    seen_on_command_line[spec->name] = true;
+    out.given[spec->name] = true;
+  }
+  return out;
+}
+
+std::string FlagSet::help() const {
+  std::ostringstream out;
+  out << "usage: nanodist " << command_ << " " << usage_ << "\n";
+  std::vector<std::string> groups;
+  for (const FlagSpec& s : specs_) {
+    bool known = false;
+    for (const std::string& g : groups) known = known || g == s.group;
+    if (!known) groups.push_back(s.group);
+  }
+  for (const std::string& group : groups) {
+    out << "\n" << (group.empty() ? "options" : group) << ":\n";
+    for (const FlagSpec& s : specs_) {
+      if (s.group != group) continue;
+      std::string left = "  --" + s.name + " " + type_hint(s.type);
+      if (left.size() < 30) left.resize(30, ' ');
+      out << left << " " << s.help;
+      if (!s.default_value.empty()) out << " (default: " << s.default_value << ")";
+      if (s.repeated) out << " (may be repeated)";
+      out << "\n";
+    }
+  }
+  out << "\n";
+  if (config_file_)
+    out << "  --config FILE                  'key = value' lines (keys are flag names); flags override it\n";
+  out << "  --help                         this list\n";
+  return out.str();
+}
+
+}  // namespace nd::train

@@ -1,0 +1,76 @@
+// The flag table of one subcommand: every flag with its default and help, parsed from argv with
+// cxxopts and from an optional `--config FILE` (lines `key = value`; the file sets defaults, the
+// command line overrides it). Values stay text until a typed getter converts them, so a bad value
+// is an nd::Error naming the key and where it came from (command line or file:line).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace nd::train {
+
+enum class FlagType { String, Int, Float, Bool };
+
+struct FlagSpec {
+  std::string name;           // dash-separated, without the leading dashes: "n-layer"
+  std::string default_value;  // text; "" for no default
+  std::string help;
+  std::string group;          // heading in --help
+  FlagType type = FlagType::String;  // Bool: the bare flag means true; also takes true/false
+  bool repeated = false;      // may be given several times (--input a --input b)
+};
+
+struct FlagValue {
+  std::vector<std::string> texts;  // one per occurrence (defaults: one)
+  std::string origin;              // "default", "command line" or "FILE:LINE"
+};
+
+class ParsedFlags {
+ public:
+  bool help_requested = false;
+
+  bool has(const std::string& name) const;  // given on the command line or in the file
+  std::string get_string(const std::string& name) const;
+  std::vector<std::string> get_strings(const std::string& name) const;  // every occurrence
+  int64_t get_int(const std::string& name) const;
+  double get_double(const std::string& name) const;
+  bool get_bool(const std::string& name) const;
+  // Where the value came from, for error messages: "--lr on the command line", "lr at x.conf:4".
+  std::string origin(const std::string& name) const;
+
+  std::map<std::string, FlagValue> values;  // every flag of the table, defaults included
+  std::map<std::string, bool> given;
+
+ private:
+  const FlagValue& find(const std::string& name) const;
+};
+
+class FlagSet {
+ public:
+  FlagSet(std::string command, std::string usage) : command_(std::move(command)), usage_(std::move(usage)) {}
+  FlagSet& add(FlagSpec spec);
+  // Adds `--config FILE`, read before the command line applies its overrides.
+  FlagSet& allow_config_file();
+
+  // argv[0] is the subcommand name; every later element is a flag. Unknown flags, stray
+  // arguments, unknown config keys and values that do not parse as the flag's type are nd::Errors.
+  ParsedFlags parse(int argc, const char* const* argv) const;
+  std::string help() const;
+  const std::vector<FlagSpec>& specs() const { return specs_; }
+
+ private:
+  const FlagSpec* find(const std::string& name) const;
+  void read_config_file(const std::string& path, ParsedFlags& out) const;
+
+  std::string command_;
+  std::string usage_;
+  std::vector<FlagSpec> specs_;
+  bool config_file_ = false;
+};
+
+// Text to value, strictly (the whole text must be consumed); nd::Error naming `what` otherwise.
+int64_t parse_int_value(const std::string& text, const std::string& what);
+double parse_double_value(const std::string& text, const std::string& what);
+bool parse_bool_value(const std::string& text, const std::string& what);
+
+}  // namespace nd::train
