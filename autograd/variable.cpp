@@ -56,6 +56,14 @@ void Variable::clear_grad() {
   if (impl_) impl_->grad = Tensor();
 }
 
+void Variable::set_grad(Tensor grad) {
+  ND_CHECK(impl_, "use of an undefined Variable");
+  check_same_shape(grad, impl_->data, "set_grad: gradient and parameter");
+  check_dtype(grad, impl_->data.dtype(), "set_grad: gradient");
+  check_device(grad, impl_->data.device(), "set_grad: gradient");
+  impl_->grad = std::move(grad);
+}
+
 void Variable::set_grad_hook(std::function<void(Variable&)> hook) {
   ND_CHECK(impl_, "use of an undefined Variable");
   impl_->grad_hook = std::move(hook);

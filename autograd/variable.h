@@ -48,6 +48,9 @@ class Variable {
   void zero_grad();
   // Drops the gradient buffer.
   void clear_grad();
+  // Makes `grad` (same shape, dtype, device; e.g. a view into a DDP bucket) the gradient
+  // buffer that backward accumulates into.
+  void set_grad(Tensor grad);
 
   void set_grad_hook(std::function<void(Variable&)> hook);
 

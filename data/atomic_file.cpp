@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -73,6 +74,8 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 }
 
 std::string read_whole_file(const std::string& path) {
+  std::error_code ec;
+  ND_CHECK(!std::filesystem::is_directory(path, ec), "cannot read " << path << ": it is a directory");
   std::ifstream in(path, std::ios::binary);
   ND_CHECK(in.good(), "cannot open " << path << ": " << errno_text());
   std::ostringstream buffer;

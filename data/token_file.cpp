@@ -2,6 +2,7 @@
 // little-endian whatever the host.
 #include "data/token_file.h"
 
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -59,6 +60,8 @@ TokenFile::TokenFile(std::vector<int32_t> tokens, int64_t vocab_size, std::strin
 }
 
 TokenFile TokenFile::open(const std::string& path) {
+  std::error_code ec;
+  ND_CHECK(std::filesystem::is_regular_file(path, ec), "cannot open token file " << path << " (missing or not a file)");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   ND_CHECK(in.good(), "cannot open token file " << path << " (missing or unreadable)");
   int64_t file_bytes = static_cast<int64_t>(in.tellg());

@@ -1,0 +1,73 @@
+// ops::linear: x (..., K) · wᵀ (K, N) + b (N) -> (..., N). The leading dimensions of x are one
+// batch of M rows; backward reads x and w from the inputs and needs nothing saved.
+#include "autograd/dispatch.h"
+#include "autograd/ops.h"
+#include "kernels/cpu/linear.h"
+
+namespace nd::ops {
+
+namespace {
+
+struct LinearDims {
+  int64_t M, N, K;
+};
+
+LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
+  ND_CHECK(x.ndim() >= 1, "linear: x must have at least one dimension, got " << x.str());
+  ND_CHECK(w.ndim() == 2, "linear: w must be (out_features, in_features), got " << w.str());
+  ND_CHECK(x.size(-1) == w.size(1), "linear: x " << shape_str(x.shape()) << " has last dimension " << x.size(-1)
+                                                 << " but w " << shape_str(w.shape()) << " has in_features "
+                                                 << w.size(1));
+  ND_CHECK(w.dtype() == x.dtype(), "linear: w " << w.str() << " and x " << x.str() << " differ in dtype");
+  ND_CHECK(w.device() == x.device(), "linear: w " << w.str() << " and x " << x.str() << " are on different devices");
+  if (b != nullptr) {
+    ND_CHECK(b->ndim() == 1 && b->size(0) == w.size(0),
+             "linear: b " << shape_str(b->shape()) << " does not match w " << shape_str(w.shape())
+                          << ": expected [" << w.size(0) << "]");
+    ND_CHECK(b->dtype() == x.dtype(), "linear: b " << b->str() << " and x " << x.str() << " differ in dtype");
+    ND_CHECK(b->device() == x.device(), "linear: b " << b->str() << " and x " << x.str() << " are on different devices");
+  }
+  int64_t M = 1;
+  for (int i = 0; i + 1 < x.ndim(); ++i) M *= x.size(i);
+  return {M, w.size(0), w.size(1)};
+}
+
+// out (M, N) = x · wᵀ + b on x's device; b may be null.
+void linear_forward_on_device(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& out, const LinearDims& d) {
+  if (x.device().is_cuda()) ND_FAIL("linear: the CUDA kernel is not built yet");
+  ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear",
+                        cpu::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(),
+                                            b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(), d.M, d.N, d.K));
+}
+
+// Adds into whichever of dx (M, K), dw (N, K), db (N) is non-null.
+void linear_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw,
+                               Tensor* db, const LinearDims& d) {
+  if (x.device().is_cuda()) ND_FAIL("linear: the CUDA kernel is not built yet");
+  ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear backward",
+                        cpu::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                             dx ? dx->data<scalar_t>() : nullptr, dw ? dw->data<scalar_t>() : nullptr,
+                                             db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
+}
+
+}  // namespace
+
+Variable linear(const Variable& x, const Variable& w, const Variable& b) {
+  const bool has_bias = b.defined();
+  const LinearDims d = linear_dims(x.data(), w.data(), has_bias ? &b.data() : nullptr);
+  Shape out_shape = x.shape();
+  out_shape.back() = d.N;
+  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
+  linear_forward_on_device(x.data(), w.data(), has_bias ? &b.data() : nullptr, out, d);
+
+  std::vector<Variable> inputs = {x, w};
+  if (has_bias) inputs.push_back(b);
+  return make_result(out, std::move(inputs), [d](const Tensor& grad_out, std::vector<Variable>& in) {
+    Tensor* dx = in[0].requires_grad() ? &in[0].grad_buffer() : nullptr;
+    Tensor* dw = in[1].requires_grad() ? &in[1].grad_buffer() : nullptr;
+    Tensor* db = in.size() > 2 && in[2].requires_grad() ? &in[2].grad_buffer() : nullptr;
+    linear_backward_on_device(grad_out, in[0].data(), in[1].data(), dx, dw, db, d);
+  });
+}
+
+}  // namespace nd::ops
