@@ -39,7 +39,7 @@ from gpt_torch import GPT, GPTConfig, decay_and_no_decay  # noqa: E402
 SEED = 1337
 B, T = 4, 16
 INIT_STD = 0.02
-INIT_STD_EMBED = 0.5
+INIT_STD_EMBED = 0.1
 IGNORED_TARGETS = [(0, 3), (1, 0), (2, 15), (3, 7), (3, 8)]
 TRAIN = dict(steps=10, max_lr=1e-2, min_lr=1e-3, warmup_iters=3, lr_decay_iters=10,
              beta1=0.9, beta2=0.99, eps=1e-8, weight_decay=0.1, grad_clip=1.0)
@@ -95,6 +95,36 @@ def train_steps(model, idx, targets):
     return losses, lrs, norms
 
 
+def train_steps_by_formula(model, idx, targets):
+    """The header's recipe written out by hand: proves that it is what torch.optim.AdamW and
+    clip_grad_norm_ do, so an implementation can follow the text."""
+    cfg = TRAIN
+    params = list(model.parameters())
+    m = [torch.zeros_like(p) for p in params]
+    v = [torch.zeros_like(p) for p in params]
+    losses = []
+    for it in range(cfg["steps"]):
+        lr = lr_at(it, cfg["max_lr"], cfg["min_lr"], cfg["warmup_iters"], cfg["lr_decay_iters"])
+        model.zero_grad(set_to_none=True)
+        _, loss = model(idx, targets)
+        loss.backward()
+        losses.append(loss.item())
+        with torch.no_grad():
+            norm = math.sqrt(sum(float((p.grad ** 2).sum()) for p in params))
+            scale = min(1.0, cfg["grad_clip"] / (norm + 1e-6))
+            t = it + 1
+            for p, mi, vi in zip(params, m, v):
+                g = p.grad * scale
+                wd = cfg["weight_decay"] if p.dim() >= 2 else 0.0
+                p.mul_(1.0 - lr * wd)
+                mi.mul_(cfg["beta1"]).add_((1 - cfg["beta1"]) * g)
+                vi.mul_(cfg["beta2"]).add_((1 - cfg["beta2"]) * g * g)
+                m_hat = mi / (1 - cfg["beta1"] ** t)
+                v_hat = vi / (1 - cfg["beta2"] ** t)
+                p.sub_(lr * m_hat / (v_hat.sqrt() + cfg["eps"]))
+    return losses
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -121,7 +151,13 @@ def main():
     grads = {name: p.grad.detach().clone().numpy() for name, p in model.named_parameters()}
     model.zero_grad(set_to_none=True)
 
+    by_formula = GPT(config).double()
+    by_formula.load_state_dict(model.state_dict())
     losses, lrs, norms = train_steps(model, idx_t, tgt_t)
+    formula_losses = train_steps_by_formula(by_formula, idx_t, tgt_t)
+    assert max(abs(a - b) for a, b in zip(losses, formula_losses)) < 1e-10, "the header's recipe must be torch's"
+    for p, q in zip(model.parameters(), by_formula.parameters()):
+        assert torch.allclose(p, q, rtol=1e-10, atol=1e-12), "the header's recipe must be torch's"
     assert abs(losses[0] - loss.item()) < 1e-12, "step 0 must see the initial weights"
     clipped = sum(n > TRAIN["grad_clip"] for n in norms)
     assert 0 < clipped < len(norms), f"clipping should trigger in some steps, not all: norms {norms}"

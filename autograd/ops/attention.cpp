@@ -3,6 +3,8 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/attention.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
@@ -26,7 +28,14 @@ AttentionDims attention_dims(const Tensor& qkv, int n_head) {
 // Forward on qkv's device: fills out (B, T, C) and returns what backward reads besides qkv
 // (on the CPU, the probabilities (B, NH, T, T)).
 Tensor attention_forward_on_device(const Tensor& qkv, Tensor& out, const AttentionDims& d) {
-  if (qkv.device().is_cuda()) ND_FAIL("attention: the CUDA kernel is not built yet");
+  if (qkv.device().is_cuda()) {
+    // The GPU saves only the per-row log-sum-exp (B, NH, T) in f32; backward recomputes the rest.
+    Tensor lse = Tensor::empty({d.B, d.NH, d.T}, DType::F32, qkv.device());
+    ND_DISPATCH_CUDA_FLOAT(qkv.dtype(), "attention",
+                           cuda::attention_forward(qkv.data<scalar_t>(), out.data<scalar_t>(), lse.data<float>(), d.B,
+                                                   d.T, d.C, d.NH));
+    return lse;
+  }
   Tensor probs = Tensor::empty({d.B, d.NH, d.T, d.T}, qkv.dtype(), qkv.device());
   ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention",
                         cpu::attention_forward(qkv.data<scalar_t>(), out.data<scalar_t>(), probs.data<scalar_t>(),
@@ -36,9 +45,14 @@ Tensor attention_forward_on_device(const Tensor& qkv, Tensor& out, const Attenti
 
 // Backward on qkv's device: dqkv (B, T, 3C) += the gradient through the attention; `saved` is
 // what the forward returned.
-void attention_backward_on_device(const Tensor& dout, const Tensor& qkv, const Tensor& saved, Tensor& dqkv,
-                                  const AttentionDims& d) {
-  if (qkv.device().is_cuda()) ND_FAIL("attention: the CUDA kernel is not built yet");
+void attention_backward_on_device(const Tensor& dout, const Tensor& qkv, const Tensor& out, const Tensor& saved,
+                                  Tensor& dqkv, const AttentionDims& d) {
+  if (qkv.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(qkv.dtype(), "attention backward",
+                           cuda::attention_backward(dout.data<scalar_t>(), qkv.data<scalar_t>(), out.data<scalar_t>(),
+                                                    saved.data<float>(), dqkv.data<scalar_t>(), d.B, d.T, d.C, d.NH));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention backward",
                         cpu::attention_backward(dout.data<scalar_t>(), qkv.data<scalar_t>(), saved.data<scalar_t>(),
                                                 dqkv.data<scalar_t>(), d.B, d.T, d.C, d.NH));
@@ -51,9 +65,11 @@ Variable attention(const Variable& qkv, int n_head) {
   const AttentionDims d = attention_dims(x, n_head);
   Tensor out = Tensor::empty({d.B, d.T, d.C}, x.dtype(), x.device());
   Tensor saved = attention_forward_on_device(x, out, d);
-  return make_result(out, {qkv}, [saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
+  // The GPU backward also reads the output (for rowsum(dout * out)); on the CPU it is unused.
+  Tensor kept_out = x.device().is_cuda() ? out : Tensor();
+  return make_result(out, {qkv}, [saved, kept_out, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
     if (!inputs[0].requires_grad()) return;
-    attention_backward_on_device(grad_out, inputs[0].data(), saved, inputs[0].grad_buffer(), d);
+    attention_backward_on_device(grad_out, inputs[0].data(), kept_out, saved, inputs[0].grad_buffer(), d);
   });
 }
 

@@ -5,6 +5,8 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/cross_entropy.h"
+#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
@@ -34,7 +36,15 @@ CrossEntropyDims cross_entropy_dims(const Tensor& logits, const Tensor& targets,
 // Forward on the logits' device: writes the loss (shape []) and returns the row log-sum-exp (N).
 Tensor cross_entropy_forward_on_device(const Tensor& logits, const Tensor& targets, Tensor& loss,
                                        const CrossEntropyDims& d) {
-  if (logits.device().is_cuda()) ND_FAIL("cross_entropy: the CUDA kernel is not built yet");
+  if (logits.device().is_cuda()) {
+    // f32 on the GPU: (N) row log-sum-exp, then one element holding the count of counted rows.
+    Tensor saved = Tensor::empty({d.N + 1}, DType::F32, logits.device());
+    float* lse = saved.data<float>();
+    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "cross_entropy",
+                           cuda::cross_entropy_forward(logits.data<scalar_t>(), targets.data<int32_t>(),
+                                                       loss.data<scalar_t>(), lse, lse + d.N, d.N, d.Vp, d.V));
+    return saved;
+  }
   Tensor row_lse = Tensor::empty({d.N}, logits.dtype(), logits.device());
   ND_DISPATCH_CPU_FLOAT(logits.dtype(), "cross_entropy",
                         cpu::cross_entropy_forward(logits.data<scalar_t>(), targets.data<int32_t>(),
@@ -45,7 +55,14 @@ Tensor cross_entropy_forward_on_device(const Tensor& logits, const Tensor& targe
 // Backward on the logits' device: dlogits += (softmax - onehot) * dloss / count.
 void cross_entropy_backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor& targets,
                                       const Tensor& row_lse, Tensor& dlogits, const CrossEntropyDims& d) {
-  if (logits.device().is_cuda()) ND_FAIL("cross_entropy: the CUDA kernel is not built yet");
+  if (logits.device().is_cuda()) {
+    const float* lse = row_lse.data<float>();
+    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "cross_entropy backward",
+                           cuda::cross_entropy_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse,
+                                                        lse + d.N, dloss.data<scalar_t>(), dlogits.data<scalar_t>(),
+                                                        d.N, d.Vp, d.V));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(logits.dtype(), "cross_entropy backward",
                         cpu::cross_entropy_backward(logits.data<scalar_t>(), targets.data<int32_t>(),
                                                     row_lse.data<scalar_t>(), dloss.data<scalar_t>(),

@@ -1,106 +1,137 @@
 // CPU causal self-attention, forward and backward, parallel over (batch, head) pairs: each pair
 // reads and writes its own columns of qkv / out / dqkv, so the threads never share an output.
+// The products run on the shared GEMM (kernels/cpu/matmul.h) over per-head contiguous copies.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "kernels/cpu/matmul.h"
+#include "tensor/error.h"
+
 namespace nd::cpu {
 
 namespace {
 
-template <typename Float>
-inline Float dot(const Float* a, const Float* b, int64_t n) {
-  Float acc = 0;
-#pragma omp simd reduction(+ : acc)
-  for (int64_t i = 0; i < n; ++i) acc += a[i] * b[i];
-  return acc;
+void check_attention_dims(int64_t B, int64_t T, int64_t C, int64_t NH) {
+  ND_CHECK(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,
+           "attention kernel: B " << B << ", T " << T << ", C " << C << ", NH " << NH
+                                  << " (C must be a positive multiple of NH)");
 }
 
-// y (n) += alpha * x (n)
+// Copies one head's rows, src (T, row_stride) at column offset already applied -> dst (T, hs).
 template <typename Float>
-inline void axpy(Float alpha, const Float* x, Float* y, int64_t n) {
-#pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+void gather_head(const Float* src, int64_t row_stride, Float* dst, int64_t T, int64_t hs) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < hs; ++i) dst[t * hs + i] = src[t * row_stride + i];
+}
+
+// dst (T, row_stride) at the head's columns += src (T, hs).
+template <typename Float>
+void scatter_add_head(const Float* src, Float* dst, int64_t row_stride, int64_t T, int64_t hs) {
+  for (int64_t t = 0; t < T; ++t)
+    for (int64_t i = 0; i < hs; ++i) dst[t * row_stride + i] += src[t * hs + i];
 }
 
 }  // namespace
 
+// Per (b, h): the head's q, k, v are gathered into contiguous (T, hs) blocks so that both products
+// run on the shared GEMM (serial inside this parallel loop). The full T x T score matrix is computed
+// and the upper triangle discarded: the GEMM is fast enough that the wasted half costs less than
+// a hand-written triangular loop.
 template <typename Float>
 void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, int64_t T, int64_t C, int64_t NH) {
-  const int64_t hs = C / NH;
-  const int64_t C3 = 3 * C;
-  const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t b = 0; b < B; ++b) {
-    for (int64_t h = 0; h < NH; ++h) {
-      const Float* q = qkv + b * T * C3 + h * hs;  // row t at q + t * C3
-      const Float* k = q + C;
-      const Float* v = q + 2 * C;
-      for (int64_t t = 0; t < T; ++t) {
-        Float* p = probs + ((b * NH + h) * T + t) * T;
-        const Float* q_t = q + t * C3;
-        Float row_max = -INFINITY;
-        for (int64_t s = 0; s <= t; ++s) {
-          p[s] = dot(q_t, k + s * C3, hs) * scale;
-          row_max = std::max(row_max, p[s]);
-        }
-        Float sum = 0;
-        for (int64_t s = 0; s <= t; ++s) {
-          p[s] = std::exp(p[s] - row_max);
-          sum += p[s];
-        }
-        const Float inv_sum = Float(1) / sum;
-        for (int64_t s = 0; s <= t; ++s) p[s] *= inv_sum;
-        for (int64_t s = t + 1; s < T; ++s) p[s] = 0;
-
-        Float* out_t = out + (b * T + t) * C + h * hs;
-        for (int64_t i = 0; i < hs; ++i) out_t[i] = 0;
-        for (int64_t s = 0; s <= t; ++s) axpy(p[s], v + s * C3, out_t, hs);
-      }
-    }
-  }
-}
-
-// With P = softmax(S), S = scale q kᵀ, out = P v:
-//   dv_s += P[t,s] dout_t;  dP[t,s] = dout_t · v_s;  dS[t,s] = P[t,s] (dP[t,s] - sum_j P[t,j] dP[t,j]);
-//   dq_t += scale dS[t,s] k_s;  dk_s += scale dS[t,s] q_t.
-template <typename Float>
-void attention_backward(const Float* dout, const Float* qkv, const Float* probs, Float* dqkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH) {
+  check_attention_dims(B, T, C, NH);
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
 #pragma omp parallel
   {
-    std::vector<Float> dp(static_cast<size_t>(T));  // dP for one query row
+    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs));
+    Float* q = scratch.data();
+    Float* k = q + T * hs;
+    Float* v = k + T * hs;
+    Float* o = v + T * hs;
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < NH; ++h) {
-        const Float* q = qkv + b * T * C3 + h * hs;
-        const Float* k = q + C;
-        const Float* v = q + 2 * C;
-        Float* dq = dqkv + b * T * C3 + h * hs;
-        Float* dk = dq + C;
-        Float* dv = dq + 2 * C;
+        const Float* head = qkv + b * T * C3 + h * hs;
+        gather_head(head, C3, q, T, hs);
+        gather_head(head + C, C3, k, T, hs);
+        gather_head(head + 2 * C, C3, v, T, hs);
+        Float* p = probs + (b * NH + h) * T * T;  // (T, T)
+        matmul(q, k, p, T, T, hs, false, true, Float(0));
         for (int64_t t = 0; t < T; ++t) {
-          const Float* p = probs + ((b * NH + h) * T + t) * T;
-          const Float* dout_t = dout + (b * T + t) * C + h * hs;
-          Float weighted = 0;  // sum_s P[t,s] dP[t,s]
+          Float* row = p + t * T;
+          Float row_max = -INFINITY;
+          for (int64_t s = 0; s <= t; ++s) row_max = std::max(row_max, row[s] * scale);
+          Float sum = 0;
           for (int64_t s = 0; s <= t; ++s) {
-            dp[s] = dot(dout_t, v + s * C3, hs);
-            weighted += p[s] * dp[s];
-            axpy(p[s], dout_t, dv + s * C3, hs);
+            row[s] = std::exp(row[s] * scale - row_max);
+            sum += row[s];
           }
-          const Float* q_t = q + t * C3;
-          Float* dq_t = dq + t * C3;
-          for (int64_t s = 0; s <= t; ++s) {
-            const Float ds = p[s] * (dp[s] - weighted) * scale;
-            axpy(ds, k + s * C3, dq_t, hs);
-            axpy(ds, q_t, dk + s * C3, hs);
-          }
+          const Float inv_sum = Float(1) / sum;
+          for (int64_t s = 0; s <= t; ++s) row[s] *= inv_sum;
+          for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
         }
+        matmul(p, v, o, T, hs, T, false, false, Float(0));
+        Float* out_head = out + b * T * C + h * hs;
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t i = 0; i < hs; ++i) out_head[t * C + i] = o[t * hs + i];
+      }
+    }
+  }
+}
+
+// With P = softmax(S), S = scale q kᵀ, out = P v (all per head, (T, hs) and (T, T)):
+//   dv = Pᵀ dout;  dP = dout vᵀ;  dS[t,s] = P[t,s] (dP[t,s] - sum_j P[t,j] dP[t,j]);
+//   dq = scale dS k;  dk = scale dSᵀ q.   P is zero above the diagonal, so is dS.
+template <typename Float>
+void attention_backward(const Float* dout, const Float* qkv, const Float* probs, Float* dqkv, int64_t B, int64_t T,
+                        int64_t C, int64_t NH) {
+  check_attention_dims(B, T, C, NH);
+  if (dqkv == nullptr) return;
+  const int64_t hs = C / NH;
+  const int64_t C3 = 3 * C;
+  const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
+#pragma omp parallel
+  {
+    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + T * T));
+    Float* q = scratch.data();
+    Float* k = q + T * hs;
+    Float* v = k + T * hs;
+    Float* dout_head = v + T * hs;
+    Float* grad = dout_head + T * hs;  // (T, hs): dv, then dq, then dk
+    Float* ds = grad + T * hs;         // (T, T): dP, then dS in place
+#pragma omp for collapse(2) schedule(static)
+    for (int64_t b = 0; b < B; ++b) {
+      for (int64_t h = 0; h < NH; ++h) {
+        const Float* head = qkv + b * T * C3 + h * hs;
+        Float* dhead = dqkv + b * T * C3 + h * hs;
+        const Float* p = probs + (b * NH + h) * T * T;
+        gather_head(head, C3, q, T, hs);
+        gather_head(head + C, C3, k, T, hs);
+        gather_head(head + 2 * C, C3, v, T, hs);
+        gather_head(dout + b * T * C + h * hs, C, dout_head, T, hs);
+
+        matmul(p, dout_head, grad, T, hs, T, true, false, Float(0));
+        scatter_add_head(grad, dhead + 2 * C, C3, T, hs);
+
+        matmul(dout_head, v, ds, T, T, hs, false, true, Float(0));
+        for (int64_t t = 0; t < T; ++t) {
+          const Float* p_row = p + t * T;
+          Float* row = ds + t * T;
+          Float weighted = 0;  // sum_s P[t,s] dP[t,s]
+          for (int64_t s = 0; s <= t; ++s) weighted += p_row[s] * row[s];
+          for (int64_t s = 0; s <= t; ++s) row[s] = p_row[s] * (row[s] - weighted) * scale;
+          for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
+        }
+
+        matmul(ds, k, grad, T, hs, T, false, false, Float(0));
+        scatter_add_head(grad, dhead, C3, T, hs);
+        matmul(ds, q, grad, T, hs, T, true, false, Float(0));
+        scatter_add_head(grad, dhead + C, C3, T, hs);
       }
     }
   }

@@ -13,7 +13,8 @@ namespace nd::cpu {
 template <typename Float>
 void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, int64_t T, int64_t C, int64_t NH);
 
-// dout (B, T, C), qkv (B, T, 3C), probs (B, NH, T, T) from the forward pass -> dqkv (B, T, 3C) +=.
+// dout (B, T, C), qkv (B, T, 3C), probs (B, NH, T, T) from the forward pass -> dqkv (B, T, 3C) +=
+// (null: nothing to do).
 template <typename Float>
 void attention_backward(const Float* dout, const Float* qkv, const Float* probs, Float* dqkv, int64_t B, int64_t T,
                         int64_t C, int64_t NH);

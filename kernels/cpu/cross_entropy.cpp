@@ -47,6 +47,7 @@ template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
                             int64_t N, int64_t Vp, int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
+  if (dlogits == nullptr) return;
   const int64_t count = count_cross_entropy_targets(targets, N, V);
   if (count == 0) return;
   const T factor = *dloss / static_cast<T>(count);

@@ -15,7 +15,8 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* 
                            int64_t V);
 
 // dloss (1), the gradient of the mean loss -> dlogits (N, Vp) += (softmax(logits[row, :V]) - onehot(target))
-// * dloss / count, count = number of non-ignored rows. Ignored rows and padding columns get nothing.
+// * dloss / count, count = number of non-ignored rows. Ignored rows and padding columns get nothing;
+// a null dlogits means no gradient is needed.
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
                             int64_t N, int64_t Vp, int64_t V);
