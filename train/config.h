@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "train/flags.h"
 
@@ -62,6 +63,15 @@ struct TrainConfig {
 };
 
 FlagSet train_flag_set();
+
+// Every train flag with its type and current value as text (checkpoints record them all).
+struct ConfigField {
+  std::string name;  // flag name, dash-separated
+  FlagType type;
+  std::string text;
+};
+std::vector<ConfigField> train_config_fields(const TrainConfig& config);
+
 TrainConfig train_config_from_flags(const ParsedFlags& flags);
 // argv[0] = "train". Sets `help_requested` instead of parsing further when --help is given.
 TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested = nullptr);

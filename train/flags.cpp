@@ -27,12 +27,6 @@ std::string normalize_key(std::string key) {
   return key;
 }
 
-bool is_bool_literal(const std::string& s) {
-  for (const char* word : {"true", "false", "1", "0", "yes", "no", "on", "off"})
-    if (s == word) return true;
-  return false;
-}
-
 void check_type(const FlagSpec& spec, const std::string& text, const std::string& origin) {
   std::string what = "'" + spec.name + "' " + origin;
   switch (spec.type) {
@@ -161,14 +155,16 @@ void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const 
 }
 
 ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
-  // A boolean flag followed by a boolean word takes it as its value (`--bias false`); cxxopts
-  // reads a bare boolean flag as true and never looks at the next argument, so join the two.
+  // A boolean flag followed by a word takes it as its value (`--bias false`); cxxopts reads a
+  // bare boolean flag as true and never looks at the next argument, so join the two. No
+  // subcommand takes positional arguments, so a word after a switch can only be its value (a
+  // bad one is then reported against the flag).
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     if (i > 0 && a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc) {
       const FlagSpec* spec = find(a.substr(2));
-      if (spec && spec->type == FlagType::Bool && is_bool_literal(argv[i + 1])) {
+      if (spec && spec->type == FlagType::Bool && std::string(argv[i + 1]).rfind("-", 0) != 0) {
         args.push_back(a + "=" + argv[i + 1]);
         ++i;
         continue;

@@ -3,20 +3,30 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/add.h"
+#include "kernels/cuda/add.h"
+#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
 namespace {
 
 void add_forward_on_device(const Tensor& a, const Tensor& b, Tensor& out) {
-  if (a.device().is_cuda()) ND_FAIL("add: the CUDA kernel is not built yet");
+  if (a.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(a.dtype(), "add",
+                           cuda::add_forward(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel()));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(a.dtype(), "add",
                         cpu::add_forward(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel()));
 }
 
 // grad += dout.
 void add_backward_on_device(const Tensor& dout, Tensor& grad) {
-  if (dout.device().is_cuda()) ND_FAIL("add: the CUDA kernel is not built yet");
+  if (dout.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "add backward",
+                           cuda::accumulate(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(dout.dtype(), "add backward",
                         cpu::add_inplace(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
 }

@@ -4,6 +4,8 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/embedding.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/embedding.h"
 
 namespace nd::ops {
 
@@ -42,7 +44,12 @@ void check_token_ids(const Tensor& idx, int64_t vocab) {
 
 void embedding_forward_on_device(const Tensor& idx, const Tensor& wte, const Tensor& wpe, Tensor& out,
                                  const EmbeddingDims& d) {
-  if (wte.device().is_cuda()) ND_FAIL("embedding: the CUDA kernel is not built yet");
+  if (wte.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(wte.dtype(), "embedding",
+                           cuda::embedding_forward(idx.data<int32_t>(), wte.data<scalar_t>(), wpe.data<scalar_t>(),
+                                                   out.data<scalar_t>(), d.B, d.T, d.C));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(wte.dtype(), "embedding",
                         cpu::embedding_forward(idx.data<int32_t>(), wte.data<scalar_t>(), wpe.data<scalar_t>(),
                                                out.data<scalar_t>(), d.B, d.T, d.C));
@@ -51,7 +58,13 @@ void embedding_forward_on_device(const Tensor& idx, const Tensor& wte, const Ten
 // Adds into whichever of dwte (V, C), dwpe (Tmax, C) is non-null.
 void embedding_backward_on_device(const Tensor& dout, const Tensor& idx, Tensor* dwte, Tensor* dwpe,
                                   const EmbeddingDims& d) {
-  if (dout.device().is_cuda()) ND_FAIL("embedding: the CUDA kernel is not built yet");
+  if (dout.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "embedding backward",
+                           cuda::embedding_backward(idx.data<int32_t>(), dout.data<scalar_t>(),
+                                                    dwte ? dwte->data<scalar_t>() : nullptr,
+                                                    dwpe ? dwpe->data<scalar_t>() : nullptr, d.B, d.T, d.C, d.V));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(dout.dtype(), "embedding backward",
                         cpu::embedding_backward(idx.data<int32_t>(), dout.data<scalar_t>(),
                                                 dwte ? dwte->data<scalar_t>() : nullptr,

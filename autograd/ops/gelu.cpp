@@ -2,19 +2,29 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/gelu.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/gelu.h"
 
 namespace nd::ops {
 
 namespace {
 
 void gelu_forward_on_device(const Tensor& x, Tensor& out) {
-  if (x.device().is_cuda()) ND_FAIL("gelu: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "gelu", cuda::gelu_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel()));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "gelu", cpu::gelu_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel()));
 }
 
 // dx += gelu'(x) * dout.
 void gelu_backward_on_device(const Tensor& dout, const Tensor& x, Tensor& dx) {
-  if (x.device().is_cuda()) ND_FAIL("gelu: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "gelu backward",
+                           cuda::gelu_backward(dout.data<scalar_t>(), x.data<scalar_t>(), dx.data<scalar_t>(),
+                                               x.numel()));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "gelu backward",
                         cpu::gelu_backward(x.data<scalar_t>(), dout.data<scalar_t>(), dx.data<scalar_t>(), x.numel()));
 }

@@ -3,6 +3,8 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/layernorm.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/layernorm.h"
 
 namespace nd::ops {
 
@@ -34,7 +36,16 @@ struct LayernormSaved {
 // Fills out (N, C) from x (N, C), w, b on x's device and returns the row statistics.
 LayernormSaved layernorm_forward_on_device(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& out, float eps,
                                            const LayernormDims& d) {
-  if (x.device().is_cuda()) ND_FAIL("layernorm: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    // The statistics stay f32 on the GPU, also for bf16 activations.
+    Tensor mean = Tensor::empty({d.N}, DType::F32, x.device());
+    Tensor rstd = Tensor::empty({d.N}, DType::F32, x.device());
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "layernorm",
+                           cuda::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(),
+                                                   out.data<scalar_t>(), mean.data<float>(), rstd.data<float>(), d.N,
+                                                   d.C, eps));
+    return {mean, rstd};
+  }
   Tensor mean = Tensor::empty({d.N}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({d.N}, x.dtype(), x.device());
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "layernorm",
@@ -47,7 +58,15 @@ LayernormSaved layernorm_forward_on_device(const Tensor& x, const Tensor& w, con
 // Adds into whichever of dx (N, C), dw (C), db (C) is non-null.
 void layernorm_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, const LayernormSaved& saved,
                                   Tensor* dx, Tensor* dw, Tensor* db, const LayernormDims& d) {
-  if (x.device().is_cuda()) ND_FAIL("layernorm: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "layernorm backward",
+                           cuda::layernorm_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                                    saved.mean.data<float>(), saved.rstd.data<float>(),
+                                                    dx ? dx->data<scalar_t>() : nullptr,
+                                                    dw ? dw->data<scalar_t>() : nullptr,
+                                                    db ? db->data<scalar_t>() : nullptr, d.N, d.C));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "layernorm backward",
                         cpu::layernorm_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
                                                 saved.mean.data<scalar_t>(), saved.rstd.data<scalar_t>(),

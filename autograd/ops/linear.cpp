@@ -3,6 +3,8 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/linear.h"
 
 namespace nd::ops {
 
@@ -34,7 +36,13 @@ LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
 
 // out (M, N) = x · wᵀ + b on x's device; b may be null.
 void linear_forward_on_device(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& out, const LinearDims& d) {
-  if (x.device().is_cuda()) ND_FAIL("linear: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "linear",
+                           cuda::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(),
+                                                b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(), d.M, d.N,
+                                                d.K));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear",
                         cpu::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(),
                                             b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(), d.M, d.N, d.K));
@@ -43,7 +51,14 @@ void linear_forward_on_device(const Tensor& x, const Tensor& w, const Tensor* b,
 // Adds into whichever of dx (M, K), dw (N, K), db (N) is non-null.
 void linear_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw,
                                Tensor* db, const LinearDims& d) {
-  if (x.device().is_cuda()) ND_FAIL("linear: the CUDA kernel is not built yet");
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "linear backward",
+                           cuda::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                                 dx ? dx->data<scalar_t>() : nullptr,
+                                                 dw ? dw->data<scalar_t>() : nullptr,
+                                                 db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
+    return;
+  }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear backward",
                         cpu::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
                                              dx ? dx->data<scalar_t>() : nullptr, dw ? dw->data<scalar_t>() : nullptr,

@@ -1,0 +1,234 @@
+// The bench-comm sweep: for each size, one checked run against the closed form, then warmup
+// and timed iterations; the time is the max over ranks of the mean per-iteration time.
+#include "dist/comm_bench.h"
+
+#include <cctype>
+#include <cstdio>
+
+#include "dist/comm_bench_data.h"
+#include "dist/comm_timer.h"
+
+namespace nd::dist {
+
+namespace {
+
+// The buffers of one size and how to run and check the op on them.
+struct Case {
+  BenchOp op;
+  bool ring;
+  RingOptions ring_options;
+  int64_t total = 0;  // elements in the whole buffer (the row's count)
+  int64_t block = 0;  // per-rank block for all-gather / reduce-scatter
+  Tensor a, b;        // a: in-place buffer or input; b: output (native AG/RS, sendrecv)
+
+  void fill(Comm& comm) {
+    const int r = comm.rank();
+    switch (op) {
+      case BenchOp::AllReduce:
+      case BenchOp::SendRecv: bench::fill_pattern(a, r, 0); break;
+      case BenchOp::AllGather:
+        // Native: the input is this rank's block; ring: the whole buffer, of which the gather
+        // keeps only this rank's chunk.
+        bench::fill_pattern(a, r, ring ? 0 : r * block);
+        break;
+      case BenchOp::ReduceScatter: bench::fill_pattern(a, r, 0); break;
+    }
+  }
+
+  void run(Comm& comm) {
+    const int r = comm.rank(), n = comm.size();
+    switch (op) {
+      case BenchOp::AllReduce:
+        if (ring) {
+          ring_allreduce(comm, a, ReduceOp::Sum, ring_options);
+        } else {
+          comm.allreduce(a, ReduceOp::Sum);
+        }
+        break;
+      case BenchOp::SendRecv:
+        comm.group_start();
+        comm.send(a, (r + 1) % n);
+        comm.recv(b, (r - 1 + n) % n);
+        comm.group_end();
+        break;
+      case BenchOp::AllGather:
+        if (ring) {
+          ring_all_gather(comm, a, ring_options);
+        } else {
+          comm.all_gather(a, b);
+        }
+        break;
+      case BenchOp::ReduceScatter:
+        if (ring) {
+          ring_reduce_scatter(comm, a, ReduceOp::Sum, ring_options);
+        } else {
+          comm.reduce_scatter(a, b, ReduceOp::Sum);
+        }
+        break;
+    }
+  }
+
+  int64_t wrong(Comm& comm) {
+    using bench::Expect;
+    const int r = comm.rank(), n = comm.size();
+    switch (op) {
+      case BenchOp::AllReduce: return bench::count_wrong(a, Expect::RankSum, r, n, 0, 0);
+      case BenchOp::SendRecv: return bench::count_wrong(b, Expect::OwnPattern, (r - 1 + n) % n, n, 0, 0);
+      case BenchOp::AllGather: return bench::count_wrong(ring ? a : b, Expect::BlockOwner, r, n, 0, block);
+      case BenchOp::ReduceScatter: {
+        Tensor mine = ring ? a.narrow(r * block, block) : b;
+        return bench::count_wrong(mine, Expect::RankSum, r, n, r * block, 0);
+      }
+    }
+    return 0;
+  }
+};
+
+// Elements for a row of `bytes`: at least one per rank where blocks are needed, whole blocks.
+int64_t total_count(BenchOp op, int64_t bytes, DType dtype, int nranks) {
+  int64_t count = std::max<int64_t>(1, bytes / static_cast<int64_t>(dtype_size(dtype)));
+  if (op == BenchOp::AllGather || op == BenchOp::ReduceScatter)
+    count = std::max<int64_t>(nranks, count / nranks * nranks);
+  return count;
+}
+
+Case make_case(const Comm& comm, const BenchCommOptions& options, int64_t total) {
+  Case c{options.op, options.ring, options.ring_options, total, total / comm.size(), {}, {}};
+  const Device device = comm.device();
+  const bool blocks = options.op == BenchOp::AllGather || options.op == BenchOp::ReduceScatter;
+  if (blocks && !options.ring) {
+    const bool gather = options.op == BenchOp::AllGather;
+    c.a = Tensor::empty({gather ? c.block : total}, options.dtype, device);
+    c.b = Tensor::empty({gather ? total : c.block}, options.dtype, device);
+  } else {
+    c.a = Tensor::empty({total}, options.dtype, device);
+    if (options.op == BenchOp::SendRecv) c.b = Tensor::empty({total}, options.dtype, device);
+  }
+  return c;
+}
+
+}  // namespace
+
+BenchOp parse_bench_op(const std::string& name) {
+  if (name == "allreduce") return BenchOp::AllReduce;
+  if (name == "sendrecv") return BenchOp::SendRecv;
+  if (name == "allgather") return BenchOp::AllGather;
+  if (name == "reducescatter") return BenchOp::ReduceScatter;
+  ND_FAIL("unknown --op '" << name << "' (expected allreduce, sendrecv, allgather or reducescatter)");
+}
+
+const char* bench_op_name(BenchOp op) {
+  switch (op) {
+    case BenchOp::AllReduce: return "allreduce";
+    case BenchOp::SendRecv: return "sendrecv";
+    case BenchOp::AllGather: return "allgather";
+    case BenchOp::ReduceScatter: return "reducescatter";
+  }
+  return "?";
+}
+
+double bus_factor(BenchOp op, int nranks) {
+  const double n = nranks;
+  switch (op) {
+    case BenchOp::AllReduce: return 2.0 * (n - 1) / n;
+    case BenchOp::AllGather:
+    case BenchOp::ReduceScatter: return (n - 1) / n;
+    case BenchOp::SendRecv: return 1.0;
+  }
+  return 1.0;
+}
+
+std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
+                                         const std::function<void(const BenchCommRow&)>& on_row) {
+  ND_CHECK(options.dtype == DType::F32 || options.dtype == DType::BF16,
+           "--dtype must be f32 or bf16, not " << dtype_name(options.dtype));
+  ND_CHECK(options.min_bytes >= 1 && options.max_bytes >= options.min_bytes,
+           "--min-bytes " << options.min_bytes << " and --max-bytes " << options.max_bytes
+                          << " must satisfy 1 <= min <= max");
+  ND_CHECK(options.factor > 1.0, "--factor " << options.factor << " must be > 1");
+  ND_CHECK(options.warmup >= 0 && options.iters >= 1,
+           "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
+  std::vector<BenchCommRow> rows;
+  CommTimer timer(comm);
+  int64_t previous_total = -1;
+  for (double size = static_cast<double>(options.min_bytes); size <= static_cast<double>(options.max_bytes) * (1 + 1e-12);
+       size *= options.factor) {
+    const int64_t total = total_count(options.op, static_cast<int64_t>(size), options.dtype, comm.size());
+    if (total == previous_total) continue;  // sizes below one element (or block) collapse
+    previous_total = total;
+    Case c = make_case(comm, options, total);
+
+    c.fill(comm);
+    c.run(comm);
+    int64_t wrong = c.wrong(comm);
+    comm.host_allreduce(&wrong, 1, HostReduce::Sum);
+
+    for (int i = 0; i < options.warmup; ++i) c.run(comm);
+    comm.barrier();
+    timer.start();
+    for (int i = 0; i < options.iters; ++i) c.run(comm);
+    double seconds = timer.stop() / options.iters;
+    comm.host_allreduce(&seconds, 1, HostReduce::Max);
+
+    BenchCommRow row;
+    row.count = total;
+    row.bytes = total * static_cast<int64_t>(dtype_size(options.dtype));
+    row.type = dtype_name(options.dtype);
+    row.redop = (options.op == BenchOp::AllReduce || options.op == BenchOp::ReduceScatter) ? "sum" : "none";
+    row.time_us = seconds * 1e6;
+    row.algbw_gbps = static_cast<double>(row.bytes) / seconds / 1e9;
+    row.busbw_gbps = row.algbw_gbps * bus_factor(options.op, comm.size());
+    row.wrong = wrong;
+    rows.push_back(row);
+    if (on_row) on_row(row);
+  }
+  return rows;
+}
+
+std::string bench_comm_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14s %13s %6s %6s %11s %11s %11s %8s", "size", "count", "type", "redop",
+                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  return line;
+}
+
+std::string format_bench_comm_row(const BenchCommRow& row) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14lld %13lld %6s %6s %11.2f %11.2f %11.2f %8lld", static_cast<long long>(row.bytes),
+                static_cast<long long>(row.count), row.type.c_str(), row.redop.c_str(), row.time_us, row.algbw_gbps,
+                row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+std::string bench_comm_csv_header() {
+  return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong";
+}
+
+std::string format_bench_comm_csv(const BenchCommRow& row, const BenchCommOptions& options, const Comm& comm) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld", bench_op_name(options.op),
+                options.ring ? "ring" : "native", comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
+                static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
+                row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+int64_t parse_byte_size(const std::string& text) {
+  std::string t = text;
+  if (!t.empty() && (t.back() == 'B' || t.back() == 'b')) t.pop_back();
+  ND_CHECK(!t.empty(), "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
+  int64_t unit = 1;
+  switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+    case 'K': unit = int64_t{1} << 10; break;
+    case 'M': unit = int64_t{1} << 20; break;
+    case 'G': unit = int64_t{1} << 30; break;
+    default: break;
+  }
+  if (unit > 1) t.pop_back();
+  ND_CHECK(!t.empty() && t.find_first_not_of("0123456789") == std::string::npos,
+           "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
+  ND_CHECK(t.size() <= 12, "byte size '" << text << "' is too large");
+  return std::stoll(t) * unit;
+}
+
+}  // namespace nd::dist

@@ -1,0 +1,63 @@
+// `nanodist bench-comm`: nccl-tests-style bandwidth sweeps of one collective over message sizes,
+// for the native backend or our ring, each size checked against a closed-form answer.
+// Columns: size count type redop time(us) algbw(GB/s) busbw(GB/s) #wrong.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "dist/comm.h"
+#include "dist/ring_allreduce.h"
+
+namespace nd::dist {
+
+enum class BenchOp { AllReduce, SendRecv, AllGather, ReduceScatter };
+BenchOp parse_bench_op(const std::string& name);  // allreduce|sendrecv|allgather|reducescatter
+const char* bench_op_name(BenchOp op);
+
+struct BenchCommOptions {
+  BenchOp op = BenchOp::AllReduce;
+  bool ring = false;  // --impl ring (else native: MPI on CPU, NCCL on GPU)
+  DType dtype = DType::F32;
+  int64_t min_bytes = 8;
+  int64_t max_bytes = int64_t{1} << 30;
+  double factor = 2.0;
+  int warmup = 5;
+  int iters = 20;
+  RingOptions ring_options;
+};
+
+struct BenchCommRow {
+  int64_t bytes = 0;  // the whole buffer: for all-gather the output, for reduce-scatter the input
+  int64_t count = 0;  // elements in those bytes
+  std::string type;   // f32 | bf16
+  std::string redop;  // sum, or none for data movement
+  double time_us = 0;     // max over ranks of the mean per-iteration time
+  double algbw_gbps = 0;  // bytes / time
+  double busbw_gbps = 0;  // algbw x the op's bus factor (nccl-tests' convention)
+  int64_t wrong = 0;      // mismatched elements, summed over all ranks
+};
+
+// busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for sendrecv.
+double bus_factor(BenchOp op, int nranks);
+
+// Runs the sweep on `comm` (collective: every rank calls it with the same options). Each finished
+// size is passed to `on_row` (on every rank; printing is the caller's business) and returned.
+std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
+                                         const std::function<void(const BenchCommRow&)>& on_row = {});
+
+// Text lines in nccl-tests' layout, and a CSV header/line that also names op, impl and ranks.
+std::string bench_comm_header();
+std::string format_bench_comm_row(const BenchCommRow& row);
+std::string bench_comm_csv_header();
+std::string format_bench_comm_csv(const BenchCommRow& row, const BenchCommOptions& options, const Comm& comm);
+
+// "8", "64K", "16M", "1G", "4G" (powers of 1024; an optional trailing B).
+int64_t parse_byte_size(const std::string& text);
+
+// The whole subcommand: parses flags with cxxopts, builds the world comm, prints on rank 0,
+// writes --csv, and returns 0, or 1 when any element was wrong. main.cpp forwards to it.
+int run_bench_comm_cli(int argc, char** argv);
+
+}  // namespace nd::dist

@@ -1,0 +1,107 @@
+#include "dist/ddp.h"
+
+#include "dist/ring_allreduce.h"
+#if NANODIST_WITH_CUDA
+#include "tensor/cuda_stream.h"
+#endif
+
+namespace nd::dist {
+
+AllreduceImpl parse_allreduce_impl(const std::string& name) {
+  if (name == "native") return AllreduceImpl::Native;
+  if (name == "ring") return AllreduceImpl::Ring;
+  ND_FAIL("unknown all-reduce '" << name << "' (expected native or ring)");
+}
+
+DistributedDataParallel::DistributedDataParallel(Comm& comm, std::vector<Variable> params, const DDPOptions& options)
+    : comm_(comm), params_(std::move(params)), options_(options), bucket_of_(params_.size()) {
+  ND_CHECK(options.bucket_mb > 0 && options.first_bucket_mb > 0,
+           "bucket sizes must be positive, got " << options.bucket_mb << " MB and " << options.first_bucket_mb << " MB");
+  // Group in reverse order: the last parameters' gradients are final first in backward.
+  std::vector<std::vector<size_t>> groups(1);
+  double bytes = 0, cap = options.first_bucket_mb * 1e6;
+  DType group_dtype = params_.empty() ? DType::F32 : params_.back().dtype();
+  for (size_t k = params_.size(); k-- > 0;) {
+    const Variable& p = params_[k];
+    ND_CHECK(p.device() == comm.device(), "DDP parameter " << k << " is on " << p.device().str()
+                                                            << ", the communicator on " << comm.device().str());
+    double b = static_cast<double>(p.data().nbytes());
+    if (!groups.back().empty() && (bytes + b > cap || p.dtype() != group_dtype)) {
+      groups.emplace_back();
+      bytes = 0;
+      cap = options.bucket_mb * 1e6;
+    }
+    group_dtype = p.dtype();
+    groups.back().push_back(k);
+    bytes += b;
+  }
+  for (const auto& group : groups) {
+    if (group.empty()) continue;
+    Bucket bucket;
+    int64_t numel = 0;
+    for (size_t k : group) numel += params_[k].data().numel();
+    bucket.flat = Tensor::zeros({numel}, params_[group.front()].dtype(), comm.device());
+    int64_t offset = 0;
+    for (size_t k : group) {
+      Variable& p = params_[k];
+      p.set_grad(bucket.flat.narrow(offset, p.data().numel()).view(p.shape()));
+      offset += p.data().numel();
+      bucket_of_[k] = buckets_.size();
+      p.set_grad_hook([this, k](Variable&) { on_gradient_final(k); });
+    }
+    bucket.params = group;
+    buckets_.push_back(std::move(bucket));
+  }
+}
+
+std::vector<int64_t> DistributedDataParallel::bucket_sizes() const {
+  std::vector<int64_t> sizes;
+  for (const Bucket& b : buckets_) sizes.push_back(b.flat.numel());
+  return sizes;
+}
+
+void DistributedDataParallel::broadcast_parameters() {
+  for (Variable& p : params_) comm_.broadcast(p.data(), 0);
+#if NANODIST_WITH_CUDA
+  if (comm_.device().is_cuda()) compute_wait_for_comm(comm_.device().index);
+#endif
+}
+
+void DistributedDataParallel::prepare_backward(bool sync) {
+  sync_ = sync;
+  for (Bucket& b : buckets_) {
+    b.pending = static_cast<int>(b.params.size());
+    b.launched = false;
+  }
+}
+
+void DistributedDataParallel::on_gradient_final(size_t param_index) {
+  if (!sync_) return;
+  Bucket& bucket = buckets_[bucket_of_[param_index]];
+  if (--bucket.pending == 0) launch(bucket);
+}
+
+void DistributedDataParallel::launch(Bucket& bucket) {
+  if (bucket.launched) return;
+  bucket.launched = true;
+  if (comm_.size() == 1) return;
+  if (options_.impl == AllreduceImpl::Ring) {
+    RingOptions ring;
+    ring.check_sizes = false;  // every rank built the same buckets from the same model
+    ring_allreduce(comm_, bucket.flat, ReduceOp::Avg, ring);
+  } else {
+    comm_.allreduce(bucket.flat, ReduceOp::Avg);
+  }
+}
+
+void DistributedDataParallel::finish_gradient_sync() {
+  if (!sync_) return;
+  // Buckets whose gradients never became final (unused parameters) still join the collective,
+  // in bucket order, which every rank shares.
+  for (Bucket& b : buckets_) launch(b);
+#if NANODIST_WITH_CUDA
+  if (comm_.device().is_cuda()) compute_wait_for_comm(comm_.device().index);
+#endif
+}
+
+}  // namespace nd::dist

@@ -1,0 +1,63 @@
+// Data parallelism: gradients are averaged over ranks in buckets. Each parameter's gradient is a
+// view into its bucket's flat buffer, so backward kernels accumulate straight into what gets
+// reduced (no copies). Buckets follow reverse parameter order (the order backward finishes
+// gradients), the first one small so communication starts early; a bucket's all-reduce is
+// launched from the autograd hook of its last gradient, overlapping the rest of backward (on the
+// GPU it is queued on the communication stream). DDP sees a list of parameters, not a Module.
+#pragma once
+#include <vector>
+
+#include "autograd/variable.h"
+#include "dist/comm.h"
+
+namespace nd::dist {
+
+enum class AllreduceImpl { Native, Ring };
+AllreduceImpl parse_allreduce_impl(const std::string& name);  // "native" | "ring"
+
+struct DDPOptions {
+  double bucket_mb = 25.0;
+  double first_bucket_mb = 1.0;
+  AllreduceImpl impl = AllreduceImpl::Native;
+};
+
+class DistributedDataParallel {
+ public:
+  // `params` in forward (registration) order; all on comm.device().
+  DistributedDataParallel(Comm& comm, std::vector<Variable> params, const DDPOptions& options = {});
+
+  // Copies rank 0's parameters to every rank.
+  void broadcast_parameters();
+
+  // Call before each backward: with sync = false (the non-final micro-steps of gradient
+  // accumulation) gradients only accumulate locally.
+  void prepare_backward(bool sync);
+
+  // Call after the last backward of a step: launches any bucket still pending and waits until
+  // every gradient holds the average over ranks (on the GPU: ordered before later compute work).
+  void finish_gradient_sync();
+
+  int num_buckets() const { return static_cast<int>(buckets_.size()); }
+  // Elements per bucket, in launch order: for tests and the start-of-run summary.
+  std::vector<int64_t> bucket_sizes() const;
+
+ private:
+  struct Bucket {
+    Tensor flat;
+    std::vector<size_t> params;  // indices into params_
+    int pending = 0;
+    bool launched = false;
+  };
+
+  void on_gradient_final(size_t param_index);
+  void launch(Bucket& bucket);
+
+  Comm& comm_;
+  std::vector<Variable> params_;
+  DDPOptions options_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;  // param index -> bucket index
+  bool sync_ = true;
+};
+
+}  // namespace nd::dist

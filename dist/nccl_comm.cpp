@@ -1,0 +1,177 @@
+// NcclComm: NCCL on the comm's stream, MPI beside it for the unique id and host agreements.
+// Compiled only in CUDA builds.
+#include "dist/nccl_comm.h"
+
+#if NANODIST_WITH_CUDA
+#include "dist/mpi_check.h"
+#include "dist/nccl_check.h"
+#include "dist/world.h"
+#include "tensor/cuda_stream.h"
+
+namespace nd::dist {
+
+namespace {
+
+ncclDataType_t nccl_reduce_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32: return ncclFloat32;
+    case DType::BF16: return ncclBfloat16;
+    default: ND_FAIL("NCCL reductions take f32 or bf16, not " << dtype_name(dtype));
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAvg; }
+
+// Data movement does not care about the element type: it moves bytes.
+size_t byte_count(const Tensor& t) { return t.nbytes(); }
+
+}  // namespace
+
+int select_local_gpu(MPI_Comm world) {
+  LocalPlace place = local_place(world);
+  int gpus = 0;
+  cudaError_t rc = cudaGetDeviceCount(&gpus);
+  if (rc != cudaSuccess) gpus = 0;
+  // Every rank learns whether any node is short of GPUs, so all raise together.
+  int short_here = place.size > gpus ? 1 : 0, short_anywhere = 0;
+  MPI_CHECK(MPI_Allreduce(&short_here, &short_anywhere, 1, MPI_INT, MPI_MAX, world));
+  ND_CHECK(!short_here, place.size << " ranks on this node but only " << gpus
+                                   << " visible GPU(s): start at most one rank per GPU (check CUDA_VISIBLE_DEVICES)");
+  ND_CHECK(!short_anywhere, "another node has more ranks than GPUs: start at most one rank per GPU");
+  CUDA_CHECK(cudaSetDevice(place.rank));
+  return place.rank;
+}
+
+NcclComm::NcclComm(MPI_Comm parent, int device_index) : device_index_(device_index) {
+  MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
+  MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
+  MPI_CHECK(MPI_Comm_size(mpi_, &size_));
+  CUDA_CHECK(cudaSetDevice(device_index_));
+  ncclUniqueId id;
+  if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
+  NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
+  stream_ = comm_stream(device_index_);
+  CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+}
+
+NcclComm::~NcclComm() {
+  cudaSetDevice(device_index_);
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  scratch_ = Tensor();
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (nccl_) ncclCommDestroy(nccl_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
+}
+
+void NcclComm::send(const Tensor& buffer, int peer) {
+  check_comm_buffer(*this, buffer, "send buffer");
+  check_peer(*this, peer, "send");
+  NCCL_CHECK(ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, nccl_, stream_));
+}
+
+void NcclComm::recv(Tensor& buffer, int peer) {
+  check_comm_buffer(*this, buffer, "recv buffer");
+  check_peer(*this, peer, "recv");
+  NCCL_CHECK(ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, nccl_, stream_));
+}
+
+void NcclComm::group_start() {
+  NCCL_CHECK(ncclGroupStart());
+  ++group_depth_;
+}
+
+void NcclComm::post_group() {
+  ND_CHECK(group_depth_ > 0, "group end without a group start");
+  --group_depth_;
+  NCCL_CHECK(ncclGroupEnd());
+}
+
+void NcclComm::allreduce(Tensor& buffer, ReduceOp op) {
+  check_comm_buffer(*this, buffer, "allreduce buffer");
+  order_after_compute();
+  NCCL_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), nccl_reduce_type(buffer.dtype()),
+                           nccl_op(op), nccl_, stream_));
+}
+
+void NcclComm::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
+  check_comm_buffer(*this, input, "reduce_scatter input");
+  check_comm_buffer(*this, output, "reduce_scatter output");
+  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
+           "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
+  order_after_compute();
+  NCCL_CHECK(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), nccl_reduce_type(input.dtype()),
+                               nccl_op(op), nccl_, stream_));
+}
+
+void NcclComm::all_gather(const Tensor& input, Tensor& output) {
+  check_comm_buffer(*this, input, "all_gather input");
+  check_comm_buffer(*this, output, "all_gather output");
+  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
+           "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  order_after_compute();
+  NCCL_CHECK(ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_));
+}
+
+void NcclComm::broadcast(Tensor& buffer, int root) {
+  check_comm_buffer(*this, buffer, "broadcast buffer");
+  check_peer(*this, root, "broadcast root");
+  check_same_buffer_on_all_ranks(*this, buffer, "broadcast");
+  order_after_compute();
+  NCCL_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_));
+}
+
+void NcclComm::order_after_compute() { comm_wait_for_compute(device_index_); }
+
+void NcclComm::barrier() {
+  synchronize();
+  MPI_CHECK(MPI_Barrier(mpi_));
+}
+
+std::unique_ptr<Comm> NcclComm::split(int color, int key) {
+  ND_CHECK(color >= 0, "split: color " << color << " must be >= 0");
+  MPI_Comm child;
+  MPI_CHECK(MPI_Comm_split(mpi_, color, key, &child));
+  auto result = std::make_unique<NcclComm>(child, device_index_);
+  MPI_Comm_free(&child);
+  return result;
+}
+
+void NcclComm::synchronize() {
+  CUDA_CHECK(cudaStreamSynchronize(side_stream_));
+  synchronize_device_streams(device_index_);
+}
+
+void NcclComm::host_allreduce(int64_t* values, int n, HostReduce op) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT64_T, op == HostReduce::Sum ? MPI_SUM : MPI_MAX, mpi_));
+}
+
+void NcclComm::host_allreduce(double* values, int n, HostReduce op) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op == HostReduce::Sum ? MPI_SUM : MPI_MAX, mpi_));
+}
+
+cudaEvent_t NcclComm::event(size_t i) {
+  while (events_.size() <= i) {
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events_.push_back(e);
+  }
+  return events_[i];
+}
+
+Tensor NcclComm::scratch(int64_t numel, DType dtype) {
+  if (!scratch_.defined() || scratch_.dtype() != dtype || scratch_.numel() < numel) {
+    synchronize();  // queued work may still read the old buffer
+    scratch_ = Tensor();
+    scratch_ = Tensor::empty({numel}, dtype, device());
+  }
+  return scratch_.narrow(0, numel);
+}
+
+}  // namespace nd::dist
+#endif

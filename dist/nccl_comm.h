@@ -1,0 +1,81 @@
+// NcclComm: the GPU backend. Transfers and native collectives run on the device's communication
+// stream (nd::comm_stream); a host MPI communicator beside it carries the unique id and small
+// host-side agreements. Ordering: every collective (and the ring) first makes the comm stream wait
+// for the compute stream, so inputs made there are safe; point-to-point calls do not (call
+// order_after_compute() first). Results are ready for the compute stream after
+// nd::compute_wait_for_comm() or for the host after synchronize(). CUDA builds only.
+#pragma once
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <vector>
+
+#include "dist/comm.h"
+
+namespace nd::dist {
+
+class NcclComm : public Comm {
+ public:
+  // Collective over `parent`: rank 0 creates the NCCL unique id and MPI broadcasts it. Uses GPU
+  // `device_index`, which the caller chose (see select_local_gpu).
+  NcclComm(MPI_Comm parent, int device_index);
+  ~NcclComm() override;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  Device device() const override { return Device::cuda(device_index_); }
+  const char* backend() const override { return "nccl"; }
+
+  void send(const Tensor& buffer, int peer) override;
+  void recv(Tensor& buffer, int peer) override;
+  void group_start() override;
+  void post_group() override;
+  void wait_posted() override {}  // stream-ordered: later work on stream() sees the data
+
+  void allreduce(Tensor& buffer, ReduceOp op) override;
+  void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) override;
+  void all_gather(const Tensor& input, Tensor& output) override;
+  void broadcast(Tensor& buffer, int root) override;
+  void barrier() override;
+  std::unique_ptr<Comm> split(int color, int key) override;
+
+  void synchronize() override;
+  void host_allreduce(int64_t* values, int n, HostReduce op) override;
+  void host_allreduce(double* values, int n, HostReduce op) override;
+
+  // Makes the comm stream wait (on the GPU, not the host) for all work queued so far on the
+  // device's compute stream.
+  void order_after_compute();
+  // The stream every transfer runs on, and a second stream for work that overlaps transfers
+  // (the ring's reductions); events order the two.
+  cudaStream_t stream() const { return stream_; }
+  cudaStream_t side_stream() const { return side_stream_; }
+  // Event i of a pool of timing-free events, created on first use and reused across calls.
+  cudaEvent_t event(size_t i);
+  // A device buffer of at least `numel` elements of `dtype`, reused across calls (staging).
+  Tensor scratch(int64_t numel, DType dtype);
+
+ private:
+  MPI_Comm mpi_ = MPI_COMM_NULL;
+  ncclComm_t nccl_ = nullptr;
+  int rank_ = 0;
+  int size_ = 1;
+  int device_index_ = 0;
+  int group_depth_ = 0;
+  cudaStream_t stream_ = nullptr;
+  cudaStream_t side_stream_ = nullptr;
+  std::vector<cudaEvent_t> events_;
+  Tensor scratch_;
+};
+
+// Picks this process's GPU from its local rank (OMPI_COMM_WORLD_LOCAL_RANK, else the rank in
+// its shared-memory node), before any CUDA context exists, and makes it current. Collective
+// over `world`: raises on every rank when any node has more local ranks than GPUs.
+int select_local_gpu(MPI_Comm world);
+
+}  // namespace nd::dist
+#endif

@@ -1,0 +1,43 @@
+// The from-scratch ring all-reduce: reduce-scatter in N-1 steps, then all-gather in N-1 steps,
+// each step one grouped send-to-next / recv-from-previous through Comm, with a local reduce
+// kernel; chunks are cut into slices so the transfer of one slice overlaps the reduction of
+// another. No backend collective is used. CPU buffers on MpiComm/LocalComm, GPU on NcclComm.
+#pragma once
+#include <cstdint>
+
+#include "dist/comm.h"
+
+namespace nd::dist {
+
+struct RingOptions {
+  // Slice length in bytes for the pipeline; 0 picks one for the device (256 KiB on CPU;
+  // 16 MiB on GPU, with at least two slices per chunk above 1 MiB and none below).
+  int64_t slice_bytes = 0;
+  // All-reduces of at most this many bytes skip the ring: each rank sends its whole buffer to
+  // every other rank in one group and sums the N copies in rank order (one step instead of
+  // 2(N-1), for latency-bound sizes). -1 picks one for the device (64 KiB on GPU, 0 on CPU).
+  int64_t direct_max_bytes = -1;
+  // Agree on the element count and dtype with one small host allreduce first, so a mismatch
+  // raises nd::Error on every rank instead of hanging.
+  bool check_sizes = true;
+};
+
+// Where chunk `index` of a ring over `nranks` lies in a buffer of `count` elements: balanced,
+// the first count % nranks chunks one element longer. Chunks may be empty (count < nranks).
+struct RingChunk {
+  int64_t begin = 0;
+  int64_t size = 0;
+};
+RingChunk ring_chunk(int64_t count, int nranks, int index);
+
+// In place on `buffer` (any shape, contiguous, f32 or bf16): every rank ends with the
+// reduction (sum or average) over all ranks. bf16 is summed in f32 and rounded at each step.
+void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum, const RingOptions& options = {});
+
+// The two halves, callable on their own. After ring_reduce_scatter, chunk comm.rank() of
+// `buffer` (ring_chunk(numel, size, rank)) holds the reduction of that chunk over all ranks;
+// the other chunks hold partial sums. ring_all_gather sends chunk r of rank r to every rank.
+void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum, const RingOptions& options = {});
+void ring_all_gather(Comm& comm, Tensor& buffer, const RingOptions& options = {});
+
+}  // namespace nd::dist

@@ -1,0 +1,17 @@
+// Inverted dropout on the CPU. Element i is kept iff philox_uniform(seed, first + i, stream) >= p,
+// so the mask is a pure function of (seed, first, stream): backward recomputes it instead of
+// storing it, and the CUDA kernel draws the very same mask.
+#pragma once
+#include <cstdint>
+
+namespace nd::cpu {
+
+// x (n) -> out (n): x / (1 - p) where kept, 0 where dropped.
+template <typename T>
+void dropout_forward(const T* x, T* out, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t stream);
+
+// dout (n). Adds dx (n) += dout / (1 - p) where kept (the same mask as the forward).
+template <typename T>
+void dropout_backward(const T* dout, T* dx, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t stream);
+
+}  // namespace nd::cpu

@@ -1,0 +1,86 @@
+// LayerNorm forward and backward. Rows are independent, so both passes split rows over threads;
+// dw and db are summed per thread and then combined in thread order (deterministic for a given
+// thread count).
+#include "kernels/cpu/layernorm.h"
+
+#include <omp.h>
+
+#include <cmath>
+#include <vector>
+
+namespace nd::cpu {
+
+template <typename T>
+void layernorm_forward(const T* x, const T* w, const T* b, T* out, T* mean, T* rstd, int64_t N, int64_t C, T eps) {
+#pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
+  for (int64_t i = 0; i < N; ++i) {
+    const T* xr = x + i * C;
+    T sum = 0;
+    for (int64_t c = 0; c < C; ++c) sum += xr[c];
+    T m = sum / C;
+    T var = 0;  // two passes: no cancellation when |mean| >> std
+    for (int64_t c = 0; c < C; ++c) var += (xr[c] - m) * (xr[c] - m);
+    T r = T(1) / std::sqrt(var / C + eps);
+    T* o = out + i * C;
+    for (int64_t c = 0; c < C; ++c) o[c] = (xr[c] - m) * r * w[c] + b[c];
+    mean[i] = m;
+    rstd[i] = r;
+  }
+}
+
+// With xhat = (x - mean) rstd and g = dout * w (per row):
+//   dx = rstd (g - mean(g) - xhat mean(g xhat)),  dw += dout xhat,  db += dout.
+template <typename T>
+void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw, T* db,
+                        int64_t N, int64_t C) {
+  bool parallel = N * C >= (1 << 15);
+  int threads = parallel ? omp_get_max_threads() : 1;
+  bool want_params = dw != nullptr || db != nullptr;
+  std::vector<T> partial(want_params ? static_cast<size_t>(threads) * 2 * C : 0, T(0));
+#pragma omp parallel num_threads(threads) if (parallel)
+  {
+    T* pw = want_params ? partial.data() + static_cast<size_t>(omp_get_thread_num()) * 2 * C : nullptr;
+    T* pb = want_params ? pw + C : nullptr;
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < N; ++i) {
+      const T* xr = x + i * C;
+      const T* dr = dout + i * C;
+      T m = mean[i], r = rstd[i];
+      if (want_params) {
+        for (int64_t c = 0; c < C; ++c) {
+          pw[c] += dr[c] * (xr[c] - m) * r;
+          pb[c] += dr[c];
+        }
+      }
+      if (dx == nullptr) continue;
+      T g_mean = 0, gx_mean = 0;
+      for (int64_t c = 0; c < C; ++c) {
+        T g = dr[c] * w[c];
+        g_mean += g;
+        gx_mean += g * (xr[c] - m) * r;
+      }
+      g_mean /= C;
+      gx_mean /= C;
+      T* dxr = dx + i * C;
+      for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dr[c] * w[c] - g_mean - (xr[c] - m) * r * gx_mean);
+    }
+  }
+  for (int t = 0; t < threads && want_params; ++t) {
+    const T* pw = partial.data() + static_cast<size_t>(t) * 2 * C;
+    for (int64_t c = 0; c < C; ++c) {
+      if (dw != nullptr) dw[c] += pw[c];
+      if (db != nullptr) db[c] += pw[C + c];
+    }
+  }
+}
+
+template void layernorm_forward<float>(const float*, const float*, const float*, float*, float*, float*, int64_t,
+                                       int64_t, float);
+template void layernorm_forward<double>(const double*, const double*, const double*, double*, double*, double*,
+                                        int64_t, int64_t, double);
+template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*,
+                                        float*, float*, float*, int64_t, int64_t);
+template void layernorm_backward<double>(const double*, const double*, const double*, const double*,
+                                         const double*, double*, double*, double*, int64_t, int64_t);
+
+}  // namespace nd::cpu

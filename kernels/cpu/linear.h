@@ -1,0 +1,17 @@
+// Linear layer kernels on the CPU: out = x · wᵀ + b, and the three gradients, all through the
+// shared blocked matmul (kernels/cpu/matmul.h).
+#pragma once
+#include <cstdint>
+
+namespace nd::cpu {
+
+// x (M, K), w (N, K), b (N) or null -> out (M, N).
+template <typename T>
+void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64_t N, int64_t K);
+
+// dout (M, N), x (M, K), w (N, K). Adds dx (M, K) += dout · w, dw (N, K) += doutᵀ · x and
+// db (N) += column sums of dout; a null gradient pointer skips that gradient.
+template <typename T>
+void linear_backward(const T* dout, const T* x, const T* w, T* dx, T* dw, T* db, int64_t M, int64_t N, int64_t K);
+
+}  // namespace nd::cpu

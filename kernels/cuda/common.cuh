@@ -1,0 +1,94 @@
+// Shared device helpers of the CUDA kernels: ceil-div, f32 <-> storage-type conversion for float and
+// bf16 (bf16 math always accumulates in f32), 16-byte vector loads, warp and block reductions.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "tensor/cuda_check.h"
+#include "tensor/cuda_stream.h"
+#include "tensor/dtype.h"
+
+namespace nd::cuda {
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// The stream a launcher uses when given none.
+inline cudaStream_t stream_or_default(cudaStream_t stream) { return stream ? stream : nd::compute_stream(); }
+
+__device__ __forceinline__ float to_f32(float x) { return x; }
+__device__ __forceinline__ float to_f32(nd::bf16 x) { return __uint_as_float(static_cast<uint32_t>(x.bits) << 16); }
+
+template <typename T>
+__device__ __forceinline__ T from_f32(float x);
+template <>
+__device__ __forceinline__ float from_f32<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ nd::bf16 from_f32<nd::bf16>(float x) {
+  __nv_bfloat16 h = __float2bfloat16_rn(x);
+  return nd::bf16{*reinterpret_cast<uint16_t*>(&h)};
+}
+
+// 16 bytes of T: 4 floats or 8 bf16, loaded and stored as one int4.
+template <typename T>
+struct Pack16 {
+  static constexpr int kSize = 16 / sizeof(T);
+  T v[kSize];
+};
+
+template <typename T>
+__device__ __forceinline__ Pack16<T> load16(const T* p) {
+  Pack16<T> out;
+  *reinterpret_cast<int4*>(out.v) = *reinterpret_cast<const int4*>(p);
+  return out;
+}
+
+template <typename T>
+__device__ __forceinline__ void store16(T* p, const Pack16<T>& x) {
+  *reinterpret_cast<int4*>(p) = *reinterpret_cast<const int4*>(x.v);
+}
+
+// True when `p` can be read with 16-byte accesses.
+inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+__device__ __forceinline__ float warp_sum(float x) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) x += __shfl_xor_sync(0xffffffffu, x, offset);
+  return x;
+}
+
+__device__ __forceinline__ float warp_max(float x) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, offset));
+  return x;
+}
+
+// Sum over the block (blockDim.x a multiple of 32, at most 1024), the same on every thread.
+// `scratch` holds 32 floats of shared memory.
+__device__ __forceinline__ float block_sum(float x, float* scratch) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+  x = warp_sum(x);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();
+  float total = lane < nwarps ? scratch[lane] : 0.0f;
+  return warp_sum(total);
+}
+
+__device__ __forceinline__ float block_max(float x, float* scratch) {
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
+  x = warp_max(x);
+  __syncthreads();
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();
+  float total = lane < nwarps ? scratch[lane] : -INFINITY;
+  return warp_max(total);
+}
+
+}  // namespace nd::cuda
+
+// Explicit instantiations of a launcher template for the two storage types of the CUDA backend.
+#define ND_CUDA_INSTANTIATE(macro) \
+  macro(float);                    \
+  macro(nd::bf16)

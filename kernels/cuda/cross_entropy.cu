@@ -1,0 +1,186 @@
+// Cross-entropy kernels: a block per row. The forward keeps a running (max, sum of exp) per thread
+// over 16-byte packs of the row, merges them across the block, and writes the row's lse and loss;
+// a one-block kernel then averages the row losses in a fixed order (deterministic).
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cross_entropy.h"
+#include "tensor/storage.h"
+
+namespace nd::cuda {
+
+namespace {
+
+constexpr int kThreads = 512;
+
+// Merges (m2, s2) into (m, s): s = sum of exp(x - m) over the elements seen so far.
+__device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, float s2) {
+  float M = fmaxf(m, m2);
+  if (M == -INFINITY) return;
+  s = (m == -INFINITY ? 0.0f : s * expf(m - M)) + (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - M));
+  m = M;
+}
+
+// Calls f(c, x) for every column c < V of the row, by 16-byte packs when `vec`.
+template <typename T, typename F>
+__device__ __forceinline__ void for_each_column(const T* row, int64_t V, bool vec, F f) {
+  constexpr int kPack = Pack16<T>::kSize;
+  if (vec) {
+    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < V; c += static_cast<int64_t>(blockDim.x) * kPack) {
+      Pack16<T> p = load16(row + c);
+#pragma unroll
+      for (int k = 0; k < kPack; ++k)
+        if (c + k < V) f(c + k, to_f32(p.v[k]));
+    }
+  } else {
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) f(c, to_f32(row[c]));
+  }
+}
+
+template <typename T>
+__global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* targets, float* row_lse, float* row_loss,
+                                          int64_t Vp, int64_t V, bool vec) {
+  __shared__ float shared_m[32], shared_s[32];
+  int64_t r = blockIdx.x;
+  const T* row = logits + r * Vp;
+  float m = -INFINITY, s = 0.0f;
+  for_each_column(row, V, vec, [&](int64_t, float x) {
+    if (x > m) {
+      s = (m == -INFINITY ? 0.0f : s * expf(m - x)) + 1.0f;
+      m = x;
+    } else {
+      s += expf(x - m);
+    }
+  });
+#pragma unroll
+  for (int offset = 16; offset > 0; offset >>= 1) {
+    float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
+    float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
+    merge_max_sum(m, s, m2, s2);
+  }
+  int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  if (lane == 0) {
+    shared_m[warp] = m;
+    shared_s[warp] = s;
+  }
+  __syncthreads();
+  if (warp == 0) {
+    int nwarps = blockDim.x / 32;
+    m = lane < nwarps ? shared_m[lane] : -INFINITY;
+    s = lane < nwarps ? shared_s[lane] : 0.0f;
+#pragma unroll
+    for (int offset = 16; offset > 0; offset >>= 1) {
+      float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
+      float s2 = __shfl_xor_sync(0xffffffffu, s, offset);
+      merge_max_sum(m, s, m2, s2);
+    }
+    if (lane == 0) {
+      float lse = m + logf(s);
+      int32_t t = targets[r];
+      row_lse[r] = lse;
+      if (t == -1) {
+        row_loss[r] = 0.0f;
+      } else if (t < 0 || t >= V) {
+        row_loss[r] = NAN;
+      } else {
+        row_loss[r] = lse - to_f32(row[t]);
+      }
+    }
+  }
+}
+
+// One block: loss = sum(row_loss) / count in a fixed order, count = rows whose target is not -1.
+template <typename T>
+__global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* targets, T* loss, float* count,
+                                          int64_t N) {
+  __shared__ float scratch[32];
+  float sum = 0.0f, counted = 0.0f;
+  for (int64_t r = threadIdx.x; r < N; r += blockDim.x) {
+    sum += row_loss[r];
+    counted += targets[r] != -1 ? 1.0f : 0.0f;
+  }
+  sum = block_sum(sum, scratch);
+  counted = block_sum(counted, scratch);
+  if (threadIdx.x == 0) {
+    *loss = from_f32<T>(counted > 0.0f ? sum / counted : 0.0f);
+    *count = counted;
+  }
+}
+
+template <typename T>
+__global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* targets, const float* row_lse,
+                                              const float* count, const T* dloss, T* dlogits, int64_t Vp, int64_t V,
+                                              bool vec) {
+  constexpr int kPack = Pack16<T>::kSize;
+  int64_t r = blockIdx.x;
+  int32_t t = targets[r];
+  if (t < 0 || t >= V) return;  // ignored row (invalid targets already made the loss NaN)
+  float scale = to_f32(*dloss) / *count;
+  float lse = row_lse[r];
+  const T* row = logits + r * Vp;
+  T* drow = dlogits + r * Vp;
+  if (vec) {
+    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < V; c += static_cast<int64_t>(blockDim.x) * kPack) {
+      Pack16<T> x = load16(row + c);
+      Pack16<T> d = load16(drow + c);
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) {
+        if (c + k < V) {
+          float g = expf(to_f32(x.v[k]) - lse) - (c + k == t ? 1.0f : 0.0f);
+          d.v[k] = from_f32<T>(to_f32(d.v[k]) + g * scale);
+        }
+      }
+      store16(drow + c, d);
+    }
+  } else {
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
+      float g = expf(to_f32(row[c]) - lse) - (c == t ? 1.0f : 0.0f);
+      drow[c] = from_f32<T>(to_f32(drow[c]) + g * scale);
+    }
+  }
+}
+
+void check_dims(const char* what, int64_t N, int64_t Vp, int64_t V) {
+  ND_CHECK(N >= 0 && N < (int64_t{1} << 31) && V >= 1 && V <= Vp,
+           what << ": bad shape N=" << N << " Vp=" << Vp << " V=" << V);
+}
+
+}  // namespace
+
+template <typename T>
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, float* row_lse, float* count, int64_t N,
+                           int64_t Vp, int64_t V, cudaStream_t stream) {
+  check_dims("cross_entropy_forward", N, Vp, V);
+  ND_CHECK(loss && count && (N == 0 || (logits && targets && row_lse)), "cross_entropy_forward: null pointer");
+  stream = stream_or_default(stream);
+  int device = current_cuda_device();
+  float* row_loss = N ? static_cast<float*>(device_alloc(N * sizeof(float), device)) : nullptr;
+  bool vec = aligned16(logits) && (Vp * sizeof(T)) % 16 == 0;
+  if (N) {
+    cross_entropy_rows_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss,
+                                                                                   Vp, V, vec);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
+  CUDA_CHECK(cudaGetLastError());
+  if (row_loss) device_free(row_loss, device);  // reused only by later work on this stream
+}
+
+template <typename T>
+void cross_entropy_backward(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
+                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
+  check_dims("cross_entropy_backward", N, Vp, V);
+  if (N == 0) return;
+  ND_CHECK(logits && targets && row_lse && count && dloss && dlogits, "cross_entropy_backward: null pointer");
+  bool vec = aligned16(logits) && aligned16(dlogits) && (Vp * sizeof(T)) % 16 == 0;
+  cross_entropy_backward_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, stream_or_default(stream)>>>(
+      logits, targets, row_lse, count, dloss, dlogits, Vp, V, vec);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+#define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                        \
+  template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t, \
+                                         cudaStream_t);                                                        \
+  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, T*,   \
+                                          int64_t, int64_t, int64_t, cudaStream_t)
+ND_CUDA_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
+
+}  // namespace nd::cuda

@@ -1,0 +1,76 @@
+// GELU forward/backward as 16-byte-vectorised elementwise kernels, f32 math for every type.
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/gelu.h"
+
+namespace nd::cuda {
+
+namespace {
+
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kCubic = 0.044715f;
+
+template <typename T>
+struct GeluForward {
+  const T* x;
+  T* out;
+  bool vec;
+  template <int kPack>
+  __device__ void pack(int64_t i) const {
+    float v[kPack];
+    load_f32<kPack>(x + i, v, vec);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) {
+      float u = kSqrt2OverPi * (v[k] + kCubic * v[k] * v[k] * v[k]);
+      v[k] = 0.5f * v[k] * (1.0f + tanhf(u));
+    }
+    store_f32<kPack>(out + i, v, vec);
+  }
+};
+
+template <typename T>
+struct GeluBackward {
+  const T* dout;
+  const T* x;
+  T* dx;
+  bool vec;
+  template <int kPack>
+  __device__ void pack(int64_t i) const {
+    float xv[kPack], g[kPack], acc[kPack];
+    load_f32<kPack>(x + i, xv, vec);
+    load_f32<kPack>(dout + i, g, vec);
+    load_f32<kPack>(dx + i, acc, vec);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) {
+      float a = xv[k];
+      float t = tanhf(kSqrt2OverPi * (a + kCubic * a * a * a));
+      float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * a * a);
+      float grad = 0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * du;
+      acc[k] += g[k] * grad;
+    }
+    store_f32<kPack>(dx + i, acc, vec);
+  }
+};
+
+}  // namespace
+
+template <typename T>
+void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream) {
+  ND_CHECK(n >= 0, "gelu_forward: negative size " << n);
+  ND_CHECK(n == 0 || (x && out), "gelu_forward: null pointer");
+  launch_elementwise<T>(n, GeluForward<T>{x, out, aligned16(x) && aligned16(out)}, stream);
+}
+
+template <typename T>
+void gelu_backward(const T* dout, const T* x, T* dx, int64_t n, cudaStream_t stream) {
+  ND_CHECK(n >= 0, "gelu_backward: negative size " << n);
+  ND_CHECK(n == 0 || (dout && x && dx), "gelu_backward: null pointer");
+  bool vec = aligned16(dout) && aligned16(x) && aligned16(dx);
+  launch_elementwise<T>(n, GeluBackward<T>{dout, x, dx, vec}, stream);
+}
+
+#define ND_INSTANTIATE_GELU(T)                                                   \
+  template void gelu_forward<T>(const T*, T*, int64_t, cudaStream_t);           \
+  template void gelu_backward<T>(const T*, const T*, T*, int64_t, cudaStream_t)
+ND_CUDA_INSTANTIATE(ND_INSTANTIATE_GELU);
+
+}  // namespace nd::cuda

@@ -1,0 +1,26 @@
+// Global gradient norm on the GPU over a list of tensors, in two launches and no host
+// synchronisation: per-block partial sums of squares (f32), then one block adds them in a fixed
+// order in f64 and writes the norm and, for clipping, the scale AdamW applies to the gradients.
+#pragma once
+#include "kernels/cuda/stream_type.h"
+
+#include <cstdint>
+
+#include "kernels/cuda/multi_tensor.h"
+#include "tensor/dtype.h"
+
+namespace nd::cuda {
+
+template <typename T>
+struct NormSlot {
+  const T* data;
+  int64_t n;
+};
+
+// norm (1) = sqrt(sum over slots of sum x^2). When clip_scale is not null it gets
+// min(1, max_norm / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_), or 1 when max_norm <= 0.
+template <typename T>
+void global_norm(const DeviceSlots<NormSlot<T>>& slots, float* norm, float* clip_scale, float max_norm,
+                 cudaStream_t stream = nullptr);
+
+}  // namespace nd::cuda

@@ -1,0 +1,79 @@
+// Per-device compute and communication streams, created lazily and kept for the whole process
+// (they are never destroyed, so no static destructor races the CUDA runtime's shutdown).
+#include "tensor/cuda_stream.h"
+
+#include <mutex>
+#include <vector>
+
+#include "tensor/cuda_check.h"
+
+namespace nd {
+
+namespace {
+
+struct DeviceStreams {
+  cudaStream_t compute = nullptr;
+  cudaStream_t comm = nullptr;
+  cudaEvent_t compute_done = nullptr;  // recorded on compute, waited on by comm
+  cudaEvent_t comm_done = nullptr;     // recorded on comm, waited on by compute
+};
+
+std::mutex g_mutex;
+std::vector<DeviceStreams>* g_streams = new std::vector<DeviceStreams>();
+
+int resolve(int device) { return device < 0 ? current_cuda_device() : device; }
+
+DeviceStreams& streams_of(int device) {
+  device = resolve(device);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (g_streams->empty()) {
+    int count = 0;
+    CUDA_CHECK(cudaGetDeviceCount(&count));
+    g_streams->resize(count);
+  }
+  ND_CHECK(device >= 0 && device < static_cast<int>(g_streams->size()),
+           "CUDA device " << device << " does not exist (" << g_streams->size() << " present)");
+  DeviceStreams& s = (*g_streams)[device];
+  if (!s.compute) {
+    int previous = 0;
+    CUDA_CHECK(cudaGetDevice(&previous));
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.compute_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaEventCreateWithFlags(&s.comm_done, cudaEventDisableTiming));
+    CUDA_CHECK(cudaSetDevice(previous));
+  }
+  return s;
+}
+
+}  // namespace
+
+int current_cuda_device() {
+  int device = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+cudaStream_t compute_stream(int device) { return streams_of(device).compute; }
+cudaStream_t comm_stream(int device) { return streams_of(device).comm; }
+
+void comm_wait_for_compute(int device) {
+  DeviceStreams& s = streams_of(device);
+  CUDA_CHECK(cudaEventRecord(s.compute_done, s.compute));
+  CUDA_CHECK(cudaStreamWaitEvent(s.comm, s.compute_done, 0));
+}
+
+void compute_wait_for_comm(int device) {
+  DeviceStreams& s = streams_of(device);
+  CUDA_CHECK(cudaEventRecord(s.comm_done, s.comm));
+  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_done, 0));
+}
+
+void synchronize_device_streams(int device) {
+  DeviceStreams& s = streams_of(device);
+  CUDA_CHECK(cudaStreamSynchronize(s.compute));
+  CUDA_CHECK(cudaStreamSynchronize(s.comm));
+}
+
+}  // namespace nd

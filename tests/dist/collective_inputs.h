@@ -1,0 +1,51 @@
+// Rank-dependent inputs with closed-form answers for the collective tests: element i of rank r
+// is a small integer drawn from Philox(seed, i, stream r), so any rank can regenerate every
+// other rank's input, and sums over a few ranks are exact in f32 and bf16.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "tensor/philox.h"
+#include "tensor/tensor.h"
+
+namespace nd::test {
+
+// An integer in [-8, 8].
+inline float rank_value(int rank, int64_t i, uint64_t seed) {
+  return std::floor(philox_uniform(seed, static_cast<uint64_t>(i), static_cast<uint64_t>(rank)) * 17.0f) - 8.0f;
+}
+
+inline Tensor rank_input(int rank, int64_t count, DType dtype, uint64_t seed, Device device = Device::cpu()) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) values[i] = rank_value(rank, i, seed);
+  return Tensor::from_vector(values, {count}, dtype).to(device);
+}
+
+// Element i of the sum over ranks [0, nranks) (exact: integers of magnitude <= 8 * nranks).
+inline std::vector<double> sum_over_ranks(int nranks, int64_t count, uint64_t seed, int64_t begin = 0) {
+  std::vector<double> sum(count, 0.0);
+  for (int r = 0; r < nranks; ++r)
+    for (int64_t i = 0; i < count; ++i) sum[i] += rank_value(r, begin + i, seed);
+  return sum;
+}
+
+// Relative tolerance of one rounding in `dtype` (plus the scale by 1/N for averages).
+inline double rounding_tolerance(DType dtype) { return dtype == DType::BF16 ? 1.0 / 128 : 1e-6; }
+
+// Counts elements with |got - want| > rtol |want| (+ a tiny atol) and reports the first few.
+inline int64_t count_mismatches(const std::vector<double>& got, const std::vector<double>& want, double rtol,
+                                const char* what) {
+  EXPECT_EQ(got.size(), want.size()) << what;
+  int64_t wrong = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (std::fabs(got[i] - want[i]) <= rtol * std::fabs(want[i]) + 1e-12) continue;
+    if (wrong < 5) ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected " << want[i];
+    ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace nd::test

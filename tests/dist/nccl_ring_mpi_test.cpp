@@ -1,0 +1,143 @@
+// The NCCL backend and the GPU ring under mpirun (one rank per GPU): ring against NCCL's own
+// all-reduce and the closed form, through every GPU path (direct, one slice on one stream,
+// many slices on two streams); the halves alone; broadcast, split and grouped send/recv.
+// Skips where there is no GPU.
+#include <gtest/gtest.h>
+
+#include "dist/ring_allreduce.h"
+#include "dist/world.h"
+#include "tests/dist/collective_inputs.h"
+
+namespace nd::dist {
+namespace {
+
+using test::count_mismatches;
+using test::rank_input;
+using test::rounding_tolerance;
+using test::sum_over_ranks;
+
+// One NCCL comm for the whole binary: creating one costs far more than any test here. Never
+// destroyed, so no destructor runs after MPI_Finalize or during the CUDA runtime's shutdown.
+Comm& gpu_world() {
+  static Comm* comm = make_world_comm(Device::cuda(0)).release();
+  return *comm;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!cuda_available()) GTEST_SKIP() << "no GPU"
+
+void check_ring(const RingOptions& options, int64_t count, const char* path) {
+  Comm& comm = gpu_world();
+  const int n = comm.size();
+  const uint64_t seed = 500 + count;
+  std::vector<double> sum = sum_over_ranks(n, count, seed);
+  for (DType dtype : {DType::F32, DType::BF16}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      SCOPED_TRACE(std::string(path) + " " + dtype_name(dtype) + " " + reduce_op_name(op) + " count " +
+                   std::to_string(count));
+      Tensor ring = rank_input(comm.rank(), count, dtype, seed, comm.device());
+      Tensor native = ring.clone();
+      ring_allreduce(comm, ring, op, options);
+      comm.allreduce(native, op);
+      std::vector<double> want(sum);
+      if (op == ReduceOp::Avg)
+        for (double& v : want) v /= n;
+      double rtol = rounding_tolerance(dtype);
+      std::vector<double> got = ring.to_double_vector();
+      EXPECT_EQ(count_mismatches(got, want, rtol, "ring vs closed form"), 0);
+      EXPECT_EQ(count_mismatches(got, native.to_double_vector(), 2 * rtol, "ring vs NCCL"), 0);
+    }
+  }
+}
+
+TEST(NcclRing, DefaultOptionsMatchNcclAndClosedForm) {
+  SKIP_WITHOUT_GPU();
+  const int n = gpu_world().size();
+  for (int64_t count : {int64_t{1}, int64_t(std::max(1, n - 1)), int64_t(n), int64_t{1000003}, int64_t{(4 << 20) + 3}})
+    check_ring(RingOptions{}, count, "default");
+}
+
+TEST(NcclRing, OneSlicePerChunkOnOneStream) {
+  SKIP_WITHOUT_GPU();
+  RingOptions options;
+  options.direct_max_bytes = 0;
+  for (int64_t count : {int64_t{1}, int64_t{3}, int64_t{4099}}) check_ring(options, count, "ring, one slice");
+}
+
+TEST(NcclRing, ManySlicesOnTwoStreams) {
+  SKIP_WITHOUT_GPU();
+  RingOptions options;
+  options.direct_max_bytes = 0;
+  options.slice_bytes = 4096;  // dozens of slices per chunk: staging slots are reused many times
+  check_ring(options, 300007, "ring, many slices");
+}
+
+TEST(NcclRing, DirectPath) {
+  SKIP_WITHOUT_GPU();
+  RingOptions options;
+  options.direct_max_bytes = 1 << 30;
+  check_ring(options, 100003, "direct");
+}
+
+TEST(NcclRing, HalvesAlone) {
+  SKIP_WITHOUT_GPU();
+  Comm& comm = gpu_world();
+  const int n = comm.size(), r = comm.rank();
+  const int64_t count = 200003;
+  RingOptions options;
+  options.slice_bytes = 8192;
+  Tensor buffer = rank_input(r, count, DType::F32, 31, comm.device());
+  ring_reduce_scatter(comm, buffer, ReduceOp::Sum, options);
+  RingChunk mine = ring_chunk(count, n, r);
+  EXPECT_EQ(count_mismatches(buffer.narrow(mine.begin, mine.size).to_double_vector(),
+                             sum_over_ranks(n, mine.size, 31, mine.begin), 0.0, "owned chunk"),
+            0);
+  Tensor gathered = Tensor::full({count}, -100.0, DType::BF16, comm.device());
+  gathered.narrow(mine.begin, mine.size)
+      .copy_from(rank_input(r, count, DType::BF16, 32, comm.device()).narrow(mine.begin, mine.size));
+  ring_all_gather(comm, gathered);
+  std::vector<double> want(count);
+  for (int owner = 0; owner < n; ++owner) {
+    RingChunk c = ring_chunk(count, n, owner);
+    for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, 32);
+  }
+  EXPECT_EQ(count_mismatches(gathered.to_double_vector(), want, 0.0, "gathered"), 0);
+}
+
+TEST(NcclComm, GroupedSendRecvBroadcastAndSplit) {
+  SKIP_WITHOUT_GPU();
+  Comm& comm = gpu_world();
+  const int n = comm.size(), r = comm.rank();
+  Tensor out = rank_input(r, 1 << 20, DType::F32, 41, comm.device());
+  Tensor in = Tensor::zeros({1 << 20}, DType::F32, comm.device());
+  comm.group_start();
+  comm.send(out, (r + 1) % n);
+  comm.recv(in, (r - 1 + n) % n);
+  comm.group_end();
+  EXPECT_EQ(count_mismatches(in.to_double_vector(), rank_input((r - 1 + n) % n, 1 << 20, DType::F32, 41).to_double_vector(),
+                             0.0, "received"),
+            0);
+
+  Tensor ints = Tensor::from_vector(std::vector<int32_t>{r, 7 * r}, {2}).to(comm.device());
+  comm.broadcast(ints, n - 1);
+  EXPECT_EQ(ints.to_double_vector(), (std::vector<double>{double(n - 1), 7.0 * (n - 1)}));
+
+  auto half = comm.split(r % 2, r);
+  Tensor ids = Tensor::full({3}, double(r), DType::F32, comm.device());
+  half->allreduce(ids, ReduceOp::Sum);
+  double want = 0;
+  for (int q = r % 2; q < n; q += 2) want += q;
+  EXPECT_EQ(ids.to_double_vector()[2], want);
+  half->synchronize();
+}
+
+TEST(NcclRing, MismatchedCountsRaiseOnEveryRank) {
+  SKIP_WITHOUT_GPU();
+  Comm& comm = gpu_world();
+  if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
+  Tensor buffer = Tensor::ones({comm.rank() == 0 ? 100 : 101}, DType::F32, comm.device());
+  EXPECT_THROW(ring_allreduce(comm, buffer), Error);
+}
+
+}  // namespace
+}  // namespace nd::dist

@@ -1,0 +1,46 @@
+// CUDA flash attention against the CPU kernel through ops::attention: output and dqkv, sequence
+// lengths that are not a multiple of the tile, head sizes 32, 64, 128 and 8, f32 and bf16.
+#include "autograd/ops.h"
+#include "kernels/cuda_test_util.h"
+
+namespace nd::test {
+namespace {
+
+void check_attention(DType dtype, int64_t B, int64_t T, int64_t NH, int64_t hs) {
+  Generator gen(fresh_seed());
+  int64_t C = NH * hs;
+  check_op_against_cpu([NH](const std::vector<Variable>& v, Device) { return ops::attention(v[0], NH); },
+                       {random_input({B, T, 3 * C}, gen, dtype)}, {true}, dtype, gen,
+                       "attention " + std::string(dtype_name(dtype)) + " T=" + std::to_string(T) +
+                           " hs=" + std::to_string(hs));
+}
+
+TEST(AttentionCuda, F32) {
+  ND_SKIP_WITHOUT_GPU();
+  check_attention(DType::F32, 2, 37, 3, 64);
+  check_attention(DType::F32, 1, 100, 2, 32);
+  check_attention(DType::F32, 2, 20, 1, 128);
+  check_attention(DType::F32, 1, 9, 2, 8);
+}
+
+TEST(AttentionCuda, Bf16HeadSize64) {
+  ND_SKIP_WITHOUT_GPU();
+  check_attention(DType::BF16, 2, 37, 2, 64);
+  check_attention(DType::BF16, 1, 150, 2, 64);
+  check_attention(DType::BF16, 1, 128, 1, 64);
+}
+
+TEST(AttentionCuda, Bf16OtherHeadSizes) {
+  ND_SKIP_WITHOUT_GPU();
+  check_attention(DType::BF16, 1, 70, 2, 128);
+  check_attention(DType::BF16, 2, 33, 2, 32);
+}
+
+TEST(AttentionCuda, RejectsUnsupportedHeadSize) {
+  ND_SKIP_WITHOUT_GPU();
+  Variable qkv(Tensor::zeros({1, 4, 3 * 2 * 12}, DType::F32, Device::cuda(0)), true);
+  EXPECT_THROW(ops::attention(qkv, 2), Error);  // hs = 12 is not a multiple of 8
+}
+
+}  // namespace
+}  // namespace nd::test

@@ -1,0 +1,124 @@
+// Helpers for the GPU tests: fresh random seeds, CPU/GPU copies in a dtype, poisoned allocations,
+// the |d| <= atol + rtol |ref| comparison that prints the first mismatches, and a harness that runs
+// one op forward and backward on the CPU (f32 reference) and on the GPU and compares everything.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "autograd/variable.h"
+#include "tensor/random.h"
+#include "tensor/tensor.h"
+
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "tensor/cuda_stream.h"
+#endif
+
+namespace nd::test {
+
+#define ND_SKIP_WITHOUT_GPU() \
+  if (!::nd::cuda_available()) GTEST_SKIP() << "no CUDA device"
+
+// A new seed every run; printed so a failure can be reproduced.
+inline uint64_t fresh_seed() {
+  std::random_device rd;
+  uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  std::printf("[ seed     ] %llu\n", static_cast<unsigned long long>(seed));
+  return seed;
+}
+
+// Normal(0, scale) values as an f32 CPU tensor, already rounded to `dtype` (so CPU and GPU start
+// from identical numbers).
+inline Tensor random_input(const Shape& shape, Generator& gen, DType dtype, double scale = 1.0) {
+  Tensor t = Tensor::randn(shape, gen, 0.0, scale, DType::F32);
+  return dtype == DType::F32 ? t : t.to(dtype).to(DType::F32);
+}
+
+inline Tensor on_gpu(const Tensor& cpu_f32, DType dtype) { return cpu_f32.to(dtype).to(Device::cuda(0)); }
+
+// Fills the next device allocation of this size with 0xFF bytes (NaN in f32 and bf16): the caching
+// allocator hands the most recently freed block of a size out first.
+inline void poison_next_allocation(const Shape& shape, DType dtype) {
+#if NANODIST_WITH_CUDA
+  Tensor t = Tensor::empty(shape, dtype, Device::cuda(0));
+  if (t.nbytes()) {
+    cudaMemsetAsync(t.raw_data(), 0xFF, t.nbytes(), compute_stream(0));
+    cudaStreamSynchronize(compute_stream(0));
+  }
+#else
+  (void)shape;
+  (void)dtype;
+#endif
+}
+
+// |actual - expected| <= atol + rtol |expected| elementwise, atol = atol_rel * max |expected|.
+// NaN never passes. Prints the first mismatches; returns their count.
+inline int64_t expect_close(const Tensor& actual, const Tensor& expected, double atol_rel, double rtol,
+                            const std::string& what) {
+  EXPECT_EQ(actual.shape(), expected.shape()) << what;
+  if (actual.shape() != expected.shape()) return 1;
+  std::vector<double> a = actual.to_double_vector(), e = expected.to_double_vector();
+  double max_abs = 0;
+  for (double v : e) max_abs = std::max(max_abs, std::abs(v));
+  double atol = atol_rel * max_abs + 1e-30;
+  int64_t bad = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    double d = std::abs(a[i] - e[i]);
+    if (!(d <= atol + rtol * std::abs(e[i]))) {
+      if (++bad <= 5)
+        ADD_FAILURE() << what << ": element " << i << " gpu " << a[i] << " cpu " << e[i] << " |d| " << d
+                      << " > " << atol + rtol * std::abs(e[i]);
+    }
+  }
+  if (bad) ADD_FAILURE() << what << ": " << bad << " of " << a.size() << " elements differ (max |ref| " << max_abs << ")";
+  return bad;
+}
+
+struct Tolerance {
+  double atol_rel, rtol;
+};
+inline Tolerance tolerance_for(DType dtype) { return dtype == DType::F32 ? Tolerance{1e-5, 1e-5} : Tolerance{1e-2, 1e-2}; }
+
+using DeviceOp = std::function<Variable(const std::vector<Variable>&, Device)>;
+
+// Runs `op` on the CPU (f32) and on cuda:0 (dtype) from the same inputs (rounded to dtype), with
+// random initial gradients (the backward must add to them) and a random output gradient; compares
+// the output and every gradient. The GPU output's buffer is poisoned before the call.
+inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& inputs,
+                                 const std::vector<bool>& requires_grad, DType dtype, Generator& gen,
+                                 const std::string& name) {
+  Tolerance tol = tolerance_for(dtype);
+  std::vector<Variable> cpu_vars, gpu_vars;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    cpu_vars.emplace_back(inputs[i].clone(), requires_grad[i]);
+    gpu_vars.emplace_back(on_gpu(inputs[i], dtype), requires_grad[i]);
+  }
+  Variable cpu_out = op(cpu_vars, Device::cpu());
+  poison_next_allocation(cpu_out.shape(), dtype);
+  Variable gpu_out = op(gpu_vars, Device::cuda(0));
+  ASSERT_EQ(gpu_out.dtype(), dtype) << name;
+  expect_close(gpu_out.data(), cpu_out.data(), tol.atol_rel, tol.rtol, name + " forward");
+
+  Tensor grad_out = random_input(cpu_out.shape(), gen, dtype);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!requires_grad[i]) continue;
+    Tensor g0 = random_input(inputs[i].shape(), gen, dtype, 0.1);
+    cpu_vars[i].impl()->grad = g0.clone();
+    gpu_vars[i].impl()->grad = on_gpu(g0, dtype);
+  }
+  cpu_out.backward(grad_out);
+  gpu_out.backward(on_gpu(grad_out, dtype));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!requires_grad[i]) continue;
+    expect_close(gpu_vars[i].grad(), cpu_vars[i].grad(), tol.atol_rel, tol.rtol,
+                 name + " grad of input " + std::to_string(i));
+  }
+}
+
+}  // namespace nd::test

@@ -1,0 +1,123 @@
+// The nanodist binary end to end: help, prepare -> train -> sample, and every kind of bad input
+// ending in exactly one stderr line `nanodist: error: ...` and a non-zero exit status.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "train_fixture.h"
+
+namespace nd::train {
+namespace {
+
+using testing::expect_cli_error;
+using testing::run_nanodist;
+using testing::TempDir;
+
+// A tiny model run on DIR/data into DIR/out, plus `extra` flags.
+std::string tiny_train_args(const TempDir& dir, const std::string& extra = "") {
+  return "train --data " + (dir / "data") + " --out " + (dir / "out") +
+         " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --batch-size 2 --max-iters 3 --eval-interval 0"
+         " --eval-iters 1 --warmup-iters 1 --lr-decay-iters 3 " +
+         extra;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::write_tiny_data(dir / "data", 3000); }
+  TempDir dir;
+};
+
+TEST_F(Cli, HelpListsSubcommandsAndFlags) {
+  auto r = run_nanodist("--help", dir.path());
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* cmd : {"prepare", "train", "sample", "bench-comm", "bench-kernels"})
+    EXPECT_NE(r.out.find(cmd), std::string::npos) << cmd;
+  r = run_nanodist("train --help", dir.path());
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--n-layer N"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("(default: 6)"), std::string::npos);
+  EXPECT_NE(r.out.find("--resume"), std::string::npos);
+  EXPECT_EQ(run_nanodist("sample --help", dir.path()).exit_code, 0);
+  EXPECT_EQ(run_nanodist("prepare --help", dir.path()).exit_code, 0);
+  expect_cli_error(run_nanodist("fly", dir.path()), "unknown command 'fly'");
+}
+
+TEST_F(Cli, PrepareTrainSample) {
+  std::ofstream(dir / "in.txt") << testing::tiny_text(2000);
+  auto r = run_nanodist("prepare --input " + (dir / "in.txt") + " --out " + (dir / "prep"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("2000 chars"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "prep/train.bin"));
+
+  r = run_nanodist(tiny_train_args(dir), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step 3/3 | loss "), std::string::npos) << r.out;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/ckpt_000003.h5"));
+
+  r = run_nanodist("sample --ckpt " + (dir / "out") + " --prompt 'the ' --tokens 12 --seed 3", dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("the ", 0), 0u) << r.out;
+  EXPECT_EQ(r.out.size(), 4u + 12u + 1u) << "prompt, 12 one-byte tokens, newline: " << r.out;
+  // Same seed, same text.
+  EXPECT_EQ(run_nanodist("sample --ckpt " + (dir / "out") + " --prompt 'the ' --tokens 12 --seed 3", dir.path()).out,
+            r.out);
+}
+
+TEST_F(Cli, MissingTruncatedOrForeignTokenFiles) {
+  std::filesystem::remove(dir / "data/train.bin");
+  expect_cli_error(run_nanodist(tiny_train_args(dir), dir.path()), "train.bin");
+
+  testing::write_tiny_data(dir / "data", 3000);
+  auto size = std::filesystem::file_size(dir / "data/train.bin");
+  std::filesystem::resize_file(dir / "data/train.bin", size - 3);
+  expect_cli_error(run_nanodist(tiny_train_args(dir), dir.path()), "train.bin");
+
+  testing::write_tiny_data(dir / "data", 3000);
+  {
+    std::fstream f(dir / "data/val.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.write("JUNK", 4);
+  }
+  expect_cli_error(run_nanodist(tiny_train_args(dir), dir.path()), "val.bin");
+}
+
+TEST_F(Cli, DataShorterThanTheContext) {
+  testing::write_tiny_data(dir / "data", 40);  // val.bin gets 8 tokens
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--block-size 16"), dir.path()), "");
+}
+
+TEST_F(Cli, ConfigErrors) {
+  std::ofstream(dir / "bad_key.conf") << "n-layer = 1\nwarmup = 5\n";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--config " + (dir / "bad_key.conf")), dir.path()),
+                   "unknown key 'warmup' at " + (dir / "bad_key.conf") + ":2");
+  std::ofstream(dir / "bad_value.conf") << "lr = quick\n";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--config " + (dir / "bad_value.conf")), dir.path()),
+                   "bad value 'quick' for 'lr' at " + (dir / "bad_value.conf") + ":1");
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--n-embd 10 --n-head 4"), dir.path()),
+                   "--n-embd 10 is not divisible by --n-head 4");
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--tp 2"), dir.path()), "not divisible by --tp 2");
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--batch-size 0"), dir.path()), "--batch-size");
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--no-such-flag 1"), dir.path()), "no-such-flag");
+}
+
+TEST_F(Cli, ResumeFromAnotherModelOrVocabulary) {
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6 --n-layer 2"), dir.path()),
+                   "n_layer 1 in the checkpoint vs 2 now");
+  PrepareOptions options;
+  options.out_dir = dir / "data";
+  options.val_fraction = 0.2;
+  prepare_text(testing::tiny_text(3000) + "QXZ", "other", options);
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6"), dir.path()), "vocabulary mismatch");
+}
+
+TEST_F(Cli, UnwritableOutputDirectory) {
+  std::ofstream(dir / "a_file") << "x";
+  std::string args = "train --data " + (dir / "data") + " --out " + (dir / "a_file/out") +
+                     " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --batch-size 2 --max-iters 1";
+  expect_cli_error(run_nanodist(args, dir.path()), "cannot create output directory");
+  expect_cli_error(run_nanodist("sample --ckpt " + (dir / "nothing_here"), dir.path()), "no checkpoint");
+}
+
+}  // namespace
+}  // namespace nd::train

@@ -1,0 +1,205 @@
+// Train flags: defaults, command line, config files (defaults that flags override), boolean
+// forms, errors that name the key and the file:line, and the cross-flag validation.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <vector>
+
+#include "tensor/error.h"
+#include "train/config.h"
+#include "train_fixture.h"
+
+namespace nd::train {
+namespace {
+
+using testing::TempDir;
+
+TrainConfig parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "train");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return parse_train_args(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    parse(args);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void write(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+TEST(TrainConfig, DefaultsMatchTheCliContract) {
+  TrainConfig c = parse({});
+  EXPECT_EQ(c.n_layer, 6);
+  EXPECT_EQ(c.n_head, 6);
+  EXPECT_EQ(c.n_embd, 384);
+  EXPECT_EQ(c.block_size, 256);
+  EXPECT_EQ(c.batch_size, 64);
+  EXPECT_EQ(c.grad_accum, 1);
+  EXPECT_EQ(c.max_iters, 5000);
+  EXPECT_DOUBLE_EQ(c.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.min_lr, 1e-4);
+  EXPECT_EQ(c.warmup_iters, 100);
+  EXPECT_DOUBLE_EQ(c.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(c.grad_clip, 1.0);
+  EXPECT_EQ(c.eval_interval, 250);
+  EXPECT_EQ(c.eval_iters, 20);
+  EXPECT_TRUE(c.bias);
+  EXPECT_FALSE(c.no_layernorm);
+  EXPECT_FALSE(c.resume);
+  EXPECT_EQ(c.keep, 3);
+  EXPECT_EQ(c.seed, 1337u);
+}
+
+TEST(TrainConfig, CommandLineSetsEveryKind) {
+  TrainConfig c = parse({"--n-layer", "3", "--lr", "3e-4", "--device", "cpu", "--data", "d", "--out=o", "--seed", "7"});
+  EXPECT_EQ(c.n_layer, 3);
+  EXPECT_DOUBLE_EQ(c.lr, 3e-4);
+  EXPECT_EQ(c.data_dir, "d");
+  EXPECT_EQ(c.out_dir, "o");
+  EXPECT_EQ(c.seed, 7u);
+}
+
+TEST(TrainConfig, BooleansTakeTheBareSwitchAndWords) {
+  EXPECT_TRUE(parse({"--resume"}).resume);
+  EXPECT_TRUE(parse({"--no-layernorm", "--n-layer", "2"}).no_layernorm);
+  EXPECT_FALSE(parse({"--bias", "false"}).bias);
+  EXPECT_FALSE(parse({"--bias=false"}).bias);
+  EXPECT_TRUE(parse({"--bias", "true"}).bias);
+  TrainConfig c = parse({"--resume", "--n-layer", "2"});
+  EXPECT_TRUE(c.resume);
+  EXPECT_EQ(c.n_layer, 2);
+}
+
+TEST(TrainConfig, FileSetsDefaultsAndFlagsOverride) {
+  TempDir dir;
+  write(dir / "x.conf",
+        "# a comment\n"
+        "n-layer = 4   # trailing comment\n"
+        "n_head = 2\n"
+        "\n"
+        "lr = 6e-4\n"
+        "dropout = 0.2\n"
+        "bias = false\n");
+  TrainConfig c = parse({"--config", dir / "x.conf", "--lr", "1e-2"});
+  EXPECT_EQ(c.n_layer, 4);
+  EXPECT_EQ(c.n_head, 2);
+  EXPECT_DOUBLE_EQ(c.dropout, 0.2);
+  EXPECT_FALSE(c.bias);
+  EXPECT_DOUBLE_EQ(c.lr, 1e-2);  // the command line wins
+  // The order on the command line does not matter: the file only supplies defaults.
+  EXPECT_DOUBLE_EQ(parse({"--lr", "1e-2", "--config", dir / "x.conf"}).lr, 1e-2);
+}
+
+TEST(TrainConfig, ShippedShakespeareCharConfigParses) {
+  TrainConfig c = parse({"--config", std::string(ND_SOURCE_DIR) + "/configs/shakespeare_char.conf"});
+  EXPECT_EQ(c.n_layer, 6);
+  EXPECT_EQ(c.n_head, 6);
+  EXPECT_EQ(c.n_embd, 384);
+  EXPECT_EQ(c.block_size, 256);
+  EXPECT_EQ(c.batch_size, 64);
+  EXPECT_DOUBLE_EQ(c.dropout, 0.2);
+  EXPECT_DOUBLE_EQ(c.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.min_lr, 1e-4);
+  EXPECT_EQ(c.warmup_iters, 100);
+  EXPECT_EQ(c.max_iters, 5000);
+  EXPECT_EQ(c.lr_decay_iters, 5000);
+  EXPECT_DOUBLE_EQ(c.beta2, 0.99);
+  EXPECT_EQ(c.eval_interval, 250);
+  EXPECT_EQ(c.eval_iters, 200);
+  EXPECT_EQ(c.log_interval, 10);
+}
+
+TEST(TrainConfig, UnknownKeyNamesKeyAndLine) {
+  TempDir dir;
+  write(dir / "bad.conf", "n-layer = 4\nlearning-rate = 1e-3\n");
+  std::string e = error_of({"--config", dir / "bad.conf"});
+  EXPECT_NE(e.find("unknown key 'learning-rate'"), std::string::npos) << e;
+  EXPECT_NE(e.find("bad.conf:2"), std::string::npos) << e;
+}
+
+TEST(TrainConfig, BadValuesNameTheKey) {
+  TempDir dir;
+  write(dir / "bad.conf", "n-layer = four\n");
+  std::string e = error_of({"--config", dir / "bad.conf"});
+  EXPECT_NE(e.find("'four'"), std::string::npos) << e;
+  EXPECT_NE(e.find("n-layer"), std::string::npos) << e;
+  EXPECT_NE(e.find("bad.conf:1"), std::string::npos) << e;
+
+  e = error_of({"--lr", "fast"});
+  EXPECT_NE(e.find("'lr'"), std::string::npos) << e;
+  EXPECT_NE(e.find("command line"), std::string::npos) << e;
+  EXPECT_NE(error_of({"--bias", "maybe"}).find("bias"), std::string::npos);
+  EXPECT_NE(error_of({"--n-layer", "2.5"}).find("n-layer"), std::string::npos);
+  write(dir / "noeq.conf", "n-layer 4\n");
+  EXPECT_NE(error_of({"--config", dir / "noeq.conf"}).find("noeq.conf:1"), std::string::npos);
+  EXPECT_NE(error_of({"--config", dir / "missing.conf"}).find("missing.conf"), std::string::npos);
+}
+
+TEST(TrainConfig, UnknownFlagsAndStrayArgumentsFail) {
+  EXPECT_NE(error_of({"--n-layers", "2"}).find("n-layers"), std::string::npos);
+  EXPECT_NE(error_of({"stray"}).find("stray"), std::string::npos);
+}
+
+TEST(TrainConfig, HelpListsEveryFlagWithItsDefault) {
+  std::string help = train_flag_set().help();
+  for (const ConfigField& f : train_config_fields(TrainConfig{})) {
+    EXPECT_NE(help.find("--" + f.name + " "), std::string::npos) << f.name;
+    if (!f.text.empty()) EXPECT_NE(help.find("(default: " + f.text + ")"), std::string::npos) << f.name;
+  }
+  EXPECT_NE(help.find("(default: 0.001)"), std::string::npos) << help;  // --lr reads as written
+  bool requested = false;
+  std::vector<const char*> argv = {"train", "--help"};
+  parse_train_args(2, argv.data(), &requested);
+  EXPECT_TRUE(requested);
+}
+
+TEST(TrainConfig, ValidationNamesTheFlags) {
+  auto error_of_config = [](const TrainConfig& c, int world) -> std::string {
+    try {
+      validate_train_config(c, world);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  TrainConfig ok = testing::tiny_config("d", "o");
+  EXPECT_EQ(error_of_config(ok, 1), "");
+
+  TrainConfig c = ok;
+  c.n_embd = 30;
+  c.n_head = 4;
+  std::string e = error_of_config(c, 1);
+  EXPECT_NE(e.find("--n-embd 30 is not divisible by --n-head 4"), std::string::npos) << e;
+
+  c = ok;
+  c.grad_accum = 4;
+  EXPECT_EQ(error_of_config(c, 2), "");
+  e = error_of_config(c, 3);
+  EXPECT_NE(e.find("--grad-accum 4"), std::string::npos) << e;
+  EXPECT_NE(e.find("data-parallel size 3"), std::string::npos) << e;
+
+  c = ok;
+  c.tp = 2;
+  EXPECT_NE(error_of_config(c, 3).find("not divisible by --tp 2"), std::string::npos);
+
+  c = ok;
+  c.data_dir = "";
+  EXPECT_NE(error_of_config(c, 1).find("--data"), std::string::npos);
+  c = ok;
+  c.dropout = 1.0;
+  EXPECT_NE(error_of_config(c, 1).find("--dropout"), std::string::npos);
+  c = ok;
+  c.dtype = "bf16";
+  EXPECT_NE(error_of_config(c, 1).find("bf16"), std::string::npos);
+  c = ok;
+  c.allreduce = "tree";
+  EXPECT_NE(error_of_config(c, 1).find("--allreduce"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nd::train

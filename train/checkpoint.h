@@ -1,0 +1,67 @@
+// Checkpoint files (HDF5, readable with h5py):
+//   /config                attributes: every model and train field
+//   /params/<name>         f32, full shapes
+//   /optimizer/m/<name>    f32 AdamW first moments;  /optimizer/v/<name> second moments
+//   /state                 attributes: step, optimizer_step, dropout RNG, data loader step, ...
+//   /tokenizer             the tokenizer file's text, so `sample` needs only the checkpoint
+// Written under a temporary name in the same directory, flushed, fsynced and renamed, so a crash
+// never leaves a half-written file under the real name `ckpt_<step>.h5`.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "train/hdf5_file.h"
+
+namespace nd::train {
+
+struct CheckpointState {
+  int64_t step = 0;            // optimizer steps completed; training resumes at this step
+  int64_t optimizer_step = 0;  // AdamW's bias-correction counter
+  uint64_t dropout_seed = 0;   // dropout Generator (seed, stream, offset)
+  uint64_t dropout_stream = 0;
+  uint64_t dropout_offset = 0;
+  uint64_t data_step = 0;      // BatchLoader::step() of the training loader
+  int64_t world_size = 1;
+  double best_val_loss = std::numeric_limits<double>::infinity();
+  int64_t tokens = 0;          // training tokens consumed over all ranks
+};
+
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+
+struct CheckpointData {
+  std::vector<std::pair<std::string, AttrValue>> config;
+  NamedTensors params;
+  NamedTensors m;  // same names as params
+  NamedTensors v;
+  CheckpointState state;
+  std::string tokenizer_text;
+};
+
+// Writes `data` atomically to `path`; nd::Error (and no file under `path`) on failure.
+void write_checkpoint(const std::string& path, const CheckpointData& data);
+// Reads a whole checkpoint; nd::Error naming the file when it is missing or malformed.
+CheckpointData read_checkpoint(const std::string& path);
+
+// OUT/ckpt_000250.h5
+std::string checkpoint_path(const std::string& out_dir, int64_t step);
+// Complete checkpoints in `out_dir` (names ckpt_<digits>.h5 only: temporaries are ignored),
+// ordered by step. Empty when the directory does not exist.
+std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir);
+// The newest complete checkpoint, or "" when there is none.
+std::string newest_checkpoint(const std::string& out_dir);
+// Removes all but the newest `keep` checkpoints (keep 0 = keep all).
+void prune_checkpoints(const std::string& out_dir, int keep);
+// A checkpoint file, or the newest checkpoint of a directory; nd::Error when there is none.
+std::string resolve_checkpoint(const std::string& file_or_dir);
+
+// Lookup in a config attribute list; nd::Error naming `source` when missing or mistyped.
+const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>& attrs, const std::string& name,
+                           const std::string& source);
+int64_t attr_as_int(const AttrValue& value, const std::string& what);
+double attr_as_double(const AttrValue& value, const std::string& what);
+std::string attr_as_string(const AttrValue& value, const std::string& what);
+
+}  // namespace nd::train

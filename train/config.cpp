@@ -1,0 +1,211 @@
+// The train flag table is one list of (flag, TrainConfig member) bindings, so a flag's name, its
+// default (read from a default-constructed TrainConfig) and its field never drift apart.
+#include "train/config.h"
+
+#include <functional>
+#include <sstream>
+#include <vector>
+
+#include "tensor/device.h"
+#include "tensor/dtype.h"
+#include "tensor/error.h"
+
+namespace nd::train {
+namespace {
+
+struct Binding {
+  FlagSpec spec;
+  std::function<void(TrainConfig&, const ParsedFlags&)> apply;
+  std::function<std::string(const TrainConfig&)> text;
+};
+
+std::string text_of(int v) { return std::to_string(v); }
+std::string text_of(uint64_t v) { return std::to_string(v); }
+std::string text_of(bool v) { return v ? "true" : "false"; }
+std::string text_of(const std::string& v) { return v; }
+// The shortest text that reads back as exactly `v` (help shows 0.001, checkpoints lose nothing).
+std::string text_of(double v) {
+  for (int precision = 6;; ++precision) {
+    std::ostringstream out;
+    out.precision(precision);
+    out << v;
+    if (precision >= 17 || std::stod(out.str()) == v) return out.str();
+  }
+}
+
+class BindingList {
+ public:
+  explicit BindingList(std::string group) : group_(std::move(group)) {}
+  void group(std::string g) { group_ = std::move(g); }
+
+  void add(const char* name, int TrainConfig::*field, const char* help) {
+    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const ParsedFlags& f) {
+      int64_t v = f.get_int(name);
+      ND_CHECK(v >= INT32_MIN && v <= INT32_MAX, "value " << v << " of " << f.origin(name) << " is out of range");
+      c.*field = static_cast<int>(v);
+    });
+  }
+  void add(const char* name, uint64_t TrainConfig::*field, const char* help) {
+    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const ParsedFlags& f) {
+      int64_t v = f.get_int(name);
+      ND_CHECK(v >= 0, f.origin(name) << " must be >= 0, got " << v);
+      c.*field = static_cast<uint64_t>(v);
+    });
+  }
+  void add(const char* name, double TrainConfig::*field, const char* help) {
+    push(name, FlagType::Float, field, help,
+         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_double(name); });
+  }
+  void add(const char* name, bool TrainConfig::*field, const char* help) {
+    push(name, FlagType::Bool, field, help,
+         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_bool(name); });
+  }
+  void add(const char* name, std::string TrainConfig::*field, const char* help) {
+    push(name, FlagType::String, field, help,
+         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_string(name); });
+  }
+  const std::vector<Binding>& bindings() const { return bindings_; }
+
+ private:
+  template <typename T>
+  void push(const char* name, FlagType type, T TrainConfig::*field, const char* help,
+            std::function<void(TrainConfig&, const ParsedFlags&)> apply) {
+    FlagSpec spec;
+    spec.name = name;
+    spec.default_value = text_of(defaults_.*field);
+    spec.help = help;
+    spec.group = group_;
+    spec.type = type;
+    bindings_.push_back({spec, std::move(apply), [field](const TrainConfig& c) { return text_of(c.*field); }});
+  }
+
+  TrainConfig defaults_;
+  std::string group_;
+  std::vector<Binding> bindings_;
+};
+
+const std::vector<Binding>& train_bindings() {
+  static const std::vector<Binding> bindings = [] {
+    BindingList b("paths");
+    using C = TrainConfig;
+    b.add("data", &C::data_dir, "directory with train.bin, val.bin, tokenizer.txt (required)");
+    b.add("out", &C::out_dir, "directory for checkpoints and metrics.jsonl (required)");
+    b.group("model");
+    b.add("n-layer", &C::n_layer, "transformer blocks");
+    b.add("n-head", &C::n_head, "attention heads (must divide n-embd)");
+    b.add("n-embd", &C::n_embd, "embedding width");
+    b.add("block-size", &C::block_size, "context length in tokens");
+    b.add("dropout", &C::dropout, "dropout probability");
+    b.add("bias", &C::bias, "biases in linear layers and LayerNorm");
+    b.add("no-layernorm", &C::no_layernorm, "ablation: remove every LayerNorm");
+    b.add("no-residual", &C::no_residual, "ablation: remove the residual connections");
+    b.group("batch");
+    b.add("batch-size", &C::batch_size, "sequences per rank per micro-step");
+    b.add("grad-accum", &C::grad_accum,
+          "micro-steps per optimizer step, summed over data-parallel ranks (divisible by their count)");
+    b.group("schedule");
+    b.add("max-iters", &C::max_iters, "optimizer steps");
+    b.add("lr", &C::lr, "peak learning rate");
+    b.add("min-lr", &C::min_lr, "learning rate after the cosine decay");
+    b.add("warmup-iters", &C::warmup_iters, "linear warmup steps (0 = no warmup)");
+    b.add("lr-decay-iters", &C::lr_decay_iters, "step where the cosine decay reaches min-lr");
+    b.add("weight-decay", &C::weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)");
+    b.add("beta1", &C::beta1, "AdamW beta1");
+    b.add("beta2", &C::beta2, "AdamW beta2");
+    b.add("grad-clip", &C::grad_clip, "clip the global gradient norm to this (0 = no clipping)");
+    b.group("eval/log");
+    b.add("eval-interval", &C::eval_interval, "evaluate train and val loss every N steps (0 = only at the end)");
+    b.add("eval-iters", &C::eval_iters, "batches per split in an evaluation");
+    b.add("log-interval", &C::log_interval, "print a step line every N steps");
+    b.group("system");
+    b.add("device", &C::device, "cpu or cuda");
+    b.add("dtype", &C::dtype, "f32 or bf16 (bf16 needs cuda)");
+    b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
+    b.add("tp", &C::tp, "tensor-parallel size");
+    b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
+    b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
+    b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
+    b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
+    b.group("state");
+    b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
+    b.add("ckpt-interval", &C::ckpt_interval, "checkpoint every N steps (0 = only at the end)");
+    b.add("keep", &C::keep, "checkpoints to keep in --out (0 = all)");
+    return b.bindings();
+  }();
+  return bindings;
+}
+
+}  // namespace
+
+FlagSet train_flag_set() {
+  FlagSet set("train", "--data DIR --out DIR [--config FILE] [flags]");
+  set.allow_config_file();
+  for (const Binding& b : train_bindings()) set.add(b.spec);
+  return set;
+}
+
+TrainConfig train_config_from_flags(const ParsedFlags& flags) {
+  TrainConfig config;
+  for (const Binding& b : train_bindings()) b.apply(config, flags);
+  return config;
+}
+
+std::vector<ConfigField> train_config_fields(const TrainConfig& config) {
+  std::vector<ConfigField> out;
+  for (const Binding& b : train_bindings()) out.push_back({b.spec.name, b.spec.type, b.text(config)});
+  return out;
+}
+
+TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested) {
+  ParsedFlags flags = train_flag_set().parse(argc, argv);
+  if (help_requested) *help_requested = flags.help_requested;
+  if (flags.help_requested) return TrainConfig{};
+  return train_config_from_flags(flags);
+}
+
+void validate_train_config(const TrainConfig& c, int world_size) {
+  ND_CHECK(!c.data_dir.empty(), "--data DIR is required (a directory made by nanodist prepare)");
+  ND_CHECK(!c.out_dir.empty(), "--out DIR is required");
+  ND_CHECK(c.n_layer >= 1, "--n-layer must be >= 1, got " << c.n_layer);
+  ND_CHECK(c.n_head >= 1, "--n-head must be >= 1, got " << c.n_head);
+  ND_CHECK(c.n_embd >= 1, "--n-embd must be >= 1, got " << c.n_embd);
+  ND_CHECK(c.n_embd % c.n_head == 0,
+           "--n-embd " << c.n_embd << " is not divisible by --n-head " << c.n_head);
+  ND_CHECK(c.block_size >= 1, "--block-size must be >= 1, got " << c.block_size);
+  ND_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1), got " << c.dropout);
+  ND_CHECK(c.batch_size >= 1, "--batch-size must be >= 1, got " << c.batch_size);
+  ND_CHECK(c.grad_accum >= 1, "--grad-accum must be >= 1, got " << c.grad_accum);
+  ND_CHECK(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);
+  ND_CHECK(c.lr >= 0.0 && c.min_lr >= 0.0, "--lr and --min-lr must be >= 0, got " << c.lr << " and " << c.min_lr);
+  ND_CHECK(c.warmup_iters >= 0, "--warmup-iters must be >= 0, got " << c.warmup_iters);
+  ND_CHECK(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0, got " << c.lr_decay_iters);
+  ND_CHECK(c.weight_decay >= 0.0, "--weight-decay must be >= 0, got " << c.weight_decay);
+  ND_CHECK(c.beta1 >= 0.0 && c.beta1 < 1.0, "--beta1 must be in [0, 1), got " << c.beta1);
+  ND_CHECK(c.beta2 >= 0.0 && c.beta2 < 1.0, "--beta2 must be in [0, 1), got " << c.beta2);
+  ND_CHECK(c.grad_clip >= 0.0, "--grad-clip must be >= 0 (0 = no clipping), got " << c.grad_clip);
+  ND_CHECK(c.eval_interval >= 0, "--eval-interval must be >= 0, got " << c.eval_interval);
+  ND_CHECK(c.eval_iters >= 1, "--eval-iters must be >= 1, got " << c.eval_iters);
+  ND_CHECK(c.log_interval >= 1, "--log-interval must be >= 1, got " << c.log_interval);
+  Device device = parse_device(c.device);
+  DType dtype = parse_dtype(c.dtype);
+  ND_CHECK(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
+  ND_CHECK(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
+  ND_CHECK(!device.is_cuda() || cuda_available(),
+           "--device " << c.device << " but this build or machine has no CUDA GPU");
+  ND_CHECK(c.allreduce == "native" || c.allreduce == "ring",
+           "--allreduce must be native or ring, got '" << c.allreduce << "'");
+  ND_CHECK(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
+  ND_CHECK(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
+  ND_CHECK(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
+  ND_CHECK(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
+  ND_CHECK(world_size >= 1, "world size must be >= 1, got " << world_size);
+  ND_CHECK(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
+  ND_CHECK(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
+  ND_CHECK(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
+  int dp = c.dp_size(world_size);
+  ND_CHECK(c.grad_accum % dp == 0, "--grad-accum " << c.grad_accum << " (micro-steps per step over all ranks) is not "
+                                                   << "divisible by the data-parallel size " << dp << " (world size "
+                                                   << world_size << " / tp " << c.tp << ")");
+}
+
+}  // namespace nd::train

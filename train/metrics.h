@@ -1,0 +1,47 @@
+// What a run reports: the one-line step summary of CLI.md for stdout, and the JSON lines of
+// OUT/metrics.jsonl (steps, evals, the final summary). Formatting only; the trainer prints.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace nd::train {
+
+struct StepMetrics {
+  int step = 0;
+  int max_iters = 0;
+  double loss = 0;
+  double lr = 0;
+  double grad_norm = 0;
+  double ms = 0;         // wall time of the step
+  double tok_per_s = 0;  // over all ranks
+  double flops_per_s = 0;
+  double mfu = -1;       // fraction of the device's peak; < 0 when the peak is unknown (CPU)
+};
+
+// `step  250/5000 | loss 1.8123 | lr 9.80e-04 | norm 0.4312 | 41.2 ms | 398k tok/s | MFU 23.4%`
+// (GFLOP/s in place of MFU when the peak is unknown).
+std::string format_step_line(const StepMetrics& m);
+// 398 -> "398", 398000 -> "398k", 3.98e6 -> "3.98M"
+std::string format_rate(double per_second);
+
+std::string step_json(const StepMetrics& m);
+std::string eval_json(int step, double val_loss, double train_loss);
+std::string final_json(double best_val_loss, int64_t params, int64_t tokens);
+// A JSON number; NaN and infinities become null (JSON has no literal for them).
+std::string json_number(double value);
+
+// Appends lines to OUT/metrics.jsonl, flushing each so a crash loses nothing already logged.
+class MetricsWriter {
+ public:
+  MetricsWriter() = default;
+  void open(const std::string& path, bool append);  // nd::Error when the file cannot be written
+  bool is_open() const { return out_.is_open(); }
+  void write_line(const std::string& json);
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace nd::train

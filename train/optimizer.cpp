@@ -1,0 +1,54 @@
+// AdamW bookkeeping; the arithmetic runs in the device kernels behind optimizer_dispatch.h.
+#include "train/optimizer.h"
+
+#include "train/optimizer_dispatch.h"
+
+namespace nd::train {
+
+bool in_decay_group(const Tensor& param) { return param.ndim() >= 2; }
+
+double clip_scale(double norm, double grad_clip) {
+  if (grad_clip <= 0.0) return 1.0;
+  double coef = grad_clip / (norm + 1e-6);
+  return coef < 1.0 ? coef : 1.0;
+}
+
+AdamW::AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options)
+    : options_(options) {
+  for (const auto& [name, param] : named_params) {
+    ND_CHECK(param.defined(), "AdamW: parameter " << name << " is undefined");
+    for (const ParamState& s : states_) ND_CHECK(s.name != name, "AdamW: parameter " << name << " appears twice");
+    const Tensor& p = param.data();
+    ParamState s;
+    s.name = name;
+    s.param = param;
+    s.m = Tensor::zeros(p.shape(), DType::F32, p.device());
+    s.v = Tensor::zeros(p.shape(), DType::F32, p.device());
+    s.decay = in_decay_group(p);
+    states_.push_back(std::move(s));
+  }
+}
+
+ParamState& AdamW::state(const std::string& name) {
+  for (ParamState& s : states_)
+    if (s.name == name) return s;
+  ND_FAIL("AdamW has no parameter " << name);
+}
+
+double AdamW::grad_norm() const { return global_grad_norm(states_); }
+
+double AdamW::step(double lr, double grad_clip) {
+  double norm = global_grad_norm(states_);
+  ++step_count_;
+  AdamWHyper h;
+  h.lr = static_cast<float>(lr);
+  h.beta1 = static_cast<float>(options_.beta1);
+  h.beta2 = static_cast<float>(options_.beta2);
+  h.eps = static_cast<float>(options_.eps);
+  h.weight_decay = static_cast<float>(options_.weight_decay);
+  h.step = step_count_;
+  adamw_update_all(states_, h, static_cast<float>(clip_scale(norm, grad_clip)));
+  return norm;
+}
+
+}  // namespace nd::train

@@ -1,0 +1,60 @@
+// AdamW over a named parameter list, with nanoGPT's grouping: tensors of two or more dimensions
+// (matmul weights, embeddings) get weight decay, the rest (biases, LayerNorm gains) none.
+// Keeps f32 moments m, v per parameter and the step counter; clips by global gradient norm.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace nd::train {
+
+struct AdamWOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+};
+
+struct ParamState {
+  std::string name;
+  Variable param;
+  Tensor m;  // same shape and device as the parameter, f32, zeros at start
+  Tensor v;
+  bool decay = false;  // in the weight-decay group
+};
+
+// True for the tensors nanoGPT decays: dim >= 2.
+bool in_decay_group(const Tensor& param);
+
+class AdamW {
+ public:
+  AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options);
+
+  // Global L2 norm of every gradient (parameters without a gradient count as zero). Under data
+  // parallelism call it after the gradient all-reduce, so every rank sees the same norm.
+  double grad_norm() const;
+
+  // One update at learning rate `lr`: computes the global norm once, scales gradients by
+  // min(1, grad_clip / (norm + 1e-6)) inside the update when grad_clip > 0, and returns the
+  // norm before clipping (for logging). Parameters without a gradient are left alone.
+  double step(double lr, double grad_clip);
+
+  int64_t step_count() const { return step_count_; }
+  void set_step_count(int64_t steps) { step_count_ = steps; }
+  const AdamWOptions& options() const { return options_; }
+  std::vector<ParamState>& states() { return states_; }
+  const std::vector<ParamState>& states() const { return states_; }
+  ParamState& state(const std::string& name);  // nd::Error on an unknown name
+
+ private:
+  AdamWOptions options_;
+  std::vector<ParamState> states_;
+  int64_t step_count_ = 0;
+};
+
+// The factor gradients are multiplied by: 1 without clipping or when norm <= clip.
+double clip_scale(double norm, double grad_clip);
+
+}  // namespace nd::train

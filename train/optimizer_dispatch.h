@@ -1,0 +1,27 @@
+// The one place where the optimizer picks kernels by device. Both calls take the whole parameter
+// list, so a device backend can sweep every tensor in one launch (kernels/cuda's multi-tensor
+// AdamW and global norm); the CPU backend loops over the tensors.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "train/optimizer.h"
+
+namespace nd::train {
+
+struct AdamWHyper {
+  float lr = 0.0f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0.0f;  // applied to the states in the decay group only
+  int64_t step = 1;           // 1 for the first update (bias correction)
+};
+
+// sqrt of the sum of squares of every gradient (states without a gradient count as zero).
+double global_grad_norm(const std::vector<ParamState>& states);
+
+// One AdamW update of every state that has a gradient, gradients multiplied by grad_scale.
+void adamw_update_all(std::vector<ParamState>& states, const AdamWHyper& hyper, float grad_scale);
+
+}  // namespace nd::train

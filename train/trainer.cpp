@@ -1,0 +1,262 @@
+// The training loop. One optimizer step = local_grad_accum micro-batches (forward, backward with
+// the loss scaled by 1/accum), the data-parallel gradient all-reduce hook, then AdamW with the
+// scheduled lr and global-norm clipping. Evals, logging and checkpoints follow the step.
+#include "train/trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <ostream>
+
+#include "data/loader.h"
+#include "data/token_file.h"
+#include "nn/gpt.h"
+#include "train/checkpoint_model.h"
+#include "train/lr_schedule.h"
+#include "train/metrics.h"
+#include "train/optimizer.h"
+#include "train/run_files.h"
+
+namespace nd::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Dropout and evaluation draw from their own Philox streams, apart from parameter init (0).
+constexpr uint64_t kDropoutStream = 1;
+constexpr uint64_t kEvalStream = 2;
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& config, const RunContext& context)
+      : c_(config),
+        ctx_(context),
+        data_(open_run_data(config.data_dir)),
+        device_(parse_device(config.device)),
+        dtype_(parse_dtype(config.dtype)),
+        dropout_gen_(config.seed, kDropoutStream) {
+    validate_train_config(c_, ctx_.world_size);
+    dp_ = c_.dp_size(ctx_.world_size);
+    dp_rank_ = ctx_.rank / c_.tp;
+    local_accum_ = c_.local_grad_accum(ctx_.world_size);
+    train_loader_ = std::make_unique<BatchLoader>(data_.train, c_.batch_size, c_.block_size, dp_rank_, dp_, c_.seed);
+    train_eval_ = std::make_unique<EvalReader>(data_.train, c_.batch_size, c_.block_size, dp_rank_, dp_);
+    val_eval_ = std::make_unique<EvalReader>(data_.val, c_.batch_size, c_.block_size, dp_rank_, dp_);
+
+    model_config_.n_layer = c_.n_layer;
+    model_config_.n_head = c_.n_head;
+    model_config_.n_embd = c_.n_embd;
+    model_config_.block_size = c_.block_size;
+    model_config_.vocab_size = static_cast<int>(data_.vocab_size);
+    model_config_.dropout = static_cast<float>(c_.dropout);
+    model_config_.bias = c_.bias;
+    model_config_.use_layernorm = !c_.no_layernorm;
+    model_config_.use_residual = !c_.no_residual;
+    Generator init_gen(c_.seed);
+    model_ = std::make_unique<nn::GPT>(model_config_, init_gen, device_, dtype_);
+    AdamWOptions options;
+    options.beta1 = c_.beta1;
+    options.beta2 = c_.beta2;
+    options.weight_decay = c_.weight_decay;
+    optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), options);
+    schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
+    tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum;
+
+    if (is_logger()) prepare_output_dir(c_.out_dir);
+    if (c_.resume) resume();
+    if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/step_ > 0);
+  }
+
+  TrainResult run() {
+    TrainResult result;
+    result.first_step = step_;
+    result.params = model_->num_parameters();
+    auto loop_start = Clock::now();
+    bool evaluated_now = false, saved_now = false;
+    while (step_ < c_.max_iters) {
+      double loss = train_step(result);
+      evaluated_now = saved_now = false;
+      bool diverged = !std::isfinite(loss);
+      bool out_of_time = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds;
+      bool stop = diverged || out_of_time;
+      if (ctx_.any_rank) stop = ctx_.any_rank(stop);  // every rank leaves the loop at the same step
+      if (stop) {
+        result.diverged = diverged;
+        if (diverged) say("loss is not finite at step " + std::to_string(step_) + "; stopping");
+        break;
+      }
+      if (c_.eval_interval > 0 && step_ % c_.eval_interval == 0) {
+        evaluate(result);
+        evaluated_now = true;
+      }
+      if (c_.ckpt_interval > 0 && step_ % c_.ckpt_interval == 0) {
+        save_checkpoint(result);
+        saved_now = true;
+      }
+    }
+    if (!result.diverged) {
+      if (!evaluated_now) evaluate(result);
+      if (!saved_now) save_checkpoint(result);
+    }
+    result.steps_done = step_;
+    result.best_val_loss = best_val_loss_;
+    result.tokens = tokens_;
+    metrics_.write_line(final_json(best_val_loss_, result.params, tokens_));
+    return result;
+  }
+
+ private:
+  bool is_logger() const { return ctx_.rank == 0; }
+
+  void say(const std::string& line) {
+    if (is_logger() && ctx_.log) *ctx_.log << line << std::endl;
+  }
+
+  double mean_over_ranks(double v) const { return ctx_.mean_over_ranks ? ctx_.mean_over_ranks(v) : v; }
+
+  // One optimizer step; returns this rank's mean micro-batch loss.
+  double train_step(TrainResult& result) {
+    auto start = Clock::now();
+    double lr = schedule_.at(static_cast<int>(step_));
+    model_->zero_grad();
+    double loss_sum = 0.0;
+    for (int micro = 0; micro < local_accum_; ++micro) {
+      Batch batch = train_loader_->next_batch();
+      Tensor inputs = batch.inputs.to(device_), targets = batch.targets.to(device_);
+      nn::GPT::Output out = model_->forward(inputs, &targets, dropout_gen_);
+      loss_sum += out.loss.data().item();
+      // Mean over micro-batches: each backward adds grad / accum into the gradient buffers.
+      out.loss.backward(Tensor::full(out.loss.shape(), 1.0 / local_accum_, out.loss.dtype(), device_));
+    }
+    std::vector<Variable> params = model_->parameters();
+    if (ctx_.allreduce_gradients) ctx_.allreduce_gradients(params);
+    double norm = optimizer_->step(lr, c_.grad_clip);
+    double loss = loss_sum / local_accum_;
+    ++step_;
+    tokens_ += tokens_per_step_;
+    result.step_losses.push_back(loss);
+    double seconds = seconds_since(start);
+
+    if (step_ % c_.log_interval == 0 || step_ == 1 || step_ == c_.max_iters) {
+      StepMetrics m;
+      m.step = static_cast<int>(step_);
+      m.max_iters = c_.max_iters;
+      m.loss = mean_over_ranks(loss);
+      m.lr = lr;
+      m.grad_norm = norm;
+      m.ms = 1000.0 * seconds;
+      m.tok_per_s = static_cast<double>(tokens_per_step_) / seconds;
+      m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
+      m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * ctx_.world_size) : -1.0;
+      say(format_step_line(m));
+      metrics_.write_line(step_json(m));
+    }
+    return loss;
+  }
+
+  double mean_loss(const EvalReader& reader) {
+    NoGradGuard no_grad;
+    Generator unused(c_.seed, kEvalStream);  // dropout is off in eval; never touch the training stream
+    double sum = 0.0;
+    for (int k = 0; k < c_.eval_iters; ++k) {
+      Batch batch = reader.batch(k);
+      Tensor inputs = batch.inputs.to(device_), targets = batch.targets.to(device_);
+      sum += model_->forward(inputs, &targets, unused).loss.data().item();
+    }
+    return mean_over_ranks(sum / c_.eval_iters);
+  }
+
+  void evaluate(TrainResult& result) {
+    model_->set_training(false);
+    double train_loss = mean_loss(*train_eval_);
+    double val_loss = mean_loss(*val_eval_);
+    model_->set_training(true);
+    if (val_loss < best_val_loss_) best_val_loss_ = val_loss;
+    result.last_val_loss = val_loss;
+    char line[160];
+    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %.4f",
+                  static_cast<long long>(step_), train_loss, val_loss, best_val_loss_);
+    say(line);
+    metrics_.write_line(eval_json(static_cast<int>(step_), val_loss, train_loss));
+  }
+
+  void save_checkpoint(TrainResult& result) {
+    if (!is_logger()) return;
+    CheckpointData data;
+    data.config = config_attributes(model_config_, c_);
+    store_model(*model_, optimizer_.get(), data);
+    CheckpointState& s = data.state;
+    s.step = step_;
+    s.optimizer_step = optimizer_->step_count();
+    s.dropout_seed = dropout_gen_.seed();
+    s.dropout_stream = dropout_gen_.stream();
+    s.dropout_offset = dropout_gen_.offset();
+    s.data_step = train_loader_->step();
+    s.world_size = ctx_.world_size;
+    s.best_val_loss = best_val_loss_;
+    s.tokens = tokens_;
+    data.tokenizer_text = data_.tokenizer_text;
+    std::string path = checkpoint_path(c_.out_dir, step_);
+    write_checkpoint(path, data);
+    prune_checkpoints(c_.out_dir, c_.keep);
+    result.last_checkpoint = path;
+    say("saved " + path);
+  }
+
+  void resume() {
+    std::string path = newest_checkpoint(c_.out_dir);
+    if (path.empty()) {
+      say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
+      return;
+    }
+    CheckpointData data = read_checkpoint(path);
+    check_same_model(model_config_from_attributes(data.config, path), model_config_, path);
+    ND_CHECK(data.tokenizer_text == data_.tokenizer_text,
+             "tokenizer mismatch: " << path << " was trained with another tokenizer than "
+                                    << c_.data_dir << "/tokenizer.txt");
+    load_model(data, path, *model_, optimizer_.get());
+    const CheckpointState& s = data.state;
+    step_ = s.step;
+    optimizer_->set_step_count(s.optimizer_step);
+    dropout_gen_ = Generator(s.dropout_seed, s.dropout_stream);
+    dropout_gen_.set_offset(s.dropout_offset);
+    train_loader_->set_step(s.data_step);
+    best_val_loss_ = s.best_val_loss;
+    tokens_ = s.tokens;
+    say("resumed from " + path + " at step " + std::to_string(step_));
+  }
+
+  TrainConfig c_;
+  RunContext ctx_;
+  RunData data_;
+  Device device_;
+  DType dtype_;
+  int dp_ = 1, dp_rank_ = 0, local_accum_ = 1;
+  nn::GPTConfig model_config_;
+  std::unique_ptr<nn::GPT> model_;
+  std::unique_ptr<AdamW> optimizer_;
+  LrSchedule schedule_;
+  std::unique_ptr<BatchLoader> train_loader_;
+  std::unique_ptr<EvalReader> train_eval_, val_eval_;
+  Generator dropout_gen_;
+  MetricsWriter metrics_;
+  int64_t step_ = 0;
+  int64_t tokens_ = 0;
+  int64_t tokens_per_step_ = 0;
+  double best_val_loss_ = std::numeric_limits<double>::infinity();
+};
+
+}  // namespace
+
+TrainResult run_training(const TrainConfig& config, const RunContext& context) {
+  validate_train_config(config, context.world_size);
+  Trainer trainer(config, context);
+  return trainer.run();
+}
+
+}  // namespace nd::train
