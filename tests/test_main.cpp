@@ -12,7 +12,8 @@ int main(int argc, char** argv) {
   if (under_mpi) {
     int rank = 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    if (rank != 0) {
+    // ND_TEST_ALL_RANKS=1 keeps every rank's report, for debugging a rank that fails alone.
+    if (rank != 0 && std::getenv("ND_TEST_ALL_RANKS") == nullptr) {
       auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
       delete listeners.Release(listeners.default_result_printer());
     }

@@ -117,22 +117,25 @@ int run_train_command(int argc, const char* const* argv) {
     return 0;
   }
   TrainConfig config = train_config_from_flags(flags);
+  // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
+  // also picks this rank's GPU); alone it is a one-rank LocalComm.
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device));
+  if (comm->device().is_cuda()) config.device = comm->device().str();
+  validate_train_config(config, comm->size());
   RunContext context;
-  context.log = &std::cout;
-  // Data parallelism plugs in here: the world comm gives rank and world size, and DDP fills
-  // context.allreduce_gradients / mean_over_ranks / any_rank.
-  if (dist::launched_under_mpi()) {
-    dist::ensure_mpi_initialized();
-    int world_size = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &world_size);
-    ND_CHECK(world_size == 1, "training on " << world_size << " ranks needs DDP, which the trainer does not wire in yet");
+  context.comm = comm.get();
+  context.log = comm->rank() == 0 ? &std::cout : nullptr;
+  if (comm->rank() == 0) {
+    const int dp = config.dp_size(comm->size());
+    std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
+              << " wide, context " << config.block_size << ", " << config.max_iters << " steps on " << config.device
+              << " x " << comm->size() << " rank(s) (" << comm->backend() << ")\n"
+              << "global batch " << config.batch_size * config.grad_accum * dp << " sequences = " << config.batch_size
+              << " per rank x " << config.grad_accum << " accumulation x " << dp << " data-parallel rank(s)"
+              << (dp > 1 ? ", all-reduce " + config.allreduce : std::string()) << std::endl;
   }
-  validate_train_config(config, context.world_size);
-  std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
-            << " wide, context " << config.block_size << ", batch " << config.batch_size << " x accum "
-            << config.grad_accum << ", " << config.max_iters << " steps on " << config.device << std::endl;
   TrainResult result = run_training(config, context);
-  std::cout << final_summary_line(result) << std::endl;
+  if (comm->rank() == 0) std::cout << final_summary_line(result) << std::endl;
   return 0;
 }
 

@@ -202,10 +202,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
   ND_CHECK(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
   ND_CHECK(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
-  int dp = c.dp_size(world_size);
-  ND_CHECK(c.grad_accum % dp == 0, "--grad-accum " << c.grad_accum << " (micro-steps per step over all ranks) is not "
-                                                   << "divisible by the data-parallel size " << dp << " (world size "
-                                                   << world_size << " / tp " << c.tp << ")");
+  ND_CHECK(c.tp == 1, "--tp " << c.tp << ": tensor parallelism is not implemented yet; use --tp 1");
 }
 
 }  // namespace nd::train

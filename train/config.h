@@ -23,9 +23,8 @@ struct TrainConfig {
   bool bias = true;
   bool no_layernorm = false;
   bool no_residual = false;
-  // batch: batch_size is per rank and micro-step; grad_accum counts micro-steps per optimizer
-  // step summed over the data-parallel ranks (nanoGPT's gradient_accumulation_steps), so the
-  // global batch batch_size * grad_accum sequences does not depend on the world size.
+  // batch: batch_size is per rank and micro-step; grad_accum counts each rank's micro-steps per
+  // optimizer step, so the global batch is batch_size * grad_accum * data-parallel size.
   int batch_size = 64;
   int grad_accum = 1;
   // schedule
@@ -59,7 +58,7 @@ struct TrainConfig {
   // Data-parallel size for a world of `world_size` ranks.
   int dp_size(int world_size) const { return world_size / tp; }
   // Micro-steps each rank runs per optimizer step.
-  int local_grad_accum(int world_size) const { return grad_accum / dp_size(world_size); }
+  
 };
 
 FlagSet train_flag_set();

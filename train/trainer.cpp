@@ -11,6 +11,7 @@
 
 #include "data/loader.h"
 #include "data/token_file.h"
+#include "dist/ddp.h"
 #include "nn/gpt.h"
 #include "train/checkpoint_model.h"
 #include "train/lr_schedule.h"
@@ -40,10 +41,11 @@ class Trainer {
         device_(parse_device(config.device)),
         dtype_(parse_dtype(config.dtype)),
         dropout_gen_(config.seed, kDropoutStream) {
-    validate_train_config(c_, ctx_.world_size);
-    dp_ = c_.dp_size(ctx_.world_size);
-    dp_rank_ = ctx_.rank / c_.tp;
-    local_accum_ = c_.local_grad_accum(ctx_.world_size);
+    rank_ = ctx_.comm ? ctx_.comm->rank() : 0;
+    world_size_ = ctx_.comm ? ctx_.comm->size() : 1;
+    validate_train_config(c_, world_size_);
+    dp_ = c_.dp_size(world_size_);
+    dp_rank_ = rank_ / c_.tp;
     train_loader_ = std::make_unique<BatchLoader>(data_.train, c_.batch_size, c_.block_size, dp_rank_, dp_, c_.seed);
     train_eval_ = std::make_unique<EvalReader>(data_.train, c_.batch_size, c_.block_size, dp_rank_, dp_);
     val_eval_ = std::make_unique<EvalReader>(data_.val, c_.batch_size, c_.block_size, dp_rank_, dp_);
@@ -63,9 +65,16 @@ class Trainer {
     options.beta1 = c_.beta1;
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
+    if (world_size_ > 1) {
+      dist::DDPOptions ddp;
+      ddp.bucket_mb = c_.bucket_mb;
+      ddp.impl = dist::parse_allreduce_impl(c_.allreduce);
+      ddp_ = std::make_unique<dist::DistributedDataParallel>(*ctx_.comm, model_->parameters(), ddp);
+      ddp_->broadcast_parameters();
+    }
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), options);
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
-    tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum;
+    tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_;
 
     if (is_logger()) prepare_output_dir(c_.out_dir);
     if (c_.resume) resume();
@@ -84,7 +93,7 @@ class Trainer {
       bool diverged = !std::isfinite(loss);
       bool out_of_time = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds;
       bool stop = diverged || out_of_time;
-      if (ctx_.any_rank) stop = ctx_.any_rank(stop);  // every rank leaves the loop at the same step
+      stop = any_rank(stop);  // every rank leaves the loop at the same step
       if (stop) {
         result.diverged = diverged;
         if (diverged) say("loss is not finite at step " + std::to_string(step_) + "; stopping");
@@ -104,6 +113,7 @@ class Trainer {
       if (!saved_now) save_checkpoint(result);
     }
     result.steps_done = step_;
+    result.params_hash = parameters_hash();
     result.best_val_loss = best_val_loss_;
     result.tokens = tokens_;
     metrics_.write_line(final_json(best_val_loss_, result.params, tokens_));
@@ -111,13 +121,34 @@ class Trainer {
   }
 
  private:
-  bool is_logger() const { return ctx_.rank == 0; }
+  bool is_logger() const { return rank_ == 0; }
+
+  uint64_t parameters_hash() const {
+    uint64_t h = 1469598103934665603ull;
+    for (const Variable& p : model_->parameters()) {
+      Tensor host = p.data().to(Device::cpu());
+      const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
+      for (size_t i = 0; i < host.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
+    }
+    return h;
+  }
 
   void say(const std::string& line) {
     if (is_logger() && ctx_.log) *ctx_.log << line << std::endl;
   }
 
-  double mean_over_ranks(double v) const { return ctx_.mean_over_ranks ? ctx_.mean_over_ranks(v) : v; }
+  double mean_over_ranks(double v) const {
+    if (world_size_ == 1) return v;
+    ctx_.comm->host_allreduce(&v, 1, dist::HostReduce::Sum);
+    return v / world_size_;
+  }
+
+  bool any_rank(bool flag) const {
+    if (world_size_ == 1) return flag;
+    int64_t v = flag ? 1 : 0;
+    ctx_.comm->host_allreduce(&v, 1, dist::HostReduce::Max);
+    return v != 0;
+  }
 
   // One optimizer step; returns this rank's mean micro-batch loss.
   double train_step(TrainResult& result) {
@@ -125,18 +156,20 @@ class Trainer {
     double lr = schedule_.at(static_cast<int>(step_));
     model_->zero_grad();
     double loss_sum = 0.0;
-    for (int micro = 0; micro < local_accum_; ++micro) {
+    const int accum = c_.grad_accum;
+    for (int micro = 0; micro < accum; ++micro) {
       Batch batch = train_loader_->next_batch();
       Tensor inputs = batch.inputs.to(device_), targets = batch.targets.to(device_);
       nn::GPT::Output out = model_->forward(inputs, &targets, dropout_gen_);
       loss_sum += out.loss.data().item();
+      // Only the last micro-step's backward communicates; the earlier ones accumulate locally.
+      if (ddp_) ddp_->prepare_backward(micro == accum - 1);
       // Mean over micro-batches: each backward adds grad / accum into the gradient buffers.
-      out.loss.backward(Tensor::full(out.loss.shape(), 1.0 / local_accum_, out.loss.dtype(), device_));
+      out.loss.backward(Tensor::full(out.loss.shape(), 1.0 / accum, out.loss.dtype(), device_));
     }
-    std::vector<Variable> params = model_->parameters();
-    if (ctx_.allreduce_gradients) ctx_.allreduce_gradients(params);
+    if (ddp_) ddp_->finish_gradient_sync();
     double norm = optimizer_->step(lr, c_.grad_clip);
-    double loss = loss_sum / local_accum_;
+    double loss = loss_sum / accum;
     ++step_;
     tokens_ += tokens_per_step_;
     result.step_losses.push_back(loss);
@@ -152,7 +185,7 @@ class Trainer {
       m.ms = 1000.0 * seconds;
       m.tok_per_s = static_cast<double>(tokens_per_step_) / seconds;
       m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
-      m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * ctx_.world_size) : -1.0;
+      m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_size_) : -1.0;
       say(format_step_line(m));
       metrics_.write_line(step_json(m));
     }
@@ -185,8 +218,13 @@ class Trainer {
     metrics_.write_line(eval_json(static_cast<int>(step_), val_loss, train_loss));
   }
 
+  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective.
   void save_checkpoint(TrainResult& result) {
-    if (!is_logger()) return;
+    if (is_logger()) write_checkpoint_file(result);
+    if (world_size_ > 1) ctx_.comm->barrier();
+  }
+
+  void write_checkpoint_file(TrainResult& result) {
     CheckpointData data;
     data.config = config_attributes(model_config_, c_);
     store_model(*model_, optimizer_.get(), data);
@@ -197,7 +235,7 @@ class Trainer {
     s.dropout_stream = dropout_gen_.stream();
     s.dropout_offset = dropout_gen_.offset();
     s.data_step = train_loader_->step();
-    s.world_size = ctx_.world_size;
+    s.world_size = world_size_;
     s.best_val_loss = best_val_loss_;
     s.tokens = tokens_;
     data.tokenizer_text = data_.tokenizer_text;
@@ -236,7 +274,8 @@ class Trainer {
   RunData data_;
   Device device_;
   DType dtype_;
-  int dp_ = 1, dp_rank_ = 0, local_accum_ = 1;
+  int rank_ = 0, world_size_ = 1, dp_ = 1, dp_rank_ = 0;
+  std::unique_ptr<dist::DistributedDataParallel> ddp_;
   nn::GPTConfig model_config_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
@@ -254,7 +293,6 @@ class Trainer {
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, const RunContext& context) {
-  validate_train_config(config, context.world_size);
   Trainer trainer(config, context);
   return trainer.run();
 }

@@ -1,7 +1,7 @@
 // The training loop of `nanodist train`: data loaders over DIR/train.bin and DIR/val.bin, the GPT,
 // gradient accumulation, AdamW with warmup + cosine schedule and clipping, evals, step lines on
 // rank 0, OUT/metrics.jsonl, HDF5 checkpoints and exact resume. A library, so tests drive it
-// in-process; the distributed parts plug in through RunContext.
+// in-process; data parallelism comes from the communicator in RunContext.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "dist/comm.h"
 #include "train/config.h"
 
 namespace nd::train {
@@ -16,16 +17,10 @@ namespace nd::train {
 // Where this process stands in a run, and the hooks a data-parallel run fills in. The defaults
 // are one rank and no communication.
 struct RunContext {
-  int rank = 0;
-  int world_size = 1;
+  // The world communicator; nullptr or one rank = single-process training. With more ranks the
+  // trainer runs data parallel (DDP) over it: rank and world size come from it.
+  dist::Comm* comm = nullptr;
   std::ostream* log = nullptr;  // step and eval lines (rank 0 only); nullptr = silent
-  // Sums gradients over the data-parallel ranks and divides by their count, between backward
-  // and clipping. Empty = single rank.
-  std::function<void(std::vector<Variable>& params)> allreduce_gradients;
-  // Mean of a scalar over the data-parallel ranks (eval losses, logged train loss).
-  std::function<double(double)> mean_over_ranks;
-  // True when any rank says true (stop on --max-seconds together).
-  std::function<bool(bool)> any_rank;
   // The device's peak FLOP/s for MFU; 0 = unknown (the step line shows GFLOP/s instead).
   double peak_flops = 0.0;
 };
@@ -40,6 +35,9 @@ struct TrainResult {
   int64_t tokens = 0;               // training tokens over all ranks, resumed ones included
   bool diverged = false;            // stopped on a non-finite loss
   std::string last_checkpoint;
+  // FNV-1a over the bytes of every parameter at the end: equal hashes = bit-identical models
+  // (data-parallel ranks must agree).
+  uint64_t params_hash = 0;
 };
 
 // Runs training as configured; nd::Error on bad input (missing or malformed data, a checkpoint

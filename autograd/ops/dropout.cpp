@@ -19,27 +19,27 @@ struct DropoutDraw {
 
 void dropout_forward_on_device(const Tensor& x, Tensor& out, const DropoutDraw& r) {
   if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "dropout",
-                           cuda::dropout_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel(), r.p, r.seed,
-                                                 r.first, r.stream));
+    ND_DISPATCH_CUDA_FLOAT(
+        x.dtype(), "dropout",
+        cuda::dropout_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel(), r.p, r.seed, r.first, r.stream));
     return;
   }
-  ND_DISPATCH_CPU_FLOAT(x.dtype(), "dropout",
-                        cpu::dropout_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel(), r.p, r.seed,
-                                             r.first, r.stream));
+  ND_DISPATCH_CPU_FLOAT(
+      x.dtype(), "dropout",
+      cpu::dropout_forward(x.data<scalar_t>(), out.data<scalar_t>(), x.numel(), r.p, r.seed, r.first, r.stream));
 }
 
 // dx += mask * dout / (1 - p).
 void dropout_backward_on_device(const Tensor& dout, Tensor& dx, const DropoutDraw& r) {
   if (dout.device().is_cuda()) {
     ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "dropout backward",
-                           cuda::dropout_backward(dout.data<scalar_t>(), dx.data<scalar_t>(), dout.numel(), r.p,
-                                                  r.seed, r.first, r.stream));
+                           cuda::dropout_backward(dout.data<scalar_t>(), dx.data<scalar_t>(), dout.numel(), r.p, r.seed,
+                                                  r.first, r.stream));
     return;
   }
-  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "dropout backward",
-                        cpu::dropout_backward(dout.data<scalar_t>(), dx.data<scalar_t>(), dout.numel(), r.p, r.seed,
-                                              r.first, r.stream));
+  ND_DISPATCH_CPU_FLOAT(
+      dout.dtype(), "dropout backward",
+      cpu::dropout_backward(dout.data<scalar_t>(), dx.data<scalar_t>(), dout.numel(), r.p, r.seed, r.first, r.stream));
 }
 
 }  // namespace

@@ -20,9 +20,9 @@ void gelu_forward_on_device(const Tensor& x, Tensor& out) {
 // dx += gelu'(x) * dout.
 void gelu_backward_on_device(const Tensor& dout, const Tensor& x, Tensor& dx) {
   if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "gelu backward",
-                           cuda::gelu_backward(dout.data<scalar_t>(), x.data<scalar_t>(), dx.data<scalar_t>(),
-                                               x.numel()));
+    ND_DISPATCH_CUDA_FLOAT(
+        x.dtype(), "gelu backward",
+        cuda::gelu_backward(dout.data<scalar_t>(), x.data<scalar_t>(), dx.data<scalar_t>(), x.numel()));
     return;
   }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "gelu backward",

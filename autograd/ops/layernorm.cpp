@@ -40,18 +40,18 @@ LayernormSaved layernorm_forward_on_device(const Tensor& x, const Tensor& w, con
     // The statistics stay f32 on the GPU, also for bf16 activations.
     Tensor mean = Tensor::empty({d.N}, DType::F32, x.device());
     Tensor rstd = Tensor::empty({d.N}, DType::F32, x.device());
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "layernorm",
-                           cuda::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(),
-                                                   out.data<scalar_t>(), mean.data<float>(), rstd.data<float>(), d.N,
-                                                   d.C, eps));
+    ND_DISPATCH_CUDA_FLOAT(
+        x.dtype(), "layernorm",
+        cuda::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(),
+                                mean.data<float>(), rstd.data<float>(), d.N, d.C, eps));
     return {mean, rstd};
   }
   Tensor mean = Tensor::empty({d.N}, x.dtype(), x.device());
   Tensor rstd = Tensor::empty({d.N}, x.dtype(), x.device());
-  ND_DISPATCH_CPU_FLOAT(x.dtype(), "layernorm",
-                        cpu::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(),
-                                               out.data<scalar_t>(), mean.data<scalar_t>(), rstd.data<scalar_t>(),
-                                               d.N, d.C, static_cast<scalar_t>(eps)));
+  ND_DISPATCH_CPU_FLOAT(
+      x.dtype(), "layernorm",
+      cpu::layernorm_forward(x.data<scalar_t>(), w.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(),
+                             mean.data<scalar_t>(), rstd.data<scalar_t>(), d.N, d.C, static_cast<scalar_t>(eps)));
   return {mean, rstd};
 }
 
@@ -60,19 +60,17 @@ void layernorm_backward_on_device(const Tensor& dout, const Tensor& x, const Ten
                                   Tensor* dx, Tensor* dw, Tensor* db, const LayernormDims& d) {
   if (x.device().is_cuda()) {
     ND_DISPATCH_CUDA_FLOAT(x.dtype(), "layernorm backward",
-                           cuda::layernorm_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
-                                                    saved.mean.data<float>(), saved.rstd.data<float>(),
-                                                    dx ? dx->data<scalar_t>() : nullptr,
-                                                    dw ? dw->data<scalar_t>() : nullptr,
-                                                    db ? db->data<scalar_t>() : nullptr, d.N, d.C));
+                           cuda::layernorm_backward(
+                               dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), saved.mean.data<float>(),
+                               saved.rstd.data<float>(), dx ? dx->data<scalar_t>() : nullptr,
+                               dw ? dw->data<scalar_t>() : nullptr, db ? db->data<scalar_t>() : nullptr, d.N, d.C));
     return;
   }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "layernorm backward",
-                        cpu::layernorm_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
-                                                saved.mean.data<scalar_t>(), saved.rstd.data<scalar_t>(),
-                                                dx ? dx->data<scalar_t>() : nullptr,
-                                                dw ? dw->data<scalar_t>() : nullptr,
-                                                db ? db->data<scalar_t>() : nullptr, d.N, d.C));
+                        cpu::layernorm_backward(
+                            dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(), saved.mean.data<scalar_t>(),
+                            saved.rstd.data<scalar_t>(), dx ? dx->data<scalar_t>() : nullptr,
+                            dw ? dw->data<scalar_t>() : nullptr, db ? db->data<scalar_t>() : nullptr, d.N, d.C));
 }
 
 }  // namespace

@@ -23,11 +23,12 @@ LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
   ND_CHECK(w.dtype() == x.dtype(), "linear: w " << w.str() << " and x " << x.str() << " differ in dtype");
   ND_CHECK(w.device() == x.device(), "linear: w " << w.str() << " and x " << x.str() << " are on different devices");
   if (b != nullptr) {
-    ND_CHECK(b->ndim() == 1 && b->size(0) == w.size(0),
-             "linear: b " << shape_str(b->shape()) << " does not match w " << shape_str(w.shape())
-                          << ": expected [" << w.size(0) << "]");
+    ND_CHECK(b->ndim() == 1 && b->size(0) == w.size(0), "linear: b " << shape_str(b->shape()) << " does not match w "
+                                                                     << shape_str(w.shape()) << ": expected ["
+                                                                     << w.size(0) << "]");
     ND_CHECK(b->dtype() == x.dtype(), "linear: b " << b->str() << " and x " << x.str() << " differ in dtype");
-    ND_CHECK(b->device() == x.device(), "linear: b " << b->str() << " and x " << x.str() << " are on different devices");
+    ND_CHECK(b->device() == x.device(),
+             "linear: b " << b->str() << " and x " << x.str() << " are on different devices");
   }
   int64_t M = 1;
   for (int i = 0; i + 1 < x.ndim(); ++i) M *= x.size(i);
@@ -37,26 +38,26 @@ LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
 // out (M, N) = x · wᵀ + b on x's device; b may be null.
 void linear_forward_on_device(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& out, const LinearDims& d) {
   if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "linear",
-                           cuda::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(),
-                                                b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(), d.M, d.N,
-                                                d.K));
+    ND_DISPATCH_CUDA_FLOAT(
+        x.dtype(), "linear",
+        cuda::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
+                             out.data<scalar_t>(), d.M, d.N, d.K));
     return;
   }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear",
-                        cpu::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(),
-                                            b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(), d.M, d.N, d.K));
+                        cpu::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
+                                            out.data<scalar_t>(), d.M, d.N, d.K));
 }
 
 // Adds into whichever of dx (M, K), dw (N, K), db (N) is non-null.
-void linear_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw,
-                               Tensor* db, const LinearDims& d) {
+void linear_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw, Tensor* db,
+                               const LinearDims& d) {
   if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "linear backward",
-                           cuda::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
-                                                 dx ? dx->data<scalar_t>() : nullptr,
-                                                 dw ? dw->data<scalar_t>() : nullptr,
-                                                 db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
+    ND_DISPATCH_CUDA_FLOAT(
+        x.dtype(), "linear backward",
+        cuda::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                              dx ? dx->data<scalar_t>() : nullptr, dw ? dw->data<scalar_t>() : nullptr,
+                              db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
     return;
   }
   ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear backward",

@@ -44,12 +44,10 @@ void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int
   }
 }
 
-template void embedding_forward<float>(const int32_t*, const float*, const float*, float*, int64_t, int64_t,
-                                       int64_t);
+template void embedding_forward<float>(const int32_t*, const float*, const float*, float*, int64_t, int64_t, int64_t);
 template void embedding_forward<double>(const int32_t*, const double*, const double*, double*, int64_t, int64_t,
                                         int64_t);
 template void embedding_backward<float>(const int32_t*, const float*, float*, float*, int64_t, int64_t, int64_t);
-template void embedding_backward<double>(const int32_t*, const double*, double*, double*, int64_t, int64_t,
-                                         int64_t);
+template void embedding_backward<double>(const int32_t*, const double*, double*, double*, int64_t, int64_t, int64_t);
 
 }  // namespace nd::cpu

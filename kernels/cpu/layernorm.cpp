@@ -76,11 +76,11 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, co
 
 template void layernorm_forward<float>(const float*, const float*, const float*, float*, float*, float*, int64_t,
                                        int64_t, float);
-template void layernorm_forward<double>(const double*, const double*, const double*, double*, double*, double*,
-                                        int64_t, int64_t, double);
-template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*,
-                                        float*, float*, float*, int64_t, int64_t);
-template void layernorm_backward<double>(const double*, const double*, const double*, const double*,
-                                         const double*, double*, double*, double*, int64_t, int64_t);
+template void layernorm_forward<double>(const double*, const double*, const double*, double*, double*, double*, int64_t,
+                                        int64_t, double);
+template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*, float*,
+                                        float*, float*, int64_t, int64_t);
+template void layernorm_backward<double>(const double*, const double*, const double*, const double*, const double*,
+                                         double*, double*, double*, int64_t, int64_t);
 
 }  // namespace nd::cpu

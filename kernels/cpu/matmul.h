@@ -10,7 +10,6 @@ namespace nd::cpu {
 // op(B) is (K, N): B is (K, N), or (N, K) read transposed when trans_b.
 // beta == 0 overwrites C without reading it (C may hold garbage); beta == 1 accumulates.
 template <typename T>
-void matmul(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b,
-            T beta);
+void matmul(const T* A, const T* B, T* C, int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, T beta);
 
 }  // namespace nd::cpu

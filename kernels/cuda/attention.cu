@@ -52,7 +52,7 @@ void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_le
   ND_CHECK(qkv && out && lse, "attention_forward: null pointer");
   stream = stream_or_default(stream);
   if constexpr (std::is_same<T, nd::bf16>::value) {
-    if (use_mma<T>(C / NH)) {
+    if (use_mma<T>(C / NH) && aligned16(qkv) && aligned16(out)) {
       detail::attention_forward_mma(qkv, out, lse, B, T_len, C, NH, stream);
       return;
     }
@@ -76,7 +76,7 @@ void attention_backward(const T* dout, const T* qkv, const T* out, const float* 
   CUDA_CHECK(cudaGetLastError());
   bool done = false;
   if constexpr (std::is_same<T, nd::bf16>::value) {
-    if (use_mma<T>(C / NH)) {
+    if (use_mma<T>(C / NH) && aligned16(dout) && aligned16(qkv) && aligned16(dqkv)) {
       detail::attention_backward_mma(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
       done = true;
     }

@@ -1,18 +1,434 @@
-// Tensor-core attention (see attention_mma.cuh). Not built yet: every case goes to the simple kernels.
+// Tensor-core flash attention for bf16 (see attention_mma.cuh). Tiles of 64 rows, 4 warps of 16
+// rows each; tiles go through shared memory (rows padded by 16 bytes against bank conflicts) and
+// into mma fragments by ldmatrix. Softmax runs in the log2 domain (exp2f) on the f32 accumulators.
+// Backward: a dq kernel over key tiles per query tile, and a dk/dv kernel over query tiles per key
+// tile, each owning its outputs: deterministic, no atomics.
 #include "kernels/cuda/attention_mma.cuh"
-#include "tensor/error.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mma_bf16.cuh"
 
 namespace nd::cuda::detail {
 
-bool attention_mma_supports(int64_t) { return false; }
+namespace {
 
-void attention_forward_mma(const nd::bf16*, nd::bf16*, float*, int64_t, int64_t, int64_t, int64_t, cudaStream_t) {
-  ND_FAIL("attention_forward_mma: not built");
+using mma::a_tile_row;
+using mma::b_kn_row;
+using mma::b_nk_row;
+using mma::c_pair_to_a;
+using mma::ldmatrix_x4;
+using mma::ldmatrix_x4_trans;
+using mma::mma_bf16;
+
+constexpr int kTile = 64;
+constexpr int kThreads = 128;
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int HS>
+constexpr int padded() { return HS + 8; }
+
+// Starts copying rows [row0, row0 + 64) of a (T, stride) bf16 matrix (columns [col0, col0 + HS))
+// into a padded shared tile with cp.async; rows >= T become zeros. The caller commits and waits.
+template <int HS>
+__device__ __forceinline__ void load_tile(uint16_t* tile, const nd::bf16* src, int64_t stride, int64_t col0,
+                                          int64_t row0, int64_t T) {
+  constexpr int kChunks = HS / 8;
+#pragma unroll
+  for (int idx = threadIdx.x; idx < kTile * kChunks; idx += kThreads) {
+    int r = idx / kChunks, ch = idx % kChunks;
+    bool valid = row0 + r < T;
+    const nd::bf16* from = src + (valid ? (row0 + r) * stride : 0) + col0 + ch * 8;
+    mma::cp_async16(tile + r * padded<HS>() + ch * 8, from, valid);
+  }
 }
 
-void attention_backward_mma(const nd::bf16*, const nd::bf16*, const float*, const float*, nd::bf16*, int64_t,
-                            int64_t, int64_t, int64_t, cudaStream_t) {
-  ND_FAIL("attention_backward_mma: not built");
+// s (16 x 64 per warp) = A (16 x HS, fragments in registers) · Bᵀ, B a [64][HS] shared tile.
+template <int HS>
+__device__ __forceinline__ void a_times_tile_t(float (&s)[8][4], const uint32_t (&a)[HS / 16][4], const uint16_t* tile,
+                                               int lane) {
+#pragma unroll
+  for (int n = 0; n < 8; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HS / 16; ++kk) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t b[4];
+      ldmatrix_x4(b, b_nk_row(tile, padded<HS>(), j * 16, kk * 16, lane));
+      mma_bf16(s[2 * j], a[kk], b[0], b[1]);
+      mma_bf16(s[2 * j + 1], a[kk], b[2], b[3]);
+    }
+  }
+}
+
+// acc (16 x HS per warp) += P (16 x 64, C fragments) · tile, tile a [64][HS] shared tile.
+template <int HS>
+__device__ __forceinline__ void c_times_tile(float (&acc)[HS / 8][4], const float (&p)[8][4], const uint16_t* tile,
+                                             int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    uint32_t a[4];
+    c_pair_to_a(a, p[2 * kk], p[2 * kk + 1]);
+#pragma unroll
+    for (int j = 0; j < HS / 16; ++j) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, b_kn_row(tile, padded<HS>(), kk * 16, j * 16, lane));
+      mma_bf16(acc[2 * j], a, b[0], b[1]);
+      mma_bf16(acc[2 * j + 1], a, b[2], b[3]);
+    }
+  }
+}
+
+// A fragments of the warp's 16 rows of a [64][HS] shared tile.
+template <int HS>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&a)[HS / 16][4], const uint16_t* tile, int warp, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < HS / 16; ++kk) ldmatrix_x4(a[kk], a_tile_row(tile, padded<HS>(), warp * 16, kk * 16, lane));
+}
+
+struct Dims {
+  int64_t T, C, NH;
+};
+
+template <int HS>
+__global__ void __launch_bounds__(kThreads) forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d,
+                                                           float scale_log2) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  constexpr int kTileElems = kTile * padded<HS>();
+  uint16_t* sQ = smem;
+  uint16_t* sKV = sQ + kTileElems;  // two stages of (K, V)
+  const int q_tile = gridDim.x - 1 - blockIdx.x;  // longest rows first
+  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
+  const nd::bf16* base = qkv + b * d.T * 3 * d.C;
+  load_tile<HS>(sQ, base, 3 * d.C, h * HS, q0, d.T);
+  load_tile<HS>(sKV, base, 3 * d.C, d.C + h * HS, 0, d.T);
+  load_tile<HS>(sKV + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, 0, d.T);
+  mma::cp_async_commit();
+  uint32_t qf[HS / 16][4];
+
+  float o[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) o[n][0] = o[n][1] = o[n][2] = o[n][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  const int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+
+  for (int k_tile = 0; k_tile <= q_tile; ++k_tile) {
+    const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
+    const uint16_t* sK = sKV + (k_tile & 1) * 2 * kTileElems;
+    const uint16_t* sV = sK + kTileElems;
+    if (k_tile < q_tile) {  // prefetch the next stage while this one is used
+      uint16_t* next = sKV + ((k_tile + 1) & 1) * 2 * kTileElems;
+      load_tile<HS>(next, base, 3 * d.C, d.C + h * HS, k0 + kTile, d.T);
+      load_tile<HS>(next + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, k0 + kTile, d.T);
+      mma::cp_async_commit();
+      mma::cp_async_wait<1>();
+    } else {
+      mma::cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (k_tile == 0) load_a_fragments<HS>(qf, sQ, warp, lane);
+    float s[8][4];
+    a_times_tile_t<HS>(s, qf, sK, lane);
+    float tile_max[2] = {-INFINITY, -INFINITY};
+    const bool diagonal = k_tile == q_tile;  // the only tile with keys after a row (or past T)
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int r = e / 2;
+        float v = s[n][e] * scale_log2;
+        if (diagonal && k0 + n * 8 + 2 * c + (e & 1) > row[r]) v = -INFINITY;
+        s[n][e] = v;
+        tile_max[r] = fmaxf(tile_max[r], v);
+      }
+    float correction[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+      tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+      float m_new = fmaxf(m[r], tile_max[r]);
+      float m_use = m_new == -INFINITY ? 0.0f : m_new;
+      correction[r] = exp2f(m[r] - m_use);
+      m[r] = m_new;
+      tile_max[r] = m_use;
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        float p = exp2f(s[n][e] - tile_max[e / 2]);
+        s[n][e] = p;
+        sum[e / 2] += p;
+      }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] = l[r] * correction[r] + sum[r];
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) {
+      o[n][0] *= correction[0];
+      o[n][1] *= correction[0];
+      o[n][2] *= correction[1];
+      o[n][3] *= correction[1];
+    }
+    c_times_tile<HS>(o, s, sV, lane);
+    __syncthreads();  // the stage is free for the prefetch after next
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+    l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= d.T) continue;
+    float inv = 1.0f / l[r];
+    nd::bf16* orow = out + (b * d.T + row[r]) * d.C + h * HS;
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n)
+      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * c) = mma::pack_bf16(o[n][2 * r] * inv, o[n][2 * r + 1] * inv);
+    if (c == 0) lse[bh * d.T + row[r]] = m[r] * kLn2 + logf(l[r]);
+  }
+}
+
+// Adds a 16 x HS f32 accumulator (C fragments, rows row[0..1]) times `scale` into bf16 rows of dst.
+template <int HS>
+__device__ __forceinline__ void add_rows(nd::bf16* dst, int64_t stride, const int64_t (&row)[2], int64_t T,
+                                         const float (&acc)[HS / 8][4], float scale, int c) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (row[r] >= T) continue;
+    nd::bf16* p = dst + row[r] * stride;
+#pragma unroll
+    for (int n = 0; n < HS / 8; ++n) {
+      __nv_bfloat162* q = reinterpret_cast<__nv_bfloat162*>(p + n * 8 + 2 * c);
+      float2 old = __bfloat1622float2(*q);
+      *q = __floats2bfloat162_rn(old.x + acc[n][2 * r] * scale, old.y + acc[n][2 * r + 1] * scale);
+    }
+  }
+}
+
+// dq for 64 query rows: over key tiles, S = Q Kᵀ, P = exp(S - lse), dP = dO Vᵀ, dS = P (dP - delta),
+// dq += dS K.
+template <int HS>
+__global__ void __launch_bounds__(kThreads) dq_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse,
+                                                      const float* delta, nd::bf16* dqkv, Dims d, float scale_log2,
+                                                      float scale) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  constexpr int kTileElems = kTile * padded<HS>();
+  uint16_t* sQ = smem;
+  uint16_t* sG = sQ + kTileElems;
+  uint16_t* sKV = sG + kTileElems;  // two stages of (K, V)
+  const int q_tile = gridDim.x - 1 - blockIdx.x;
+  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
+  const nd::bf16* base = qkv + b * d.T * 3 * d.C;
+  load_tile<HS>(sQ, base, 3 * d.C, h * HS, q0, d.T);
+  load_tile<HS>(sG, dout + b * d.T * d.C, d.C, h * HS, q0, d.T);
+  load_tile<HS>(sKV, base, 3 * d.C, d.C + h * HS, 0, d.T);
+  load_tile<HS>(sKV + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, 0, d.T);
+  mma::cp_async_commit();
+  uint32_t qf[HS / 16][4], gf[HS / 16][4];
+  const int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
+  float row_lse[2], row_delta[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    bool live = row[r] < d.T;
+    row_lse[r] = live ? lse[bh * d.T + row[r]] * kLog2e : 0.0f;
+    row_delta[r] = live ? delta[bh * d.T + row[r]] : 0.0f;
+  }
+  float dq[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
+
+  for (int k_tile = 0; k_tile <= q_tile; ++k_tile) {
+    const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
+    const uint16_t* sK = sKV + (k_tile & 1) * 2 * kTileElems;
+    const uint16_t* sV = sK + kTileElems;
+    if (k_tile < q_tile) {
+      uint16_t* next = sKV + ((k_tile + 1) & 1) * 2 * kTileElems;
+      load_tile<HS>(next, base, 3 * d.C, d.C + h * HS, k0 + kTile, d.T);
+      load_tile<HS>(next + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, k0 + kTile, d.T);
+      mma::cp_async_commit();
+      mma::cp_async_wait<1>();
+    } else {
+      mma::cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (k_tile == 0) {
+      load_a_fragments<HS>(qf, sQ, warp, lane);
+      load_a_fragments<HS>(gf, sG, warp, lane);
+    }
+    float s[8][4], dp[8][4];
+    a_times_tile_t<HS>(s, qf, sK, lane);
+    a_times_tile_t<HS>(dp, gf, sV, lane);
+    const bool diagonal = k_tile == q_tile;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int r = e / 2;
+        bool masked = diagonal && k0 + n * 8 + 2 * c + (e & 1) > row[r];
+        float p = masked ? 0.0f : exp2f(s[n][e] * scale_log2 - row_lse[r]);
+        s[n][e] = p * (dp[n][e] - row_delta[r]);
+      }
+    c_times_tile<HS>(dq, s, sK, lane);
+    __syncthreads();
+  }
+  add_rows<HS>(dqkv + b * d.T * 3 * d.C + h * HS, 3 * d.C, row, d.T, dq, scale, c);
+}
+
+// dk, dv for 64 key rows: over query tiles i >= key tile, Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ - lse),
+// dv += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ (dPᵀ - delta), dk += dSᵀ Q.
+template <int HS>
+__global__ void __launch_bounds__(kThreads) dkv_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse,
+                                                       const float* delta, nd::bf16* dqkv, Dims d, float scale_log2,
+                                                       float scale) {
+  extern __shared__ __align__(16) uint16_t smem[];
+  constexpr int kTileElems = kTile * padded<HS>();
+  uint16_t* sK = smem;
+  uint16_t* sV = sK + kTileElems;
+  uint16_t* sQG = sV + kTileElems;  // two stages of (Q, dO)
+  float* s_stats = reinterpret_cast<float*>(sQG + 4 * kTileElems);  // two stages of (lse, delta)
+  const int k_tile = blockIdx.x;  // the first key tiles see the most queries: launched first
+  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
+  const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
+  const nd::bf16* base = qkv + b * d.T * 3 * d.C;
+  const nd::bf16* gbase = dout + b * d.T * d.C;
+  const int n_tiles = static_cast<int>((d.T + kTile - 1) / kTile);
+  // Stage `stage` gets query tile q_tile: Q, dO by cp.async, lse and delta by plain stores.
+  auto load_stage = [&](int q_tile, int stage) {
+    const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
+    uint16_t* dst = sQG + stage * 2 * kTileElems;
+    load_tile<HS>(dst, base, 3 * d.C, h * HS, q0, d.T);
+    load_tile<HS>(dst + kTileElems, gbase, d.C, h * HS, q0, d.T);
+    if (threadIdx.x < kTile) {
+      int64_t t = q0 + threadIdx.x;
+      float* stats = s_stats + stage * 2 * kTile;
+      stats[threadIdx.x] = t < d.T ? lse[bh * d.T + t] * kLog2e : 0.0f;
+      stats[kTile + threadIdx.x] = t < d.T ? delta[bh * d.T + t] : 0.0f;
+    }
+  };
+  load_tile<HS>(sK, base, 3 * d.C, d.C + h * HS, k0, d.T);
+  load_tile<HS>(sV, base, 3 * d.C, 2 * d.C + h * HS, k0, d.T);
+  load_stage(k_tile, 0);
+  mma::cp_async_commit();
+  uint32_t kf[HS / 16][4], vf[HS / 16][4];
+  const int64_t key[2] = {k0 + warp * 16 + g, k0 + warp * 16 + g + 8};
+  float dk[HS / 8][4], dv[HS / 8][4];
+#pragma unroll
+  for (int n = 0; n < HS / 8; ++n) {
+    dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
+    dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
+  }
+  for (int q_tile = k_tile; q_tile < n_tiles; ++q_tile) {
+    const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
+    const int stage = (q_tile - k_tile) & 1;
+    const uint16_t* sQ = sQG + stage * 2 * kTileElems;
+    const uint16_t* sG = sQ + kTileElems;
+    const float* s_lse = s_stats + stage * 2 * kTile;
+    const float* s_delta = s_lse + kTile;
+    if (q_tile + 1 < n_tiles) {
+      load_stage(q_tile + 1, stage ^ 1);
+      mma::cp_async_commit();
+      mma::cp_async_wait<1>();
+    } else {
+      mma::cp_async_wait<0>();
+    }
+    __syncthreads();
+    if (q_tile == k_tile) {
+      load_a_fragments<HS>(kf, sK, warp, lane);
+      load_a_fragments<HS>(vf, sV, warp, lane);
+    }
+    float p[8][4], dp[8][4];
+    a_times_tile_t<HS>(p, kf, sQ, lane);
+    a_times_tile_t<HS>(dp, vf, sG, lane);
+    // Masks: queries before a key (diagonal tile) and queries past T (last tile).
+    const bool edge = q_tile == k_tile || q0 + kTile > d.T;
+#pragma unroll
+    for (int n = 0; n < 8; ++n)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        int col = n * 8 + 2 * c + (e & 1);
+        int r = e / 2;
+        bool masked = edge && (q0 + col < key[r] || q0 + col >= d.T);
+        float pv = masked ? 0.0f : exp2f(p[n][e] * scale_log2 - s_lse[col]);
+        p[n][e] = pv;
+        dp[n][e] = pv * (dp[n][e] - s_delta[col]);
+      }
+    c_times_tile<HS>(dv, p, sG, lane);
+    c_times_tile<HS>(dk, dp, sQ, lane);
+    __syncthreads();
+  }
+  nd::bf16* dbase = dqkv + b * d.T * 3 * d.C;
+  add_rows<HS>(dbase + d.C + h * HS, 3 * d.C, key, d.T, dk, scale, c);
+  add_rows<HS>(dbase + 2 * d.C + h * HS, 3 * d.C, key, d.T, dv, 1.0f, c);
+}
+
+// Dynamic shared memory above 48 KB needs the kernel's opt-in.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, size_t smem) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+}
+
+template <int HS>
+size_t tile_bytes() { return static_cast<size_t>(kTile) * padded<HS>() * sizeof(uint16_t); }
+
+template <int HS>
+void forward(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
+             cudaStream_t stream) {
+  Dims d{T, C, NH};
+  float scale = 1.0f / sqrtf(static_cast<float>(HS));
+  dim3 grid(static_cast<unsigned>(ceil_div(T, kTile)), static_cast<unsigned>(B * NH));
+  size_t smem = 5 * tile_bytes<HS>();
+  allow_shared_memory(forward_kernel<HS>, smem);
+  forward_kernel<HS><<<grid, kThreads, smem, stream>>>(qkv, out, lse, d, scale * kLog2e);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+template <int HS>
+void backward(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv,
+              int64_t B, int64_t T, int64_t C, int64_t NH, cudaStream_t stream) {
+  Dims d{T, C, NH};
+  float scale = 1.0f / sqrtf(static_cast<float>(HS));
+  dim3 grid(static_cast<unsigned>(ceil_div(T, kTile)), static_cast<unsigned>(B * NH));
+  size_t smem_dq = 6 * tile_bytes<HS>();
+  allow_shared_memory(dq_kernel<HS>, smem_dq);
+  dq_kernel<HS><<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale);
+  CUDA_CHECK(cudaGetLastError());
+  size_t smem_dkv = 6 * tile_bytes<HS>() + 4 * kTile * sizeof(float);
+  allow_shared_memory(dkv_kernel<HS>, smem_dkv);
+  dkv_kernel<HS><<<grid, kThreads, smem_dkv, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale);
+  CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+bool attention_mma_supports(int64_t head_size) { return head_size == 64 || head_size == 128; }
+
+void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
+                           int64_t NH, cudaStream_t stream) {
+  int64_t hs = C / NH;
+  ND_CHECK(attention_mma_supports(hs), "attention_forward_mma: head size " << hs << " is not 64 or 128");
+  if (hs == 64) {
+    forward<64>(qkv, out, lse, B, T_len, C, NH, stream);
+  } else {
+    forward<128>(qkv, out, lse, B, T_len, C, NH, stream);
+  }
+}
+
+void attention_backward_mma(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
+                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream) {
+  int64_t hs = C / NH;
+  ND_CHECK(attention_mma_supports(hs), "attention_backward_mma: head size " << hs << " is not 64 or 128");
+  if (hs == 64) {
+    backward<64>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+  } else {
+    backward<128>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+  }
 }
 
 }  // namespace nd::cuda::detail

@@ -50,7 +50,7 @@ __device__ __forceinline__ void store16(T* p, const Pack16<T>& x) {
 }
 
 // True when `p` can be read with 16-byte accesses.
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+__host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll

@@ -11,45 +11,56 @@ namespace {
 
 constexpr int kThreads = 512;
 
-// Merges (m2, s2) into (m, s): s = sum of exp(x - m) over the elements seen so far.
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+// Running (max m, sum s of 2^(x - m)) over values in the log2 domain; -inf stands for no value.
+// Merges (m2, s2) into (m, s).
 __device__ __forceinline__ void merge_max_sum(float& m, float& s, float m2, float s2) {
   float M = fmaxf(m, m2);
   if (M == -INFINITY) return;
-  s = (m == -INFINITY ? 0.0f : s * expf(m - M)) + (m2 == -INFINITY ? 0.0f : s2 * expf(m2 - M));
+  s = (m == -INFINITY ? 0.0f : s * exp2f(m - M)) + (m2 == -INFINITY ? 0.0f : s2 * exp2f(m2 - M));
   m = M;
 }
 
-// Calls f(c, x) for every column c < V of the row, by 16-byte packs when `vec`.
-template <typename T, typename F>
-__device__ __forceinline__ void for_each_column(const T* row, int64_t V, bool vec, F f) {
-  constexpr int kPack = Pack16<T>::kSize;
-  if (vec) {
-    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < V; c += static_cast<int64_t>(blockDim.x) * kPack) {
-      Pack16<T> p = load16(row + c);
+// Folds a group of values into (m, s): one exp2 per value, plus one when the maximum moves.
+template <int kCount>
+__device__ __forceinline__ void fold(float& m, float& s, const float (&x)[kCount]) {
+  float group_max = x[0];
 #pragma unroll
-      for (int k = 0; k < kPack; ++k)
-        if (c + k < V) f(c + k, to_f32(p.v[k]));
-    }
-  } else {
-    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) f(c, to_f32(row[c]));
+  for (int k = 1; k < kCount; ++k) group_max = fmaxf(group_max, x[k]);
+  if (group_max == -INFINITY) return;
+  if (group_max > m) {
+    s = m == -INFINITY ? 0.0f : s * exp2f(m - group_max);
+    m = group_max;
   }
+#pragma unroll
+  for (int k = 0; k < kCount; ++k) s += exp2f(x[k] - m);
 }
 
+// Block per row: writes row_lse (natural log) and row_loss (0 for ignored rows, NaN for bad targets).
 template <typename T>
 __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* targets, float* row_lse, float* row_loss,
                                           int64_t Vp, int64_t V, bool vec) {
+  constexpr int kPack = Pack16<T>::kSize;
   __shared__ float shared_m[32], shared_s[32];
   int64_t r = blockIdx.x;
   const T* row = logits + r * Vp;
   float m = -INFINITY, s = 0.0f;
-  for_each_column(row, V, vec, [&](int64_t, float x) {
-    if (x > m) {
-      s = (m == -INFINITY ? 0.0f : s * expf(m - x)) + 1.0f;
-      m = x;
-    } else {
-      s += expf(x - m);
+  if (vec) {
+    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < V; c += static_cast<int64_t>(blockDim.x) * kPack) {
+      Pack16<T> p = load16(row + c);
+      float x[kPack];
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) x[k] = c + k < V ? to_f32(p.v[k]) * kLog2e : -INFINITY;
+      fold(m, s, x);
     }
-  });
+  } else {
+    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
+      float x[1] = {to_f32(row[c]) * kLog2e};
+      fold(m, s, x);
+    }
+  }
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1) {
     float m2 = __shfl_xor_sync(0xffffffffu, m, offset);
@@ -73,7 +84,7 @@ __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* target
       merge_max_sum(m, s, m2, s2);
     }
     if (lane == 0) {
-      float lse = m + logf(s);
+      float lse = (m + log2f(s)) * kLn2;
       int32_t t = targets[r];
       row_lse[r] = lse;
       if (t == -1) {
@@ -114,7 +125,7 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* ta
   int32_t t = targets[r];
   if (t < 0 || t >= V) return;  // ignored row (invalid targets already made the loss NaN)
   float scale = to_f32(*dloss) / *count;
-  float lse = row_lse[r];
+  float lse2 = row_lse[r] * kLog2e;
   const T* row = logits + r * Vp;
   T* drow = dlogits + r * Vp;
   if (vec) {
@@ -124,7 +135,7 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* ta
 #pragma unroll
       for (int k = 0; k < kPack; ++k) {
         if (c + k < V) {
-          float g = expf(to_f32(x.v[k]) - lse) - (c + k == t ? 1.0f : 0.0f);
+          float g = exp2f(to_f32(x.v[k]) * kLog2e - lse2) - (c + k == t ? 1.0f : 0.0f);
           d.v[k] = from_f32<T>(to_f32(d.v[k]) + g * scale);
         }
       }
@@ -132,7 +143,7 @@ __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* ta
     }
   } else {
     for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
-      float g = expf(to_f32(row[c]) - lse) - (c == t ? 1.0f : 0.0f);
+      float g = exp2f(to_f32(row[c]) * kLog2e - lse2) - (c == t ? 1.0f : 0.0f);
       drow[c] = from_f32<T>(to_f32(drow[c]) + g * scale);
     }
   }

@@ -1,4 +1,4 @@
-// Global norm: grid (kBlocksPerSlot, slots) writes partial[slot][block] (f32 sums of squares),
+// Global norm: grid (blocks per slot, slots) writes partial[slot][block] (f32 sums of squares),
 // then one block sums the partials in f64 in a fixed order: deterministic, no atomics.
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/global_norm.h"
@@ -8,15 +8,26 @@ namespace nd::cuda {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kBlocksPerSlot = 64;
+constexpr int64_t kElementsPerBlock = 16384;  // blocks per slot = max_n / this, capped
+constexpr int kMaxBlocksPerSlot = 256;
 
+// Each block strides over its slot by 16-byte packs (when the slot is aligned), the tail and
+// unaligned slots element by element.
 template <typename T>
 __global__ void sum_squares_kernel(const NormSlot<T>* slots, float* partial) {
+  constexpr int kPack = Pack16<T>::kSize;
   __shared__ float scratch[32];
   NormSlot<T> s = slots[blockIdx.y];
   float acc = 0.0f;
+  int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < s.n; i += stride) {
+  int64_t vector_end = aligned16(s.data) ? s.n / kPack * kPack : 0;
+  for (int64_t i = first * kPack; i < vector_end; i += stride * kPack) {
+    Pack16<T> v = load16(s.data + i);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) acc += to_f32(v.v[k]) * to_f32(v.v[k]);
+  }
+  for (int64_t i = vector_end + first; i < s.n; i += stride) {
     float x = to_f32(s.data[i]);
     acc += x * x;
   }
@@ -50,11 +61,13 @@ void global_norm(const DeviceSlots<NormSlot<T>>& slots, float* norm, float* clip
   ND_CHECK(norm, "global_norm: null output pointer");
   ND_CHECK(slots.count() < 65536, "global_norm: " << slots.count() << " tensors is too many for one launch");
   stream = stream_or_default(stream);
-  int64_t count = static_cast<int64_t>(slots.count()) * kBlocksPerSlot;
+  int64_t blocks_per_slot = std::max<int64_t>(1, std::min<int64_t>(ceil_div(slots.max_n(), kElementsPerBlock),
+                                                                    kMaxBlocksPerSlot));
+  int64_t count = static_cast<int64_t>(slots.count()) * blocks_per_slot;
   int device = current_cuda_device();
   float* partial = static_cast<float*>(device_alloc(std::max<int64_t>(count, 1) * sizeof(float), device));
   if (slots.count() > 0) {
-    dim3 grid(kBlocksPerSlot, static_cast<unsigned>(slots.count()));
+    dim3 grid(static_cast<unsigned>(blocks_per_slot), static_cast<unsigned>(slots.count()));
     sum_squares_kernel<T><<<grid, kThreads, 0, stream>>>(slots.data(), partial);
     CUDA_CHECK(cudaGetLastError());
   }

@@ -34,10 +34,16 @@ TEST(Add, LargeShapeGradientsAlongRandomDirections) {
 }
 
 TEST(Add, MismatchedInputsNameTheShapes) {
-  test::expect_error_mentioning([] { ops::add(Variable(Tensor::zeros({2, 3})), Variable(Tensor::zeros({3, 2}))); },
-                                {"[2, 3]", "[3, 2]"});
   test::expect_error_mentioning(
-      [] { ops::add(Variable(Tensor::zeros({2, 3})), Variable(Tensor::zeros({2, 3}, DType::F64))); }, {"f32", "f64"});
+      [] {
+        ops::add(Variable(Tensor::zeros({2, 3})), Variable(Tensor::zeros({3, 2})));
+      },
+      {"[2, 3]", "[3, 2]"});
+  test::expect_error_mentioning(
+      [] {
+        ops::add(Variable(Tensor::zeros({2, 3})), Variable(Tensor::zeros({2, 3}, DType::F64)));
+      },
+      {"f32", "f64"});
 }
 
 }  // namespace

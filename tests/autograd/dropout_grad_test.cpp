@@ -82,7 +82,11 @@ TEST(Dropout, BackwardUsesTheForwardMask) {
 
 TEST(Dropout, ProbabilityOutsideTheUnitIntervalIsAnError) {
   Generator gen(1);
-  test::expect_error_mentioning([&] { ops::dropout(Variable(Tensor::ones({2, 3})), 1.5f, gen, true); }, {"1.5", "[2, 3]"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::dropout(Variable(Tensor::ones({2, 3})), 1.5f, gen, true);
+      },
+      {"1.5", "[2, 3]"});
   test::expect_error_mentioning([&] { ops::dropout(Variable(Tensor::ones({2, 3})), -0.1f, gen, true); }, {"-0.1"});
 }
 

@@ -60,6 +60,19 @@ TEST(Embedding, LargeBackwardIsCorrectAndBitwiseReproducible) {
   }
 }
 
+TEST(Embedding, BackwardUsesTheIdsOfTheForwardEvenIfTheBufferIsRefilled) {
+  Tensor idx = token_ids({0, 1, 2}, 1, 3);
+  Variable wte(random_f64({4, 2}, 10), true), wpe(random_f64({3, 2}, 11), true);
+  Variable out = ops::embedding(idx, wte, wpe);
+  idx.fill_(3.0);  // the next batch lands in the same buffer before backward
+  out.backward(Tensor::ones({1, 3, 2}, DType::F64));
+  // Rows 0-2 (the ids of the forward) get the gradient, row 3 (the refilled id) nothing. (Built
+  // in a loop: g++ 12 with AVX-512 miscompiles the literal {1, 1, 1, 1, 1, 1, 0, 0}.)
+  std::vector<double> want(8, 0.0);
+  for (int i = 0; i < 6; ++i) want[i] = 1.0;
+  EXPECT_EQ(wte.grad().to_double_vector(), want);
+}
+
 TEST(Embedding, OutOfRangeIdsNameTheIdAndVocabulary) {
   Variable wte(Tensor::zeros({7, 5})), wpe(Tensor::zeros({4, 5}));
   test::expect_error_mentioning([&] { ops::embedding(token_ids({1, 7, 2}, 1, 3), wte, wpe); }, {"7", "size 7"});
@@ -68,13 +81,22 @@ TEST(Embedding, OutOfRangeIdsNameTheIdAndVocabulary) {
 
 TEST(Embedding, BadShapesAndTypesNameTheShapes) {
   Variable wte(Tensor::zeros({7, 5})), wpe(Tensor::zeros({4, 5}));
-  test::expect_error_mentioning([&] { ops::embedding(token_ids({0, 1, 2, 3, 4}, 1, 5), wte, wpe); },
-                                {"[1, 5]", "[4, 5]"});
-  test::expect_error_mentioning([&] { ops::embedding(token_ids({0, 1}, 1, 2), wte, Variable(Tensor::zeros({4, 6}))); },
-                                {"[7, 5]", "[4, 6]"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::embedding(token_ids({0, 1, 2, 3, 4}, 1, 5), wte, wpe);
+      },
+      {"[1, 5]", "[4, 5]"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::embedding(token_ids({0, 1}, 1, 2), wte, Variable(Tensor::zeros({4, 6})));
+      },
+      {"[7, 5]", "[4, 6]"});
   test::expect_error_mentioning([&] { ops::embedding(Tensor::zeros({1, 2}), wte, wpe); }, {"i32", "f32[1, 2]"});
-  test::expect_error_mentioning([&] { ops::embedding(Tensor::from_vector(std::vector<int32_t>{0, 1}, {2}), wte, wpe); },
-                                {"[2]"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::embedding(Tensor::from_vector(std::vector<int32_t>{0, 1}, {2}), wte, wpe);
+      },
+      {"[2]"});
 }
 
 }  // namespace

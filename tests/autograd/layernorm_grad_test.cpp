@@ -65,8 +65,13 @@ TEST(Layernorm, LargeShapeGradientsAlongRandomDirections) {
 TEST(Layernorm, BadInputsNameTheShapes) {
   Variable x(Tensor::zeros({2, 3, 5})), w(Tensor::zeros({5})), b(Tensor::zeros({5}));
   test::expect_error_mentioning([&] { ops::layernorm(x, Variable(Tensor::zeros({4})), b); }, {"[4]", "[2, 3, 5]"});
-  test::expect_error_mentioning([&] { ops::layernorm(x, w, Variable(Tensor::zeros({5, 1}))); }, {"[5, 1]", "[2, 3, 5]"});
-  test::expect_error_mentioning([&] { ops::layernorm(x, Variable(Tensor::zeros({5}, DType::F64)), b); }, {"f64", "f32"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::layernorm(x, w, Variable(Tensor::zeros({5, 1})));
+      },
+      {"[5, 1]", "[2, 3, 5]"});
+  test::expect_error_mentioning([&] { ops::layernorm(x, Variable(Tensor::zeros({5}, DType::F64)), b); },
+                                {"f64", "f32"});
 }
 
 }  // namespace

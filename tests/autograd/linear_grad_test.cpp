@@ -48,12 +48,12 @@ TEST(Linear, GradcheckWithoutBiasAndWithFrozenInputs) {
   auto no_bias = [](const std::vector<Variable>& v) { return ops::linear(v[0], v[1], Variable()); };
   EXPECT_EQ(gradcheck(no_bias, {random_f64({3, 7}, 7), random_f64({2, 7}, 8)}, {true, true}), 0);
   auto with_bias = [](const std::vector<Variable>& v) { return ops::linear(v[0], v[1], v[2]); };
-  EXPECT_EQ(gradcheck(with_bias, {random_f64({3, 7}, 9), random_f64({2, 7}, 10), random_f64({2}, 11)},
-                      {false, true, false}),
-            0);
-  EXPECT_EQ(gradcheck(with_bias, {random_f64({3, 7}, 12), random_f64({2, 7}, 13), random_f64({2}, 14)},
-                      {true, false, true}),
-            0);
+  EXPECT_EQ(
+      gradcheck(with_bias, {random_f64({3, 7}, 9), random_f64({2, 7}, 10), random_f64({2}, 11)}, {false, true, false}),
+      0);
+  EXPECT_EQ(
+      gradcheck(with_bias, {random_f64({3, 7}, 12), random_f64({2, 7}, 13), random_f64({2}, 14)}, {true, false, true}),
+      0);
 }
 
 TEST(Linear, LargeShapeGradientsAlongRandomDirections) {
@@ -71,8 +71,8 @@ TEST(Linear, FloatBackwardMatchesDoubleOnALargeShape) {
   for (DType dt : {DType::F32, DType::F64}) {
     Variable vx(x.to(dt), true), vw(w.to(dt), true), vb(b.to(dt), true);
     ops::linear(vx, vw, vb).backward(g.to(dt));
-    grads[dt == DType::F64].assign({vx.grad().to_double_vector(), vw.grad().to_double_vector(),
-                                    vb.grad().to_double_vector()});
+    grads[dt == DType::F64].assign(
+        {vx.grad().to_double_vector(), vw.grad().to_double_vector(), vb.grad().to_double_vector()});
   }
   for (int t = 0; t < 3; ++t)
     for (size_t i = 0; i < grads[1][t].size(); ++i)
@@ -85,10 +85,16 @@ TEST(Linear, BadInputsNameTheShapes) {
   Variable w_ok(Tensor::zeros({4, 5}));
   test::expect_error_mentioning([&] { ops::linear(x, w_ok, Variable(Tensor::zeros({3}))); }, {"[3]", "[4, 5]"});
   test::expect_error_mentioning([&] { ops::linear(x, Variable(Tensor::zeros({20})), b); }, {"[20]"});
-  test::expect_error_mentioning([&] { ops::linear(x, Variable(Tensor::zeros({4, 5}, DType::F64)), b); },
-                                {"f64", "f32"});
   test::expect_error_mentioning(
-      [&] { ops::linear(Variable(Tensor::zeros({2, 5}, DType::I32)), Variable(Tensor::zeros({4, 5}, DType::I32)), Variable()); },
+      [&] {
+        ops::linear(x, Variable(Tensor::zeros({4, 5}, DType::F64)), b);
+      },
+      {"f64", "f32"});
+  test::expect_error_mentioning(
+      [&] {
+        ops::linear(Variable(Tensor::zeros({2, 5}, DType::I32)), Variable(Tensor::zeros({4, 5}, DType::I32)),
+                    Variable());
+      },
       {"i32"});
 }
 

@@ -39,6 +39,13 @@ void run_case(DType dtype, int64_t n, int64_t offset, float scale, uint64_t seed
   got = out.to_double_vector();
   want = out_host.to_double_vector();
   for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i])) << "rows element " << i;
+
+  // Row 1 read from the destination (the direct all-reduce's own data), its slot poisoned.
+  Tensor own = rows_host.select(1).to(Device::cuda(0));
+  rows_dev.select(1).fill_(7e30);
+  cuda::reduce_rows(own.data<T>(), rows_dev.data<T>(), rows, n, scale, 1, compute_stream(0));
+  got = own.to_double_vector();
+  for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(got[i], want[i], 1e-6 * std::fabs(want[i])) << "own-row element " << i;
 }
 #endif
 

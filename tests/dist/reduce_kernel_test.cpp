@@ -67,6 +67,19 @@ TEST(ReduceKernel, RowsSumInRankOrder) {
   }
 }
 
+TEST(ReduceKernel, OwnRowIsReadFromTheDestination) {
+  Generator gen(5);
+  const int rows = 4, own = 2;
+  const int64_t n = 257;
+  Tensor in = Tensor::randn({rows, n}, gen);
+  Tensor want = Tensor::empty({n});
+  cpu::reduce_rows(want.data<float>(), in.data<float>(), rows, n, 0.25f);
+  Tensor got = in.select(own).clone();
+  in.select(own).fill_(1e30);  // the slot of the own row must not be read
+  cpu::reduce_rows(got.data<float>(), in.data<float>(), rows, n, 0.25f, own);
+  EXPECT_EQ(got.to_double_vector(), want.to_double_vector());  // same order, same roundings
+}
+
 TEST(ReduceKernel, ScaleInPlace) {
   Tensor t = Tensor::from_vector(std::vector<float>{2, -4, 6}, {3}, DType::BF16);
   cpu::scale_inplace(t.data<bf16>(), 3, 0.5f);

@@ -62,14 +62,14 @@ struct MatmulCase {
 
 // Shapes below, at and across the micro-tile, K-block (256) and M-block edges; the larger ones
 // take the multi-threaded path.
-const MatmulCase kCases[] = {{1, 1, 1},    {1, 7, 3},     {5, 1, 9},     {13, 17, 19},   {12, 32, 256},
-                             {25, 33, 257}, {37, 70, 300}, {100, 70, 300}, {400, 45, 40}, {33, 4100, 3},
-                             {131, 97, 513}};
+const MatmulCase kCases[] = {{1, 1, 1},     {1, 7, 3},      {5, 1, 9},     {13, 17, 19},  {12, 32, 256}, {25, 33, 257},
+                             {37, 70, 300}, {100, 70, 300}, {400, 45, 40}, {33, 4100, 3}, {131, 97, 513}};
 
 TEST(Matmul, FloatMatchesNaiveOverShapesTransposesAndBeta) {
   for (const MatmulCase& c : kCases)
     for (int t = 0; t < 4; ++t)
-      for (double beta : {0.0, 1.0, 0.5}) check_matmul<float>(c.M, c.N, c.K, t & 1, t & 2, beta, 1e-5 * std::sqrt(c.K + 1.0));
+      for (double beta : {0.0, 1.0, 0.5})
+        check_matmul<float>(c.M, c.N, c.K, t & 1, t & 2, beta, 1e-5 * std::sqrt(c.K + 1.0));
 }
 
 TEST(Matmul, DoubleMatchesNaiveOverShapesTransposesAndBeta) {

@@ -1,0 +1,316 @@
+// Kernel benchmark behind `nanodist bench-kernels`. Inputs are filled on the device with Philox
+// uniforms (never zeros); each op runs a few warm-up launches, then `iters` launches timed one by
+// one with CUDA events on the compute stream; the median is reported. Bytes count each operand
+// read or written once (the least any implementation must move), FLOPs the useful multiply-adds.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/add.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/bench_kernels.h"
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/cublaslt.h"
+#include "kernels/cuda/dropout.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gelu.h"
+#include "kernels/cuda/global_norm.h"
+#include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/linear.h"
+#include "tensor/philox.h"
+#include "tensor/tensor.h"
+
+namespace nd::cuda {
+
+namespace {
+
+constexpr double kCopyBytesPerSecond = 4.3e12;   // H200 device copy, read + write (shared/GPU.md)
+constexpr double kGemmFlopsPerSecond = 790e12;   // H200 bf16 GEMM
+
+template <typename T>
+__global__ void fill_uniform_kernel(T* x, int64_t n, float low, float high, uint64_t seed) {
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = from_f32<T>(low + (high - low) * philox_uniform(seed, i, 7));
+}
+
+__global__ void fill_ids_kernel(int32_t* x, int64_t n, int64_t V, uint64_t seed) {
+  int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) x[i] = static_cast<int32_t>(philox4x32(seed, i, 9).v[0] % V);
+}
+
+struct Bench {
+  int iters = 20;
+  uint64_t seed = 1;
+  std::vector<std::string> lines;
+
+  Tensor random(const Shape& shape, DType dtype, float scale = 1.0f) { return uniform(shape, dtype, -scale, scale); }
+
+  Tensor uniform(const Shape& shape, DType dtype, float low, float high) {
+    Tensor t = Tensor::empty(shape, dtype, Device::cuda(0));
+    int64_t n = t.numel();
+    unsigned blocks = static_cast<unsigned>(ceil_div(n, 256));
+    cudaStream_t s = compute_stream();
+    if (dtype == DType::F32) {
+      fill_uniform_kernel<<<blocks, 256, 0, s>>>(t.data<float>(), n, low, high, ++seed);
+    } else {
+      fill_uniform_kernel<<<blocks, 256, 0, s>>>(t.data<nd::bf16>(), n, low, high, ++seed);
+    }
+    CUDA_CHECK(cudaGetLastError());
+    return t;
+  }
+
+  Tensor ids(const Shape& shape, int64_t V) {
+    Tensor t = Tensor::empty(shape, DType::I32, Device::cuda(0));
+    fill_ids_kernel<<<static_cast<unsigned>(ceil_div(t.numel(), 256)), 256, 0, compute_stream()>>>(
+        t.data<int32_t>(), t.numel(), V, ++seed);
+    CUDA_CHECK(cudaGetLastError());
+    return t;
+  }
+
+  // Median seconds of one call of fn.
+  double time(const std::function<void()>& fn) {
+    cudaStream_t s = compute_stream();
+    for (int i = 0; i < 3; ++i) fn();
+    std::vector<cudaEvent_t> events(2 * iters);
+    for (auto& e : events) CUDA_CHECK(cudaEventCreate(&e));
+    for (int i = 0; i < iters; ++i) {
+      CUDA_CHECK(cudaEventRecord(events[2 * i], s));
+      fn();
+      CUDA_CHECK(cudaEventRecord(events[2 * i + 1], s));
+    }
+    CUDA_CHECK(cudaStreamSynchronize(s));
+    std::vector<float> ms(iters);
+    for (int i = 0; i < iters; ++i) CUDA_CHECK(cudaEventElapsedTime(&ms[i], events[2 * i], events[2 * i + 1]));
+    for (auto& e : events) CUDA_CHECK(cudaEventDestroy(e));
+    std::sort(ms.begin(), ms.end());
+    return ms[iters / 2] * 1e-3;
+  }
+
+  void report(const std::string& op, const std::string& shape, double seconds, double bytes, double flops) {
+    char line[256];
+    double gbs = bytes / seconds / 1e9, tflops = flops / seconds / 1e12;
+    std::snprintf(line, sizeof(line), "%-22s %-26s %10.1f %9.0f %8.1f %7.1f%% %7.1f%%", op.c_str(), shape.c_str(),
+                  seconds * 1e6, gbs, tflops, 100.0 * bytes / seconds / kCopyBytesPerSecond,
+                  100.0 * flops / seconds / kGemmFlopsPerSecond);
+    std::printf("%s\n", line);
+    std::fflush(stdout);
+  }
+};
+
+std::string dims(std::initializer_list<int64_t> d) {
+  std::string s;
+  for (int64_t x : d) s += (s.empty() ? "" : "x") + std::to_string(x);
+  return s;
+}
+
+template <typename T>
+void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int64_t V) {
+  const DType dt = dtype_of<T>::value;
+  const double es = sizeof(T);
+  const int64_t M = B * T_len, Vp = (V + 127) / 128 * 128;
+
+  // Ceilings measured here: a device copy and a large GEMM.
+  {
+    int64_t n = int64_t{1} << 28;  // 512 MiB of bf16 or 1 GiB of f32
+    Tensor a = bench.random({n}, dt), b = bench.random({n}, dt);
+    double s = bench.time([&] {
+      CUDA_CHECK(cudaMemcpyAsync(b.raw_data(), a.raw_data(), a.nbytes(), cudaMemcpyDeviceToDevice, compute_stream()));
+    });
+    bench.report("copy (ceiling)", dims({n}), s, 2.0 * a.nbytes(), 0);
+    int64_t g = 8192;
+    Tensor x = bench.random({g, g}, dt), w = bench.random({g, g}, dt), o = Tensor::empty({g, g}, dt, Device::cuda(0));
+    s = bench.time([&] { linear_forward(x.data<T>(), w.data<T>(), static_cast<const T*>(nullptr), o.data<T>(), g, g, g); });
+    bench.report("gemm (ceiling)", dims({g, g, g}), s, 3.0 * g * g * es, 2.0 * g * g * g);
+  }
+
+  struct LinearShape {
+    const char* name;
+    int64_t N, K;
+    bool bias;
+  };
+  for (LinearShape ls : {LinearShape{"linear qkv", 3 * C, C, true}, LinearShape{"linear attn proj", C, C, true},
+                         LinearShape{"linear fc", 4 * C, C, true}, LinearShape{"linear fc proj", C, 4 * C, true},
+                         LinearShape{"linear lm_head", Vp, C, false}}) {
+    Tensor x = bench.random({M, ls.K}, dt), w = bench.random({ls.N, ls.K}, dt, 0.05f), b = bench.random({ls.N}, dt);
+    Tensor out = Tensor::empty({M, ls.N}, dt, Device::cuda(0));
+    Tensor dout = bench.random({M, ls.N}, dt, 0.01f), dx = bench.random({M, ls.K}, dt);
+    Tensor dw = bench.random({ls.N, ls.K}, dt), db = bench.random({ls.N}, dt);
+    const T* bias = ls.bias ? b.data<T>() : nullptr;
+    double flops = 2.0 * M * ls.N * ls.K;
+    double s = bench.time([&] { linear_forward(x.data<T>(), w.data<T>(), bias, out.data<T>(), M, ls.N, ls.K); });
+    bench.report(std::string(ls.name) + " fwd", dims({M, ls.K, ls.N}), s, es * (M * ls.K + ls.N * ls.K + M * ls.N), flops);
+    s = bench.time([&] {
+      linear_backward(dout.data<T>(), x.data<T>(), w.data<T>(), dx.data<T>(), dw.data<T>(), ls.bias ? db.data<T>() : nullptr,
+                      M, ls.N, ls.K);
+    });
+    bench.report(std::string(ls.name) + " bwd", dims({M, ls.K, ls.N}), s,
+                 es * (2.0 * M * ls.N + 3.0 * M * ls.K + 3.0 * ls.N * ls.K), 2 * flops);
+  }
+
+  {
+    Tensor x = bench.random({M, C}, dt), w = bench.random({C}, dt), b = bench.random({C}, dt);
+    Tensor out = Tensor::empty({M, C}, dt, Device::cuda(0));
+    Tensor mean = Tensor::empty({M}, DType::F32, Device::cuda(0)), rstd = Tensor::empty({M}, DType::F32, Device::cuda(0));
+    Tensor dout = bench.random({M, C}, dt), dx = bench.random({M, C}, dt), dw = bench.random({C}, dt),
+           db = bench.random({C}, dt);
+    double s = bench.time([&] {
+      layernorm_forward(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), mean.data<float>(), rstd.data<float>(), M,
+                        C, 1e-5f);
+    });
+    bench.report("layernorm fwd", dims({M, C}), s, 2.0 * es * M * C, 0);
+    s = bench.time([&] {
+      layernorm_backward(dout.data<T>(), x.data<T>(), w.data<T>(), mean.data<float>(), rstd.data<float>(), dx.data<T>(),
+                         dw.data<T>(), db.data<T>(), M, C);
+    });
+    bench.report("layernorm bwd", dims({M, C}), s, 4.0 * es * M * C, 0);
+  }
+
+  {
+    int64_t n = M * 4 * C;
+    Tensor x = bench.random({n}, dt, 3.0f), out = Tensor::empty({n}, dt, Device::cuda(0));
+    Tensor dout = bench.random({n}, dt), dx = bench.random({n}, dt);
+    double s = bench.time([&] { gelu_forward(x.data<T>(), out.data<T>(), n); });
+    bench.report("gelu fwd", dims({M, 4 * C}), s, 2.0 * es * n, 0);
+    s = bench.time([&] { gelu_backward(dout.data<T>(), x.data<T>(), dx.data<T>(), n); });
+    bench.report("gelu bwd", dims({M, 4 * C}), s, 4.0 * es * n, 0);
+    int64_t r = M * C;
+    s = bench.time([&] { add_forward(x.data<T>(), dout.data<T>(), out.data<T>(), r); });
+    bench.report("add fwd", dims({M, C}), s, 3.0 * es * r, 0);
+    s = bench.time([&] { accumulate(dx.data<T>(), dout.data<T>(), r); });
+    bench.report("add bwd (accumulate)", dims({M, C}), s, 3.0 * es * r, 0);
+    s = bench.time([&] { dropout_forward(x.data<T>(), out.data<T>(), r, 0.1f, 1, 0, 0); });
+    bench.report("dropout fwd", dims({M, C}), s, 2.0 * es * r, 0);
+  }
+
+  {
+    Tensor idx = bench.ids({B, T_len}, V);
+    Tensor wte = bench.random({Vp, C}, dt), wpe = bench.random({T_len, C}, dt), out = Tensor::empty({M, C}, dt, Device::cuda(0));
+    Tensor dout = bench.random({M, C}, dt), dwte = bench.random({Vp, C}, dt), dwpe = bench.random({T_len, C}, dt);
+    double s = bench.time([&] {
+      embedding_forward(idx.data<int32_t>(), wte.data<T>(), wpe.data<T>(), out.data<T>(), B, T_len, C);
+    });
+    bench.report("embedding fwd", dims({B, T_len, C}), s, es * (3.0 * M * C), 0);
+    s = bench.time([&] {
+      embedding_backward(idx.data<int32_t>(), dout.data<T>(), dwte.data<T>(), dwpe.data<T>(), B, T_len, C, Vp);
+    });
+    bench.report("embedding bwd", dims({B, T_len, C}), s, es * (3.0 * M * C), 0);
+  }
+
+  {
+    Tensor qkv = bench.random({B, T_len, 3 * C}, dt), out = Tensor::empty({B, T_len, C}, dt, Device::cuda(0));
+    Tensor lse = Tensor::empty({B, NH, T_len}, DType::F32, Device::cuda(0));
+    Tensor dout = bench.random({B, T_len, C}, dt), dqkv = bench.random({B, T_len, 3 * C}, dt);
+    double flops = 2.0 * B * NH * T_len * T_len * (C / NH);  // causal: half of 4 B NH T^2 hs
+    double s = bench.time([&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH); });
+    bench.report("attention fwd", dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
+    s = bench.time([&] {
+      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C, NH);
+    });
+    bench.report("attention bwd", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
+  }
+
+  {
+    Tensor logits = bench.random({M, Vp}, dt, 4.0f), targets = bench.ids({M}, V);
+    Tensor loss = Tensor::empty({1}, dt, Device::cuda(0)), dloss = bench.random({1}, dt);
+    Tensor lse = Tensor::empty({M + 1}, DType::F32, Device::cuda(0)), dlogits = bench.random({M, Vp}, dt, 0.01f);
+    double s = bench.time([&] {
+      cross_entropy_forward(logits.data<T>(), targets.data<int32_t>(), loss.data<T>(), lse.data<float>(),
+                            lse.data<float>() + M, M, Vp, V);
+    });
+    bench.report("cross_entropy fwd", dims({M, Vp}), s, es * M * Vp, 0);
+    s = bench.time([&] {
+      cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
+                             dloss.data<T>(), dlogits.data<T>(), M, Vp, V);
+    });
+    bench.report("cross_entropy bwd", dims({M, Vp}), s, es * 3.0 * M * Vp, 0);
+  }
+
+  {
+    // GPT-2's parameter list: embeddings, 12 blocks of 12 tensors, the final layer norm.
+    std::vector<Shape> shapes = {{Vp, C}, {T_len, C}};
+    for (int l = 0; l < 12; ++l)
+      for (Shape s : {Shape{C}, Shape{C}, Shape{3 * C, C}, Shape{3 * C}, Shape{C, C}, Shape{C}, Shape{C}, Shape{C},
+                      Shape{4 * C, C}, Shape{4 * C}, Shape{C, 4 * C}, Shape{C}})
+        shapes.push_back(s);
+    shapes.push_back({C});
+    shapes.push_back({C});
+    std::vector<Tensor> keep;
+    std::vector<AdamWSlot<T>> slots;
+    std::vector<NormSlot<T>> norms;
+    int64_t total = 0;
+    for (const Shape& s : shapes) {
+      Tensor p = bench.random(s, dt), g = bench.random(s, dt, 0.01f), master = bench.random(s, DType::F32);
+      Tensor m = bench.random(s, DType::F32, 0.01f), v = bench.uniform(s, DType::F32, 1e-6f, 1e-4f);
+      int64_t n = p.numel();
+      total += n;
+      slots.push_back({p.data<T>(), g.data<T>(), dt == DType::F32 ? nullptr : master.data<float>(), m.data<float>(),
+                       v.data<float>(), n, s.size() == 2 ? 0.1f : 0.0f});
+      norms.push_back({g.data<T>(), n});
+      for (Tensor t : {p, g, master, m, v}) keep.push_back(t);
+    }
+    DeviceSlots<AdamWSlot<T>> dev_slots(slots, current_cuda_device());
+    DeviceSlots<NormSlot<T>> dev_norms(norms, current_cuda_device());
+    Tensor norm = Tensor::empty({2}, DType::F32, Device::cuda(0));
+    double s = bench.time([&] { global_norm(dev_norms, norm.data<float>(), norm.data<float>() + 1, 1.0f); });
+    bench.report("global_norm", dims({total}), s, es * total, 0);
+    int64_t step = 1;
+    s = bench.time([&] { adamw_update(dev_slots, {1e-4f, 0.9f, 0.95f, 1e-8f, step++}, norm.data<float>() + 1); });
+    double bytes_per = dt == DType::F32 ? 4.0 * 7 : 2.0 * 3 + 4.0 * 6;
+    bench.report("adamw", dims({total}) + " " + std::to_string(shapes.size()) + "t", s, bytes_per * total, 0);
+  }
+}
+
+}  // namespace
+
+int run_bench_kernels_cli(int argc, char** argv) {
+  std::string dtype = "bf16";
+  int64_t B = 8, T_len = 1024, C = 768, NH = 12, V = 50304;
+  Bench bench;
+  for (int i = 1; i < argc; ++i) {
+    std::string flag = argv[i];
+    if (flag == "--help") {
+      std::printf("nanodist bench-kernels [--dtype bf16|f32] [--batch 8] [--seq 1024] [--embd 768] [--heads 12]\n"
+                  "                       [--vocab 50304] [--iters 20]\n");
+      return 0;
+    }
+    ND_CHECK(i + 1 < argc, "bench-kernels: flag " << flag << " needs a value");
+    std::string value = argv[++i];
+    auto number = [&] {
+      ND_CHECK(!value.empty() && value.find_first_not_of("0123456789") == std::string::npos,
+               "bench-kernels: " << flag << " needs a positive integer, got '" << value << "'");
+      int64_t v = std::stoll(value);
+      ND_CHECK(v > 0, "bench-kernels: " << flag << " must be positive, got " << v);
+      return v;
+    };
+    if (flag == "--dtype") dtype = value;
+    else if (flag == "--batch") B = number();
+    else if (flag == "--seq") T_len = number();
+    else if (flag == "--embd") C = number();
+    else if (flag == "--heads") NH = number();
+    else if (flag == "--vocab") V = number();
+    else if (flag == "--iters") bench.iters = static_cast<int>(number());
+    else ND_FAIL("bench-kernels: unknown flag " << flag);
+  }
+  ND_CHECK(dtype == "bf16" || dtype == "f32", "bench-kernels: --dtype must be bf16 or f32, got '" << dtype << "'");
+  ND_CHECK(cuda_available(), "bench-kernels: no CUDA device");
+  cudaDeviceProp prop;
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, current_cuda_device()));
+  std::printf("bench-kernels on %s, %s, B=%lld T=%lld C=%lld NH=%lld V=%lld, median of %d\n", prop.name,
+              dtype.c_str(), static_cast<long long>(B), static_cast<long long>(T_len), static_cast<long long>(C),
+              static_cast<long long>(NH), static_cast<long long>(V), bench.iters);
+  std::printf("%-22s %-26s %10s %9s %8s %8s %8s\n", "op", "shape", "time(us)", "GB/s", "TFLOP/s", "%copy", "%gemm");
+  std::printf("(%%copy of %.1f TB/s, %%gemm of %.0f TFLOP/s)\n", kCopyBytesPerSecond / 1e12, kGemmFlopsPerSecond / 1e12);
+  if (dtype == "bf16") {
+    run_all<nd::bf16>(bench, B, T_len, C, NH, V);
+  } else {
+    run_all<float>(bench, B, T_len, C, NH, V);
+  }
+  return 0;
+}
+
+}  // namespace nd::cuda
