@@ -90,14 +90,14 @@ struct Dims {
 };
 
 template <int HS>
-__global__ void __launch_bounds__(kThreads) forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d,
+__global__ void __launch_bounds__(kThreads, 4) forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d,
                                                            float scale_log2) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sQ = smem;
   uint16_t* sKV = sQ + kTileElems;  // two stages of (K, V)
-  const int q_tile = gridDim.x - 1 - blockIdx.x;  // longest rows first
-  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int q_tile = gridDim.y - 1 - blockIdx.y;  // longest rows first, across all heads
+  const int64_t bh = blockIdx.x, b = bh / d.NH, h = bh % d.NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
   const nd::bf16* base = qkv + b * d.T * 3 * d.C;
@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(const nd::bf16* dout, cons
   uint16_t* sQ = smem;
   uint16_t* sG = sQ + kTileElems;
   uint16_t* sKV = sG + kTileElems;  // two stages of (K, V)
-  const int q_tile = gridDim.x - 1 - blockIdx.x;
-  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int q_tile = gridDim.y - 1 - blockIdx.y;
+  const int64_t bh = blockIdx.x, b = bh / d.NH, h = bh % d.NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
   const nd::bf16* base = qkv + b * d.T * 3 * d.C;
@@ -292,8 +292,8 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(const nd::bf16* dout, con
   uint16_t* sV = sK + kTileElems;
   uint16_t* sQG = sV + kTileElems;  // two stages of (Q, dO)
   float* s_stats = reinterpret_cast<float*>(sQG + 4 * kTileElems);  // two stages of (lse, delta)
-  const int k_tile = blockIdx.x;  // the first key tiles see the most queries: launched first
-  const int64_t bh = blockIdx.y, b = bh / d.NH, h = bh % d.NH;
+  const int k_tile = blockIdx.y;  // the first key tiles see the most queries: launched first
+  const int64_t bh = blockIdx.x, b = bh / d.NH, h = bh % d.NH;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
   const nd::bf16* base = qkv + b * d.T * 3 * d.C;
@@ -382,7 +382,7 @@ void forward(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t 
              cudaStream_t stream) {
   Dims d{T, C, NH};
   float scale = 1.0f / sqrtf(static_cast<float>(HS));
-  dim3 grid(static_cast<unsigned>(ceil_div(T, kTile)), static_cast<unsigned>(B * NH));
+  dim3 grid(static_cast<unsigned>(B * NH), static_cast<unsigned>(ceil_div(T, kTile)));
   size_t smem = 5 * tile_bytes<HS>();
   allow_shared_memory(forward_kernel<HS>, smem);
   forward_kernel<HS><<<grid, kThreads, smem, stream>>>(qkv, out, lse, d, scale * kLog2e);
@@ -394,7 +394,7 @@ void backward(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const
               int64_t B, int64_t T, int64_t C, int64_t NH, cudaStream_t stream) {
   Dims d{T, C, NH};
   float scale = 1.0f / sqrtf(static_cast<float>(HS));
-  dim3 grid(static_cast<unsigned>(ceil_div(T, kTile)), static_cast<unsigned>(B * NH));
+  dim3 grid(static_cast<unsigned>(B * NH), static_cast<unsigned>(ceil_div(T, kTile)));
   size_t smem_dq = 6 * tile_bytes<HS>();
   allow_shared_memory(dq_kernel<HS>, smem_dq);
   dq_kernel<HS><<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale);
