@@ -55,6 +55,9 @@ class Trainer {
     model_config_.n_embd = c_.n_embd;
     model_config_.block_size = c_.block_size;
     model_config_.vocab_size = static_cast<int>(data_.vocab_size);
+    // On the GPU the logits' last dimension is padded to a multiple of 128 (50257 -> 50304) so
+    // the output GEMM and the cross-entropy rows stay aligned; padding is never predicted.
+    if (device_.is_cuda()) model_config_.padded_vocab_size = (model_config_.vocab_size + 127) / 128 * 128;
     model_config_.dropout = static_cast<float>(c_.dropout);
     model_config_.bias = c_.bias;
     model_config_.use_layernorm = !c_.no_layernorm;

@@ -52,15 +52,17 @@ Tensor cross_entropy_forward_on_device(const Tensor& logits, const Tensor& targe
   return row_lse;
 }
 
-// Backward on the logits' device: dlogits += (softmax - onehot) * dloss / count.
+// Backward on the logits' device: dlogits += (softmax - onehot) * dloss / count (on the GPU with
+// accumulate = false: dlogits = ..., for a buffer that holds no gradient yet).
 void cross_entropy_backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor& targets,
-                                      const Tensor& row_lse, Tensor& dlogits, const CrossEntropyDims& d) {
+                                      const Tensor& row_lse, Tensor& dlogits, bool accumulate,
+                                      const CrossEntropyDims& d) {
   if (logits.device().is_cuda()) {
     const float* lse = row_lse.data<float>();
     ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "cross_entropy backward",
                            cuda::cross_entropy_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse,
                                                         lse + d.N, dloss.data<scalar_t>(), dlogits.data<scalar_t>(),
-                                                        d.N, d.Vp, d.V));
+                                                        d.N, d.Vp, d.V, accumulate));
     return;
   }
   ND_DISPATCH_CPU_FLOAT(logits.dtype(), "cross_entropy backward",
@@ -78,7 +80,11 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
   Tensor row_lse = cross_entropy_forward_on_device(x, targets, loss, d);
   return make_result(loss, {logits}, [targets, row_lse, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
     if (!inputs[0].requires_grad()) return;
-    cross_entropy_backward_on_device(grad_out, inputs[0].data(), targets, row_lse, inputs[0].grad_buffer(), d);
+    Variable& in = inputs[0];
+    // On the GPU a first gradient is written, not added: no zero-filled (N, Vp) buffer beforehand.
+    const bool fresh = in.device().is_cuda() && !in.has_grad();
+    if (fresh) in.impl()->grad = Tensor::empty(in.shape(), in.dtype(), in.device());
+    cross_entropy_backward_on_device(grad_out, in.data(), targets, row_lse, in.grad_buffer(), !fresh, d);
   });
 }
 

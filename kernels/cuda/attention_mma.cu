@@ -89,9 +89,10 @@ struct Dims {
   int64_t T, C, NH;
 };
 
+// Head size 64 fits in 128 registers: four blocks per SM.
 template <int HS>
-__global__ void __launch_bounds__(kThreads, 4) forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d,
-                                                           float scale_log2) {
+__global__ void __launch_bounds__(kThreads, HS == 64 ? 4 : 2)
+    forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d, float scale_log2) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sQ = smem;

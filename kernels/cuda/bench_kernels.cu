@@ -29,8 +29,8 @@ namespace nd::cuda {
 
 namespace {
 
-constexpr double kCopyBytesPerSecond = 4.3e12;   // H200 device copy, read + write (shared/GPU.md)
-constexpr double kGemmFlopsPerSecond = 790e12;   // H200 bf16 GEMM
+constexpr double kCopyBytesPerSecond = 4.3e12;  // H200 device copy, read + write (shared/GPU.md)
+constexpr double kGemmFlopsPerSecond = 790e12;  // H200 bf16 GEMM
 
 template <typename T>
 __global__ void fill_uniform_kernel(T* x, int64_t n, float low, float high, uint64_t seed) {
@@ -124,7 +124,8 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     bench.report("copy (ceiling)", dims({n}), s, 2.0 * a.nbytes(), 0);
     int64_t g = 8192;
     Tensor x = bench.random({g, g}, dt), w = bench.random({g, g}, dt), o = Tensor::empty({g, g}, dt, Device::cuda(0));
-    s = bench.time([&] { linear_forward(x.data<T>(), w.data<T>(), static_cast<const T*>(nullptr), o.data<T>(), g, g, g); });
+    s = bench.time(
+        [&] { linear_forward(x.data<T>(), w.data<T>(), static_cast<const T*>(nullptr), o.data<T>(), g, g, g); });
     bench.report("gemm (ceiling)", dims({g, g, g}), s, 3.0 * g * g * es, 2.0 * g * g * g);
   }
 
@@ -143,10 +144,11 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     const T* bias = ls.bias ? b.data<T>() : nullptr;
     double flops = 2.0 * M * ls.N * ls.K;
     double s = bench.time([&] { linear_forward(x.data<T>(), w.data<T>(), bias, out.data<T>(), M, ls.N, ls.K); });
-    bench.report(std::string(ls.name) + " fwd", dims({M, ls.K, ls.N}), s, es * (M * ls.K + ls.N * ls.K + M * ls.N), flops);
+    bench.report(std::string(ls.name) + " fwd", dims({M, ls.K, ls.N}), s, es * (M * ls.K + ls.N * ls.K + M * ls.N),
+                 flops);
     s = bench.time([&] {
-      linear_backward(dout.data<T>(), x.data<T>(), w.data<T>(), dx.data<T>(), dw.data<T>(), ls.bias ? db.data<T>() : nullptr,
-                      M, ls.N, ls.K);
+      linear_backward(dout.data<T>(), x.data<T>(), w.data<T>(), dx.data<T>(), dw.data<T>(),
+                      ls.bias ? db.data<T>() : nullptr, M, ls.N, ls.K);
     });
     bench.report(std::string(ls.name) + " bwd", dims({M, ls.K, ls.N}), s,
                  es * (2.0 * M * ls.N + 3.0 * M * ls.K + 3.0 * ls.N * ls.K), 2 * flops);
@@ -155,7 +157,8 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
   {
     Tensor x = bench.random({M, C}, dt), w = bench.random({C}, dt), b = bench.random({C}, dt);
     Tensor out = Tensor::empty({M, C}, dt, Device::cuda(0));
-    Tensor mean = Tensor::empty({M}, DType::F32, Device::cuda(0)), rstd = Tensor::empty({M}, DType::F32, Device::cuda(0));
+    Tensor mean = Tensor::empty({M}, DType::F32, Device::cuda(0)),
+           rstd = Tensor::empty({M}, DType::F32, Device::cuda(0));
     Tensor dout = bench.random({M, C}, dt), dx = bench.random({M, C}, dt), dw = bench.random({C}, dt),
            db = bench.random({C}, dt);
     double s = bench.time([&] {
@@ -189,11 +192,11 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
 
   {
     Tensor idx = bench.ids({B, T_len}, V);
-    Tensor wte = bench.random({Vp, C}, dt), wpe = bench.random({T_len, C}, dt), out = Tensor::empty({M, C}, dt, Device::cuda(0));
+    Tensor wte = bench.random({Vp, C}, dt), wpe = bench.random({T_len, C}, dt),
+           out = Tensor::empty({M, C}, dt, Device::cuda(0));
     Tensor dout = bench.random({M, C}, dt), dwte = bench.random({Vp, C}, dt), dwpe = bench.random({T_len, C}, dt);
-    double s = bench.time([&] {
-      embedding_forward(idx.data<int32_t>(), wte.data<T>(), wpe.data<T>(), out.data<T>(), B, T_len, C);
-    });
+    double s = bench.time(
+        [&] { embedding_forward(idx.data<int32_t>(), wte.data<T>(), wpe.data<T>(), out.data<T>(), B, T_len, C); });
     bench.report("embedding fwd", dims({B, T_len, C}), s, es * (3.0 * M * C), 0);
     s = bench.time([&] {
       embedding_backward(idx.data<int32_t>(), dout.data<T>(), dwte.data<T>(), dwpe.data<T>(), B, T_len, C, Vp);
@@ -209,7 +212,8 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     double s = bench.time([&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH); });
     bench.report("attention fwd", dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
     s = bench.time([&] {
-      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C, NH);
+      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C,
+                         NH);
     });
     bench.report("attention bwd", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
   }
@@ -228,6 +232,11 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
                              dloss.data<T>(), dlogits.data<T>(), M, Vp, V);
     });
     bench.report("cross_entropy bwd", dims({M, Vp}), s, es * 3.0 * M * Vp, 0);
+    s = bench.time([&] {
+      cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
+                             dloss.data<T>(), dlogits.data<T>(), M, Vp, V, false);
+    });
+    bench.report("cross_entropy bwd (new)", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
   }
 
   {
@@ -274,8 +283,9 @@ int run_bench_kernels_cli(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string flag = argv[i];
     if (flag == "--help") {
-      std::printf("nanodist bench-kernels [--dtype bf16|f32] [--batch 8] [--seq 1024] [--embd 768] [--heads 12]\n"
-                  "                       [--vocab 50304] [--iters 20]\n");
+      std::printf(
+          "nanodist bench-kernels [--dtype bf16|f32] [--batch 8] [--seq 1024] [--embd 768] [--heads 12]\n"
+          "                       [--vocab 50304] [--iters 20]\n");
       return 0;
     }
     ND_CHECK(i + 1 < argc, "bench-kernels: flag " << flag << " needs a value");
@@ -287,24 +297,33 @@ int run_bench_kernels_cli(int argc, char** argv) {
       ND_CHECK(v > 0, "bench-kernels: " << flag << " must be positive, got " << v);
       return v;
     };
-    if (flag == "--dtype") dtype = value;
-    else if (flag == "--batch") B = number();
-    else if (flag == "--seq") T_len = number();
-    else if (flag == "--embd") C = number();
-    else if (flag == "--heads") NH = number();
-    else if (flag == "--vocab") V = number();
-    else if (flag == "--iters") bench.iters = static_cast<int>(number());
-    else ND_FAIL("bench-kernels: unknown flag " << flag);
+    if (flag == "--dtype")
+      dtype = value;
+    else if (flag == "--batch")
+      B = number();
+    else if (flag == "--seq")
+      T_len = number();
+    else if (flag == "--embd")
+      C = number();
+    else if (flag == "--heads")
+      NH = number();
+    else if (flag == "--vocab")
+      V = number();
+    else if (flag == "--iters")
+      bench.iters = static_cast<int>(number());
+    else
+      ND_FAIL("bench-kernels: unknown flag " << flag);
   }
   ND_CHECK(dtype == "bf16" || dtype == "f32", "bench-kernels: --dtype must be bf16 or f32, got '" << dtype << "'");
   ND_CHECK(cuda_available(), "bench-kernels: no CUDA device");
   cudaDeviceProp prop;
   CUDA_CHECK(cudaGetDeviceProperties(&prop, current_cuda_device()));
-  std::printf("bench-kernels on %s, %s, B=%lld T=%lld C=%lld NH=%lld V=%lld, median of %d\n", prop.name,
-              dtype.c_str(), static_cast<long long>(B), static_cast<long long>(T_len), static_cast<long long>(C),
+  std::printf("bench-kernels on %s, %s, B=%lld T=%lld C=%lld NH=%lld V=%lld, median of %d\n", prop.name, dtype.c_str(),
+              static_cast<long long>(B), static_cast<long long>(T_len), static_cast<long long>(C),
               static_cast<long long>(NH), static_cast<long long>(V), bench.iters);
   std::printf("%-22s %-26s %10s %9s %8s %8s %8s\n", "op", "shape", "time(us)", "GB/s", "TFLOP/s", "%copy", "%gemm");
-  std::printf("(%%copy of %.1f TB/s, %%gemm of %.0f TFLOP/s)\n", kCopyBytesPerSecond / 1e12, kGemmFlopsPerSecond / 1e12);
+  std::printf("(%%copy of %.1f TB/s, %%gemm of %.0f TFLOP/s)\n", kCopyBytesPerSecond / 1e12,
+              kGemmFlopsPerSecond / 1e12);
   if (dtype == "bf16") {
     run_all<nd::bf16>(bench, B, T_len, C, NH, V);
   } else {

@@ -116,35 +116,47 @@ __global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* 
   }
 }
 
+// Block per row: dlogits (+)= (softmax - onehot) * dloss / count over [0, V). When !accumulate the
+// row is overwritten: padding columns and ignored rows get zeros.
 template <typename T>
 __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* targets, const float* row_lse,
                                               const float* count, const T* dloss, T* dlogits, int64_t Vp, int64_t V,
-                                              bool vec) {
+                                              bool vec, bool accumulate) {
   constexpr int kPack = Pack16<T>::kSize;
   int64_t r = blockIdx.x;
   int32_t t = targets[r];
-  if (t < 0 || t >= V) return;  // ignored row (invalid targets already made the loss NaN)
-  float scale = to_f32(*dloss) / *count;
+  bool counted = t >= 0 && t < V;  // invalid targets already made the loss NaN
+  if (!counted && accumulate) return;
+  float scale = counted ? to_f32(*dloss) / *count : 0.0f;
   float lse2 = row_lse[r] * kLog2e;
   const T* row = logits + r * Vp;
   T* drow = dlogits + r * Vp;
+  int64_t end = accumulate ? V : Vp;
+  auto grad = [&](int64_t c, float x) {
+    if (!counted || c >= V) return 0.0f;
+    return (exp2f(x * kLog2e - lse2) - (c == t ? 1.0f : 0.0f)) * scale;
+  };
   if (vec) {
-    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < V; c += static_cast<int64_t>(blockDim.x) * kPack) {
+    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < end;
+         c += static_cast<int64_t>(blockDim.x) * kPack) {
       Pack16<T> x = load16(row + c);
-      Pack16<T> d = load16(drow + c);
+      Pack16<T> d;
+      if (accumulate) d = load16(drow + c);
 #pragma unroll
       for (int k = 0; k < kPack; ++k) {
-        if (c + k < V) {
-          float g = exp2f(to_f32(x.v[k]) * kLog2e - lse2) - (c + k == t ? 1.0f : 0.0f);
-          d.v[k] = from_f32<T>(to_f32(d.v[k]) + g * scale);
+        float g = grad(c + k, to_f32(x.v[k]));
+        if (accumulate) {
+          if (c + k < V) d.v[k] = from_f32<T>(to_f32(d.v[k]) + g);
+        } else {
+          d.v[k] = from_f32<T>(g);
         }
       }
       store16(drow + c, d);
     }
   } else {
-    for (int64_t c = threadIdx.x; c < V; c += blockDim.x) {
-      float g = exp2f(to_f32(row[c]) * kLog2e - lse2) - (c == t ? 1.0f : 0.0f);
-      drow[c] = from_f32<T>(to_f32(drow[c]) + g * scale);
+    for (int64_t c = threadIdx.x; c < end; c += blockDim.x) {
+      float g = grad(c, to_f32(row[c]));
+      drow[c] = from_f32<T>(accumulate ? to_f32(drow[c]) + g : g);
     }
   }
 }
@@ -166,8 +178,8 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, flo
   float* row_loss = N ? static_cast<float*>(device_alloc(N * sizeof(float), device)) : nullptr;
   bool vec = aligned16(logits) && (Vp * sizeof(T)) % 16 == 0;
   if (N) {
-    cross_entropy_rows_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss,
-                                                                                   Vp, V, vec);
+    cross_entropy_rows_kernel<T>
+        <<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss, Vp, V, vec);
     CUDA_CHECK(cudaGetLastError());
   }
   cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
@@ -177,21 +189,22 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, flo
 
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
-                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
+                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V, bool accumulate,
+                            cudaStream_t stream) {
   check_dims("cross_entropy_backward", N, Vp, V);
   if (N == 0) return;
   ND_CHECK(logits && targets && row_lse && count && dloss && dlogits, "cross_entropy_backward: null pointer");
   bool vec = aligned16(logits) && aligned16(dlogits) && (Vp * sizeof(T)) % 16 == 0;
   cross_entropy_backward_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, stream_or_default(stream)>>>(
-      logits, targets, row_lse, count, dloss, dlogits, Vp, V, vec);
+      logits, targets, row_lse, count, dloss, dlogits, Vp, V, vec, accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 
-#define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                        \
-  template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t, \
-                                         cudaStream_t);                                                        \
-  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, T*,   \
-                                          int64_t, int64_t, int64_t, cudaStream_t)
+#define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                                \
+  template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t,      \
+                                         cudaStream_t);                                                                \
+  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, T*, int64_t, \
+                                          int64_t, int64_t, bool, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
 
 }  // namespace nd::cuda

@@ -18,10 +18,11 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, flo
                            int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
 // dloss (1) -> dlogits (N, Vp) += (softmax(row[:V]) - onehot(target)) * dloss / count; ignored
-// rows and padding columns are left as they are.
+// rows and padding columns are left as they are. With accumulate = false dlogits is overwritten
+// instead (padding and ignored rows get zeros), which spares zero-filling a fresh gradient buffer.
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
-                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V,
+                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V, bool accumulate = true,
                             cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

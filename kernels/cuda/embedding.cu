@@ -92,7 +92,8 @@ int id_bits(int64_t V) {
 template <typename T>
 void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, int64_t B, int64_t S, int64_t C,
                        cudaStream_t stream) {
-  ND_CHECK(B >= 0 && S >= 0 && C > 0 && C < (1 << 30), "embedding_forward: bad shape B=" << B << " S=" << S << " C=" << C);
+  ND_CHECK(B >= 0 && S >= 0 && C > 0 && C < (1 << 30),
+           "embedding_forward: bad shape B=" << B << " S=" << S << " C=" << C);
   ND_CHECK(B * S < (int64_t{1} << 31), "embedding_forward: too many positions " << B * S);
   if (B * S == 0) return;
   ND_CHECK(idx && wte && wpe && out, "embedding_forward: null pointer");
@@ -103,8 +104,8 @@ void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, i
 }
 
 template <typename T>
-void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int64_t B, int64_t S, int64_t C,
-                        int64_t V, cudaStream_t stream) {
+void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int64_t B, int64_t S, int64_t C, int64_t V,
+                        cudaStream_t stream) {
   ND_CHECK(B >= 0 && S >= 0 && C > 0 && C < (1 << 30) && V > 0 && V < (int64_t{1} << 31),
            "embedding_backward: bad shape B=" << B << " S=" << S << " C=" << C << " V=" << V);
   int64_t n = B * S;
@@ -115,8 +116,8 @@ void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int
   int c = static_cast<int>(C);
   int threads = static_cast<int>(std::min<int64_t>(ceil_div(C, 32) * 32, kThreads));
   if (dwpe) {
-    position_grad_kernel<T><<<static_cast<unsigned>(ceil_div(S * C, kThreads)), kThreads, 0, stream>>>(dout, dwpe, B,
-                                                                                                     S, c);
+    position_grad_kernel<T>
+        <<<static_cast<unsigned>(ceil_div(S * C, kThreads)), kThreads, 0, stream>>>(dout, dwpe, B, S, c);
     CUDA_CHECK(cudaGetLastError());
   }
   if (!dwte) return;
@@ -141,8 +142,8 @@ void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, idx, sorted_ids, positions, sorted_pos,
                                              static_cast<int>(n), 0, id_bits(V), stream));
-  chunk_partial_kernel<T><<<static_cast<unsigned>(ceil_div(n, kChunk)), threads, 0, stream>>>(
-      sorted_ids, sorted_pos, dout, partial, n, c);
+  chunk_partial_kernel<T>
+      <<<static_cast<unsigned>(ceil_div(n, kChunk)), threads, 0, stream>>>(sorted_ids, sorted_pos, dout, partial, n, c);
   CUDA_CHECK(cudaGetLastError());
   run_sum_kernel<T><<<static_cast<unsigned>(n), threads, 0, stream>>>(sorted_ids, partial, dwte, n, c);
   CUDA_CHECK(cudaGetLastError());
@@ -165,10 +166,9 @@ int64_t count_invalid_token_ids(const int32_t* idx, int64_t n, int64_t V, cudaSt
   return static_cast<int64_t>(host);
 }
 
-#define ND_INSTANTIATE_EMBEDDING(T)                                                                        \
-  template void embedding_forward<T>(const int32_t*, const T*, const T*, T*, int64_t, int64_t, int64_t,   \
-                                     cudaStream_t);                                                        \
-  template void embedding_backward<T>(const int32_t*, const T*, T*, T*, int64_t, int64_t, int64_t, int64_t, \
+#define ND_INSTANTIATE_EMBEDDING(T)                                                                                    \
+  template void embedding_forward<T>(const int32_t*, const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t); \
+  template void embedding_backward<T>(const int32_t*, const T*, T*, T*, int64_t, int64_t, int64_t, int64_t,            \
                                       cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_EMBEDDING);
 

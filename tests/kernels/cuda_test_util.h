@@ -72,27 +72,31 @@ inline int64_t expect_close(const Tensor& actual, const Tensor& expected, double
     double d = std::abs(a[i] - e[i]);
     if (!(d <= atol + rtol * std::abs(e[i]))) {
       if (++bad <= 5)
-        ADD_FAILURE() << what << ": element " << i << " gpu " << a[i] << " cpu " << e[i] << " |d| " << d
-                      << " > " << atol + rtol * std::abs(e[i]);
+        ADD_FAILURE() << what << ": element " << i << " gpu " << a[i] << " cpu " << e[i] << " |d| " << d << " > "
+                      << atol + rtol * std::abs(e[i]);
     }
   }
-  if (bad) ADD_FAILURE() << what << ": " << bad << " of " << a.size() << " elements differ (max |ref| " << max_abs << ")";
+  if (bad)
+    ADD_FAILURE() << what << ": " << bad << " of " << a.size() << " elements differ (max |ref| " << max_abs << ")";
   return bad;
 }
 
 struct Tolerance {
   double atol_rel, rtol;
 };
-inline Tolerance tolerance_for(DType dtype) { return dtype == DType::F32 ? Tolerance{1e-5, 1e-5} : Tolerance{1e-2, 1e-2}; }
+inline Tolerance tolerance_for(DType dtype) {
+  return dtype == DType::F32 ? Tolerance{1e-5, 1e-5} : Tolerance{1e-2, 1e-2};
+}
 
 using DeviceOp = std::function<Variable(const std::vector<Variable>&, Device)>;
 
 // Runs `op` on the CPU (f32) and on cuda:0 (dtype) from the same inputs (rounded to dtype), with
-// random initial gradients (the backward must add to them) and a random output gradient; compares
-// the output and every gradient. The GPU output's buffer is poisoned before the call.
+// random initial gradients (the backward must add to them; with seed_grads false there are none and
+// the first input's new gradient buffer is poisoned) and a random output gradient; compares the
+// output and every gradient. The GPU output's buffer is poisoned before the call.
 inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& inputs,
                                  const std::vector<bool>& requires_grad, DType dtype, Generator& gen,
-                                 const std::string& name) {
+                                 const std::string& name, bool seed_grads = true) {
   Tolerance tol = tolerance_for(dtype);
   std::vector<Variable> cpu_vars, gpu_vars;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -106,14 +110,16 @@ inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& 
   expect_close(gpu_out.data(), cpu_out.data(), tol.atol_rel, tol.rtol, name + " forward");
 
   Tensor grad_out = random_input(cpu_out.shape(), gen, dtype);
-  for (size_t i = 0; i < inputs.size(); ++i) {
+  for (size_t i = 0; i < inputs.size() && seed_grads; ++i) {
     if (!requires_grad[i]) continue;
     Tensor g0 = random_input(inputs[i].shape(), gen, dtype, 0.1);
     cpu_vars[i].impl()->grad = g0.clone();
     gpu_vars[i].impl()->grad = on_gpu(g0, dtype);
   }
   cpu_out.backward(grad_out);
-  gpu_out.backward(on_gpu(grad_out, dtype));
+  Tensor gpu_grad_out = on_gpu(grad_out, dtype);
+  if (!seed_grads) poison_next_allocation(inputs[0].shape(), dtype);
+  gpu_out.backward(gpu_grad_out);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!requires_grad[i]) continue;
     expect_close(gpu_vars[i].grad(), cpu_vars[i].grad(), tol.atol_rel, tol.rtol,

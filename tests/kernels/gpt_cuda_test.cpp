@@ -1,0 +1,83 @@
+// The whole GPT on the GPU against the same GPT on the CPU: identical initial weights (same seed),
+// same batch and dropout masks; f32 must match in loss and every parameter gradient (through two
+// layers the rounding differences compound, hence 1e-4), bf16 in the loss to 1e-2.
+#include "kernels/cuda_test_util.h"
+#include "nn/gpt.h"
+
+namespace nd::test {
+namespace {
+
+nn::GPTConfig tiny_config() {
+  nn::GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 128;  // head size 64: the tensor-core attention in bf16
+  c.block_size = 64;
+  c.vocab_size = 65;
+  c.padded_vocab_size = 128;
+  c.dropout = 0.1f;
+  return c;
+}
+
+struct Batch {
+  Tensor idx, targets;
+};
+
+Batch random_batch(int64_t B, int64_t T, int64_t V, Generator& gen) {
+  std::vector<int32_t> idx(B * T), targets(B * T);
+  for (int64_t i = 0; i < B * T; ++i) {
+    idx[i] = static_cast<int32_t>(gen.next_u64() % V);
+    targets[i] = i % 7 == 5 ? -1 : static_cast<int32_t>(gen.next_u64() % V);
+  }
+  return {Tensor::from_vector(idx, {B, T}), Tensor::from_vector(targets, {B, T})};
+}
+
+// Forward + backward of the model on `device`; returns the loss.
+Variable run(const nn::GPT& model, const Batch& batch, uint64_t dropout_seed) {
+  Device device = model.device();
+  Tensor idx = batch.idx.to(device), targets = batch.targets.to(device);
+  Generator dropout_gen(dropout_seed);
+  Variable loss = model.forward(idx, &targets, dropout_gen).loss;
+  loss.backward();
+  return loss;
+}
+
+TEST(GptCuda, F32MatchesCpuLossAndGradients) {
+  ND_SKIP_WITHOUT_GPU();
+  uint64_t seed = fresh_seed();
+  Generator gen(seed);
+  nn::GPTConfig config = tiny_config();
+  Generator init_cpu(seed + 1), init_gpu(seed + 1);
+  nn::GPT cpu_model(config, init_cpu, Device::cpu(), DType::F32);
+  nn::GPT gpu_model(config, init_gpu, Device::cuda(0), DType::F32);
+  Batch batch = random_batch(2, 64, config.vocab_size, gen);
+  Variable cpu_loss = run(cpu_model, batch, seed + 2);
+  Variable gpu_loss = run(gpu_model, batch, seed + 2);
+  EXPECT_NEAR(gpu_loss.data().item(), cpu_loss.data().item(), 1e-5 * std::abs(cpu_loss.data().item()));
+  auto cpu_params = cpu_model.named_parameters(), gpu_params = gpu_model.named_parameters();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
+  for (size_t i = 0; i < cpu_params.size(); ++i)
+    expect_close(gpu_params[i].second.grad(), cpu_params[i].second.grad(), 1e-4, 1e-4,
+                 "grad of " + cpu_params[i].first);
+}
+
+TEST(GptCuda, Bf16LossMatchesCpu) {
+  ND_SKIP_WITHOUT_GPU();
+  uint64_t seed = fresh_seed();
+  Generator gen(seed);
+  nn::GPTConfig config = tiny_config();
+  Generator init_cpu(seed + 1), init_gpu(seed + 1);
+  nn::GPT cpu_model(config, init_cpu, Device::cpu(), DType::F32);
+  nn::GPT gpu_model(config, init_gpu, Device::cuda(0), DType::BF16);
+  Batch batch = random_batch(2, 64, config.vocab_size, gen);
+  double cpu_loss = run(cpu_model, batch, seed + 2).data().item();
+  double gpu_loss = run(gpu_model, batch, seed + 2).data().item();
+  EXPECT_NEAR(gpu_loss, cpu_loss, 1e-2 * std::abs(cpu_loss));
+  for (auto& [name, p] : gpu_model.named_parameters()) {
+    std::vector<double> g = p.grad().to_double_vector();
+    for (double x : g) ASSERT_TRUE(std::isfinite(x)) << name;
+  }
+}
+
+}  // namespace
+}  // namespace nd::test
