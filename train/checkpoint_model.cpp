@@ -114,6 +114,10 @@ void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& d
   for (const auto& [name, param] : model.named_parameters()) data.params.emplace_back(name, host_f32_copy(param.data()));
   if (optimizer == nullptr) return;
   for (const ParamState& s : optimizer->states()) {
+    // A bf16 model's f32 master weights are the parameters' true values.
+    if (s.master.defined())
+      for (auto& [name, t] : data.params)
+        if (name == s.name) t = host_f32_copy(s.master);
     data.m.emplace_back(s.name, host_f32_copy(s.m));
     data.v.emplace_back(s.name, host_f32_copy(s.v));
   }
@@ -126,6 +130,7 @@ void load_model(const CheckpointData& data, const std::string& source, nn::GPT& 
   for (auto& [name, param] : named) copy_into(param.data(), data.params, name, "parameter", source);
   if (optimizer == nullptr) return;
   for (ParamState& s : optimizer->states()) {
+    if (s.master.defined()) copy_into(s.master, data.params, s.name, "parameter", source);
     copy_into(s.m, data.m, s.name, "AdamW first moment", source);
     copy_into(s.v, data.v, s.name, "AdamW second moment", source);
   }

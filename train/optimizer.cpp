@@ -24,6 +24,7 @@ AdamW::AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, 
     s.param = param;
     s.m = Tensor::zeros(p.shape(), DType::F32, p.device());
     s.v = Tensor::zeros(p.shape(), DType::F32, p.device());
+    if (p.dtype() != DType::F32) s.master = p.to(DType::F32);
     s.decay = in_decay_group(p);
     states_.push_back(std::move(s));
   }
@@ -38,7 +39,6 @@ ParamState& AdamW::state(const std::string& name) {
 double AdamW::grad_norm() const { return global_grad_norm(states_); }
 
 double AdamW::step(double lr, double grad_clip) {
-  double norm = global_grad_norm(states_);
   ++step_count_;
   AdamWHyper h;
   h.lr = static_cast<float>(lr);
@@ -47,8 +47,7 @@ double AdamW::step(double lr, double grad_clip) {
   h.eps = static_cast<float>(options_.eps);
   h.weight_decay = static_cast<float>(options_.weight_decay);
   h.step = step_count_;
-  adamw_update_all(states_, h, static_cast<float>(clip_scale(norm, grad_clip)));
-  return norm;
+  return clip_and_update(states_, h, grad_clip, device_state_);
 }
 
 }  // namespace nd::train

@@ -2,6 +2,7 @@
 // (matmul weights, embeddings) get weight decay, the rest (biases, LayerNorm gains) none.
 // Keeps f32 moments m, v per parameter and the step counter; clips by global gradient norm.
 #pragma once
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,8 +23,13 @@ struct ParamState {
   Variable param;
   Tensor m;  // same shape and device as the parameter, f32, zeros at start
   Tensor v;
+  // f32 master weights when the parameter itself is lower precision (bf16 on the GPU): the
+  // update runs on the master and writes the rounded value back to the parameter.
+  Tensor master;
   bool decay = false;  // in the weight-decay group
 };
+
+struct DeviceOptimizerState;  // per-device launch data, built on the first GPU step
 
 // True for the tensors nanoGPT decays: dim >= 2.
 bool in_decay_group(const Tensor& param);
@@ -52,6 +58,7 @@ class AdamW {
   AdamWOptions options_;
   std::vector<ParamState> states_;
   int64_t step_count_ = 0;
+  std::shared_ptr<DeviceOptimizerState> device_state_;
 };
 
 // The factor gradients are multiplied by: 1 without clipping or when norm <= clip.

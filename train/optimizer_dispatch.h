@@ -21,7 +21,16 @@ struct AdamWHyper {
 // sqrt of the sum of squares of every gradient (states without a gradient count as zero).
 double global_grad_norm(const std::vector<ParamState>& states);
 
-// One AdamW update of every state that has a gradient, gradients multiplied by grad_scale.
-void adamw_update_all(std::vector<ParamState>& states, const AdamWHyper& hyper, float grad_scale);
+// The global gradient norm, then one AdamW update of every state that has a gradient with the
+// gradients scaled by clip_scale(norm, grad_clip); returns the norm before clipping. On the GPU
+// the norm, the clip factor and the update stay on the device (two launches for the norm, one
+// for AdamW); `device_state` caches their launch data between steps.
+double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
+                       std::shared_ptr<DeviceOptimizerState>& device_state);
+
+// The GPU half (train/optimizer_cuda.cpp); nd::Error in a build without CUDA.
+double cuda_global_grad_norm(const std::vector<ParamState>& states);
+double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
+                            std::shared_ptr<DeviceOptimizerState>& device_state);
 
 }  // namespace nd::train
