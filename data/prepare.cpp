@@ -10,8 +10,10 @@
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
 #include "data/corpus.h"
+#include "data/id_tokenizer.h"
 #include "data/token_file.h"
 #include "tensor/error.h"
+#include "tensor/philox.h"
 
 namespace nd {
 namespace {
@@ -36,6 +38,21 @@ void make_output_dir(const std::string& dir) {
   ND_CHECK(::access(dir.c_str(), W_OK) == 0, "output directory " << dir << " is not writable");
 }
 
+// Philox stream of random-token data, apart from the streams training draws from.
+constexpr uint64_t kRandomTokenStream = 7;
+
+// `count` ids uniform in [0, vocab): counter first + i gives id i. 64 random bits reduced mod
+// vocab (< 2^31) leave a bias below 2^-33.
+std::vector<int32_t> random_ids(int64_t count, int64_t vocab, uint64_t seed, uint64_t first) {
+  std::vector<int32_t> ids(static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) {
+    Philox4 r = philox4x32(seed, first + static_cast<uint64_t>(i), kRandomTokenStream);
+    uint64_t bits = (static_cast<uint64_t>(r.v[1]) << 32) | r.v[0];
+    ids[static_cast<size_t>(i)] = static_cast<int32_t>(bits % static_cast<uint64_t>(vocab));
+  }
+  return ids;
+}
+
 // Maps a sub-job's progress [0, 1] onto [begin, end] of the whole job.
 ProgressFn sub_progress(const ProgressFn& whole, double begin, double end) {
   if (!whole) return {};
@@ -45,6 +62,7 @@ ProgressFn sub_progress(const ProgressFn& whole, double begin, double end) {
 }  // namespace
 
 PrepareStats prepare(const PrepareOptions& options) {
+  if (options.random_tokens > 0) return prepare_random_tokens(options);
   validate(options);
   if (!options.inputs.empty()) {
     std::string source;
@@ -95,6 +113,39 @@ PrepareStats prepare_text(const std::string& text, const std::string& source, co
   stats.chars_per_token = static_cast<double>(stats.chars) / static_cast<double>(n);
   stats.train_tokens = static_cast<int64_t>(train.size());
   stats.val_tokens = val_tokens;
+  return stats;
+}
+
+PrepareStats prepare_random_tokens(const PrepareOptions& options) {
+  ND_CHECK(!options.out_dir.empty(), "prepare needs an output directory (--out)");
+  ND_CHECK(options.inputs.empty(), "random tokens take no --input files");
+  ND_CHECK(options.vocab_size >= 1 && options.vocab_size <= INT32_MAX,
+           "random tokens need a vocabulary size in [1, " << INT32_MAX << "] (--vocab-size), got "
+                                                          << options.vocab_size);
+  ND_CHECK(options.random_tokens >= 10,
+           "random tokens: " << options.random_tokens << " train tokens is too few (>= 10, so val.bin gets one)");
+  make_output_dir(options.out_dir);
+  IdTokenizer tokenizer(options.vocab_size);
+  const int64_t train_count = options.random_tokens, val_count = options.random_tokens / 10;
+
+  PrepareStats stats;
+  std::filesystem::path dir(options.out_dir);
+  stats.train_path = (dir / "train.bin").string();
+  stats.val_path = (dir / "val.bin").string();
+  stats.tokenizer_path = (dir / "tokenizer.txt").string();
+  tokenizer.save(stats.tokenizer_path);
+  write_token_file(stats.train_path, random_ids(train_count, options.vocab_size, options.seed, 0), options.vocab_size);
+  if (options.progress) options.progress(0.9);
+  write_token_file(stats.val_path,
+                   random_ids(val_count, options.vocab_size, options.seed, static_cast<uint64_t>(train_count)),
+                   options.vocab_size);
+  if (options.progress) options.progress(1.0);
+
+  stats.source = "random tokens, seed " + std::to_string(options.seed);
+  stats.tokens = train_count + val_count;
+  stats.vocab_size = options.vocab_size;
+  stats.train_tokens = train_count;
+  stats.val_tokens = val_count;
   return stats;
 }
 

@@ -1,6 +1,7 @@
 // `nanodist prepare` as a library call: text (files or a named corpus) -> tokenizer ->
 // DIR/train.bin (first 1 - val_fraction of the tokens), DIR/val.bin (the rest),
-// DIR/tokenizer.txt. Returns counts for the CLI to print; prints nothing itself.
+// DIR/tokenizer.txt; or, for speed benchmarks, uniformly random ids with an "ids" tokenizer.
+// Returns counts for the CLI to print; prints nothing itself.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -17,9 +18,14 @@ struct PrepareOptions {
   std::string corpus = "kjv";       // "kjv" | "shakespeare" (see corpus.h)
   std::string out_dir;              // created if missing
   std::string tokenizer = "char";   // "char" | "bpe"
-  int64_t vocab_size = 0;           // bpe: total vocabulary, >= 256; 0 = kDefaultBpeVocabSize. char: unused
+  int64_t vocab_size = 0;           // bpe: total vocabulary, >= 256; 0 = kDefaultBpeVocabSize. char: unused.
+                                    // random tokens: the id vocabulary, >= 1 (required)
   double val_fraction = 0.1;        // in (0, 1)
   ProgressFn progress;              // fraction of the whole job; optional
+  // > 0: no text at all; train.bin gets this many uniform ids in [0, vocab_size), val.bin a
+  // tenth as many (drawn from Philox with `seed`), tokenizer.txt is an IdTokenizer.
+  int64_t random_tokens = 0;
+  uint64_t seed = 1337;
 };
 
 struct PrepareStats {
@@ -36,7 +42,14 @@ struct PrepareStats {
 // nd::Error on: no text, empty text, val_fraction outside (0, 1), unknown tokenizer, bpe
 // vocab_size < 256, too few tokens to give both splits a token, an out_dir that cannot be
 // created or written, and whatever reading the inputs raises.
+// With random_tokens > 0 this is prepare_random_tokens().
 PrepareStats prepare(const PrepareOptions& options);
+
+// Random-token files: train token i is Philox(seed, counter i), val token j
+// is Philox(seed, counter random_tokens + j), each reduced mod vocab_size from 64 random bits.
+// nd::Error on vocab_size < 1, random_tokens < 10 (val needs a token), inputs given, or an
+// out_dir that cannot be written. Stats: chars 0, tokens = train + val.
+PrepareStats prepare_random_tokens(const PrepareOptions& options);
 
 // The same from text already in memory (`source` names it in the stats).
 PrepareStats prepare_text(const std::string& text, const std::string& source, const PrepareOptions& options);

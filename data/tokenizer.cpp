@@ -1,4 +1,4 @@
-// The load() factory and the escaping used by the tokenizer files.
+// The load() / from_text() factory and the escaping used by the tokenizer files.
 #include "data/tokenizer.h"
 
 #include <sstream>
@@ -6,21 +6,24 @@
 #include "data/atomic_file.h"
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
+#include "data/id_tokenizer.h"
 #include "tensor/error.h"
 
 namespace nd {
 
-std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) {
-  std::string text = read_whole_file(path);
+std::unique_ptr<Tokenizer> Tokenizer::load(const std::string& path) { return from_text(read_whole_file(path), path); }
+
+std::unique_ptr<Tokenizer> Tokenizer::from_text(const std::string& text, const std::string& source) {
   std::string first_line = text.substr(0, text.find('\n'));
   std::istringstream words(first_line);
   std::string tag, kind;
   words >> tag >> kind;
-  ND_CHECK(tag == kTokenizerFileTag, path << " is not a nanodist tokenizer file (first line \""
+  ND_CHECK(tag == kTokenizerFileTag, source << " is not a nanodist tokenizer file (first line \""
                                           << escape_bytes(first_line.substr(0, 60)) << "\")");
-  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, path));
-  if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, path));
-  ND_FAIL(path << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char or bpe)");
+  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, source));
+  if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, source));
+  if (kind == "ids") return std::make_unique<IdTokenizer>(IdTokenizer::parse(text, source));
+  ND_FAIL(source << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char, bpe or ids)");
 }
 
 std::string escape_bytes(const std::string& bytes) {

@@ -1,5 +1,5 @@
-// The tokenizer interface shared by the char and byte-level BPE tokenizers, and the factory
-// that loads either from its plain-text file (the first line names the kind).
+// The tokenizer interface shared by the char, byte-level BPE and bare-id tokenizers, and the
+// factory that loads any of them from its plain-text file (the first line names the kind).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -16,7 +16,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  virtual std::string kind() const = 0;  // "char" or "bpe"
+  virtual std::string kind() const = 0;  // "char", "bpe" or "ids"
   virtual int32_t vocab_size() const = 0;
   // Raises nd::Error when the text holds something the vocabulary cannot express.
   virtual std::vector<int32_t> encode(const std::string& text, const ProgressFn& progress) const = 0;
@@ -28,6 +28,9 @@ class Tokenizer {
 
   // Reads a file written by save(); the first line "nanodist-tokenizer <kind>" picks the class.
   static std::unique_ptr<Tokenizer> load(const std::string& path);
+  // The same from the file's text already in memory (a checkpoint's /tokenizer); `source` names
+  // it in errors. The one place that maps kinds to classes.
+  static std::unique_ptr<Tokenizer> from_text(const std::string& text, const std::string& source);
 };
 
 // The first line of every tokenizer file, followed by a space and the kind.

@@ -3,8 +3,6 @@
 
 #include <sstream>
 
-#include "data/bpe_tokenizer.h"
-#include "data/char_tokenizer.h"
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -137,13 +135,7 @@ void load_model(const CheckpointData& data, const std::string& source, nn::GPT& 
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_text(const std::string& text, const std::string& source) {
-  std::istringstream first_line(text.substr(0, text.find('\n')));
-  std::string tag, kind;
-  first_line >> tag >> kind;
-  ND_CHECK(tag == kTokenizerFileTag, source << " holds no nanodist tokenizer");
-  if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, source));
-  if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, source));
-  ND_FAIL(source << ": unknown tokenizer kind '" << kind << "' (expected char or bpe)");
+  return Tokenizer::from_text(text, source);
 }
 
 }  // namespace nd::train

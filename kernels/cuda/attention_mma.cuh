@@ -1,6 +1,7 @@
 // Tensor-core attention kernels for bf16 (mma.sync m16n8k16, f32 accumulation), FlashAttention-2
 // tiling: the forward and dq kernels walk key tiles for 64 query rows (16 per warp), the dk/dv
-// kernel walks query tiles for 64 key rows. Head sizes 64 and 128.
+// kernel walks query tiles for 64 key rows. Head sizes 64 and 128. attention_mma_tiles.cuh holds
+// the shared tile helpers.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -11,6 +12,11 @@
 namespace nd::cuda::detail {
 
 bool attention_mma_supports(int64_t head_size);
+
+// Tiling variants of the forward kernel, for tests and the benchmark: 0 (default) = 4 warps of 16
+// rows, 1 = 4 warps of 32 rows, 2 = 8 warps of 16 rows. Not thread-safe; set before launching.
+int attention_forward_variant_count();
+void set_attention_forward_variant(int variant);
 
 void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
                            int64_t NH, cudaStream_t stream);

@@ -12,6 +12,7 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/bench_kernels.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cross_entropy.h"
@@ -209,9 +210,15 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     Tensor lse = Tensor::empty({B, NH, T_len}, DType::F32, Device::cuda(0));
     Tensor dout = bench.random({B, T_len, C}, dt), dqkv = bench.random({B, T_len, 3 * C}, dt);
     double flops = 2.0 * B * NH * T_len * T_len * (C / NH);  // causal: half of 4 B NH T^2 hs
-    double s = bench.time([&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH); });
-    bench.report("attention fwd", dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
-    s = bench.time([&] {
+    // The tensor-core forward's tiling variants (bf16 only; the default, 0, last).
+    int variants = dt == DType::BF16 ? detail::attention_forward_variant_count() : 1;
+    for (int v = variants - 1; v >= 0; --v) {
+      if (dt == DType::BF16) detail::set_attention_forward_variant(v);
+      double s =
+          bench.time([&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH); });
+      bench.report("attention fwd v" + std::to_string(v), dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
+    }
+    double s = bench.time([&] {
       attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C,
                          NH);
     });

@@ -1,6 +1,7 @@
 // CUDA flash attention against the CPU kernel through ops::attention: output and dqkv, sequence
 // lengths that are not a multiple of the tile, head sizes 32, 64, 128 and 8, f32 and bf16.
 #include "autograd/ops.h"
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda_test_util.h"
 
 namespace nd::test {
@@ -23,16 +24,25 @@ TEST(AttentionCuda, F32) {
   check_attention(DType::F32, 1, 9, 2, 8);
 }
 
+// Every tiling variant of the tensor-core forward (the default last, so it stays selected).
 TEST(AttentionCuda, Bf16HeadSize64) {
   ND_SKIP_WITHOUT_GPU();
-  check_attention(DType::BF16, 2, 37, 2, 64);
-  check_attention(DType::BF16, 1, 150, 2, 64);
-  check_attention(DType::BF16, 1, 128, 1, 64);
+  for (int variant = cuda::detail::attention_forward_variant_count() - 1; variant >= 0; --variant) {
+    cuda::detail::set_attention_forward_variant(variant);
+    std::printf("[ variant  ] %d\n", variant);
+    check_attention(DType::BF16, 2, 37, 2, 64);
+    check_attention(DType::BF16, 1, 150, 2, 64);
+    check_attention(DType::BF16, 1, 128, 1, 64);
+    check_attention(DType::BF16, 1, 300, 1, 64);
+  }
 }
 
 TEST(AttentionCuda, Bf16OtherHeadSizes) {
   ND_SKIP_WITHOUT_GPU();
-  check_attention(DType::BF16, 1, 70, 2, 128);
+  for (int variant = cuda::detail::attention_forward_variant_count() - 1; variant >= 0; --variant) {
+    cuda::detail::set_attention_forward_variant(variant);
+    check_attention(DType::BF16, 1, 70, 2, 128);
+  }
   check_attention(DType::BF16, 2, 33, 2, 32);
 }
 

@@ -1,0 +1,135 @@
+// Tile helpers shared by the tensor-core attention kernels (attention_mma_forward.cu and
+// attention_mma_backward.cu): cp.async tile loads into padded shared tiles (rows padded by 16 bytes
+// against bank conflicts), and warp-level tile products on mma fragments. A warp owns kRB blocks of
+// 16 rows; B fragments loaded from shared memory once serve all kRB row blocks.
+#pragma once
+#include "kernels/cuda/common.cuh"
+#include "kernels/cuda/mma_bf16.cuh"
+
+namespace nd::cuda::detail {
+namespace {
+
+using mma::a_tile_row;
+using mma::b_kn_row;
+using mma::b_nk_row;
+using mma::c_pair_to_a;
+using mma::ldmatrix_x4;
+using mma::ldmatrix_x4_trans;
+using mma::mma_bf16;
+
+constexpr int kTile = 64;  // rows of a key tile (and of every backward tile)
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+
+template <int HS>
+constexpr int padded() {
+  return HS + 8;
+}
+
+struct Dims {
+  int64_t T, C, NH;
+};
+
+// Starts copying rows [row0, row0 + kRows) of a (T, stride) bf16 matrix (columns [col0, col0 + HS))
+// into a padded shared tile with cp.async; rows >= T become zeros. The caller commits and waits.
+template <int HS, int kRows = kTile>
+__device__ __forceinline__ void load_tile(uint16_t* tile, const nd::bf16* src, int64_t stride, int64_t col0,
+                                          int64_t row0, int64_t T) {
+  constexpr int kChunks = HS / 8;
+  for (int idx = threadIdx.x; idx < kRows * kChunks; idx += blockDim.x) {
+    int r = idx / kChunks, ch = idx % kChunks;
+    bool valid = row0 + r < T;
+    const nd::bf16* from = src + (valid ? (row0 + r) * stride : 0) + col0 + ch * 8;
+    mma::cp_async16(tile + r * padded<HS>() + ch * 8, from, valid);
+  }
+}
+
+// s[rb] (16 x 64) = A[rb] (16 x HS, fragments in registers) · Bᵀ, B a [64][HS] shared tile.
+template <int HS, int kRB>
+__device__ __forceinline__ void a_times_tile_t(float (&s)[kRB][8][4], const uint32_t (&a)[kRB][HS / 16][4],
+                                               const uint16_t* tile, int lane) {
+#pragma unroll
+  for (int rb = 0; rb < kRB; ++rb)
+#pragma unroll
+    for (int n = 0; n < 8; ++n) s[rb][n][0] = s[rb][n][1] = s[rb][n][2] = s[rb][n][3] = 0.0f;
+#pragma unroll
+  for (int kk = 0; kk < HS / 16; ++kk) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint32_t b[4];
+      ldmatrix_x4(b, b_nk_row(tile, padded<HS>(), j * 16, kk * 16, lane));
+#pragma unroll
+      for (int rb = 0; rb < kRB; ++rb) {
+        mma_bf16(s[rb][2 * j], a[rb][kk], b[0], b[1]);
+        mma_bf16(s[rb][2 * j + 1], a[rb][kk], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// acc[rb] (16 x HS) += P[rb] (16 x 64, C fragments) · tile, tile a [64][HS] shared tile.
+template <int HS, int kRB>
+__device__ __forceinline__ void c_times_tile(float (&acc)[kRB][HS / 8][4], const float (&p)[kRB][8][4],
+                                             const uint16_t* tile, int lane) {
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk) {
+    uint32_t a[kRB][4];
+#pragma unroll
+    for (int rb = 0; rb < kRB; ++rb) c_pair_to_a(a[rb], p[rb][2 * kk], p[rb][2 * kk + 1]);
+#pragma unroll
+    for (int j = 0; j < HS / 16; ++j) {
+      uint32_t b[4];
+      ldmatrix_x4_trans(b, b_kn_row(tile, padded<HS>(), kk * 16, j * 16, lane));
+#pragma unroll
+      for (int rb = 0; rb < kRB; ++rb) {
+        mma_bf16(acc[rb][2 * j], a[rb], b[0], b[1]);
+        mma_bf16(acc[rb][2 * j + 1], a[rb], b[2], b[3]);
+      }
+    }
+  }
+}
+
+// A fragments of kRB blocks of 16 rows starting at row0 of a shared tile.
+template <int HS, int kRB>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&a)[kRB][HS / 16][4], const uint16_t* tile, int row0,
+                                                 int lane) {
+#pragma unroll
+  for (int rb = 0; rb < kRB; ++rb)
+#pragma unroll
+    for (int kk = 0; kk < HS / 16; ++kk)
+      ldmatrix_x4(a[rb][kk], a_tile_row(tile, padded<HS>(), row0 + rb * 16, kk * 16, lane));
+}
+
+// One-row-block forms, for the backward kernels.
+template <int HS>
+__device__ __forceinline__ void a_times_tile_t(float (&s)[8][4], const uint32_t (&a)[HS / 16][4], const uint16_t* tile,
+                                               int lane) {
+  a_times_tile_t<HS, 1>(reinterpret_cast<float(&)[1][8][4]>(s), reinterpret_cast<const uint32_t(&)[1][HS / 16][4]>(a),
+                        tile, lane);
+}
+
+template <int HS>
+__device__ __forceinline__ void c_times_tile(float (&acc)[HS / 8][4], const float (&p)[8][4], const uint16_t* tile,
+                                             int lane) {
+  c_times_tile<HS, 1>(reinterpret_cast<float(&)[1][HS / 8][4]>(acc), reinterpret_cast<const float(&)[1][8][4]>(p), tile,
+                      lane);
+}
+
+template <int HS>
+__device__ __forceinline__ void load_a_fragments(uint32_t (&a)[HS / 16][4], const uint16_t* tile, int warp, int lane) {
+  load_a_fragments<HS, 1>(reinterpret_cast<uint32_t(&)[1][HS / 16][4]>(a), tile, warp * 16, lane);
+}
+
+// Dynamic shared memory above 48 KB needs the kernel's opt-in.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, size_t smem) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)));
+}
+
+template <int HS>
+size_t tile_bytes(int rows = kTile) {
+  return static_cast<size_t>(rows) * padded<HS>() * sizeof(uint16_t);
+}
+
+}  // namespace
+}  // namespace nd::cuda::detail
