@@ -57,9 +57,10 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype) : 
   config_.validate();
   const GPTConfig& c = config_;
   auto transformer = register_module("transformer", std::make_shared<Group>());
-  Tensor wte = Tensor::randn({c.vocab_rows(), c.n_embd}, gen, 0.0, 0.02, DType::F32, Device::cpu());
-  // Padding rows are never looked up nor predicted; zero keeps them inert under weight decay.
-  if (c.vocab_rows() > c.vocab_size) wte.narrow(c.vocab_size, c.vocab_rows() - c.vocab_size).zero_();
+  // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
+  // drawing only the real rows gives the same initial model with or without padding.
+  Tensor wte = Tensor::zeros({c.vocab_rows(), c.n_embd}, DType::F32, Device::cpu());
+  wte.narrow(0, c.vocab_size).copy_from(Tensor::randn({c.vocab_size, c.n_embd}, gen, 0.0, 0.02));
   wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte.to(dtype).to(device)))->weight;
   wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(
                                      Tensor::randn({c.block_size, c.n_embd}, gen, 0.0, 0.02, dtype, device)))
