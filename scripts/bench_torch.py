@@ -116,7 +116,7 @@ def main():
     result = dict(model=args.model, mode="compile" if args.compile else "eager", device=str(device),
                   dtype=args.dtype, batch_size=B, block_size=T, n_layer=config.n_layer, n_embd=config.n_embd,
                   vocab_rows=vocab_rows, params=n_params, steps=f"{args.first}-{args.steps}", tok_per_s=tok_per_s,
-                  ms=ms, mfu=mfu, final_loss=float(loss), torch=torch.__version__)
+                  ms=ms, mfu=mfu, final_loss=float(loss.detach()), torch=torch.__version__)
     print("bench_torch: " + json.dumps(result), flush=True)
 
 

@@ -27,6 +27,8 @@ def load_tokenizer(text):
         return CharTokenizer(rows)
     if kind == "bpe":
         return BpeTokenizer(rows)
+    if kind == "ids":
+        return IdTokenizer(rows)
     raise ValueError(f"unknown tokenizer kind {kind!r}")
 
 
@@ -146,3 +148,20 @@ class BpeTokenizer:
 
     def decode_bytes(self, ids):
         return b"".join(self.token_bytes[i] for i in ids)
+
+
+class IdTokenizer:
+    def __init__(self, rows):
+        if len(rows) != 1 or len(rows[0]) != 2 or rows[0][0] != "vocab_size" or int(rows[0][1]) < 1:
+            raise ValueError("ids tokenizer: expected exactly one 'vocab_size N' line, N >= 1")
+        self.vocab_size = int(rows[0][1])
+
+    def encode(self, text):
+        words = text.split()
+        bad = [w for w in words if not w.isascii() or not w.isdigit() or int(w) >= self.vocab_size]
+        if bad:
+            raise ValueError(f"{bad[:5]} are not token ids below {self.vocab_size}")
+        return [int(w) for w in words]
+
+    def decode_bytes(self, ids):
+        return " ".join(str(i) for i in ids).encode("ascii")

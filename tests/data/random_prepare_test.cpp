@@ -72,7 +72,8 @@ TEST(RandomPrepare, SameSeedSameTokensOtherSeedOtherTokens) {
     prepare(random_options(dir.file(name), 1000, 50257, seed));
     return TokenFile::open(dir.file(name + "/" + file)).tokens();
   };
-  std::vector<int32_t> a = tokens("a", 1, "train.bin"), b = tokens("b", 1, "train.bin"), c = tokens("c", 2, "train.bin");
+  std::vector<int32_t> a = tokens("a", 1, "train.bin"), b = tokens("b", 1, "train.bin");
+  std::vector<int32_t> c = tokens("c", 2, "train.bin");
   EXPECT_EQ(a, b);
   EXPECT_NE(a, c);
   // val draws from counters after train's, so it does not repeat train's first tokens
