@@ -35,13 +35,13 @@ inline std::vector<double> sum_over_ranks(int nranks, int64_t count, uint64_t se
 // Relative tolerance of one rounding in `dtype` (plus the scale by 1/N for averages).
 inline double rounding_tolerance(DType dtype) { return dtype == DType::BF16 ? 1.0 / 128 : 1e-6; }
 
-// Counts elements with |got - want| > rtol |want| (+ a tiny atol) and reports the first few.
+// Counts elements with |got - want| > rtol |want| + atol and reports the first few.
 inline int64_t count_mismatches(const std::vector<double>& got, const std::vector<double>& want, double rtol,
-                                const char* what) {
+                                const char* what, double atol = 1e-12) {
   EXPECT_EQ(got.size(), want.size()) << what;
   int64_t wrong = 0;
   for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
-    if (std::fabs(got[i] - want[i]) <= rtol * std::fabs(want[i]) + 1e-12) continue;
+    if (std::fabs(got[i] - want[i]) <= rtol * std::fabs(want[i]) + atol) continue;
     if (wrong < 5) ADD_FAILURE() << what << ": element " << i << " is " << got[i] << ", expected " << want[i];
     ++wrong;
   }

@@ -45,7 +45,10 @@ void check_ring(const RingOptions& options, int64_t count, const char* path) {
       double rtol = rounding_tolerance(dtype);
       std::vector<double> got = ring.to_double_vector();
       EXPECT_EQ(count_mismatches(got, want, rtol, "ring vs closed form"), 0);
-      EXPECT_EQ(count_mismatches(got, native.to_double_vector(), 2 * rtol, "ring vs NCCL"), 0);
+      // NCCL's average scales each input by 1/N before summing, so where the terms cancel its
+      // result is rounding noise of the terms' size (|term| <= 8), not of the (zero) sum.
+      double terms_atol = op == ReduceOp::Avg ? 2 * rtol * 8.0 : 1e-12;
+      EXPECT_EQ(count_mismatches(got, native.to_double_vector(), 2 * rtol, "ring vs NCCL", terms_atol), 0);
     }
   }
 }
