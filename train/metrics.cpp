@@ -48,10 +48,10 @@ std::string step_json(const StepMetrics& m) {
   return out.str();
 }
 
-std::string eval_json(int step, double val_loss, double train_loss) {
+std::string eval_json(int step, double val_loss, double train_loss, double elapsed_s) {
   std::ostringstream out;
   out << "{\"step\":" << step << ",\"val_loss\":" << json_number(val_loss) << ",\"train_loss\":"
-      << json_number(train_loss) << "}";
+      << json_number(train_loss) << ",\"elapsed_s\":" << json_number(elapsed_s) << "}";
   return out.str();
 }
 

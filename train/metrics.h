@@ -26,7 +26,8 @@ std::string format_step_line(const StepMetrics& m);
 std::string format_rate(double per_second);
 
 std::string step_json(const StepMetrics& m);
-std::string eval_json(int step, double val_loss, double train_loss);
+// elapsed_s: wall seconds since the run started (time-to-quality comparisons).
+std::string eval_json(int step, double val_loss, double train_loss, double elapsed_s);
 std::string final_json(double best_val_loss, int64_t params, int64_t tokens);
 // A JSON number; NaN and infinities become null (JSON has no literal for them).
 std::string json_number(double value);

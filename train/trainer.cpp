@@ -214,11 +214,12 @@ class Trainer {
     model_->set_training(true);
     if (val_loss < best_val_loss_) best_val_loss_ = val_loss;
     result.last_val_loss = val_loss;
+    double elapsed = seconds_since(started_);
     char line[160];
-    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %.4f",
-                  static_cast<long long>(step_), train_loss, val_loss, best_val_loss_);
+    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %.4f | %.0f s",
+                  static_cast<long long>(step_), train_loss, val_loss, best_val_loss_, elapsed);
     say(line);
-    metrics_.write_line(eval_json(static_cast<int>(step_), val_loss, train_loss));
+    metrics_.write_line(eval_json(static_cast<int>(step_), val_loss, train_loss, elapsed));
   }
 
   // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective.
@@ -272,6 +273,7 @@ class Trainer {
     say("resumed from " + path + " at step " + std::to_string(step_));
   }
 
+  Clock::time_point started_ = Clock::now();
   TrainConfig c_;
   RunContext ctx_;
   RunData data_;
