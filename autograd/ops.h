@@ -24,8 +24,13 @@ Variable layernorm(const Variable& x, const Variable& w, const Variable& b, floa
 Variable gelu(const Variable& x);
 
 // qkv (B, T, 3C) with q, k, v packed along the last dimension, each split into n_head heads of
-// C / n_head -> (B, T, C): causal softmax(q kᵀ / sqrt(hs)) v per head, heads concatenated.
-Variable attention(const Variable& qkv, int n_head);
+// C / n_head -> (B, T, C): causal dropout(softmax(q kᵀ / sqrt(hs))) v per head, heads concatenated.
+// The dropout on the probabilities (B, n_head, T, T) is inverted dropout with p = `dropout` and
+// the Philox rule of ops::dropout over B * n_head * T * T counters reserved from `gen` (element
+// (b, h, i, j) uses counter first + ((b * n_head + h) * T + i) * T + j), so CPU and CUDA drop the
+// same probabilities. No dropout and no draw when !training, dropout == 0 or gen is null.
+Variable attention(const Variable& qkv, int n_head, float dropout = 0.0f, Generator* gen = nullptr,
+                   bool training = false);
 
 // Inverted dropout: keeps each element with probability 1 - p and scales it by 1 / (1 - p).
 // The mask is drawn from `gen` by Philox counter, so CPU and CUDA drop the same elements.

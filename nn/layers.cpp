@@ -39,7 +39,8 @@ CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen
 
 Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
   Variable qkv = c_attn_->forward(x);
-  Variable y = ops::attention(qkv, shape_.n_head);
+  // nanoGPT's attn_dropout on the probabilities, then its resid_dropout on the projection.
+  Variable y = ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training());
   return ops::dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training());
 }
 

@@ -1,6 +1,7 @@
 // CPU causal self-attention, forward and backward, parallel over (batch, head) pairs: each pair
 // reads and writes its own columns of qkv / out / dqkv, so the threads never share an output.
 // The products run on the shared GEMM (kernels/cpu/matmul.h) over per-head contiguous copies.
+// Dropout multiplies the probabilities by a (T, T) matrix of 0 or 1 / (1 - p) drawn per head.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -34,6 +35,22 @@ void scatter_add_head(const Float* src, Float* dst, int64_t row_stride, int64_t 
     for (int64_t i = 0; i < hs; ++i) dst[t * row_stride + i] += src[t * hs + i];
 }
 
+// keep (T, T) of head bh: 1 / (1 - p) where the dropout keeps (i, j), j <= i; 0 elsewhere.
+template <typename Float>
+void draw_keep_scale(Float* keep, const AttentionDropout& dropout, int64_t bh, int64_t T) {
+  const Float scale = Float(1) / (Float(1) - static_cast<Float>(dropout.p));  // unused when p == 1
+  for (int64_t i = 0; i < T; ++i) {
+    const uint64_t counter = dropout.row_counter(bh, T, i);
+    for (int64_t j = 0; j < T; ++j) keep[i * T + j] = j <= i && dropout.kept(counter + j) ? scale : Float(0);
+  }
+}
+
+// dst (T, T) = a ∘ b.
+template <typename Float>
+void multiply_elementwise(const Float* a, const Float* b, Float* dst, int64_t T) {
+  for (int64_t e = 0; e < T * T; ++e) dst[e] = a[e] * b[e];
+}
+
 }  // namespace
 
 // Per (b, h): the head's q, k, v are gathered into contiguous (T, hs) blocks so that both products
@@ -41,18 +58,22 @@ void scatter_add_head(const Float* src, Float* dst, int64_t row_stride, int64_t 
 // and the upper triangle discarded: the GEMM is fast enough that the wasted half costs less than
 // a hand-written triangular loop.
 template <typename Float>
-void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, int64_t T, int64_t C, int64_t NH) {
+void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, int64_t T, int64_t C, int64_t NH,
+                       const AttentionDropout& dropout) {
   check_attention_dims(B, T, C, NH);
+  const bool drop = dropout.active();
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
 #pragma omp parallel
   {
-    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs));
+    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs + (drop ? 2 * T * T : 0)));
     Float* q = scratch.data();
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* o = v + T * hs;
+    Float* keep = o + T * hs;       // (T, T) with dropout: the keep scale
+    Float* dropped = keep + T * T;  // (T, T) with dropout: P ∘ keep
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < NH; ++h) {
@@ -75,7 +96,13 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
           for (int64_t s = 0; s <= t; ++s) row[s] *= inv_sum;
           for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
         }
-        matmul(p, v, o, T, hs, T, false, false, Float(0));
+        const Float* weights = p;
+        if (drop) {
+          draw_keep_scale(keep, dropout, b * NH + h, T);
+          multiply_elementwise(p, keep, dropped, T);
+          weights = dropped;
+        }
+        matmul(weights, v, o, T, hs, T, false, false, Float(0));
         Float* out_head = out + b * T * C + h * hs;
         for (int64_t t = 0; t < T; ++t)
           for (int64_t i = 0; i < hs; ++i) out_head[t * C + i] = o[t * hs + i];
@@ -84,26 +111,30 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
   }
 }
 
-// With P = softmax(S), S = scale q kᵀ, out = P v (all per head, (T, hs) and (T, T)):
-//   dv = Pᵀ dout;  dP = dout vᵀ;  dS[t,s] = P[t,s] (dP[t,s] - sum_j P[t,j] dP[t,j]);
+// With P = softmax(S), S = scale q kᵀ, K the keep scale (all ones without dropout) and
+// out = (P ∘ K) v (all per head, (T, hs) and (T, T)):
+//   dv = (P ∘ K)ᵀ dout;  dP = (dout vᵀ) ∘ K;  dS[t,s] = P[t,s] (dP[t,s] - sum_j P[t,j] dP[t,j]);
 //   dq = scale dS k;  dk = scale dSᵀ q.   P is zero above the diagonal, so is dS.
 template <typename Float>
 void attention_backward(const Float* dout, const Float* qkv, const Float* probs, Float* dqkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH) {
+                        int64_t C, int64_t NH, const AttentionDropout& dropout) {
   check_attention_dims(B, T, C, NH);
   if (dqkv == nullptr) return;
+  const bool drop = dropout.active();
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
 #pragma omp parallel
   {
-    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + T * T));
+    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + T * T + (drop ? 2 * T * T : 0)));
     Float* q = scratch.data();
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* dout_head = v + T * hs;
     Float* grad = dout_head + T * hs;  // (T, hs): dv, then dq, then dk
     Float* ds = grad + T * hs;         // (T, T): dP, then dS in place
+    Float* keep = ds + T * T;          // (T, T) with dropout: the keep scale
+    Float* dropped = keep + T * T;     // (T, T) with dropout: P ∘ keep
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < NH; ++h) {
@@ -115,10 +146,17 @@ void attention_backward(const Float* dout, const Float* qkv, const Float* probs,
         gather_head(head + 2 * C, C3, v, T, hs);
         gather_head(dout + b * T * C + h * hs, C, dout_head, T, hs);
 
-        matmul(p, dout_head, grad, T, hs, T, true, false, Float(0));
+        const Float* weights = p;
+        if (drop) {
+          draw_keep_scale(keep, dropout, b * NH + h, T);
+          multiply_elementwise(p, keep, dropped, T);
+          weights = dropped;
+        }
+        matmul(weights, dout_head, grad, T, hs, T, true, false, Float(0));
         scatter_add_head(grad, dhead + 2 * C, C3, T, hs);
 
         matmul(dout_head, v, ds, T, T, hs, false, true, Float(0));
+        if (drop) multiply_elementwise(ds, keep, ds, T);
         for (int64_t t = 0; t < T; ++t) {
           const Float* p_row = p + t * T;
           Float* row = ds + t * T;
@@ -137,11 +175,13 @@ void attention_backward(const Float* dout, const Float* qkv, const Float* probs,
   }
 }
 
-template void attention_forward<float>(const float*, float*, float*, int64_t, int64_t, int64_t, int64_t);
-template void attention_forward<double>(const double*, double*, double*, int64_t, int64_t, int64_t, int64_t);
+template void attention_forward<float>(const float*, float*, float*, int64_t, int64_t, int64_t, int64_t,
+                                       const AttentionDropout&);
+template void attention_forward<double>(const double*, double*, double*, int64_t, int64_t, int64_t, int64_t,
+                                        const AttentionDropout&);
 template void attention_backward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                                        int64_t);
+                                        int64_t, const AttentionDropout&);
 template void attention_backward<double>(const double*, const double*, const double*, double*, int64_t, int64_t,
-                                         int64_t, int64_t);
+                                         int64_t, int64_t, const AttentionDropout&);
 
 }  // namespace nd::cpu

@@ -37,6 +37,10 @@ void check_dims(const char* what, int64_t B, int64_t T_len, int64_t C, int64_t N
                                                                << " is too large for one launch");
 }
 
+void check_dropout(const char* what, const AttentionDropout& dropout) {
+  ND_CHECK(dropout.p >= 0.0f && dropout.p <= 1.0f, what << ": dropout p = " << dropout.p << " is outside [0, 1]");
+}
+
 template <typename T>
 bool use_mma(int64_t hs) {
   return std::is_same<T, nd::bf16>::value && detail::attention_mma_supports(hs);
@@ -46,24 +50,27 @@ bool use_mma(int64_t hs) {
 
 template <typename T>
 void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
-                       cudaStream_t stream) {
+                       const AttentionDropout& dropout, cudaStream_t stream) {
   check_dims("attention_forward", B, T_len, C, NH);
+  check_dropout("attention_forward", dropout);
   if (B * T_len == 0) return;
   ND_CHECK(qkv && out && lse, "attention_forward: null pointer");
   stream = stream_or_default(stream);
   if constexpr (std::is_same<T, nd::bf16>::value) {
     if (use_mma<T>(C / NH) && aligned16(qkv) && aligned16(out)) {
-      detail::attention_forward_mma(qkv, out, lse, B, T_len, C, NH, stream);
+      detail::attention_forward_mma(qkv, out, lse, B, T_len, C, NH, dropout, stream);
       return;
     }
   }
-  detail::attention_forward_simple(qkv, out, lse, B, T_len, C, NH, stream);
+  detail::attention_forward_simple(qkv, out, lse, B, T_len, C, NH, dropout, stream);
 }
 
 template <typename T>
 void attention_backward(const T* dout, const T* qkv, const T* out, const float* lse, T* dqkv, int64_t B,
-                        int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream) {
+                        int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
+                        cudaStream_t stream) {
   check_dims("attention_backward", B, T_len, C, NH);
+  check_dropout("attention_backward", dropout);
   if (B * T_len == 0) return;
   ND_CHECK(dout && qkv && out && lse && dqkv, "attention_backward: null pointer");
   stream = stream_or_default(stream);
@@ -77,18 +84,19 @@ void attention_backward(const T* dout, const T* qkv, const T* out, const float* 
   bool done = false;
   if constexpr (std::is_same<T, nd::bf16>::value) {
     if (use_mma<T>(C / NH) && aligned16(dout) && aligned16(qkv) && aligned16(dqkv)) {
-      detail::attention_backward_mma(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+      detail::attention_backward_mma(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
       done = true;
     }
   }
-  if (!done) detail::attention_backward_simple(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+  if (!done) detail::attention_backward_simple(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
   device_free(delta, device);  // reused only by later work on this stream
 }
 
-#define ND_INSTANTIATE_ATTENTION(T)                                                                          \
-  template void attention_forward<T>(const T*, T*, float*, int64_t, int64_t, int64_t, int64_t, cudaStream_t); \
-  template void attention_backward<T>(const T*, const T*, const T*, const float*, T*, int64_t, int64_t,      \
-                                      int64_t, int64_t, cudaStream_t)
+#define ND_INSTANTIATE_ATTENTION(T)                                                                        \
+  template void attention_forward<T>(const T*, T*, float*, int64_t, int64_t, int64_t, int64_t,              \
+                                     const AttentionDropout&, cudaStream_t);                                \
+  template void attention_backward<T>(const T*, const T*, const T*, const float*, T*, int64_t, int64_t,    \
+                                      int64_t, int64_t, const AttentionDropout&, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_ATTENTION);
 
 }  // namespace nd::cuda

@@ -1,12 +1,14 @@
 // Fused causal self-attention on the GPU in the flash-attention style: no (T, T) matrix in device
 // memory; an online softmax in the forward, which saves only the output and each row's log-sum-exp;
 // the backward recomputes the probabilities tile by tile. bf16 with head size 64 or 128 runs on
-// tensor cores (mma.sync, f32 accumulation); other cases run a simple f32-math kernel.
+// tensor cores (mma.sync, f32 accumulation); other cases run a simple f32-math kernel. Dropout on
+// the probabilities draws its mask inside the kernels (kernels/attention_dropout.h), stores none.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
 #include <cstdint>
 
+#include "kernels/attention_dropout.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -15,14 +17,16 @@ namespace nd::cuda {
 constexpr int64_t kMaxAttentionHeadSize = 128;
 
 // qkv (B, T, 3C): q, k, v packed along the last dimension, head h of each at columns
-// [h*hs, (h+1)*hs), hs = C / NH -> out (B, T, C), lse (B, NH, T) f32 = log sum_j exp(q·k_j / sqrt(hs)).
+// [h*hs, (h+1)*hs), hs = C / NH -> out (B, T, C) = dropout(P) v per head, P the causal softmax,
+// lse (B, NH, T) f32 = log sum_j exp(q·k_j / sqrt(hs)) (of the undropped scores).
 template <typename T>
 void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
-                       cudaStream_t stream = nullptr);
+                       const AttentionDropout& dropout = {}, cudaStream_t stream = nullptr);
 
-// dout (B, T, C), qkv, out and lse from the forward -> dqkv (B, T, 3C) +=. Deterministic.
+// dout (B, T, C), qkv, out, lse and dropout of the forward -> dqkv (B, T, 3C) +=. Deterministic.
 template <typename T>
 void attention_backward(const T* dout, const T* qkv, const T* out, const float* lse, T* dqkv, int64_t B,
-                        int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream = nullptr);
+                        int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},
+                        cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/attention_dropout.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda::detail {
@@ -19,9 +20,10 @@ int attention_forward_variant_count();
 void set_attention_forward_variant(int variant);
 
 void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
-                           int64_t NH, cudaStream_t stream);
+                           int64_t NH, const AttentionDropout& dropout, cudaStream_t stream);
 
 void attention_backward_mma(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
-                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream);
+                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                            const AttentionDropout& dropout, cudaStream_t stream);
 
 }  // namespace nd::cuda::detail

@@ -2,6 +2,8 @@
 // tiles per query tile (S = Q Kᵀ, P = exp(S - lse), dP = dO Vᵀ, dS = P (dP - delta), dq += dS K) and
 // a dk/dv kernel over query tiles per key tile (the transposed products), each owning its outputs:
 // deterministic, no atomics. Tiles of 64 rows, 4 warps of 16 rows; cp.async double buffering.
+// With kDropout both kernels redraw the keep mask Z: dP becomes (dO Vᵀ) ∘ Z / (1 - p) and dv takes
+// P ∘ Z / (1 - p); P itself and delta = rowsum(dO ∘ O) keep their meaning.
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_mma_tiles.cuh"
 
@@ -28,12 +30,12 @@ __device__ __forceinline__ void add_rows(nd::bf16* dst, int64_t stride, const in
   }
 }
 
-// dq for 64 query rows: over key tiles, S = Q Kᵀ, P = exp(S - lse), dP = dO Vᵀ, dS = P (dP - delta),
-// dq += dS K.
-template <int HS>
+// dq for 64 query rows: over key tiles, S = Q Kᵀ, P = exp(S - lse), dP = dO Vᵀ (∘ Z / (1 - p)),
+// dS = P (dP - delta), dq += dS K.
+template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dq_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
-              float scale_log2, float scale) {
+              float scale_log2, float scale, AttentionDropout drop) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sQ = smem;
@@ -52,12 +54,15 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t qf[HS / 16][4], gf[HS / 16][4];
   const int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
   float row_lse[2], row_delta[2];
+  uint64_t row_counter[2];  // dropout counter of (row, key 0)
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     bool live = row[r] < d.T;
     row_lse[r] = live ? lse[bh * d.T + row[r]] * kLog2e : 0.0f;
     row_delta[r] = live ? delta[bh * d.T + row[r]] : 0.0f;
+    row_counter[r] = kDropout ? drop.row_counter(bh, d.T, row[r]) : 0;
   }
+  const float keep_scale = kDropout ? drop.keep_scale() : 1.0f;
   float dq[HS / 8][4];
 #pragma unroll
   for (int n = 0; n < HS / 8; ++n) dq[n][0] = dq[n][1] = dq[n][2] = dq[n][3] = 0.0f;
@@ -80,6 +85,11 @@ __global__ void __launch_bounds__(kThreads)
       load_a_fragments<HS>(qf, sQ, warp, lane);
       load_a_fragments<HS>(gf, sG, warp, lane);
     }
+    uint32_t keep = 0;  // dropout keep bits, drawn before the products so that both can overlap
+    if constexpr (kDropout) {
+      const uint64_t base[2] = {row_counter[0] + k0, row_counter[1] + k0};
+      keep = draw_keep_bits(drop, base, 1, c);
+    }
     float s[8][4], dp[8][4];
     a_times_tile_t<HS>(s, qf, sK, lane);
     a_times_tile_t<HS>(dp, gf, sV, lane);
@@ -91,7 +101,9 @@ __global__ void __launch_bounds__(kThreads)
         int r = e / 2;
         bool masked = diagonal && k0 + n * 8 + 2 * c + (e & 1) > row[r];
         float p = masked ? 0.0f : exp2f(s[n][e] * scale_log2 - row_lse[r]);
-        s[n][e] = p * (dp[n][e] - row_delta[r]);
+        float dpv = dp[n][e];
+        if (kDropout) dpv = keep_bit(keep, n, e) ? dpv * keep_scale : 0.0f;
+        s[n][e] = p * (dpv - row_delta[r]);
       }
     c_times_tile<HS>(dq, s, sK, lane);
     __syncthreads();
@@ -100,11 +112,12 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // dk, dv for 64 key rows: over query tiles i >= key tile, Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ - lse),
-// dv += Pᵀ dO, dPᵀ = V dOᵀ, dSᵀ = Pᵀ (dPᵀ - delta), dk += dSᵀ Q.
-template <int HS>
+// dv += (Pᵀ ∘ Zᵀ) dO / (1 - p), dPᵀ = V dOᵀ (∘ Zᵀ / (1 - p)), dSᵀ = Pᵀ (dPᵀ - delta),
+// dk += dSᵀ Q.
+template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
-               float scale_log2, float scale) {
+               float scale_log2, float scale, AttentionDropout drop) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sK = smem;
@@ -143,6 +156,7 @@ __global__ void __launch_bounds__(kThreads)
     dk[n][0] = dk[n][1] = dk[n][2] = dk[n][3] = 0.0f;
     dv[n][0] = dv[n][1] = dv[n][2] = dv[n][3] = 0.0f;
   }
+  const float keep_scale = kDropout ? drop.keep_scale() : 1.0f;  // dv's part joins at the end
   for (int q_tile = k_tile; q_tile < n_tiles; ++q_tile) {
     const int64_t q0 = static_cast<int64_t>(q_tile) * kTile;
     const int stage = (q_tile - k_tile) & 1;
@@ -162,6 +176,12 @@ __global__ void __launch_bounds__(kThreads)
       load_a_fragments<HS>(kf, sK, warp, lane);
       load_a_fragments<HS>(vf, sV, warp, lane);
     }
+    uint32_t keep = 0;  // element (query q0 + column, key key[r]): counter row_counter(q0) + column T + key
+    if constexpr (kDropout) {
+      const uint64_t q0_counter = drop.row_counter(bh, d.T, q0);
+      const uint64_t base[2] = {q0_counter + key[0], q0_counter + key[1]};
+      keep = draw_keep_bits(drop, base, static_cast<uint64_t>(d.T), c);
+    }
     float p[8][4], dp[8][4];
     a_times_tile_t<HS>(p, kf, sQ, lane);
     a_times_tile_t<HS>(dp, vf, sG, lane);
@@ -175,8 +195,15 @@ __global__ void __launch_bounds__(kThreads)
         int r = e / 2;
         bool masked = edge && (q0 + col < key[r] || q0 + col >= d.T);
         float pv = masked ? 0.0f : exp2f(p[n][e] * scale_log2 - s_lse[col]);
-        p[n][e] = pv;
-        dp[n][e] = pv * (dp[n][e] - s_delta[col]);
+        float dpv = dp[n][e];
+        if (kDropout) {
+          bool kept = keep_bit(keep, n, e);
+          dpv = kept ? dpv * keep_scale : 0.0f;
+          p[n][e] = kept ? pv : 0.0f;
+        } else {
+          p[n][e] = pv;
+        }
+        dp[n][e] = pv * (dpv - s_delta[col]);
       }
     c_times_tile<HS>(dv, p, sG, lane);
     c_times_tile<HS>(dk, dp, sQ, lane);
@@ -184,35 +211,50 @@ __global__ void __launch_bounds__(kThreads)
   }
   nd::bf16* dbase = dqkv + b * d.T * 3 * d.C;
   add_rows<HS>(dbase + d.C + h * HS, 3 * d.C, key, d.T, dk, scale, c);
-  add_rows<HS>(dbase + 2 * d.C + h * HS, 3 * d.C, key, d.T, dv, 1.0f, c);
+  add_rows<HS>(dbase + 2 * d.C + h * HS, 3 * d.C, key, d.T, dv, keep_scale, c);
 }
 
-template <int HS>
+template <int HS, bool kDropout>
 void backward(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv,
-              int64_t B, int64_t T, int64_t C, int64_t NH, cudaStream_t stream) {
+              int64_t B, int64_t T, int64_t C, int64_t NH, const AttentionDropout& dropout, cudaStream_t stream) {
   Dims d{T, C, NH};
   float scale = 1.0f / sqrtf(static_cast<float>(HS));
   dim3 grid(static_cast<unsigned>(B * NH), static_cast<unsigned>(ceil_div(T, kTile)));
   size_t smem_dq = 6 * tile_bytes<HS>();
-  allow_shared_memory(dq_kernel<HS>, smem_dq);
-  dq_kernel<HS><<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale);
+  allow_shared_memory(dq_kernel<HS, kDropout>, smem_dq);
+  dq_kernel<HS, kDropout>
+      <<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout);
   CUDA_CHECK(cudaGetLastError());
   size_t smem_dkv = 6 * tile_bytes<HS>() + 4 * kTile * sizeof(float);
-  allow_shared_memory(dkv_kernel<HS>, smem_dkv);
-  dkv_kernel<HS><<<grid, kThreads, smem_dkv, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale);
+  allow_shared_memory(dkv_kernel<HS, kDropout>, smem_dkv);
+  dkv_kernel<HS, kDropout>
+      <<<grid, kThreads, smem_dkv, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout);
   CUDA_CHECK(cudaGetLastError());
+}
+
+// The no-dropout instances draw nothing.
+template <int HS>
+void backward_head_size(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
+                        nd::bf16* dqkv, int64_t B, int64_t T, int64_t C, int64_t NH, const AttentionDropout& dropout,
+                        cudaStream_t stream) {
+  if (dropout.active()) {
+    backward<HS, true>(dout, qkv, lse, delta, dqkv, B, T, C, NH, dropout, stream);
+  } else {
+    backward<HS, false>(dout, qkv, lse, delta, dqkv, B, T, C, NH, dropout, stream);
+  }
 }
 
 }  // namespace
 
 void attention_backward_mma(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
-                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream) {
+                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                            const AttentionDropout& dropout, cudaStream_t stream) {
   int64_t hs = C / NH;
   ND_CHECK(attention_mma_supports(hs), "attention_backward_mma: head size " << hs << " is not 64 or 128");
   if (hs == 64) {
-    backward<64>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+    backward_head_size<64>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
   } else {
-    backward<128>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, stream);
+    backward_head_size<128>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
   }
 }
 

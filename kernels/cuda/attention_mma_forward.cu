@@ -2,6 +2,8 @@
 // takes 16 * kRB * kWarps query rows (each warp kRB blocks of 16 rows) and walks 64-key tiles of K
 // and V, double-buffered by cp.async; the online softmax runs in the log2 domain on the f32
 // accumulators. Variants (kRB, kWarps) trade registers for reuse of each K/V fragment load.
+// With kDropout the softmax statistics (m, l, lse) still use every probability; only the P·V
+// product sees the dropped ones, and 1 / (1 - p) joins the final 1 / l.
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_mma_tiles.cuh"
 
@@ -14,9 +16,9 @@ constexpr int min_blocks_per_sm() {
   return HS == 64 && kRB == 1 ? 8 / kWarps * 2 : (HS == 64 ? 2 : 1);
 }
 
-template <int HS, int kRB, int kWarps>
+template <int HS, int kRB, int kWarps, bool kDropout>
 __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarps>()))
-    forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d, float scale_log2) {
+    forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d, float scale_log2, AttentionDropout drop) {
   constexpr int kRowsPerWarp = 16 * kRB;
   constexpr int kBlockRows = kRowsPerWarp * kWarps;
   constexpr int kTileElems = kTile * padded<HS>();
@@ -40,6 +42,7 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
   float o[kRB][HS / 8][4];
   float m[kRB][2], l[kRB][2];
   int row[kRB][2];
+  uint64_t row_counter[kRB][2];  // dropout counter of (row, key 0)
 #pragma unroll
   for (int rb = 0; rb < kRB; ++rb) {
 #pragma unroll
@@ -49,6 +52,7 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
       m[rb][r] = -INFINITY;
       l[rb][r] = 0.0f;
       row[rb][r] = warp_row0 + rb * 16 + g + 8 * r;
+      row_counter[rb][r] = kDropout ? drop.row_counter(bh, d.T, row[rb][r]) : 0;
     }
   }
 
@@ -67,6 +71,14 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
     }
     __syncthreads();
     if (k_tile == 0) load_a_fragments<HS, kRB>(qf, sQ, warp * kRowsPerWarp, lane);
+    uint32_t keep[kRB] = {};  // dropout keep bits, drawn before the products so that both can overlap
+    if constexpr (kDropout) {
+#pragma unroll
+      for (int rb = 0; rb < kRB; ++rb) {
+        const uint64_t base[2] = {row_counter[rb][0] + k0, row_counter[rb][1] + k0};
+        keep[rb] = draw_keep_bits(drop, base, 1, c);
+      }
+    }
     float s[kRB][8][4];
     a_times_tile_t<HS, kRB>(s, qf, sK, lane);
     // Only tiles holding keys after the warp's first row need the causal mask (keys >= T are
@@ -102,8 +114,9 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           float p = exp2f(s[rb][n][e] - tile_max[e / 2]);
-          s[rb][n][e] = p;
           sum[e / 2] += p;
+          if (kDropout && !keep_bit(keep[rb], n, e)) p = 0.0f;
+          s[rb][n][e] = p;
         }
 #pragma unroll
       for (int r = 0; r < 2; ++r) l[rb][r] = l[rb][r] * correction[r] + sum[r];
@@ -127,7 +140,7 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
       total += __shfl_xor_sync(0xffffffffu, total, 1);
       total += __shfl_xor_sync(0xffffffffu, total, 2);
       if (row[rb][r] >= d.T) continue;
-      float inv = 1.0f / total;
+      float inv = (kDropout ? drop.keep_scale() : 1.0f) / total;
       nd::bf16* orow = out + (b * d.T + row[rb][r]) * d.C + h * HS;
 #pragma unroll
       for (int n = 0; n < HS / 8; ++n)
@@ -137,39 +150,51 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
     }
 }
 
-template <int HS, int kRB, int kWarps>
+template <int HS, int kRB, int kWarps, bool kDropout>
 void forward(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
-             cudaStream_t stream) {
+             const AttentionDropout& dropout, cudaStream_t stream) {
   constexpr int kBlockRows = 16 * kRB * kWarps;
   Dims d{T, C, NH};
   float scale = 1.0f / sqrtf(static_cast<float>(HS));
   dim3 grid(static_cast<unsigned>(B * NH), static_cast<unsigned>(ceil_div(T, kBlockRows)));
   size_t smem = tile_bytes<HS>(kBlockRows) + 4 * tile_bytes<HS>();
-  allow_shared_memory(forward_kernel<HS, kRB, kWarps>, smem);
-  forward_kernel<HS, kRB, kWarps><<<grid, 32 * kWarps, smem, stream>>>(qkv, out, lse, d, scale * kLog2e);
+  allow_shared_memory(forward_kernel<HS, kRB, kWarps, kDropout>, smem);
+  forward_kernel<HS, kRB, kWarps, kDropout>
+      <<<grid, 32 * kWarps, smem, stream>>>(qkv, out, lse, d, scale * kLog2e, dropout);
   CUDA_CHECK(cudaGetLastError());
 }
 
 // (kRB, kWarps) of each variant; 0 is the default.
 int g_forward_variant = 0;
 
-template <int HS>
+template <int HS, bool kDropout>
 void forward_variant(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
-                     cudaStream_t stream) {
+                     const AttentionDropout& dropout, cudaStream_t stream) {
   switch (g_forward_variant) {
     case 1:  // 32 rows per warp exceed the registers at head size 128: the default runs instead
       if constexpr (HS == 64) {
-        forward<HS, 2, 4>(qkv, out, lse, B, T, C, NH, stream);
+        forward<HS, 2, 4, kDropout>(qkv, out, lse, B, T, C, NH, dropout, stream);
       } else {
-        forward<HS, 1, 4>(qkv, out, lse, B, T, C, NH, stream);
+        forward<HS, 1, 4, kDropout>(qkv, out, lse, B, T, C, NH, dropout, stream);
       }
       break;
     case 2:
-      forward<HS, 1, 8>(qkv, out, lse, B, T, C, NH, stream);
+      forward<HS, 1, 8, kDropout>(qkv, out, lse, B, T, C, NH, dropout, stream);
       break;
     default:
-      forward<HS, 1, 4>(qkv, out, lse, B, T, C, NH, stream);
+      forward<HS, 1, 4, kDropout>(qkv, out, lse, B, T, C, NH, dropout, stream);
       break;
+  }
+}
+
+// The no-dropout instances draw nothing.
+template <int HS>
+void forward_head_size(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
+                       const AttentionDropout& dropout, cudaStream_t stream) {
+  if (dropout.active()) {
+    forward_variant<HS, true>(qkv, out, lse, B, T, C, NH, dropout, stream);
+  } else {
+    forward_variant<HS, false>(qkv, out, lse, B, T, C, NH, dropout, stream);
   }
 }
 
@@ -187,13 +212,13 @@ void set_attention_forward_variant(int variant) {
 }
 
 void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
-                           int64_t NH, cudaStream_t stream) {
+                           int64_t NH, const AttentionDropout& dropout, cudaStream_t stream) {
   int64_t hs = C / NH;
   ND_CHECK(attention_mma_supports(hs), "attention_forward_mma: head size " << hs << " is not 64 or 128");
   if (hs == 64) {
-    forward_variant<64>(qkv, out, lse, B, T_len, C, NH, stream);
+    forward_head_size<64>(qkv, out, lse, B, T_len, C, NH, dropout, stream);
   } else {
-    forward_variant<128>(qkv, out, lse, B, T_len, C, NH, stream);
+    forward_head_size<128>(qkv, out, lse, B, T_len, C, NH, dropout, stream);
   }
 }
 

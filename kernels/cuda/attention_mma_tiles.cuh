@@ -3,6 +3,7 @@
 // against bank conflicts), and warp-level tile products on mma fragments. A warp owns kRB blocks of
 // 16 rows; B fragments loaded from shared memory once serve all kRB row blocks.
 #pragma once
+#include "kernels/attention_dropout.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/mma_bf16.cuh"
 
@@ -119,6 +120,25 @@ template <int HS>
 __device__ __forceinline__ void load_a_fragments(uint32_t (&a)[HS / 16][4], const uint16_t* tile, int warp, int lane) {
   load_a_fragments<HS, 1>(reinterpret_cast<uint32_t(&)[1][HS / 16][4]>(a), tile, warp * 16, lane);
 }
+
+// Dropout keep bits of the 32 elements a thread holds of a 16 x 64 C-fragment tile: bit 4n + e for
+// fragment n, entry e (row g + 8 (e / 2), column 8n + 2c + (e & 1)), whose Philox counter is
+// base[e / 2] + column * column_stride. Branch-free, so that the 32 independent draws interleave
+// with each other and with the tile products.
+__device__ __forceinline__ uint32_t draw_keep_bits(const AttentionDropout& drop, const uint64_t (&base)[2],
+                                                   uint64_t column_stride, int c) {
+  uint32_t bits = 0;
+#pragma unroll
+  for (int n = 0; n < 8; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      uint64_t column = static_cast<uint64_t>(n * 8 + 2 * c + (e & 1));
+      bits |= static_cast<uint32_t>(drop.kept(base[e / 2] + column * column_stride)) << (4 * n + e);
+    }
+  return bits;
+}
+
+__device__ __forceinline__ bool keep_bit(uint32_t bits, int n, int e) { return (bits >> (4 * n + e)) & 1u; }
 
 // Dynamic shared memory above 48 KB needs the kernel's opt-in.
 template <typename Kernel>

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/attention_dropout.h"
 #include "tensor/dtype.h"
 #include "kernels/cuda/stream_type.h"
 
@@ -11,11 +12,12 @@ namespace nd::cuda::detail {
 
 template <typename T>
 void attention_forward_simple(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
-                              cudaStream_t stream);
+                              const AttentionDropout& dropout, cudaStream_t stream);
 
 // delta (B, NH, T) = rowsum(dout * out) per head, precomputed by the caller.
 template <typename T>
 void attention_backward_simple(const T* dout, const T* qkv, const float* lse, const float* delta, T* dqkv,
-                               int64_t B, int64_t T_len, int64_t C, int64_t NH, cudaStream_t stream);
+                               int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
+                               cudaStream_t stream);
 
 }  // namespace nd::cuda::detail

@@ -223,6 +223,16 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
                          NH);
     });
     bench.report("attention bwd", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
+    // With dropout on the probabilities: one Philox draw per unmasked element, in each kernel.
+    const AttentionDropout drop{0.1f, 1234, 0, 5};
+    s = bench.time(
+        [&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH, drop); });
+    bench.report("attention fwd dropout", dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
+    s = bench.time([&] {
+      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C,
+                         NH, drop);
+    });
+    bench.report("attention bwd dropout", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
   }
 
   {

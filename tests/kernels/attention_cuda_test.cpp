@@ -1,5 +1,6 @@
 // CUDA flash attention against the CPU kernel through ops::attention: output and dqkv, sequence
-// lengths that are not a multiple of the tile, head sizes 32, 64, 128 and 8, f32 and bf16.
+// lengths that are not a multiple of the tile, head sizes 32, 64, 128 and 8, f32 and bf16, without
+// and with dropout on the probabilities (the kernels must drop exactly the CPU's elements).
 #include "autograd/ops.h"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda_test_util.h"
@@ -7,13 +8,19 @@
 namespace nd::test {
 namespace {
 
-void check_attention(DType dtype, int64_t B, int64_t T, int64_t NH, int64_t hs) {
+void check_attention(DType dtype, int64_t B, int64_t T, int64_t NH, int64_t hs, float dropout = 0.0f) {
   Generator gen(fresh_seed());
   int64_t C = NH * hs;
-  check_op_against_cpu([NH](const std::vector<Variable>& v, Device) { return ops::attention(v[0], NH); },
-                       {random_input({B, T, 3 * C}, gen, dtype)}, {true}, dtype, gen,
+  uint64_t mask_seed = gen.next_u64();
+  // A fresh generator per call: the CPU and GPU runs draw the same counters.
+  auto op = [NH, dropout, mask_seed](const std::vector<Variable>& v, Device) {
+    Generator mask_gen(mask_seed, 3);
+    mask_gen.set_offset(17);
+    return ops::attention(v[0], static_cast<int>(NH), dropout, &mask_gen, true);
+  };
+  check_op_against_cpu(op, {random_input({B, T, 3 * C}, gen, dtype)}, {true}, dtype, gen,
                        "attention " + std::string(dtype_name(dtype)) + " T=" + std::to_string(T) +
-                           " hs=" + std::to_string(hs));
+                           " hs=" + std::to_string(hs) + " dropout=" + std::to_string(dropout));
 }
 
 TEST(AttentionCuda, F32) {
@@ -44,6 +51,27 @@ TEST(AttentionCuda, Bf16OtherHeadSizes) {
     check_attention(DType::BF16, 1, 70, 2, 128);
   }
   check_attention(DType::BF16, 2, 33, 2, 32);
+}
+
+TEST(AttentionCuda, F32Dropout) {
+  ND_SKIP_WITHOUT_GPU();
+  check_attention(DType::F32, 2, 37, 3, 64, 0.2f);
+  check_attention(DType::F32, 1, 100, 2, 32, 0.2f);
+  check_attention(DType::F32, 1, 45, 1, 128, 0.2f);
+  check_attention(DType::F32, 1, 9, 2, 8, 1.0f);
+}
+
+TEST(AttentionCuda, Bf16Dropout) {
+  ND_SKIP_WITHOUT_GPU();
+  for (int variant = cuda::detail::attention_forward_variant_count() - 1; variant >= 0; --variant) {
+    cuda::detail::set_attention_forward_variant(variant);
+    std::printf("[ variant  ] %d\n", variant);
+    check_attention(DType::BF16, 2, 37, 2, 64, 0.2f);
+    check_attention(DType::BF16, 1, 150, 2, 64, 0.2f);
+    check_attention(DType::BF16, 1, 70, 2, 128, 0.2f);
+  }
+  check_attention(DType::BF16, 2, 33, 2, 32, 0.2f);
+  check_attention(DType::BF16, 1, 100, 1, 32, 0.2f);
 }
 
 TEST(AttentionCuda, RejectsUnsupportedHeadSize) {

@@ -1,0 +1,26 @@
+// Dropout on the attention probabilities, the rule shared by the CPU and CUDA kernels so that both
+// drop the same elements: element (b, h, i, j) of the (B, NH, T, T) probability matrix is kept iff
+// philox_uniform(seed, first + ((b * NH + h) * T + i) * T + j, stream) >= p (the rule of ops::dropout).
+#pragma once
+#include <cstdint>
+
+#include "tensor/philox.h"
+
+namespace nd {
+
+struct AttentionDropout {
+  float p = 0.0f;  // 0: no dropout, and no random draw
+  uint64_t seed = 0, first = 0, stream = 0;
+
+  ND_HOST_DEVICE bool active() const { return p > 0.0f; }
+  // What kept probabilities are multiplied by: 1 / (1 - p); 0 when p == 1 (nothing is kept).
+  ND_HOST_DEVICE float keep_scale() const { return p < 1.0f ? 1.0f / (1.0f - p) : 0.0f; }
+  // Counter of element (i, 0) of head bh = b * NH + h; element (i, j) adds j.
+  ND_HOST_DEVICE uint64_t row_counter(int64_t bh, int64_t T, int64_t i) const {
+    return first + (static_cast<uint64_t>(bh) * static_cast<uint64_t>(T) + static_cast<uint64_t>(i)) *
+                       static_cast<uint64_t>(T);
+  }
+  ND_HOST_DEVICE bool kept(uint64_t counter) const { return philox_uniform(seed, counter, stream) >= p; }
+};
+
+}  // namespace nd
