@@ -22,6 +22,12 @@ ncclDataType_t nccl_reduce_type(DType dtype) {
 
 ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAvg; }
 
+// CTAs (channels) of the point-to-point communicator. NCCL spreads one send or recv over
+// p2p channels / nranks of them (more once a channel would carry over 16 MiB), and on 4 H200
+// it picks 32 p2p channels by itself; 64 (its most) doubles the bytes in flight per call: the
+// ring's all-reduce gained 10-20% at 64 MB..4 GB on 4 GPUs, 5-10% on 2.
+constexpr int kP2pCtas = 64;
+
 // Data movement does not care about the element type: it moves bytes.
 size_t byte_count(const Tensor& t) { return t.nbytes(); }
 
@@ -52,6 +58,9 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index) : device_index_(device_ind
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
   NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.minCTAs = config.maxCTAs = kP2pCtas;
+  NCCL_CHECK(ncclCommSplit(nccl_, 0, rank_, &p2p_, &config));
   stream_ = comm_stream(device_index_);
   CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
 }
@@ -62,6 +71,7 @@ NcclComm::~NcclComm() {
   if (side_stream_) cudaStreamSynchronize(side_stream_);
   scratch_ = Tensor();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  if (p2p_) ncclCommDestroy(p2p_);
   if (nccl_) ncclCommDestroy(nccl_);
   if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
   int finalized = 0;
@@ -72,13 +82,13 @@ NcclComm::~NcclComm() {
 void NcclComm::send(const Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "send buffer");
   check_peer(*this, peer, "send");
-  NCCL_CHECK(ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, nccl_, stream_));
+  NCCL_CHECK(ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
 }
 
 void NcclComm::recv(Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "recv buffer");
   check_peer(*this, peer, "recv");
-  NCCL_CHECK(ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, nccl_, stream_));
+  NCCL_CHECK(ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
 }
 
 void NcclComm::group_start() {

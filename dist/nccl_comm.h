@@ -19,7 +19,8 @@ namespace nd::dist {
 class NcclComm : public Comm {
  public:
   // Collective over `parent`: rank 0 creates the NCCL unique id and MPI broadcasts it. Uses GPU
-  // `device_index`, which the caller chose (see select_local_gpu).
+  // `device_index`, which the caller chose (see select_local_gpu). Makes two NCCL communicators:
+  // one for the native collectives, one with more channels for send/recv.
   NcclComm(MPI_Comm parent, int device_index);
   ~NcclComm() override;
   NcclComm(const NcclComm&) = delete;
@@ -62,6 +63,9 @@ class NcclComm : public Comm {
  private:
   MPI_Comm mpi_ = MPI_COMM_NULL;
   ncclComm_t nccl_ = nullptr;
+  // send/recv (and so the ring) run on this duplicate of nccl_, made with more channels, so
+  // the native collectives keep NCCL's own tuning on nccl_.
+  ncclComm_t p2p_ = nullptr;
   int rank_ = 0;
   int size_ = 1;
   int device_index_ = 0;

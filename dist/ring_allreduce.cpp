@@ -2,16 +2,23 @@
 // defaults per device, and the hand-off to the CPU or GPU driver (dist/ring_*.cpp).
 #include "dist/ring_allreduce.h"
 
+#include <algorithm>
+
 #include "dist/ring_drivers.h"
+#include "dist/ring_schedule.h"
 
 namespace nd::dist {
 
 namespace {
 
 constexpr int64_t kCpuSliceBytes = 256 << 10;
-constexpr int64_t kGpuSliceBytes = 16 << 20;
-constexpr int64_t kGpuMinSlicedChunkBytes = 1 << 20;
 constexpr int64_t kGpuDirectMaxBytes = 64 << 10;
+// GPU slicing, from sweeps on 2 and 4 H200 (NVLink): a NCCL send/recv moves more bytes per
+// second the larger it is (more channels, fewer handshakes), so a lane's part of a chunk goes
+// in one piece up to 32 MiB (its unhidden reduction costs less than halving the transfers)
+// and in slices of at most kGpuMaxSliceBytes, at least two, above that.
+constexpr int64_t kGpuPipelineAboveBytes = 32 << 20;
+constexpr int64_t kGpuMaxSliceBytes = 128 << 20;
 
 // Checks the buffer and, when asked, that every rank passes the same count and dtype.
 // Returns false when there is nothing to do (one rank or an empty buffer).
@@ -23,16 +30,33 @@ bool prepare(Comm& comm, const Tensor& buffer, const RingOptions& options, const
   return buffer.numel() > 0;
 }
 
-int64_t slice_elems(const Comm& comm, const Tensor& buffer, const RingOptions& options) {
+int64_t cpu_slice_elems(const Tensor& buffer, const RingOptions& options) {
   const int64_t elem = static_cast<int64_t>(dtype_size(buffer.dtype()));
-  if (options.slice_bytes > 0) return std::max<int64_t>(1, options.slice_bytes / elem);
-  if (comm.device().is_cpu()) return std::max<int64_t>(1, kCpuSliceBytes / elem);
-  // GPU: one slice for small chunks (each slice is a kernel launch and a NCCL handshake);
-  // above that at least two, so a slice's reduction hides behind the next slice's transfer.
-  const int64_t longest = ring_chunk(buffer.numel(), comm.size(), 0).size;
-  if (longest * elem < kGpuMinSlicedChunkBytes) return longest;
-  return std::min((longest + 1) / 2, kGpuSliceBytes / elem);
+  return std::max<int64_t>(1, (options.slice_bytes > 0 ? options.slice_bytes : kCpuSliceBytes) / elem);
 }
+
+#if NANODIST_WITH_CUDA
+ring::GpuRingPlan gpu_plan(const Comm& comm, const Tensor& buffer, const RingOptions& options) {
+  ND_CHECK(options.lanes >= 0 && options.lanes <= 2, "RingOptions.lanes " << options.lanes << " must be 0, 1 or 2");
+  const int64_t elem = static_cast<int64_t>(dtype_size(buffer.dtype()));
+  ring::GpuRingPlan plan;
+  plan.lanes = options.lanes > 0 ? options.lanes : (comm.size() > 2 ? 2 : 1);
+  if (options.slice_bytes > 0) {
+    plan.slice_elems = std::max<int64_t>(1, options.slice_bytes / elem);
+    return plan;
+  }
+  // Chunk 0 is the longest chunk and its lane-0 part the longest part.
+  const int64_t part = ring::slice_of(ring_chunk(buffer.numel(), comm.size(), 0), plan.lanes, 0).size;
+  if (part * elem <= kGpuPipelineAboveBytes) {
+    plan.slice_elems = part;
+    return plan;
+  }
+  const int64_t max_slice = kGpuMaxSliceBytes / elem;
+  const int64_t nslices = std::max<int64_t>(2, (part + max_slice - 1) / max_slice);
+  plan.slice_elems = (part + nslices - 1) / nslices;
+  return plan;
+}
+#endif
 
 int64_t direct_max_bytes(const Comm& comm, const RingOptions& options) {
   if (options.direct_max_bytes >= 0) return options.direct_max_bytes;
@@ -41,15 +65,15 @@ int64_t direct_max_bytes(const Comm& comm, const RingOptions& options) {
 
 void reduce_scatter_flat(Comm& comm, Tensor& flat, ReduceOp op, const RingOptions& options) {
 #if NANODIST_WITH_CUDA
-  if (comm.device().is_cuda()) return ring::cuda_reduce_scatter(comm, flat, op, slice_elems(comm, flat, options));
+  if (comm.device().is_cuda()) return ring::cuda_reduce_scatter(comm, flat, op, gpu_plan(comm, flat, options));
 #endif
   ND_CHECK(comm.device().is_cpu(), "ring on " << comm.device().str() << " needs a CUDA build");
-  ring::cpu_reduce_scatter(comm, flat, op, slice_elems(comm, flat, options));
+  ring::cpu_reduce_scatter(comm, flat, op, cpu_slice_elems(flat, options));
 }
 
-void all_gather_flat(Comm& comm, Tensor& flat) {
+void all_gather_flat(Comm& comm, Tensor& flat, const RingOptions& options) {
 #if NANODIST_WITH_CUDA
-  if (comm.device().is_cuda()) return ring::cuda_all_gather(comm, flat);
+  if (comm.device().is_cuda()) return ring::cuda_all_gather(comm, flat, gpu_plan(comm, flat, options).lanes);
 #endif
   ND_CHECK(comm.device().is_cpu(), "ring on " << comm.device().str() << " needs a CUDA build");
   ring::cpu_all_gather(comm, flat);
@@ -74,7 +98,7 @@ void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& 
     return ring::cpu_direct_allreduce(comm, flat, op);
   }
   reduce_scatter_flat(comm, flat, op, options);
-  all_gather_flat(comm, flat);
+  all_gather_flat(comm, flat, options);
 }
 
 void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
@@ -86,7 +110,7 @@ void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op, const RingOpti
 void ring_all_gather(Comm& comm, Tensor& buffer, const RingOptions& options) {
   if (!prepare(comm, buffer, options, "ring_all_gather buffer", false)) return;
   Tensor flat = buffer.view({-1});
-  all_gather_flat(comm, flat);
+  all_gather_flat(comm, flat, options);
 }
 
 }  // namespace nd::dist

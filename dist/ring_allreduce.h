@@ -1,7 +1,8 @@
 // The from-scratch ring all-reduce: reduce-scatter in N-1 steps, then all-gather in N-1 steps,
-// each step one grouped send-to-next / recv-from-previous through Comm, with a local reduce
-// kernel; chunks are cut into slices so the transfer of one slice overlaps the reduction of
-// another. No backend collective is used. CPU buffers on MpiComm/LocalComm, GPU on NcclComm.
+// each step one grouped send-to-next / recv-from-previous through Comm (on GPU also the mirror
+// image, send-to-previous / recv-from-next, for the second half of every chunk), with a local
+// reduce kernel; chunks are cut into slices so the transfer of one slice overlaps the reduction
+// of another. No backend collective is used. CPU buffers on MpiComm/LocalComm, GPU on NcclComm.
 #pragma once
 #include <cstdint>
 
@@ -10,9 +11,13 @@
 namespace nd::dist {
 
 struct RingOptions {
-  // Slice length in bytes for the pipeline; 0 picks one for the device (256 KiB on CPU;
-  // 16 MiB on GPU, with at least two slices per chunk above 1 MiB and none below).
+  // Slice length in bytes for the reduce-scatter pipeline; 0 picks one for the device (256 KiB
+  // on CPU; on GPU one slice per chunk part up to 32 MiB, above that two slices or more).
   int64_t slice_bytes = 0;
+  // GPU only: 1 runs every chunk round the ring one way; 2 sends the first half of every chunk
+  // to the next rank and the second half to the previous one, so each step keeps transfers to
+  // two peers in flight. 0 picks 2 above two ranks (with two, both lanes reach the one peer).
+  int lanes = 0;
   // All-reduces of at most this many bytes skip the ring: each rank sends its whole buffer to
   // every other rank in one group and sums the N copies in rank order (one step instead of
   // 2(N-1), for latency-bound sizes). -1 picks one for the device (64 KiB on GPU, 0 on CPU).

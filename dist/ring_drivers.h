@@ -14,10 +14,20 @@ void cpu_all_gather(Comm& comm, Tensor& flat);
 void cpu_direct_allreduce(Comm& comm, Tensor& flat, ReduceOp op);
 
 #if NANODIST_WITH_CUDA
+// How the GPU ring cuts its work. lanes 1: every chunk goes round the ring one way. lanes 2:
+// the first half of every chunk goes to the next rank and the second half to the previous one
+// (schedule direction -1), so each step has transfers to two peers in flight, which NCCL runs
+// on separate channels. Each lane's part of a chunk is cut into slices of at most slice_elems
+// elements for the reduce-scatter pipeline.
+struct GpuRingPlan {
+  int lanes = 1;
+  int64_t slice_elems = 0;
+};
+
 // GPU: `comm` must be an NcclComm. Transfers on its stream, reductions on its side stream,
 // ordered by events; nothing waits on the host.
-void cuda_reduce_scatter(Comm& comm, Tensor& flat, ReduceOp op, int64_t slice_elems);
-void cuda_all_gather(Comm& comm, Tensor& flat);
+void cuda_reduce_scatter(Comm& comm, Tensor& flat, ReduceOp op, const GpuRingPlan& plan);
+void cuda_all_gather(Comm& comm, Tensor& flat, int lanes);
 void cuda_direct_allreduce(Comm& comm, Tensor& flat, ReduceOp op);
 #endif
 

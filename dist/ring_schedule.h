@@ -1,7 +1,9 @@
 // Who sends what at each ring step, shared by the CPU and GPU drivers. With N ranks, rank r
 // at reduce-scatter step k (0..N-2) sends chunk r-k-1 and receives chunk r-k-2 (mod N), which
 // it reduces; after the last step it owns the finished chunk r. All-gather step k sends chunk
-// r-k and receives chunk r-k-1, so chunk r travels all the way round.
+// r-k and receives chunk r-k-1, so chunk r travels all the way round. `dir` -1 runs the same
+// ring the other way round (send to r-1, receive from r+1, chunk indices mirrored): it still
+// leaves chunk r finished on rank r, so the two directions can share a buffer's chunks.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -14,10 +16,10 @@ inline int wrap(int i, int n) { return ((i % n) + n) % n; }
 inline int next_rank(int r, int n) { return wrap(r + 1, n); }
 inline int prev_rank(int r, int n) { return wrap(r - 1, n); }
 
-inline int rs_send_chunk(int r, int step, int n) { return wrap(r - step - 1, n); }
-inline int rs_recv_chunk(int r, int step, int n) { return wrap(r - step - 2, n); }
-inline int ag_send_chunk(int r, int step, int n) { return wrap(r - step, n); }
-inline int ag_recv_chunk(int r, int step, int n) { return wrap(r - step - 1, n); }
+inline int rs_send_chunk(int r, int step, int n, int dir = 1) { return wrap(r - dir * (step + 1), n); }
+inline int rs_recv_chunk(int r, int step, int n, int dir = 1) { return wrap(r - dir * (step + 2), n); }
+inline int ag_send_chunk(int r, int step, int n, int dir = 1) { return wrap(r - dir * step, n); }
+inline int ag_recv_chunk(int r, int step, int n, int dir = 1) { return wrap(r - dir * (step + 1), n); }
 
 // Slices per chunk so that a slice holds at most `slice_elems` elements (at least 1 slice).
 // The same on every rank, so sender and receiver cut a chunk identically.

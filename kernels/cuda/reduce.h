@@ -9,9 +9,10 @@
 
 namespace nd::cuda {
 
-// dst (n) = (dst + src) * scale.
-void reduce_add(float* dst, const float* src, int64_t n, float scale, cudaStream_t stream);
-void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale, cudaStream_t stream);
+// dst (n) = (dst + src) * scale. max_blocks > 0 caps the grid, leaving the other SMs to
+// kernels that run beside it (the ring's NCCL transfers); 0 fills the GPU.
+void reduce_add(float* dst, const float* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
+void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
 
 // dst (n) = scale * sum over r of row r, rows (nrows, n), summed in row order; row `own_row`
 // is read from dst itself (-1: none).

@@ -1,6 +1,7 @@
 // The NCCL backend and the GPU ring under mpirun (one rank per GPU): ring against NCCL's own
 // all-reduce and the closed form, through every GPU path (direct, one slice on one stream,
-// many slices on two streams); the halves alone; broadcast, split and grouped send/recv.
+// many slices on two streams, one and two lanes); the halves alone; broadcast, split and
+// grouped send/recv.
 // Skips where there is no GPU.
 #include <gtest/gtest.h>
 
@@ -73,6 +74,27 @@ TEST(NcclRing, ManySlicesOnTwoStreams) {
   options.direct_max_bytes = 0;
   options.slice_bytes = 4096;  // dozens of slices per chunk: staging slots are reused many times
   check_ring(options, 300007, "ring, many slices");
+}
+
+TEST(NcclRing, OneLaneAndTwoLanes) {
+  SKIP_WITHOUT_GPU();
+  for (int lanes : {1, 2}) {
+    RingOptions options;
+    options.direct_max_bytes = 0;
+    options.slice_bytes = 4096;
+    options.lanes = lanes;
+    check_ring(options, 100003, lanes == 1 ? "ring, one lane" : "ring, two lanes");
+  }
+}
+
+// f32 slices of up to 3 MiB, two or more per lane part for 2..4 ranks, each over 160000
+// 16-byte vectors: more than a reduction grid capped at half the SMs (66 blocks of 512 threads
+// on an H200) covers in one pass of 4 vectors a thread, so its threads loop.
+TEST(NcclRing, LargeSlicesOnCappedReductionGrid) {
+  SKIP_WITHOUT_GPU();
+  RingOptions options;
+  options.slice_bytes = 3 << 20;
+  check_ring(options, 12000007, "ring, large slices");
 }
 
 TEST(NcclRing, DirectPath) {
