@@ -1,23 +1,8 @@
-// Picks the kernel instantiation for a tensor's dtype. CPU kernels are templates over the float
-// type (f32 for training, f64 for the gradient checks); the CUDA side has its own dispatch.
+// Picks the CPU kernel instantiation for a tensor's dtype: CPU kernels are templates over the
+// float type (f32 for training, f64 for the gradient checks).
 #pragma once
-#include "tensor/tensor.h"
+#include "tensor/dtype_dispatch.h"
 
 // Runs `body` with `scalar_t` bound to float or double according to `dtype`.
-#define ND_DISPATCH_CPU_FLOAT(dtype, what, ...)                                                  \
-  do {                                                                                           \
-    switch (dtype) {                                                                             \
-      case ::nd::DType::F32: {                                                                   \
-        using scalar_t = float;                                                                  \
-        __VA_ARGS__;                                                                             \
-        break;                                                                                   \
-      }                                                                                          \
-      case ::nd::DType::F64: {                                                                   \
-        using scalar_t = double;                                                                 \
-        __VA_ARGS__;                                                                             \
-        break;                                                                                   \
-      }                                                                                          \
-      default:                                                                                   \
-        ND_FAIL(what << ": dtype " << ::nd::dtype_name(dtype) << " is not supported on the CPU"); \
-    }                                                                                            \
-  } while (0)
+#define ND_DISPATCH_CPU_FLOAT(dtype, what, ...) \
+  ND_DISPATCH_F32_OR(dtype, ::nd::DType::F64, double, "the CPU", what, __VA_ARGS__)
