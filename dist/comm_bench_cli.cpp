@@ -64,7 +64,7 @@ int run_bench_comm_cli(int argc, char** argv) {
   options.ring_options.direct_max_bytes = parse_signed_bytes(args["direct-max-bytes"].as<std::string>());
   const std::string csv_path = args["csv"].as<std::string>();
 
-  std::unique_ptr<Comm> comm = make_world_comm(device);
+  std::unique_ptr<Comm> comm = make_world_comm(device, options.ring);
   const bool printer = comm->rank() == 0;
   std::ofstream csv;
   if (printer && !csv_path.empty()) {

@@ -48,7 +48,7 @@ int select_local_gpu(MPI_Comm world) {
   return place.rank;
 }
 
-NcclComm::NcclComm(MPI_Comm parent, int device_index) : device_index_(device_index) {
+NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_index_(device_index) {
   MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
   MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
   MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
@@ -58,9 +58,13 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index) : device_index_(device_ind
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
   NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.minCTAs = config.maxCTAs = kP2pCtas;
-  NCCL_CHECK(ncclCommSplit(nccl_, 0, rank_, &p2p_, &config));
+  if (wide_p2p) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.minCTAs = config.maxCTAs = kP2pCtas;
+    NCCL_CHECK(ncclCommSplit(nccl_, 0, rank_, &p2p_, &config));
+  } else {
+    p2p_ = nccl_;
+  }
   stream_ = comm_stream(device_index_);
   CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
 }
@@ -71,7 +75,7 @@ NcclComm::~NcclComm() {
   if (side_stream_) cudaStreamSynchronize(side_stream_);
   scratch_ = Tensor();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
-  if (p2p_) ncclCommDestroy(p2p_);
+  if (p2p_ && p2p_ != nccl_) ncclCommDestroy(p2p_);
   if (nccl_) ncclCommDestroy(nccl_);
   if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
   int finalized = 0;
@@ -147,7 +151,7 @@ std::unique_ptr<Comm> NcclComm::split(int color, int key) {
   ND_CHECK(color >= 0, "split: color " << color << " must be >= 0");
   MPI_Comm child;
   MPI_CHECK(MPI_Comm_split(mpi_, color, key, &child));
-  auto result = std::make_unique<NcclComm>(child, device_index_);
+  auto result = std::make_unique<NcclComm>(child, device_index_, p2p_ != nccl_);
   MPI_Comm_free(&child);
   return result;
 }

@@ -19,9 +19,11 @@ namespace nd::dist {
 class NcclComm : public Comm {
  public:
   // Collective over `parent`: rank 0 creates the NCCL unique id and MPI broadcasts it. Uses GPU
-  // `device_index`, which the caller chose (see select_local_gpu). Makes two NCCL communicators:
-  // one for the native collectives, one with more channels for send/recv.
-  NcclComm(MPI_Comm parent, int device_index);
+  // `device_index`, which the caller chose (see select_local_gpu). With wide_p2p it makes a second
+  // NCCL communicator with more channels for send/recv (the ring's transfers); without, send/recv
+  // share the native collectives' communicator, so a run that never uses the ring pays for
+  // neither its channels' buffers nor its proxy work.
+  NcclComm(MPI_Comm parent, int device_index, bool wide_p2p = true);
   ~NcclComm() override;
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;

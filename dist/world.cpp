@@ -64,7 +64,7 @@ LocalPlace local_place(MPI_Comm world) {
   return place;
 }
 
-std::unique_ptr<Comm> make_world_comm(Device device) {
+std::unique_ptr<Comm> make_world_comm(Device device, bool ring_transfers) {
   if (!launched_under_mpi()) return std::make_unique<LocalComm>(device);
   ensure_mpi_initialized();
   int rank = 0, size = 1;
@@ -75,7 +75,7 @@ std::unique_ptr<Comm> make_world_comm(Device device) {
   if (device.is_cpu()) return std::make_unique<MpiComm>(MPI_COMM_WORLD);
 #if NANODIST_WITH_CUDA
   int gpu = select_local_gpu(MPI_COMM_WORLD);
-  return std::make_unique<NcclComm>(MPI_COMM_WORLD, gpu);
+  return std::make_unique<NcclComm>(MPI_COMM_WORLD, gpu, ring_transfers);
 #else
   ND_FAIL("device " << device.str() << " needs a build with CUDA (this build has none)");
 #endif

@@ -137,7 +137,7 @@ int run_train_command(int argc, const char* const* argv) {
   TrainConfig config = train_config_from_flags(flags);
   // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
   // also picks this rank's GPU); alone it is a one-rank LocalComm.
-  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device));
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device), config.allreduce == "ring");
   if (comm->device().is_cuda()) config.device = comm->device().str();
   validate_train_config(config, comm->size());
   RunContext context;
