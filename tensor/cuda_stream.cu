@@ -70,6 +70,12 @@ void compute_wait_for_comm(int device) {
   CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_done, 0));
 }
 
+bool compute_stream_capturing(int device) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  CUDA_CHECK(cudaStreamIsCapturing(streams_of(device).compute, &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
 void synchronize_device_streams(int device) {
   DeviceStreams& s = streams_of(device);
   CUDA_CHECK(cudaStreamSynchronize(s.compute));

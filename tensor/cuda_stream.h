@@ -18,6 +18,10 @@ cudaStream_t comm_stream(int device = -1);
 void comm_wait_for_compute(int device = -1);
 void compute_wait_for_comm(int device = -1);
 
+// True while the compute stream of `device` is being captured into a CUDA graph: then nothing
+// may synchronise with the host (copies between devices stay stream-ordered, see copy_bytes).
+bool compute_stream_capturing(int device = -1);
+
 // Blocks the host until the compute (and communication) stream of `device` is idle.
 void synchronize_device_streams(int device = -1);
 

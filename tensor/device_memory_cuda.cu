@@ -3,6 +3,9 @@
 // happens (a CUDA graph can capture the step). Blocks are reused in the order of the compute
 // stream: a block freed while a kernel on that stream still reads it is only reused by later
 // work on the same stream. Work on another stream that outlives a tensor must hold the tensor.
+// CUDA graph pools: while a step is captured, the blocks it allocates keep their addresses for
+// every replay, so they are owned by the graph's pool and never handed to other work until the
+// pool is released.
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -34,11 +37,25 @@ size_t bucket_size(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
+using FreeLists = std::map<size_t, std::vector<void*>>;  // bucket size -> cached blocks
+
 struct DevicePool {
-  std::map<size_t, std::vector<void*>> free_blocks;  // bucket size -> cached blocks
-  std::unordered_map<void*, size_t> live;            // block -> bucket size
+  FreeLists free_blocks;
+  std::unordered_map<void*, size_t> live;  // block -> bucket size
   DeviceMemoryStats stats;
+  int capturing = 0;                               // graph pool taking allocations now; 0 = none
+  int next_graph_pool = 1;
+  std::unordered_map<void*, int> graph_owner;      // block -> graph pool that owns it
+  std::map<int, FreeLists> graph_free;             // freed blocks of each graph pool
 };
+
+void* take(FreeLists& lists, size_t size) {
+  auto it = lists.find(size);
+  if (it == lists.end() || it->second.empty()) return nullptr;
+  void* ptr = it->second.back();
+  it->second.pop_back();
+  return ptr;
+}
 
 class CachingAllocator {
  public:
@@ -47,13 +64,12 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     DevicePool& pool = pool_of(device);
     void* ptr = nullptr;
-    auto it = pool.free_blocks.find(size);
-    if (it != pool.free_blocks.end() && !it->second.empty()) {
-      ptr = it->second.back();
-      it->second.pop_back();
-    } else {
-      ptr = cuda_malloc(pool, size, device);
-    }
+    // During capture a block freed earlier in the same capture comes first: the graph orders
+    // its last reader before its next writer (same stream), as eager execution did.
+    if (pool.capturing) ptr = take(pool.graph_free[pool.capturing], size);
+    if (!ptr) ptr = take(pool.free_blocks, size);
+    if (!ptr) ptr = cuda_malloc(pool, size, device);
+    if (pool.capturing) pool.graph_owner[ptr] = pool.capturing;
     pool.live[ptr] = size;
     pool.stats.current_bytes += size;
     if (pool.stats.current_bytes > pool.stats.peak_bytes) pool.stats.peak_bytes = pool.stats.current_bytes;
@@ -66,8 +82,40 @@ class CachingAllocator {
     auto it = pool.live.find(ptr);
     if (it == pool.live.end()) return;  // not ours: nothing to do (never throw from a destructor)
     pool.stats.current_bytes -= it->second;
-    pool.free_blocks[it->second].push_back(ptr);
+    auto owner = pool.graph_owner.find(ptr);
+    if (owner != pool.graph_owner.end()) {
+      pool.graph_free[owner->second][it->second].push_back(ptr);
+    } else {
+      pool.free_blocks[it->second].push_back(ptr);
+    }
     pool.live.erase(it);
+  }
+
+  int begin_graph_pool(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    DevicePool& pool = pool_of(device);
+    ND_CHECK(pool.capturing == 0, "cuda:" << device << " is already capturing into graph pool " << pool.capturing);
+    pool.capturing = pool.next_graph_pool++;
+    return pool.capturing;
+  }
+
+  void end_graph_pool(int device) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    pool_of(device).capturing = 0;
+  }
+
+  // The graph that used `id` is gone: its free blocks join the general cache, and its live ones
+  // will when they are freed.
+  void release_graph_pool(int device, int id) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    DevicePool& pool = pool_of(device);
+    CUDA_CHECK(cudaSetDevice(device));
+    CUDA_CHECK(cudaDeviceSynchronize());  // a replay may still use the blocks
+    for (auto& [size, blocks] : pool.graph_free[id])
+      for (void* p : blocks) pool.free_blocks[size].push_back(p);
+    pool.graph_free.erase(id);
+    for (auto it = pool.graph_owner.begin(); it != pool.graph_owner.end();)
+      it = it->second == id ? pool.graph_owner.erase(it) : std::next(it);
   }
 
   DeviceMemoryStats stats(int device) {
@@ -142,6 +190,9 @@ void device_free(void* ptr, int device) { allocator().release(ptr, device); }
 DeviceMemoryStats device_memory_stats(int device) { return allocator().stats(device); }
 void reset_peak_device_memory(int device) { allocator().reset_peak(device); }
 void release_cached_device_memory(int device) { allocator().release_cached(device); }
+int begin_graph_pool(int device) { return allocator().begin_graph_pool(device); }
+void end_graph_pool(int device) { allocator().end_graph_pool(device); }
+void release_graph_pool(int device, int pool) { allocator().release_graph_pool(device, pool); }
 
 // Stream-ordered on the compute stream: no host synchronisation, and graph capture can record it.
 void device_memset_zero(void* ptr, size_t nbytes, int device) {
@@ -154,8 +205,16 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     std::memcpy(dst, src, nbytes);
     return;
   }
-  // Ordered after all queued work of both devices, and finished when this returns.
   int device = dst_device.is_cuda() ? dst_device.index : src_device.index;
+  if (compute_stream_capturing(device)) {
+    // Inside CUDA graph capture (clones of the step): stream-ordered on the compute stream, no
+    // host wait. A copy from or to the host would need one, so it is an error there.
+    ND_CHECK(src_device.is_cuda() && dst_device.is_cuda() && src_device.index == dst_device.index,
+             "copy from " << src_device.str() << " to " << dst_device.str() << " inside CUDA graph capture");
+    CUDA_CHECK(cudaMemcpyAsync(dst, src, nbytes, cudaMemcpyDeviceToDevice, compute_stream(device)));
+    return;
+  }
+  // Ordered after all queued work of both devices, and finished when this returns.
   if (src_device.is_cuda()) synchronize_device_streams(src_device.index);
   if (dst_device.is_cuda()) synchronize_device_streams(dst_device.index);
   cudaStream_t stream = compute_stream(device);

@@ -20,4 +20,13 @@ void reset_peak_device_memory(int device);
 // Returns every cached (unused) block of `device` to the CUDA runtime.
 void release_cached_device_memory(int device);
 
+// CUDA graph pools. Between begin_graph_pool(device) and end_graph_pool(device) every block
+// allocated on `device` joins a new pool (the returned id): its address is baked into the graph,
+// so once freed it is reused only by later allocations of the same capture, never by other work.
+// release_graph_pool, after the graph is destroyed, hands the pool's blocks back to the cache.
+// Defined in CUDA builds only (callers sit behind NANODIST_WITH_CUDA).
+int begin_graph_pool(int device);
+void end_graph_pool(int device);
+void release_graph_pool(int device, int pool);
+
 }  // namespace nd

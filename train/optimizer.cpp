@@ -38,16 +38,38 @@ ParamState& AdamW::state(const std::string& name) {
 
 double AdamW::grad_norm() const { return global_grad_norm(states_); }
 
-double AdamW::step(double lr, double grad_clip) {
-  ++step_count_;
+namespace {
+
+AdamWHyper hyper_of(const AdamWOptions& options, double lr, int64_t step) {
   AdamWHyper h;
   h.lr = static_cast<float>(lr);
-  h.beta1 = static_cast<float>(options_.beta1);
-  h.beta2 = static_cast<float>(options_.beta2);
-  h.eps = static_cast<float>(options_.eps);
-  h.weight_decay = static_cast<float>(options_.weight_decay);
-  h.step = step_count_;
-  return clip_and_update(states_, h, grad_clip, device_state_);
+  h.beta1 = static_cast<float>(options.beta1);
+  h.beta2 = static_cast<float>(options.beta2);
+  h.eps = static_cast<float>(options.eps);
+  h.weight_decay = static_cast<float>(options.weight_decay);
+  h.step = step;
+  return h;
 }
+
+}  // namespace
+
+double AdamW::step(double lr, double grad_clip) {
+  ++step_count_;
+  return clip_and_update(states_, hyper_of(options_, lr, step_count_), grad_clip, device_state_);
+}
+
+void AdamW::begin_step(double lr) {
+  ++step_count_;
+  step_lr_ = lr;
+  cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), device_state_);
+}
+
+// The kernels read lr and the step from what begin_step uploaded; they are passed again only for
+// launch data built after that upload (the first step creates the gradients).
+void AdamW::enqueue_update(double grad_clip) {
+  cuda_enqueue_clip_and_update(states_, hyper_of(options_, step_lr_, step_count_), grad_clip, device_state_);
+}
+
+double AdamW::last_grad_norm() const { return cuda_read_grad_norm(states_, device_state_); }
 
 }  // namespace nd::train

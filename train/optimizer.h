@@ -47,6 +47,14 @@ class AdamW {
   // norm before clipping (for logging). Parameters without a gradient are left alone.
   double step(double lr, double grad_clip);
 
+  // step() on the GPU in three parts, for a step captured into a CUDA graph: begin_step counts
+  // the step and uploads lr and the bias corrections (run before each replay, outside the graph);
+  // enqueue_update launches the norm, clip and AdamW kernels (captured once, no host sync);
+  // last_grad_norm reads the norm of the update that ran last (after the replay). GPU only.
+  void begin_step(double lr);
+  void enqueue_update(double grad_clip);
+  double last_grad_norm() const;
+
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps) { step_count_ = steps; }
   const AdamWOptions& options() const { return options_; }
@@ -58,6 +66,7 @@ class AdamW {
   AdamWOptions options_;
   std::vector<ParamState> states_;
   int64_t step_count_ = 0;
+  double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)
   std::shared_ptr<DeviceOptimizerState> device_state_;
 };
 

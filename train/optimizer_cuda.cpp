@@ -1,6 +1,8 @@
 // The optimizer on the GPU: the global norm, the clip factor and the fused AdamW update all stay
 // on the device (kernels/cuda multi-tensor kernels); the host reads back only the norm, for the
 // log line. The kernels' lists of tensors are uploaded once and reused while no address changes.
+// lr and the bias corrections go to the device before the kernels (one small copy from pinned
+// memory), so the kernel launches alone can be captured into a CUDA graph and replayed.
 #include "train/optimizer_dispatch.h"
 
 #if NANODIST_WITH_CUDA
@@ -21,6 +23,8 @@ struct DeviceOptimizerState {
   std::shared_ptr<void> adamw_slots;
   std::shared_ptr<void> norm_slots;
   Tensor scalars;  // f32 (2) on the device: the norm and the clip factor
+  Tensor step_scalars;  // one cuda::AdamWStepScalars on the device, read by the AdamW kernel
+  std::shared_ptr<cuda::AdamWStepScalars> staged;  // pinned host copy it is uploaded from
 };
 
 namespace {
@@ -65,29 +69,72 @@ float read_back(const float* device_value, cudaStream_t stream) {
   return host;
 }
 
+std::shared_ptr<cuda::AdamWStepScalars> pinned_step_scalars() {
+  void* host = nullptr;
+  CUDA_CHECK(cudaHostAlloc(&host, sizeof(cuda::AdamWStepScalars), cudaHostAllocDefault));
+  return std::shared_ptr<cuda::AdamWStepScalars>(static_cast<cuda::AdamWStepScalars*>(host),
+                                                 [](cuda::AdamWStepScalars* p) { cudaFreeHost(p); });
+}
+
+// The launch data for the current addresses, rebuilt (uploads: not capturable) when one changed.
 template <typename T>
-double clip_and_update_as(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
-                          std::shared_ptr<DeviceOptimizerState>& state) {
-  std::vector<const ParamState*> active = with_grad(states);
-  if (active.empty()) return 0.0;
-  int device = states.front().param.device().index;
+DeviceOptimizerState& launch_state(const std::vector<const ParamState*>& active, float weight_decay,
+                                   std::shared_ptr<DeviceOptimizerState>& state, bool* rebuilt = nullptr) {
+  if (rebuilt) *rebuilt = false;
+  int device = active.front()->param.device().index;
   std::vector<const void*> key = addresses(active);
   if (!state || state->key != key) {
-    state = std::make_shared<DeviceOptimizerState>();
-    state->key = key;
-    state->norm_slots = upload_norm_slots<T>(active, device);
-    state->adamw_slots = upload_adamw_slots<T>(active, h.weight_decay, device);
-    state->scalars = Tensor::zeros({2}, DType::F32, Device::cuda(device));
+    auto fresh = std::make_shared<DeviceOptimizerState>();
+    fresh->key = key;
+    fresh->norm_slots = upload_norm_slots<T>(active, device);
+    fresh->adamw_slots = upload_adamw_slots<T>(active, weight_decay, device);
+    fresh->scalars = Tensor::zeros({2}, DType::F32, Device::cuda(device));
+    fresh->step_scalars = Tensor::zeros({sizeof(cuda::AdamWStepScalars) / sizeof(float)}, DType::F32,
+                                        Device::cuda(device));
+    fresh->staged = state && state->staged ? state->staged : pinned_step_scalars();
+    state = fresh;
+    if (rebuilt) *rebuilt = true;
   }
-  cudaStream_t stream = compute_stream(device);
-  float* norm = state->scalars.data<float>();
+  return *state;
+}
+
+void upload_step_scalars(DeviceOptimizerState& s, const AdamWHyper& h, cudaStream_t stream) {
+  // The previous step's upload finished: every step ends by reading its norm back.
+  *s.staged = cuda::adamw_step_scalars(h.lr, h.beta1, h.beta2, h.step);
+  CUDA_CHECK(cudaMemcpyAsync(s.step_scalars.raw_data(), s.staged.get(), sizeof(cuda::AdamWStepScalars),
+                             cudaMemcpyHostToDevice, stream));
+}
+
+template <typename T>
+void upload_step_scalars_as(const std::vector<ParamState>& states, const AdamWHyper& h,
+                            std::shared_ptr<DeviceOptimizerState>& state) {
+  std::vector<const ParamState*> active = with_grad(states);
+  if (active.empty()) return;
+  DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state);
+  upload_step_scalars(s, h, compute_stream(active.front()->param.device().index));
+}
+
+template <typename T>
+void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+                       std::shared_ptr<DeviceOptimizerState>& state) {
+  std::vector<const ParamState*> active = with_grad(states);
+  if (active.empty()) return;
+  bool rebuilt = false;
+  DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state, &rebuilt);
+  cudaStream_t stream = compute_stream(active.front()->param.device().index);
+  // New launch data (the first step, whose gradients did not exist at the upload, or moved
+  // tensors) holds no step scalars yet. Never the case inside capture: the addresses are settled.
+  if (rebuilt) upload_step_scalars(s, h, stream);
+  float* norm = s.scalars.data<float>();
   float* scale = norm + 1;
-  cuda::global_norm<T>(*static_cast<cuda::DeviceSlots<cuda::NormSlot<T>>*>(state->norm_slots.get()), norm, scale,
+  cuda::global_norm<T>(*static_cast<cuda::DeviceSlots<cuda::NormSlot<T>>*>(s.norm_slots.get()), norm, scale,
                        static_cast<float>(grad_clip), stream);
-  cuda::AdamWHyper hyper{h.lr, h.beta1, h.beta2, h.eps, h.step};
-  cuda::adamw_update<T>(*static_cast<cuda::DeviceSlots<cuda::AdamWSlot<T>>*>(state->adamw_slots.get()), hyper, scale,
-                        stream);
-  return read_back(norm, stream);
+  cuda::adamw_update<T>(*static_cast<cuda::DeviceSlots<cuda::AdamWSlot<T>>*>(s.adamw_slots.get()), h.beta1, h.beta2,
+                        h.eps, static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
+}
+
+bool is_bf16(const std::vector<ParamState>& states) {
+  return !states.empty() && states.front().param.dtype() == DType::BF16;
 }
 
 template <typename T>
@@ -110,15 +157,34 @@ double cuda_global_grad_norm(const std::vector<ParamState>& states) {
   return global_norm_as<float>(states);
 }
 
-double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
-                            std::shared_ptr<DeviceOptimizerState>& device_state) {
+void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& h,
+                              std::shared_ptr<DeviceOptimizerState>& device_state) {
   for (const ParamState& s : states)
     ND_CHECK(s.param.dtype() == states.front().param.dtype(),
              "AdamW on the GPU needs one parameter dtype, got " << dtype_name(s.param.dtype()) << " and "
                                                                 << dtype_name(states.front().param.dtype()));
-  if (!states.empty() && states.front().param.dtype() == DType::BF16)
-    return clip_and_update_as<bf16>(states, h, grad_clip, device_state);
-  return clip_and_update_as<float>(states, h, grad_clip, device_state);
+  if (is_bf16(states)) return upload_step_scalars_as<bf16>(states, h, device_state);
+  upload_step_scalars_as<float>(states, h, device_state);
+}
+
+void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+                                  std::shared_ptr<DeviceOptimizerState>& device_state) {
+  if (is_bf16(states)) return enqueue_update_as<bf16>(states, h, grad_clip, device_state);
+  enqueue_update_as<float>(states, h, grad_clip, device_state);
+}
+
+double cuda_read_grad_norm(const std::vector<ParamState>& states,
+                           const std::shared_ptr<DeviceOptimizerState>& device_state) {
+  if (with_grad(states).empty() || !device_state) return 0.0;
+  int device = states.front().param.device().index;
+  return read_back(device_state->scalars.data<float>(), compute_stream(device));
+}
+
+double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+                            std::shared_ptr<DeviceOptimizerState>& device_state) {
+  cuda_upload_step_scalars(states, h, device_state);
+  cuda_enqueue_clip_and_update(states, h, grad_clip, device_state);
+  return cuda_read_grad_norm(states, device_state);
 }
 
 #else
@@ -128,6 +194,20 @@ struct DeviceOptimizerState {};
 double cuda_global_grad_norm(const std::vector<ParamState>&) { ND_FAIL("this nanodist was built without CUDA"); }
 
 double cuda_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, std::shared_ptr<DeviceOptimizerState>&) {
+  ND_FAIL("this nanodist was built without CUDA");
+}
+
+void cuda_upload_step_scalars(const std::vector<ParamState>&, const AdamWHyper&,
+                              std::shared_ptr<DeviceOptimizerState>&) {
+  ND_FAIL("this nanodist was built without CUDA");
+}
+
+void cuda_enqueue_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double,
+                                  std::shared_ptr<DeviceOptimizerState>&) {
+  ND_FAIL("this nanodist was built without CUDA");
+}
+
+double cuda_read_grad_norm(const std::vector<ParamState>&, const std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 

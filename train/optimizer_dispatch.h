@@ -33,4 +33,14 @@ double cuda_global_grad_norm(const std::vector<ParamState>& states);
 double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
                             std::shared_ptr<DeviceOptimizerState>& device_state);
 
+// cuda_clip_and_update in three parts, for CUDA graph capture: the upload of this step's lr and
+// bias corrections (a host-to-device copy, outside the graph), the kernels (norm, clip factor,
+// AdamW; capturable once `device_state` matches the current addresses), and the norm read back.
+void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& hyper,
+                              std::shared_ptr<DeviceOptimizerState>& device_state);
+void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
+                                  std::shared_ptr<DeviceOptimizerState>& device_state);
+double cuda_read_grad_norm(const std::vector<ParamState>& states,
+                           const std::shared_ptr<DeviceOptimizerState>& device_state);
+
 }  // namespace nd::train

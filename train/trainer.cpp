@@ -1,6 +1,9 @@
 // The training loop. One optimizer step = local_grad_accum micro-batches (forward, backward with
 // the loss scaled by 1/accum), the data-parallel gradient all-reduce hook, then AdamW with the
 // scheduled lr and global-norm clipping. Evals, logging and checkpoints follow the step.
+// On a GPU the step's inputs live in fixed device buffers and the step queues no host
+// synchronisation, so after a few eager steps it is captured once as a CUDA graph and replayed
+// (--cuda-graph; only without dropout, whose random draws change every step).
 #include "train/trainer.h"
 
 #include <chrono>
@@ -11,6 +14,7 @@
 
 #include "data/loader.h"
 #include "data/token_file.h"
+#include "autograd/trusted_token_ids.h"
 #include "dist/ddp.h"
 #include "nn/gpt.h"
 #include "train/checkpoint_model.h"
@@ -18,6 +22,8 @@
 #include "train/metrics.h"
 #include "train/optimizer.h"
 #include "train/run_files.h"
+#include "train/step_graph.h"
+#include "tensor/memory_stats.h"
 
 namespace nd::train {
 namespace {
@@ -31,6 +37,10 @@ double seconds_since(Clock::time_point start) {
 // Dropout and evaluation draw from their own Philox streams, apart from parameter init (0).
 constexpr uint64_t kDropoutStream = 1;
 constexpr uint64_t kEvalStream = 2;
+
+// Eager steps before the capture: the first creates gradients, optimizer state and cuBLAS plans,
+// later ones leave the caching allocator holding every block a step needs.
+constexpr int kEagerStepsBeforeCapture = 3;
 
 class Trainer {
  public:
@@ -82,6 +92,11 @@ class Trainer {
     if (is_logger()) prepare_output_dir(c_.out_dir);
     if (c_.resume) resume();
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/step_ > 0);
+    if (device_.is_cuda()) {
+      prepare_device_step();
+    } else if (c_.cuda_graph) {
+      say("cuda graph: off (the device is the CPU); the step runs eagerly");
+    }
   }
 
   TrainResult run() {
@@ -153,26 +168,36 @@ class Trainer {
     return v != 0;
   }
 
+  // Why a CUDA graph cannot run this job, or "" when it can.
+  std::string why_no_cuda_graph() const {
+    if (!c_.cuda_graph) return "--cuda-graph false";
+    if (c_.dropout > 0) return "dropout " + std::to_string(c_.dropout) + " draws new random numbers every step";
+    return "";
+  }
+
+  // The fixed device buffers of the GPU step: each micro-step's inputs and targets, the backward
+  // seed 1/accum and one loss slot per micro-step, made before any step so that a captured graph
+  // finds them at the same addresses on every replay.
+  void prepare_device_step() {
+    const int accum = c_.grad_accum;
+    for (int micro = 0; micro < accum; ++micro) {
+      inputs_.push_back(Tensor::empty({c_.batch_size, c_.block_size}, DType::I32, device_));
+      targets_.push_back(Tensor::empty({c_.batch_size, c_.block_size}, DType::I32, device_));
+    }
+    seed_ = Tensor::full(Shape{}, 1.0 / accum, dtype_, device_);
+    losses_ = Tensor::zeros({accum}, dtype_, device_);
+    uploader_ = std::make_unique<PinnedUploader>(device_.index);
+    graph_ = std::make_unique<StepGraph>(device_.index);
+    std::string why = why_no_cuda_graph();
+    use_graph_ = why.empty();
+    if (!use_graph_) say("cuda graph: off (" + why + "); the step runs eagerly");
+  }
+
   // One optimizer step; returns this rank's mean micro-batch loss.
   double train_step(TrainResult& result) {
     auto start = Clock::now();
     double lr = schedule_.at(static_cast<int>(step_));
-    model_->zero_grad();
-    double loss_sum = 0.0;
-    const int accum = c_.grad_accum;
-    for (int micro = 0; micro < accum; ++micro) {
-      Batch batch = train_loader_->next_batch();
-      Tensor inputs = batch.inputs.to(device_), targets = batch.targets.to(device_);
-      nn::GPT::Output out = model_->forward(inputs, &targets, dropout_gen_);
-      loss_sum += out.loss.data().item();
-      // Only the last micro-step's backward communicates; the earlier ones accumulate locally.
-      if (ddp_) ddp_->prepare_backward(micro == accum - 1);
-      // Mean over micro-batches: each backward adds grad / accum into the gradient buffers.
-      out.loss.backward(Tensor::full(out.loss.shape(), 1.0 / accum, out.loss.dtype(), device_));
-    }
-    if (ddp_) ddp_->finish_gradient_sync();
-    double norm = optimizer_->step(lr, c_.grad_clip);
-    double loss = loss_sum / accum;
+    auto [loss, norm] = device_.is_cuda() ? device_step(lr, result) : host_step(lr);
     ++step_;
     tokens_ += tokens_per_step_;
     result.step_losses.push_back(loss);
@@ -193,6 +218,102 @@ class Trainer {
       metrics_.write_line(step_json(m));
     }
     return loss;
+  }
+
+  // The step on the CPU: (mean micro-batch loss, gradient norm).
+  std::pair<double, double> host_step(double lr) {
+    model_->zero_grad();
+    double loss_sum = 0.0;
+    const int accum = c_.grad_accum;
+    for (int micro = 0; micro < accum; ++micro) {
+      Batch batch = train_loader_->next_batch();
+      nn::GPT::Output out = model_->forward(batch.inputs, &batch.targets, dropout_gen_);
+      loss_sum += out.loss.data().item();
+      // Only the last micro-step's backward communicates; the earlier ones accumulate locally.
+      if (ddp_) ddp_->prepare_backward(micro == accum - 1);
+      // Mean over micro-batches: each backward adds grad / accum into the gradient buffers.
+      out.loss.backward(Tensor::full(out.loss.shape(), 1.0 / accum, out.loss.dtype(), device_));
+    }
+    if (ddp_) ddp_->finish_gradient_sync();
+    double norm = optimizer_->step(lr, c_.grad_clip);
+    return {loss_sum / accum, norm};
+  }
+
+  // Every id of a training batch must index the vocabulary: checked here, on the host, so the
+  // device step can skip the embedding's own check (a device-to-host copy).
+  void check_batch_ids(const Batch& batch) const {
+    for (const Tensor* t : {&batch.inputs, &batch.targets}) {
+      const int32_t* ids = t->data<int32_t>();
+      for (int64_t i = 0; i < t->numel(); ++i)
+        ND_CHECK(ids[i] >= 0 && ids[i] < model_config_.vocab_size,
+                 "training batch: token id " << ids[i] << " at position " << i << " is outside the vocabulary of size "
+                                             << model_config_.vocab_size);
+    }
+  }
+
+  // The step on the GPU: the batches go into the fixed buffers and the step scalars to the
+  // device (outside the graph), then the step runs eagerly, is captured, or is replayed; the loss
+  // slots and the norm are read back once at the end.
+  std::pair<double, double> device_step(double lr, TrainResult& result) {
+    const int accum = c_.grad_accum;
+    for (int micro = 0; micro < accum; ++micro) {
+      Batch batch = train_loader_->next_batch();
+      check_batch_ids(batch);
+      uploader_->upload(2 * micro, batch.inputs, inputs_[micro]);
+      uploader_->upload(2 * micro + 1, batch.targets, targets_[micro]);
+    }
+    optimizer_->begin_step(lr);
+    const int64_t mallocs_before = device_memory_stats(device_.index).cuda_mallocs;
+    const bool replayed = graph_->ready();
+    if (replayed) {
+      graph_->replay();
+    } else if (use_graph_ && eager_device_steps_ >= kEagerStepsBeforeCapture) {
+      std::string why;
+      bool captured = graph_->capture([this] { enqueue_device_step(); }, &why);
+      // Every rank replays or none does: a graph holds this rank's share of the collectives.
+      if (any_rank(!captured)) {
+        graph_ = std::make_unique<StepGraph>(device_.index);
+        use_graph_ = false;
+        say("cuda graph: off (capture failed: " + (captured ? std::string("on another rank") : why) +
+            "); the step runs eagerly");
+        enqueue_device_step();
+      } else {
+        say("cuda graph: captured the step after " + std::to_string(eager_device_steps_) + " eager steps (" +
+            std::to_string(device_memory_stats(device_.index).cuda_mallocs - mallocs_before) +
+            " cudaMalloc calls while capturing)");
+        graph_->replay();
+      }
+    } else {
+      enqueue_device_step();
+      ++eager_device_steps_;
+    }
+    std::vector<double> losses = losses_.to_double_vector();  // waits for the step
+    double norm = optimizer_->last_grad_norm();
+    if (replayed) {
+      result.cuda_graph_replays += 1;
+      result.replay_cuda_mallocs += device_memory_stats(device_.index).cuda_mallocs - mallocs_before;
+    }
+    double loss_sum = 0.0;
+    for (double l : losses) loss_sum += l;
+    return {loss_sum / accum, norm};
+  }
+
+  // Queues the whole GPU step on the compute stream without waiting for the device: zeroed
+  // gradients, forward and backward of every micro-step (the loss copied into its slot), the
+  // gradient all-reduce, clipping and AdamW. Capturable as it stands.
+  void enqueue_device_step() {
+    ops::TrustedTokenIdsGuard ids_checked;  // by check_batch_ids
+    model_->zero_grad();
+    const int accum = c_.grad_accum;
+    for (int micro = 0; micro < accum; ++micro) {
+      nn::GPT::Output out = model_->forward(inputs_[micro], &targets_[micro], dropout_gen_);
+      Tensor slot = losses_.narrow(micro, 1).view(Shape{});
+      slot.copy_from(out.loss.data());
+      if (ddp_) ddp_->prepare_backward(micro == accum - 1);
+      out.loss.backward(seed_);
+    }
+    if (ddp_) ddp_->finish_gradient_sync();
+    optimizer_->enqueue_update(c_.grad_clip);
   }
 
   double mean_loss(const EvalReader& reader) {
@@ -289,6 +410,13 @@ class Trainer {
   std::unique_ptr<EvalReader> train_eval_, val_eval_;
   Generator dropout_gen_;
   MetricsWriter metrics_;
+  // The GPU step (prepare_device_step).
+  std::vector<Tensor> inputs_, targets_;
+  Tensor seed_, losses_;
+  std::unique_ptr<PinnedUploader> uploader_;
+  std::unique_ptr<StepGraph> graph_;
+  bool use_graph_ = false;
+  int eager_device_steps_ = 0;
   int64_t step_ = 0;
   int64_t tokens_ = 0;
   int64_t tokens_per_step_ = 0;

@@ -1,6 +1,8 @@
-// Multi-tensor AdamW: grid (blocks, slots); each block strides over its slot's elements.
+// Multi-tensor AdamW: grid (blocks, slots); each block strides over its slot's elements. The
+// per-step scalars (lr, bias corrections) come from device memory so a CUDA graph can replay it.
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/common.cuh"
+#include "tensor/storage.h"
 
 namespace nd::cuda {
 
@@ -10,9 +12,10 @@ constexpr int kThreads = 256;
 constexpr int kMaxBlocksPerSlot = 256;
 
 template <typename T>
-__global__ void adamw_kernel(const AdamWSlot<T>* slots, float lr, float beta1, float beta2, float eps,
-                             float bias1, float sqrt_bias2, const float* grad_scale) {
+__global__ void adamw_kernel(const AdamWSlot<T>* slots, float beta1, float beta2, float eps,
+                             const AdamWStepScalars* step_scalars, const float* grad_scale) {
   AdamWSlot<T> s = slots[blockIdx.y];
+  const float lr = step_scalars->lr, bias1 = step_scalars->bias1, sqrt_bias2 = step_scalars->sqrt_bias2;
   float scale = grad_scale ? *grad_scale : 1.0f;
   float decay = 1.0f - lr * s.weight_decay;
   float step_size = lr / bias1;
@@ -32,29 +35,56 @@ __global__ void adamw_kernel(const AdamWSlot<T>* slots, float lr, float beta1, f
   }
 }
 
+void check_betas(float beta1, float beta2) {
+  ND_CHECK(beta1 >= 0 && beta1 < 1 && beta2 >= 0 && beta2 < 1,
+           "adamw_update: betas (" << beta1 << ", " << beta2 << ") must lie in [0, 1)");
+}
+
 }  // namespace
+
+AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t step) {
+  ND_CHECK(step >= 1, "adamw_update: step " << step << " must be >= 1");
+  check_betas(beta1, beta2);
+  double bias1 = 1.0 - std::pow(static_cast<double>(beta1), static_cast<double>(step));
+  double bias2 = 1.0 - std::pow(static_cast<double>(beta2), static_cast<double>(step));
+  return {lr, static_cast<float>(bias1), static_cast<float>(std::sqrt(bias2))};
+}
+
+template <typename T>
+void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, float beta1, float beta2, float eps,
+                  const AdamWStepScalars* step_scalars, const float* grad_scale, cudaStream_t stream) {
+  check_betas(beta1, beta2);
+  ND_CHECK(step_scalars != nullptr, "adamw_update: no step scalars");
+  ND_CHECK(slots.count() < 65536, "adamw_update: " << slots.count() << " tensors is too many for one launch");
+  if (slots.count() == 0 || slots.max_n() == 0) return;
+  int64_t blocks = std::min<int64_t>(ceil_div(slots.max_n(), kThreads), kMaxBlocksPerSlot);
+  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(slots.count()));
+  adamw_kernel<T><<<grid, kThreads, 0, stream_or_default(stream)>>>(slots.data(), beta1, beta2, eps, step_scalars,
+                                                                    grad_scale);
+  CUDA_CHECK(cudaGetLastError());
+}
 
 template <typename T>
 void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& h, const float* grad_scale,
                   cudaStream_t stream) {
-  ND_CHECK(h.step >= 1, "adamw_update: step " << h.step << " must be >= 1");
-  ND_CHECK(h.beta1 >= 0 && h.beta1 < 1 && h.beta2 >= 0 && h.beta2 < 1,
-           "adamw_update: betas (" << h.beta1 << ", " << h.beta2 << ") must lie in [0, 1)");
-  ND_CHECK(slots.count() < 65536, "adamw_update: " << slots.count() << " tensors is too many for one launch");
+  AdamWStepScalars host = adamw_step_scalars(h.lr, h.beta1, h.beta2, h.step);
   if (slots.count() == 0 || slots.max_n() == 0) return;
-  double bias1 = 1.0 - std::pow(static_cast<double>(h.beta1), static_cast<double>(h.step));
-  double bias2 = 1.0 - std::pow(static_cast<double>(h.beta2), static_cast<double>(h.step));
-  int64_t blocks = std::min<int64_t>(ceil_div(slots.max_n(), kThreads), kMaxBlocksPerSlot);
-  dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(slots.count()));
-  adamw_kernel<T><<<grid, kThreads, 0, stream_or_default(stream)>>>(
-      slots.data(), h.lr, h.beta1, h.beta2, h.eps, static_cast<float>(bias1),
-      static_cast<float>(std::sqrt(bias2)), grad_scale);
-  CUDA_CHECK(cudaGetLastError());
+  stream = stream_or_default(stream);
+  int device = current_cuda_device();
+  auto* scalars = static_cast<AdamWStepScalars*>(device_alloc(sizeof(AdamWStepScalars), device));
+  // From pageable memory: the copy has taken `host` before the call returns.
+  CUDA_CHECK(cudaMemcpyAsync(scalars, &host, sizeof(host), cudaMemcpyHostToDevice, stream));
+  adamw_update<T>(slots, h.beta1, h.beta2, h.eps, scalars, grad_scale, stream);
+  device_free(scalars, device);  // reused only by later work on this stream
 }
 
 template void adamw_update<float>(const DeviceSlots<AdamWSlot<float>>&, const AdamWHyper&, const float*,
                                   cudaStream_t);
 template void adamw_update<nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, const AdamWHyper&, const float*,
                                      cudaStream_t);
+template void adamw_update<float>(const DeviceSlots<AdamWSlot<float>>&, float, float, float,
+                                  const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, float, float, float,
+                                     const AdamWStepScalars*, const float*, cudaStream_t);
 
 }  // namespace nd::cuda

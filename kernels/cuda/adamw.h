@@ -28,12 +28,31 @@ struct AdamWHyper {
   int64_t step;  // 1 for the first update
 };
 
+// What changes every step, read by the kernel from device memory so that a captured CUDA graph
+// replays with each step's values (a graph bakes by-value kernel arguments): the learning rate
+// and the bias corrections 1 - beta1^step and sqrt(1 - beta2^step).
+struct AdamWStepScalars {
+  float lr, bias1, sqrt_bias2;
+};
+
+// The step scalars in the precision the by-value path always used (powers in double, then f32).
+// nd::Error when step < 1 or a beta lies outside [0, 1).
+AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t step);
+
 // For every slot, in the order of operations of nd::cpu::adamw_update (torch.optim.AdamW):
 //   w *= 1 - lr wd; g = grad * grad_scale; m += (1 - b1)(g - m); v = b2 v + (1 - b2) g^2;
 //   w -= lr / (1 - b1^step) * m / (sqrt(v) / sqrt(1 - b2^step) + eps); param = w.
 // grad_scale (1) lives on the device (e.g. from global_norm's clip scale); null means 1.
+// This overload uploads the step scalars itself (not capturable).
 template <typename T>
 void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& hyper, const float* grad_scale,
                   cudaStream_t stream = nullptr);
+
+// The same update with lr and the bias corrections read from `step_scalars` (device memory, one
+// AdamWStepScalars); beta1, beta2 and eps are fixed for a run. Launches one kernel and nothing
+// else, so it can be captured into a CUDA graph.
+template <typename T>
+void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, float beta1, float beta2, float eps,
+                  const AdamWStepScalars* step_scalars, const float* grad_scale, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda
