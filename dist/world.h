@@ -27,8 +27,9 @@ LocalPlace local_place(MPI_Comm world);
 // The world communicator for `device`: LocalComm when not under mpirun or world size 1;
 // otherwise MpiComm for CPU, NcclComm for CUDA (the GPU is the local rank's, whatever index
 // `device` names). Sets nd::set_error_rank so every error names the rank.
-// `ring_transfers`: the caller will run the ring all-reduce, so an NcclComm gets its wider
-// send/recv communicator (see NcclComm); no effect on the other backends.
+// `ring_transfers`: an NcclComm gets its wider send/recv communicator (see NcclComm), worth it
+// when ring transfers run alone (bench-comm), not when they overlap compute (training); no
+// effect on the other backends.
 std::unique_ptr<Comm> make_world_comm(Device device, bool ring_transfers = true);
 
 }  // namespace nd::dist
