@@ -24,4 +24,7 @@ Device parse_device(const std::string& text);
 // True when this build has the CUDA backend and the machine has at least one GPU.
 bool cuda_available();
 
+// The GPU's marketing name (e.g. "NVIDIA H200"); "" for the CPU or in a build without CUDA.
+std::string cuda_device_name(int device);
+
 }  // namespace nd

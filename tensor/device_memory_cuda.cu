@@ -24,6 +24,12 @@ bool cuda_available() {
   return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
 }
 
+std::string cuda_device_name(int device) {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) return "";
+  return prop.name;
+}
+
 namespace {
 
 // Sizes round up to 512 bytes, then to one of four steps per power of two (1, 1.25, 1.5, 1.75 x 2^k):

@@ -7,6 +7,7 @@
 namespace nd {
 
 bool cuda_available() { return false; }
+std::string cuda_device_name(int) { return ""; }
 
 void* device_alloc(size_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
 void device_free(void*, int) {}

@@ -132,6 +132,8 @@ class Trainer {
     }
     result.steps_done = step_;
     result.params_hash = parameters_hash();
+    if (device_.is_cuda())
+      result.peak_device_bytes = static_cast<int64_t>(device_memory_stats(device_.index).peak_bytes);
     result.best_val_loss = best_val_loss_;
     result.tokens = tokens_;
     metrics_.write_line(final_json(best_val_loss_, result.params, tokens_));
