@@ -102,7 +102,7 @@ const std::vector<Binding>& train_bindings() {
     b.group("batch");
     b.add("batch-size", &C::batch_size, "sequences per rank per micro-step");
     b.add("grad-accum", &C::grad_accum,
-          "micro-steps per optimizer step, summed over data-parallel ranks (divisible by their count)");
+          "micro-steps per rank per optimizer step (global batch = batch-size x grad-accum x ranks)");
     b.group("schedule");
     b.add("max-iters", &C::max_iters, "optimizer steps");
     b.add("lr", &C::lr, "peak learning rate");

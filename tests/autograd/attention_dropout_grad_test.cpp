@@ -8,6 +8,7 @@
 
 #include "autograd/op_test_util.h"
 #include "autograd/ops.h"
+#include "autograd/naive_attention.h"
 #include "common/gradcheck.h"
 #include "tensor/philox.h"
 
@@ -23,43 +24,15 @@ struct Draw {
   }
 };
 
-// Per head from the definition: P = softmax(q kᵀ / sqrt(hs)) over s <= t, out = sum_s P z v_s
-// with z = 1 / (1 - p) where kept and 0 where dropped.
-std::vector<double> naive_dropout_attention(const std::vector<double>& qkv, int64_t B, int64_t T, int64_t C,
-                                            int64_t NH, const Draw& draw) {
-  const int64_t hs = C / NH;
-  std::vector<double> out(B * T * C, 0.0);
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h, int64_t i) {
-    return qkv[(b * T + t) * 3 * C + part * C + h * hs + i];
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < NH; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<double> weight(t + 1);
-        double total = 0;
-        for (int64_t s = 0; s <= t; ++s) {
-          double score = 0;
-          for (int64_t i = 0; i < hs; ++i) score += at(b, t, 0, h, i) * at(b, s, 1, h, i);
-          weight[s] = std::exp(score / std::sqrt(static_cast<double>(hs)));
-          total += weight[s];
-        }
-        for (int64_t s = 0; s <= t; ++s) {
-          if (!draw.kept(b, h, t, s, NH, T)) continue;
-          double z = 1.0 / (1.0 - static_cast<double>(draw.p));
-          for (int64_t i = 0; i < hs; ++i)
-            out[(b * T + t) * C + h * hs + i] += weight[s] / total * z * at(b, s, 2, h, i);
-        }
-      }
-  return out;
-}
-
 TEST(AttentionDropout, ForwardMatchesNaiveReferenceWithTheSpecMask) {
   const int64_t B = 2, T = 9, C = 12, NH = 3;
   Tensor qkv = test::random_f64({B, T, 3 * C}, 5);
   Generator gen(41, 6);
   gen.set_offset(1000);
   const Draw draw{0.3f, 41, 1000, 6};
-  std::vector<double> expected = naive_dropout_attention(qkv.to_double_vector(), B, T, C, NH, draw);
+  std::vector<double> expected = test::naive_attention(qkv.to_double_vector(), B, T, C, NH, [&](int64_t b, int64_t h, int64_t t, int64_t s) {
+        return draw.kept(b, h, t, s, NH, T) ? 1.0 / (1.0 - static_cast<double>(draw.p)) : 0.0;
+      });
   std::vector<double> got = ops::attention(Variable(qkv), NH, 0.3f, &gen, true).data().to_double_vector();
   // One counter per probability, masked ones included.
   EXPECT_EQ(gen.offset(), static_cast<uint64_t>(1000 + B * NH * T * T));

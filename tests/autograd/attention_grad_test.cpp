@@ -8,36 +8,12 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/naive_attention.h"
 #include "common/gradcheck.h"
 #include "kernels/cpu/attention.h"
 
 namespace nd {
 namespace {
-
-// Plain per-head attention from the definition: S = q kᵀ / sqrt(hs) masked to s <= t, P = softmax(S)
-// row by row (exp of S over the sum, no max shift: inputs are small), out = P v.
-std::vector<double> naive_attention(const std::vector<double>& qkv, int64_t B, int64_t T, int64_t C, int64_t NH) {
-  const int64_t hs = C / NH;
-  std::vector<double> out(B * T * C, 0.0);
-  auto at = [&](int64_t b, int64_t t, int64_t part, int64_t h, int64_t i) {
-    return qkv[(b * T + t) * 3 * C + part * C + h * hs + i];
-  };
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < NH; ++h)
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<double> weight(t + 1);
-        double total = 0;
-        for (int64_t s = 0; s <= t; ++s) {
-          double score = 0;
-          for (int64_t i = 0; i < hs; ++i) score += at(b, t, 0, h, i) * at(b, s, 1, h, i);
-          weight[s] = std::exp(score / std::sqrt(static_cast<double>(hs)));
-          total += weight[s];
-        }
-        for (int64_t s = 0; s <= t; ++s)
-          for (int64_t i = 0; i < hs; ++i) out[(b * T + t) * C + h * hs + i] += weight[s] / total * at(b, s, 2, h, i);
-      }
-  return out;
-}
 
 struct Dims {
   int64_t B, T, C, NH;
@@ -49,7 +25,7 @@ TEST(Attention, ForwardMatchesNaiveReference) {
   uint64_t seed = 1;
   for (const Dims& d : kShapes) {
     Tensor qkv = test::random_f64({d.B, d.T, 3 * d.C}, seed++);
-    std::vector<double> expected = naive_attention(qkv.to_double_vector(), d.B, d.T, d.C, d.NH);
+    std::vector<double> expected = test::naive_attention(qkv.to_double_vector(), d.B, d.T, d.C, d.NH);
 
     Variable out64 = ops::attention(Variable(qkv), static_cast<int>(d.NH));
     ASSERT_EQ(out64.shape(), (Shape{d.B, d.T, d.C}));
