@@ -54,12 +54,6 @@ DistributedDataParallel::DistributedDataParallel(Comm& comm, std::vector<Variabl
   }
 }
 
-std::vector<int64_t> DistributedDataParallel::bucket_sizes() const {
-  std::vector<int64_t> sizes;
-  for (const Bucket& b : buckets_) sizes.push_back(b.flat.numel());
-  return sizes;
-}
-
 void DistributedDataParallel::broadcast_parameters() {
   for (Variable& p : params_) comm_.broadcast(p.data(), 0);
 #if NANODIST_WITH_CUDA

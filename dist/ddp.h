@@ -37,10 +37,6 @@ class DistributedDataParallel {
   // every gradient holds the average over ranks (on the GPU: ordered before later compute work).
   void finish_gradient_sync();
 
-  int num_buckets() const { return static_cast<int>(buckets_.size()); }
-  // Elements per bucket, in launch order: for tests and the start-of-run summary.
-  std::vector<int64_t> bucket_sizes() const;
-
  private:
   struct Bucket {
     Tensor flat;
