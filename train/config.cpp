@@ -9,6 +9,7 @@
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/error.h"
+#include "train/model_config.h"
 
 namespace nd::train {
 namespace {
@@ -166,13 +167,8 @@ TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_reque
 void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK(!c.data_dir.empty(), "--data DIR is required (a directory made by nanodist prepare)");
   ND_CHECK(!c.out_dir.empty(), "--out DIR is required");
-  ND_CHECK(c.n_layer >= 1, "--n-layer must be >= 1, got " << c.n_layer);
-  ND_CHECK(c.n_head >= 1, "--n-head must be >= 1, got " << c.n_head);
-  ND_CHECK(c.n_embd >= 1, "--n-embd must be >= 1, got " << c.n_embd);
-  ND_CHECK(c.n_embd % c.n_head == 0,
-           "--n-embd " << c.n_embd << " is not divisible by --n-head " << c.n_head);
-  ND_CHECK(c.block_size >= 1, "--block-size must be >= 1, got " << c.block_size);
-  ND_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1), got " << c.dropout);
+  // The model's own rules, named as flags; the vocabulary is checked when the data is opened.
+  model_config_for(c, /*vocab_size=*/1).validate(nn::GPTConfig::FieldNames::Flags);
   ND_CHECK(c.batch_size >= 1, "--batch-size must be >= 1, got " << c.batch_size);
   ND_CHECK(c.grad_accum >= 1, "--grad-accum must be >= 1, got " << c.grad_accum);
   ND_CHECK(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);
