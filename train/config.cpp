@@ -126,6 +126,9 @@ const std::vector<Binding>& train_bindings() {
     b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
+    b.add("fit-schedule", &C::fit_schedule,
+          "with --max-seconds: time the first steps, then set --max-iters, --warmup-iters and "
+          "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
@@ -192,6 +195,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
            "--allreduce must be native or ring, got '" << c.allreduce << "'");
   ND_CHECK(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
   ND_CHECK(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
+  ND_CHECK(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
   ND_CHECK(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
   ND_CHECK(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
   ND_CHECK(world_size >= 1, "world size must be >= 1, got " << world_size);

@@ -49,6 +49,7 @@ struct TrainConfig {
   std::string allreduce = "native";
   double bucket_mb = 25.0;
   double max_seconds = 0.0;
+  bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
   // state
   bool resume = false;

@@ -21,6 +21,7 @@
 #include "train/optimizer.h"
 #include "train/run_files.h"
 #include "train/run_state.h"
+#include "train/time_budget.h"
 #include "train/train_step.h"
 
 namespace nd::train {
@@ -34,6 +35,9 @@ double seconds_since(Clock::time_point start) {
 
 // Dropout draws from its own Philox stream, apart from parameter init (stream 0).
 constexpr uint64_t kDropoutStream = 1;
+
+// --fit-schedule times this many steps after the first (which pays for set-up) of a run.
+constexpr int kTimedSteps = 5;
 
 // Why a CUDA graph cannot run this job, or "" when it can.
 std::string why_no_cuda_graph(const TrainConfig& c) {
@@ -96,9 +100,14 @@ class Trainer {
     result.first_step = counters_.step;
     result.params = model_->num_parameters();
     auto loop_start = Clock::now();
+    if (c_.max_seconds > 0)
+      say("time budget: " + std::to_string(static_cast<int>(c_.max_seconds)) + " s of training" +
+          (c_.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
     bool evaluated_now = false, saved_now = false;
     while (counters_.step < c_.max_iters) {
       double loss = train_step(result);
+      if (c_.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
+        fit_schedule(seconds_since(loop_start));
       evaluated_now = saved_now = false;
       bool diverged = !std::isfinite(loss);
       bool out_of_time = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds;
@@ -168,6 +177,8 @@ class Trainer {
     counters_.tokens += tokens_per_step_;
     result.step_losses.push_back(step.loss);
     double seconds = seconds_since(start);
+    const int64_t run_step = counters_.step - result.first_step;
+    if (run_step >= 2 && run_step <= kTimedSteps + 1) timed_seconds_ += seconds;
 
     const int64_t s = counters_.step;
     if (s % c_.log_interval == 0 || s == 1 || s == c_.max_iters) {
@@ -186,6 +197,33 @@ class Trainer {
       metrics_.write_line(step_json(m));
     }
     return step.loss;
+  }
+
+  // Sets the steps, warmup and decay from the timed steps so the run ends decayed on time. All
+  // ranks take the slowest rank's step time, so they agree on the number of steps.
+  void fit_schedule(double elapsed) {
+    TimeBudgetInput in;
+    in.budget_seconds = c_.max_seconds;
+    in.elapsed_seconds = elapsed;
+    in.steps_done = counters_.step;
+    in.step_seconds = timed_seconds_ / kTimedSteps;
+    if (world_ && world_->size() > 1) world_->host_allreduce(&in.step_seconds, 1, dist::HostReduce::Max);
+    in.eval_interval = c_.eval_interval;
+    in.eval_iters = c_.eval_iters;
+    in.grad_accum = c_.grad_accum;
+    in.warmup_iters = c_.warmup_iters;
+    FittedSchedule fitted = fit_schedule_to_time(in);
+    c_.max_iters = static_cast<int>(fitted.max_iters);
+    c_.lr_decay_iters = fitted.lr_decay_iters;
+    c_.warmup_iters = fitted.warmup_iters;
+    schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
+    char line[200];
+    std::snprintf(line, sizeof(line),
+                  "schedule: %.0f ms a step -> %d steps in %.0f s (warmup %d, cosine decay to step %d), "
+                  "about %.0f s left",
+                  1000.0 * in.step_seconds, c_.max_iters, c_.max_seconds, c_.warmup_iters, c_.lr_decay_iters,
+                  c_.max_seconds - elapsed);
+    say(line);
   }
 
   void evaluate(TrainResult& result) {
@@ -241,6 +279,7 @@ class Trainer {
   MetricsWriter metrics_;
   RunCounters counters_;
   int64_t tokens_per_step_ = 0;
+  double timed_seconds_ = 0.0;  // steps 2..kTimedSteps+1 of this run, for --fit-schedule
 };
 
 }  // namespace
