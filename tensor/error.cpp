@@ -13,8 +13,9 @@ int error_rank() { return g_rank; }
 void throw_error(const char* statement, const char* file, int line, const std::string& message, ErrorKind kind) {
   std::string path(file);
   // Keep the path from the project root: "tensor/tensor.cpp" reads better than an absolute path.
+  // tests/ first: its folders mirror the others (tests/cli/x.cpp is not cli/x.cpp).
   for (const char* top :
-       {"/tensor/", "/kernels/", "/autograd/", "/nn/", "/dist/", "/data/", "/train/", "/cli/", "/tests/"}) {
+       {"/tests/", "/tensor/", "/kernels/", "/autograd/", "/nn/", "/dist/", "/data/", "/train/", "/cli/"}) {
     auto pos = path.rfind(top);
     if (pos != std::string::npos) {
       path = path.substr(pos + 1);
