@@ -12,8 +12,9 @@ void check_loader_args(const TokenFile& tokens, int64_t batch, int64_t block, in
   ND_CHECK(block > 0, tokens.path() << ": block size " << block << " must be positive");
   ND_CHECK(world_size > 0 && rank >= 0 && rank < world_size,
            "rank " << rank << " is outside a world of size " << world_size);
-  ND_CHECK(tokens.size() >= block + 1, tokens.path() << " has " << tokens.size() << " tokens, fewer than block size "
-                                                     << block << " + 1 = " << block + 1 << " needed for one window");
+  ND_CHECK_INPUT(tokens.size() >= block + 1,
+                 tokens.path() << " has " << tokens.size() << " tokens, fewer than block size " << block << " + 1 = "
+                               << block + 1 << " needed for one window; use a smaller --block-size or more data");
 }
 
 // Row b of the batch reads tokens [start_of(b), start_of(b) + T + 1).

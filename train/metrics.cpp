@@ -65,7 +65,7 @@ std::string final_json(double best_val_loss, int64_t params, int64_t tokens) {
 void MetricsWriter::open(const std::string& path, bool append) {
   path_ = path;
   out_.open(path, append ? std::ios::app : std::ios::trunc);
-  ND_CHECK(out_.is_open(), "cannot write " << path << " (is the output directory writable?)");
+  ND_CHECK_INPUT(out_.is_open(), "cannot write " << path << " (is the output directory writable?)");
 }
 
 void MetricsWriter::write_line(const std::string& json) {
