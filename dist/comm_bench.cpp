@@ -32,37 +32,26 @@ struct Case {
     }
   }
 
-  void run(Comm& comm) {
+  // Launches one call. Timed loops keep only the last CommWork: calls on one comm run in order,
+  // and waiting for each would add a compute-stream round trip to every GPU call.
+  CommWork run(Comm& comm) {
     const int r = comm.rank(), n = comm.size();
     switch (op) {
       case BenchOp::AllReduce:
-        if (ring) {
-          ring_allreduce(comm, a, ReduceOp::Sum, ring_options);
-        } else {
-          comm.allreduce(a, ReduceOp::Sum);
-        }
-        break;
+        return ring ? ring_allreduce_async(comm, a, ReduceOp::Sum, ring_options) : comm.allreduce_async(a, ReduceOp::Sum);
       case BenchOp::SendRecv:
+        comm.order_after_compute();
         comm.group_start();
         comm.send(a, (r + 1) % n);
         comm.recv(b, (r - 1 + n) % n);
         comm.group_end();
-        break;
-      case BenchOp::AllGather:
-        if (ring) {
-          ring_all_gather(comm, a, ring_options);
-        } else {
-          comm.all_gather(a, b);
-        }
-        break;
+        return comm.record_work();
+      case BenchOp::AllGather: return ring ? ring_all_gather_async(comm, a, ring_options) : comm.all_gather_async(a, b);
       case BenchOp::ReduceScatter:
-        if (ring) {
-          ring_reduce_scatter(comm, a, ReduceOp::Sum, ring_options);
-        } else {
-          comm.reduce_scatter(a, b, ReduceOp::Sum);
-        }
-        break;
+        return ring ? ring_reduce_scatter_async(comm, a, ReduceOp::Sum, ring_options)
+                    : comm.reduce_scatter_async(a, b, ReduceOp::Sum);
     }
+    return CommWork();
   }
 
   int64_t wrong(Comm& comm) {
@@ -160,22 +149,26 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     Case c = make_case(comm, options, total);
 
     c.fill(comm);
-    c.run(comm);
+    CommWork work = c.run(comm);
     if (rows.empty() && comm.device().is_cuda()) {
       // Before the first timed size: NCCL connects peers lazily and an idle GPU runs at low
       // clocks, so a few thousand launches first keep the smallest sizes from paying for both.
-      for (int i = 0; i < kGpuSettleIterations; ++i) c.run(comm);
+      for (int i = 0; i < kGpuSettleIterations; ++i) work = c.run(comm);
+      work.wait();
       c.fill(comm);
-      c.run(comm);
+      work = c.run(comm);
     }
+    work.wait();
     int64_t wrong = c.wrong(comm);
     comm.host_allreduce(&wrong, 1, HostReduce::Sum);
 
-    for (int i = 0; i < options.warmup; ++i) c.run(comm);
+    for (int i = 0; i < options.warmup; ++i) work = c.run(comm);
+    work.wait();
     comm.barrier();
     timer.start();
-    for (int i = 0; i < options.iters; ++i) c.run(comm);
+    for (int i = 0; i < options.iters; ++i) work = c.run(comm);
     double seconds = timer.stop() / options.iters;
+    work.wait();
     comm.host_allreduce(&seconds, 1, HostReduce::Max);
 
     BenchCommRow row;
