@@ -12,6 +12,8 @@
 
 #include "data/loader.h"
 #include "dist/ddp.h"
+#include "dist/local_comm.h"
+#include "dist/parallel_grid.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
@@ -51,13 +53,15 @@ class Trainer {
  public:
   Trainer(const TrainConfig& config, const RunContext& context)
       : c_(config), ctx_(context), data_(open_run_data(config.data_dir)), dropout_gen_(config.seed, kDropoutStream) {
-    world_ = ctx_.comm;
-    const int world_size = world_ ? world_->size() : 1;
-    validate_train_config(c_, world_size);
-    rank_ = world_ ? world_->rank() : 0;
-    // Data parallelism over the whole world (tensor parallelism is refused by validation).
-    dp_ = world_;
-    const int dp_rank = dp_ ? dp_->rank() : 0, dp_size = dp_ ? dp_->size() : 1;
+    // One process without a communicator is a world of one rank.
+    if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
+    world_ = ctx_.comm ? ctx_.comm : own_world_.get();
+    validate_train_config(c_, world_->size());
+    grid_ = std::make_unique<dist::ParallelGrid>(*world_, c_.tp);
+    rank_ = world_->rank();
+    dp_ = &grid_->dp();
+    // Every rank of a tensor-parallel group reads the same batch: the loader shards by dp rank.
+    const int dp_rank = grid_->dp_rank(), dp_size = grid_->dp_size();
     train_loader_ = std::make_unique<BatchLoader>(data_.train, c_.batch_size, c_.block_size, dp_rank, dp_size, c_.seed);
     train_eval_ = std::make_unique<EvalReader>(data_.train, c_.batch_size, c_.block_size, dp_rank, dp_size);
     val_eval_ = std::make_unique<EvalReader>(data_.val, c_.batch_size, c_.block_size, dp_rank, dp_size);
@@ -158,7 +162,7 @@ class Trainer {
 
   RunParts run_parts() {
     return RunParts{c_, model_config_, *model_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
-                    world_ ? world_->size() : 1};
+                    world_->size()};
   }
 
   // One optimizer step; returns this rank's mean micro-batch loss.
@@ -191,8 +195,7 @@ class Trainer {
       m.ms = 1000.0 * seconds;
       m.tok_per_s = static_cast<double>(tokens_per_step_) / seconds;
       m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
-      const int world_size = world_ ? world_->size() : 1;
-      m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_size) : -1.0;
+      m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_->size()) : -1.0;
       say(format_step_line(m));
       metrics_.write_line(step_json(m));
     }
@@ -207,7 +210,7 @@ class Trainer {
     in.elapsed_seconds = elapsed;
     in.steps_done = counters_.step;
     in.step_seconds = timed_seconds_ / kTimedSteps;
-    if (world_ && world_->size() > 1) world_->host_allreduce(&in.step_seconds, 1, dist::HostReduce::Max);
+    world_->host_allreduce(&in.step_seconds, 1, dist::HostReduce::Max);
     in.eval_interval = c_.eval_interval;
     in.eval_iters = c_.eval_iters;
     in.grad_accum = c_.grad_accum;
@@ -247,7 +250,7 @@ class Trainer {
       result.last_checkpoint = save_run(run_parts(), counters_);
       say("saved " + result.last_checkpoint);
     }
-    if (world_ && world_->size() > 1) world_->barrier();
+    if (world_->size() > 1) world_->barrier();
   }
 
   void resume() {
@@ -264,8 +267,10 @@ class Trainer {
   TrainConfig c_;
   RunContext ctx_;
   RunData data_;
-  dist::Comm* world_ = nullptr;  // null = one process
-  dist::Comm* dp_ = nullptr;     // the data-parallel group; null = one rank
+  std::unique_ptr<dist::Comm> own_world_;  // when the context has no communicator
+  dist::Comm* world_ = nullptr;
+  std::unique_ptr<dist::ParallelGrid> grid_;
+  dist::Comm* dp_ = nullptr;  // grid_->dp(): gradients, loss means and data shards
   int rank_ = 0;
   std::unique_ptr<dist::DistributedDataParallel> ddp_;
   nn::GPTConfig model_config_;
