@@ -34,8 +34,10 @@ const char* collective_name(Collective collective);
 //  3. Between themselves, the collectives and point-to-point groups of one comm run in call
 //     order, so a collective may consume an earlier one's result without a wait. (Every NcclComm
 //     of a device shares its one comm stream, so this holds across the comms of a grid too.)
-//  4. Nothing here blocks the host on the GPU or records anything but stream work and events, so
-//     a step that uses it can be captured as a CUDA graph. For the host, use synchronize().
+//  4. Nothing here waits on the host for the GPU: only stream work and events, so a step that
+//     uses it can be captured as a CUDA graph. (Before capture, run the step once eagerly: the
+//     first use of a layout holds a host agreement with the other ranks, and the GPU ring grows
+//     its staging buffer with a host sync.) For the host, use synchronize().
 // Overlap, as in DDP: launch with `_async` while compute goes on and wait() only where the
 // result is needed. Point-to-point calls are the raw material of collectives and stay outside
 // the contract: they run on the comm stream in call order; code that builds a collective from
