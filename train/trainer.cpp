@@ -47,7 +47,7 @@ class Trainer {
   Trainer(const TrainConfig& config, const RunContext& context)
       : c_(config),
         ctx_(context),
-        data_(open_run_data(config.data_dir)),
+        data_(open_run_data(config.data_dir, config.vocab_size)),
         device_(parse_device(config.device)),
         dtype_(parse_dtype(config.dtype)),
         dropout_gen_(config.seed, kDropoutStream) {
