@@ -60,6 +60,9 @@ void load_model(const CheckpointData& data, const std::string& source, nn::GPT& 
 }
 
 std::unique_ptr<Tokenizer> tokenizer_from_text(const std::string& text, const std::string& source) {
+  ND_CHECK(!text.empty(), source << " is empty: this model was trained on token files without a nanodist tokenizer "
+                                 << "(llm.c shards or nanoGPT .bin), so there is no tokenizer to turn text into ids "
+                                 << "and back; train on data made by nanodist prepare to sample text");
   return Tokenizer::from_text(text, source);
 }
 

@@ -19,6 +19,7 @@ void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& d
 void load_model(const CheckpointData& data, const std::string& source, nn::GPT& model, AdamW* optimizer);
 
 // Parses the text of a tokenizer file (as stored in /tokenizer); `source` names it in errors.
+// Empty text (a run on llm.c or nanoGPT data) is an error saying that there is no tokenizer.
 std::unique_ptr<Tokenizer> tokenizer_from_text(const std::string& text, const std::string& source);
 
 }  // namespace nd::train

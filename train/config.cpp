@@ -88,7 +88,9 @@ const std::vector<Binding>& train_bindings() {
   static const std::vector<Binding> bindings = [] {
     BindingList b("paths");
     using C = TrainConfig;
-    b.add("data", &C::data_dir, "directory with train.bin, val.bin, tokenizer.txt (required)");
+    b.add("data", &C::data_dir,
+          "directory with train.bin, val.bin, tokenizer.txt, or llm.c shards (dir or glob), or nanoGPT's "
+          "train.bin/val.bin (required)");
     b.add("out", &C::out_dir, "directory for checkpoints and metrics.jsonl (required)");
     b.group("model");
     b.add("n-layer", &C::n_layer, "transformer blocks");
@@ -99,6 +101,9 @@ const std::vector<Binding>& train_bindings() {
     b.add("bias", &C::bias, "biases in linear layers and LayerNorm");
     b.add("no-layernorm", &C::no_layernorm, "ablation: remove every LayerNorm");
     b.add("no-residual", &C::no_residual, "ablation: remove the residual connections");
+    b.add("vocab-size", &C::vocab_size,
+          "vocabulary size for data that records none (nanoGPT .bin; llm.c: 50257 GPT-2, 128256 Llama 3); 0 = from "
+          "the data");
     b.group("batch");
     b.add("batch-size", &C::batch_size, "sequences per rank per micro-step");
     b.add("grad-accum", &C::grad_accum,
@@ -164,6 +169,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(!c.out_dir.empty(), "--out DIR is required");
   // The model's own rules, named as flags; the vocabulary is checked when the data is opened.
   model_config_for(c, /*vocab_size=*/1).validate(nn::GPTConfig::FieldNames::Flags);
+  ND_CHECK_INPUT(c.vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << c.vocab_size);
   ND_CHECK_INPUT(c.batch_size >= 1, "--batch-size must be >= 1, got " << c.batch_size);
   ND_CHECK_INPUT(c.grad_accum >= 1, "--grad-accum must be >= 1, got " << c.grad_accum);
   ND_CHECK_INPUT(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);

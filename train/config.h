@@ -13,7 +13,7 @@ namespace nd::train {
 
 struct TrainConfig {
   // paths
-  std::string data_dir;  // train.bin, val.bin, tokenizer.txt
+  std::string data_dir;  // train.bin, val.bin, tokenizer.txt; or llm.c shards, nanoGPT .bin (data/token_dataset.h)
   std::string out_dir;   // checkpoints and metrics.jsonl
   // model
   int n_layer = 6;
@@ -24,6 +24,7 @@ struct TrainConfig {
   bool bias = true;
   bool no_layernorm = false;
   bool no_residual = false;
+  int vocab_size = 0;  // 0 = from the data; files that record none (nanoGPT's) need it
   // batch: batch_size is per rank and micro-step; grad_accum counts each rank's micro-steps per
   // optimizer step, so the global batch is batch_size * grad_accum * data-parallel size.
   int batch_size = 64;

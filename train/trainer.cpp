@@ -52,7 +52,7 @@ std::string why_no_cuda_graph(const TrainConfig& c) {
 class Trainer {
  public:
   Trainer(const TrainConfig& config, const RunContext& context)
-      : c_(config), ctx_(context), data_(open_run_data(config.data_dir)), dropout_gen_(config.seed, kDropoutStream) {
+      : c_(config), ctx_(context), data_(open_run_data(config.data_dir, config.vocab_size)), dropout_gen_(config.seed, kDropoutStream) {
     // One process without a communicator is a world of one rank.
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
