@@ -4,6 +4,7 @@
 // stops all of them.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -104,6 +105,7 @@ class Trainer {
     result.first_step = counters_.step;
     result.params = model_->num_parameters();
     auto loop_start = Clock::now();
+    loop_start_ = loop_start;
     if (c_.max_seconds > 0)
       say("time budget: " + std::to_string(static_cast<int>(c_.max_seconds)) + " s of training" +
           (c_.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
@@ -196,10 +198,21 @@ class Trainer {
       m.tok_per_s = static_cast<double>(tokens_per_step_) / seconds;
       m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
       m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_->size()) : -1.0;
+      m.eta_s = eta_seconds(run_step);
       say(format_step_line(m));
       metrics_.write_line(step_json(m));
     }
     return step.loss;
+  }
+
+  // Time left: the mean step time of this run so far times the steps left, and never past the
+  // time budget.
+  double eta_seconds(int64_t run_step) const {
+    if (run_step < 1) return -1.0;
+    const double elapsed = seconds_since(loop_start_);
+    double eta = elapsed / run_step * static_cast<double>(c_.max_iters - counters_.step);
+    if (c_.max_seconds > 0) eta = std::min(eta, std::max(0.0, c_.max_seconds - elapsed));
+    return eta;
   }
 
   // Sets the steps, warmup and decay from the timed steps so the run ends decayed on time. All
@@ -284,7 +297,8 @@ class Trainer {
   MetricsWriter metrics_;
   RunCounters counters_;
   int64_t tokens_per_step_ = 0;
-  double timed_seconds_ = 0.0;  // steps 2..kTimedSteps+1 of this run, for --fit-schedule
+  double timed_seconds_ = 0.0;
+  Clock::time_point loop_start_ = Clock::now();  // steps 2..kTimedSteps+1 of this run, for --fit-schedule
 };
 
 }  // namespace
