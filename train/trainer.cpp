@@ -14,7 +14,6 @@
 
 #include "data/loader.h"
 #include "data/token_file.h"
-#include "autograd/trusted_token_ids.h"
 #include "dist/ddp.h"
 #include "nn/gpt.h"
 #include "train/checkpoint_model.h"
@@ -290,6 +289,7 @@ class Trainer {
       ++eager_device_steps_;
     }
     std::vector<double> losses = losses_.to_double_vector();  // waits for the step
+    ops::check_recorded_token_ids(device_);
     double norm = optimizer_->last_grad_norm();
     if (replayed) {
       result.cuda_graph_replays += 1;
@@ -304,7 +304,6 @@ class Trainer {
   // gradients, forward and backward of every micro-step (the loss copied into its slot), the
   // gradient all-reduce, clipping and AdamW. Capturable as it stands.
   void enqueue_device_step() {
-    ops::TrustedTokenIdsGuard ids_checked;  // by check_batch_ids
     model_->zero_grad();
     const int accum = c_.grad_accum;
     for (int micro = 0; micro < accum; ++micro) {
