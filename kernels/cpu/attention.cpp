@@ -32,7 +32,10 @@ void gather_head(const Float* src, int64_t row_stride, Float* dst, int64_t T, in
 template <typename Float>
 void scatter_head(const Float* src, Float* dst, int64_t row_stride, int64_t T, int64_t hs, bool accumulate) {
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < hs; ++i) dst[t * row_stride + i] = (accumulate ? dst[t * row_stride + i] : 0) + src[t * hs + i];
+    for (int64_t i = 0; i < hs; ++i) {
+      Float& d = dst[t * row_stride + i];
+      d = (accumulate ? d : Float(0)) + src[t * hs + i];
+    }
 }
 
 // p (T, T) = exp(scale q kᵀ - lse) on and below the diagonal, 0 above: the probabilities of the

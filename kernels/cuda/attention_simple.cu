@@ -288,8 +288,8 @@ void attention_backward_simple(const T* dout, const T* qkv, const float* lse, co
   dim3 grid(static_cast<unsigned>(ceil_div(T_len, kRows)), static_cast<unsigned>(B * NH));
   with_variant(L.hs, dropout.active(), [&](auto v) {
     using V = decltype(v);
-    dq_kernel<T, V::kPer, V::kDropout><<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv.ptr, L, scale, dropout,
-                                                                       dqkv.accumulate);
+    dq_kernel<T, V::kPer, V::kDropout>
+        <<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv.ptr, L, scale, dropout, dqkv.accumulate);
   });
   with_variant(L.hs, dropout.active(), [&](auto v) {
     using V = decltype(v);

@@ -19,6 +19,7 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* out, StatType<T>* 
 // dw and db are summed over rows in a fixed order (deterministic).
 template <typename T>
 void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>* mean, const StatType<T>* rstd,
-                        GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t N, int64_t C, cudaStream_t stream = nullptr);
+                        GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t N, int64_t C,
+                        cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

@@ -26,17 +26,25 @@ void check_dims(const char* what, int64_t M, int64_t N, int64_t K) {
            what << ": bad shape M=" << M << " N=" << N << " K=" << K);
 }
 
-// D (m, n) (+)= op(A) · op(B) in cuBLASLt's column-major view; beta 0 overwrites D unread.
+// D (m, n) = op(A) · op(B) in cuBLASLt's column-major view (ldd = m); the caller sets beta or bias.
 template <typename T>
-void gemm_into(GradDest<T> D, bool trans_b, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
-               int64_t ldb, cudaStream_t stream) {
+GemmProblem gemm_problem(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda,
+                         const T* B, int64_t ldb, T* D) {
   GemmProblem p;
   p.dtype = dtype_of<T>::value;
-  p.trans_b = trans_b;
+  p.trans_a = trans_a, p.trans_b = trans_b;
   p.m = m, p.n = n, p.k = k;
   p.A = A, p.lda = lda;
   p.B = B, p.ldb = ldb;
-  p.D = D.ptr, p.ldd = m;
+  p.D = D, p.ldd = m;
+  return p;
+}
+
+// A gradient product: beta 0 overwrites D unread (the first contribution), 1 adds.
+template <typename T>
+void gemm_into(GradDest<T> D, bool trans_b, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda, const T* B,
+               int64_t ldb, cudaStream_t stream) {
+  GemmProblem p = gemm_problem(false, trans_b, m, n, k, A, lda, B, ldb, D.ptr);
   p.beta = D.accumulate ? 1.0f : 0.0f;
   gemm(p, stream);
 }
@@ -62,13 +70,7 @@ void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64
   check_dims("linear_forward", M, N, K);
   if (M == 0) return;
   ND_CHECK(x && w && out, "linear_forward: null pointer");
-  GemmProblem p;
-  p.dtype = dtype_of<T>::value;
-  p.trans_a = true;
-  p.m = N, p.n = M, p.k = K;
-  p.A = w, p.lda = K;
-  p.B = x, p.ldb = K;
-  p.D = out, p.ldd = N;
+  GemmProblem p = gemm_problem(true, false, N, M, K, w, K, x, K, out);
   p.bias = b;
   gemm(p, stream);
 }

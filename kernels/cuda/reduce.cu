@@ -14,7 +14,9 @@ constexpr int kBlock = 256;
 constexpr int kVecBlock = 512;  // threads per block of the vector kernel
 constexpr int64_t kMaxBlocks = 8192;  // grid-stride beyond this: enough to fill any current GPU
 
-int grid_for(int64_t work) { return static_cast<int>(std::max<int64_t>(1, std::min(kMaxBlocks, ceil_div(work, kBlock)))); }
+int grid_for(int64_t work) {
+  return static_cast<int>(std::max<int64_t>(1, std::min(kMaxBlocks, ceil_div(work, kBlock))));
+}
 
 // Elements of T in one 16-byte vector.
 template <typename T>
