@@ -30,7 +30,7 @@ std::string parent_directory(const std::string& path) {
 AtomicFileWriter::AtomicFileWriter(std::string path)
     : path_(std::move(path)), temp_path_(path_ + ".tmp." + std::to_string(::getpid())) {
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  ND_CHECK(fd_ >= 0, "cannot create " << temp_path_ << " to write " << path_ << ": " << errno_text());
+  ND_CHECK_INPUT(fd_ >= 0, "cannot create " << temp_path_ << " to write " << path_ << ": " << errno_text());
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
@@ -44,7 +44,7 @@ void AtomicFileWriter::write(const void* bytes, size_t nbytes) {
   while (nbytes > 0) {
     ssize_t n = ::write(fd_, p, nbytes);
     if (n < 0 && errno == EINTR) continue;
-    ND_CHECK(n > 0, "cannot write " << temp_path_ << ": " << errno_text());
+    ND_CHECK_INPUT(n > 0, "cannot write " << temp_path_ << ": " << errno_text());
     p += n;
     nbytes -= static_cast<size_t>(n);
   }
@@ -52,12 +52,12 @@ void AtomicFileWriter::write(const void* bytes, size_t nbytes) {
 
 void AtomicFileWriter::commit() {
   ND_CHECK(fd_ >= 0 && !committed_, path_ << " was already committed");
-  ND_CHECK(::fsync(fd_) == 0, "cannot fsync " << temp_path_ << ": " << errno_text());
+  ND_CHECK_INPUT(::fsync(fd_) == 0, "cannot fsync " << temp_path_ << ": " << errno_text());
   int fd = fd_;
   fd_ = -1;
-  ND_CHECK(::close(fd) == 0, "cannot close " << temp_path_ << ": " << errno_text());
-  ND_CHECK(std::rename(temp_path_.c_str(), path_.c_str()) == 0,
-           "cannot rename " << temp_path_ << " to " << path_ << ": " << errno_text());
+  ND_CHECK_INPUT(::close(fd) == 0, "cannot close " << temp_path_ << ": " << errno_text());
+  ND_CHECK_INPUT(std::rename(temp_path_.c_str(), path_.c_str()) == 0,
+                 "cannot rename " << temp_path_ << " to " << path_ << ": " << errno_text());
   committed_ = true;
   // The rename itself is durable only once the directory entry is on disk.
   int dir = ::open(parent_directory(path_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -75,12 +75,12 @@ void write_file_atomically(const std::string& path, const std::string& contents)
 
 std::string read_whole_file(const std::string& path) {
   std::error_code ec;
-  ND_CHECK(!std::filesystem::is_directory(path, ec), "cannot read " << path << ": it is a directory");
+  ND_CHECK_INPUT(!std::filesystem::is_directory(path, ec), "cannot read " << path << ": it is a directory");
   std::ifstream in(path, std::ios::binary);
-  ND_CHECK(in.good(), "cannot open " << path << ": " << errno_text());
+  ND_CHECK_INPUT(in.good(), "cannot open " << path << ": " << errno_text());
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  ND_CHECK(!in.bad(), "cannot read " << path);
+  ND_CHECK_INPUT(!in.bad(), "cannot read " << path);
   return buffer.str();
 }
 

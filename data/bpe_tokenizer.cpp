@@ -122,25 +122,26 @@ BpeTokenizer BpeTokenizer::parse(const std::string& file_text, const std::string
     if (vocab_size < 0 || merge_count < 0) {
       std::string key;
       int64_t value = -1;
-      ND_CHECK((fields >> key >> value) && value >= 0, where << ": expected \"vocab_size N\" or \"merges M\"");
+      ND_CHECK_INPUT((fields >> key >> value) && value >= 0, where << ": expected \"vocab_size N\" or \"merges M\"");
       if (key == "vocab_size") vocab_size = value;
       else if (key == "merges") merge_count = value;
-      else ND_FAIL(where << ": unknown key \"" << escape_bytes(key) << "\"");
+      else ND_FAIL_INPUT(where << ": unknown key \"" << escape_bytes(key) << "\"");
       continue;
     }
     int64_t id = -1, left = -1, right = -1;
-    ND_CHECK(fields >> id >> left >> right, where << ": expected \"new_id left right\"");
+    ND_CHECK_INPUT(fields >> id >> left >> right, where << ": expected \"new_id left right\"");
     int64_t expected = 256 + static_cast<int64_t>(merges.size());
-    ND_CHECK(id == expected, where << ": merge id " << id << ", expected " << expected);
-    ND_CHECK(left >= 0 && left < id && right >= 0 && right < id,
-             where << ": merge (" << left << ", " << right << ") must join ids below " << id);
+    ND_CHECK_INPUT(id == expected, where << ": merge id " << id << ", expected " << expected);
+    ND_CHECK_INPUT(left >= 0 && left < id && right >= 0 && right < id,
+                   where << ": merge (" << left << ", " << right << ") must join ids below " << id);
     merges.push_back({static_cast<int32_t>(left), static_cast<int32_t>(right)});
   }
-  ND_CHECK(vocab_size >= 0 && merge_count >= 0, path << ": missing the vocab_size or merges line");
-  ND_CHECK(static_cast<int64_t>(merges.size()) == merge_count,
-           path << ": " << merges.size() << " merges listed but the header says " << merge_count << " (truncated?)");
-  ND_CHECK(vocab_size == 256 + merge_count,
-           path << ": vocab_size " << vocab_size << " != 256 + " << merge_count << " merges");
+  ND_CHECK_INPUT(vocab_size >= 0 && merge_count >= 0, path << ": missing the vocab_size or merges line");
+  ND_CHECK_INPUT(static_cast<int64_t>(merges.size()) == merge_count,
+                 path << ": " << merges.size() << " merges listed but the header says " << merge_count
+                      << " (truncated?)");
+  ND_CHECK_INPUT(vocab_size == 256 + merge_count,
+                 path << ": vocab_size " << vocab_size << " != 256 + " << merge_count << " merges");
   return BpeTokenizer(std::move(merges));
 }
 

@@ -81,9 +81,9 @@ bool merge_pair(std::vector<int32_t>& symbols, int32_t left, int32_t right, int3
 }  // namespace
 
 BpeTokenizer BpeTokenizer::train(const std::string& text, int64_t vocab_size, const ProgressFn& progress) {
-  ND_CHECK(!text.empty(), "cannot train BPE on an empty text");
-  ND_CHECK(vocab_size >= 256, "BPE vocab size " << vocab_size << " is below 256, the byte tokens it starts from");
-  ND_CHECK(vocab_size <= (int64_t{1} << 24), "BPE vocab size " << vocab_size << " is too large (max 16777216)");
+  ND_CHECK_INPUT(!text.empty(), "cannot train BPE on an empty text");
+  ND_CHECK_INPUT(vocab_size >= 256, "BPE vocab size " << vocab_size << " is below 256, the byte tokens it starts from");
+  ND_CHECK_INPUT(vocab_size <= (int64_t{1} << 24), "BPE vocab size " << vocab_size << " is too large (max 16777216)");
 
   std::unordered_map<std::string_view, int64_t> chunk_counts;
   for (std::string_view chunk : split_into_chunks(text)) ++chunk_counts[chunk];

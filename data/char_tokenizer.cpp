@@ -10,7 +10,7 @@
 namespace nd {
 
 CharTokenizer CharTokenizer::train(const std::string& text) {
-  ND_CHECK(!text.empty(), "cannot build a char vocabulary from an empty text");
+  ND_CHECK_INPUT(!text.empty(), "cannot build a char vocabulary from an empty text");
   std::array<bool, 256> seen{};
   for (unsigned char c : text) seen[c] = true;
   std::vector<unsigned char> symbols;
@@ -34,8 +34,8 @@ std::vector<int32_t> CharTokenizer::encode(const std::string& text, const Progre
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     int32_t id = id_of_byte_[c];
-    ND_CHECK(id >= 0, "byte " << int(c) << " (\"" << escape_bytes(std::string(1, text[i])) << "\") at offset " << i
-                              << " is not in the char vocabulary of " << symbols_.size() << " symbols");
+    ND_CHECK_INPUT(id >= 0, "byte " << int(c) << " (\"" << escape_bytes(std::string(1, text[i])) << "\") at offset "
+                                    << i << " is not in the char vocabulary of " << symbols_.size() << " symbols");
     ids[i] = id;
   }
   if (progress) progress(1.0);
@@ -76,22 +76,23 @@ CharTokenizer CharTokenizer::parse(const std::string& file_text, const std::stri
     std::istringstream fields(line);
     if (vocab_size < 0) {
       std::string key;
-      ND_CHECK((fields >> key >> vocab_size) && key == "vocab_size" && vocab_size > 0 && vocab_size <= 256,
-               path << ":" << line_number << ": expected \"vocab_size N\" with 1 <= N <= 256");
+      ND_CHECK_INPUT((fields >> key >> vocab_size) && key == "vocab_size" && vocab_size > 0 && vocab_size <= 256,
+                     path << ":" << line_number << ": expected \"vocab_size N\" with 1 <= N <= 256");
       continue;
     }
     int64_t id = -1, byte = -1;
-    ND_CHECK(fields >> id >> byte, path << ":" << line_number << ": expected \"id byte\"");
-    ND_CHECK(id == static_cast<int64_t>(symbols.size()),
-             path << ":" << line_number << ": id " << id << ", expected " << symbols.size());
-    ND_CHECK(byte >= 0 && byte < 256, path << ":" << line_number << ": byte value " << byte << " outside [0, 256)");
-    ND_CHECK(symbols.empty() || byte > symbols.back(),
-             path << ":" << line_number << ": byte " << byte << " breaks the increasing order of the vocabulary");
+    ND_CHECK_INPUT(fields >> id >> byte, path << ":" << line_number << ": expected \"id byte\"");
+    ND_CHECK_INPUT(id == static_cast<int64_t>(symbols.size()),
+                   path << ":" << line_number << ": id " << id << ", expected " << symbols.size());
+    ND_CHECK_INPUT(byte >= 0 && byte < 256,
+                   path << ":" << line_number << ": byte value " << byte << " outside [0, 256)");
+    ND_CHECK_INPUT(symbols.empty() || byte > symbols.back(),
+                   path << ":" << line_number << ": byte " << byte << " breaks the increasing order of the vocabulary");
     symbols.push_back(static_cast<unsigned char>(byte));
   }
-  ND_CHECK(vocab_size > 0, path << ": no vocab_size line");
-  ND_CHECK(static_cast<int64_t>(symbols.size()) == vocab_size,
-           path << ": " << symbols.size() << " symbols listed but vocab_size is " << vocab_size);
+  ND_CHECK_INPUT(vocab_size > 0, path << ": no vocab_size line");
+  ND_CHECK_INPUT(static_cast<int64_t>(symbols.size()) == vocab_size,
+                 path << ": " << symbols.size() << " symbols listed but vocab_size is " << vocab_size);
   return CharTokenizer(std::move(symbols));
 }
 

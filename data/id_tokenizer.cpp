@@ -14,8 +14,8 @@ bool is_space(char c) { return c == ' ' || c == '\n' || c == '\t' || c == '\r' |
 }  // namespace
 
 IdTokenizer::IdTokenizer(int64_t vocab_size) : vocab_size_(static_cast<int32_t>(vocab_size)) {
-  ND_CHECK(vocab_size >= 1 && vocab_size <= INT32_MAX,
-           "an id vocabulary needs a size in [1, " << INT32_MAX << "], got " << vocab_size);
+  ND_CHECK_INPUT(vocab_size >= 1 && vocab_size <= INT32_MAX,
+                 "an id vocabulary needs a size in [1, " << INT32_MAX << "], got " << vocab_size);
 }
 
 std::vector<int32_t> IdTokenizer::encode(const std::string& text, const ProgressFn& progress) const {
@@ -31,11 +31,12 @@ std::vector<int32_t> IdTokenizer::encode(const std::string& text, const Progress
     std::string word = text.substr(begin, i - begin);
     // Digits only (no sign); the length cap keeps the value inside int64 before the range check.
     bool digits = word.size() <= 18 && word.find_first_not_of("0123456789") == std::string::npos;
-    ND_CHECK(digits, "\"" << escape_bytes(word.substr(0, 40)) << "\" at offset " << begin
-                          << " is not a token id (decimal digits, below " << vocab_size_ << ")");
+    ND_CHECK_INPUT(digits, "\"" << escape_bytes(word.substr(0, 40)) << "\" at offset " << begin
+                                << " is not a token id (decimal digits, below " << vocab_size_ << ")");
     int64_t id = std::stoll(word);
-    ND_CHECK(id < vocab_size_,
-             "token id " << id << " at offset " << begin << " is outside the id vocabulary of size " << vocab_size_);
+    ND_CHECK_INPUT(id < vocab_size_,
+                   "token id " << id << " at offset " << begin << " is outside the id vocabulary of size "
+                               << vocab_size_);
     ids.push_back(static_cast<int32_t>(id));
   }
   if (progress) progress(1.0);
@@ -69,14 +70,14 @@ IdTokenizer IdTokenizer::parse(const std::string& file_text, const std::string& 
   while (std::getline(lines, line)) {
     ++line_number;
     if (line.empty() || line[0] == '#') continue;
-    ND_CHECK(vocab_size < 0, path << ":" << line_number << ": unexpected line after vocab_size");
+    ND_CHECK_INPUT(vocab_size < 0, path << ":" << line_number << ": unexpected line after vocab_size");
     std::istringstream fields(line);
     std::string key, rest;
-    ND_CHECK((fields >> key >> vocab_size) && key == "vocab_size" && vocab_size >= 1 && vocab_size <= INT32_MAX &&
-                 !(fields >> rest),
-             path << ":" << line_number << ": expected \"vocab_size N\" with N >= 1");
+    ND_CHECK_INPUT((fields >> key >> vocab_size) && key == "vocab_size" && vocab_size >= 1 && vocab_size <= INT32_MAX &&
+                       !(fields >> rest),
+                   path << ":" << line_number << ": expected \"vocab_size N\" with N >= 1");
   }
-  ND_CHECK(vocab_size > 0, path << ": no vocab_size line");
+  ND_CHECK_INPUT(vocab_size > 0, path << ": no vocab_size line");
   return IdTokenizer(vocab_size);
 }
 

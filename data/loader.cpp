@@ -7,39 +7,38 @@
 namespace nd {
 namespace {
 
-void check_loader_args(const TokenFile& tokens, int64_t batch, int64_t block, int rank, int world_size) {
-  ND_CHECK(batch > 0, tokens.path() << ": batch size " << batch << " must be positive");
-  ND_CHECK(block > 0, tokens.path() << ": block size " << block << " must be positive");
+void check_loader_args(const TokenSource& tokens, int64_t batch, int64_t block, int rank, int world_size) {
+  ND_CHECK(batch > 0, tokens.name() << ": batch size " << batch << " must be positive");
+  ND_CHECK(block > 0, tokens.name() << ": block size " << block << " must be positive");
   ND_CHECK(world_size > 0 && rank >= 0 && rank < world_size,
            "rank " << rank << " is outside a world of size " << world_size);
-  ND_CHECK(tokens.size() >= block + 1, tokens.path() << " has " << tokens.size() << " tokens, fewer than block size "
-                                                     << block << " + 1 = " << block + 1 << " needed for one window");
+  // Every shard, not just the whole stream: a shard too short for one window is a broken file.
+  for (const TokenShard& s : tokens.shards())
+    ND_CHECK_INPUT(s.count >= block + 1, s.name << " has " << s.count << " tokens, fewer than block size " << block
+                                          << " + 1 = " << block + 1 << " needed for one window; use a smaller --block-size or more data");
 }
 
 // Row b of the batch reads tokens [start_of(b), start_of(b) + T + 1).
 template <typename StartOf>
-Batch fill_batch(const TokenFile& tokens, int64_t batch, int64_t block, StartOf start_of) {
+Batch fill_batch(const TokenSource& tokens, int64_t batch, int64_t block, StartOf start_of) {
   Batch out{Tensor::empty({batch, block}, DType::I32), Tensor::empty({batch, block}, DType::I32)};
   int32_t* inputs = out.inputs.data<int32_t>();
   int32_t* targets = out.targets.data<int32_t>();
-  const int32_t* data = tokens.data();
   for (int64_t b = 0; b < batch; ++b) {
-    const int32_t* row = data + start_of(b);
-    for (int64_t t = 0; t < block; ++t) {
-      inputs[b * block + t] = row[t];
-      targets[b * block + t] = row[t + 1];
-    }
+    int64_t start = start_of(b);
+    tokens.copy(start, block, inputs + b * block);
+    tokens.copy(start + 1, block, targets + b * block);
   }
   return out;
 }
 
 }  // namespace
 
-BatchLoader::BatchLoader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size,
+BatchLoader::BatchLoader(std::shared_ptr<const TokenSource> tokens, int64_t batch_per_rank, int64_t block_size,
                          int rank, int world_size, uint64_t seed)
     : tokens_(std::move(tokens)), batch_(batch_per_rank), block_(block_size), rank_(rank),
       world_size_(world_size), seed_(seed) {
-  ND_CHECK(tokens_ != nullptr, "BatchLoader needs a token file");
+  ND_CHECK(tokens_ != nullptr, "BatchLoader needs a token stream");
   check_loader_args(*tokens_, batch_, block_, rank_, world_size_);
 }
 
@@ -58,10 +57,10 @@ Batch BatchLoader::batch_at(uint64_t step) const {
 
 Batch BatchLoader::next_batch() { return batch_at(step_++); }
 
-EvalReader::EvalReader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size, int rank,
+EvalReader::EvalReader(std::shared_ptr<const TokenSource> tokens, int64_t batch_per_rank, int64_t block_size, int rank,
                        int world_size)
     : tokens_(std::move(tokens)), batch_(batch_per_rank), block_(block_size), rank_(rank), world_size_(world_size) {
-  ND_CHECK(tokens_ != nullptr, "EvalReader needs a token file");
+  ND_CHECK(tokens_ != nullptr, "EvalReader needs a token stream");
   check_loader_args(*tokens_, batch_, block_, rank_, world_size_);
   num_windows_ = (tokens_->size() - 1) / block_;
 }

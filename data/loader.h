@@ -15,6 +15,7 @@
 #include <memory>
 
 #include "data/token_file.h"
+#include "data/token_source.h"
 #include "tensor/tensor.h"
 
 namespace nd {
@@ -26,9 +27,13 @@ struct Batch {
 
 class BatchLoader {
  public:
-  // nd::Error when the data has fewer than T + 1 tokens, or B, T, rank, world_size are invalid.
-  BatchLoader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size, int rank,
+  // nd::Error when a shard of the data has fewer than T + 1 tokens, or B, T, rank, world_size
+  // are invalid. A window may span two shards (like a document boundary inside one).
+  BatchLoader(std::shared_ptr<const TokenSource> tokens, int64_t batch_per_rank, int64_t block_size, int rank,
               int world_size, uint64_t seed);
+  BatchLoader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size, int rank,
+              int world_size, uint64_t seed)
+      : BatchLoader(TokenSource::of(std::move(tokens)), batch_per_rank, block_size, rank, world_size, seed) {}
 
   Batch next_batch();  // the batch of step `step()`, then advances the step
   Batch batch_at(uint64_t step) const;  // random access, no state change
@@ -41,12 +46,12 @@ class BatchLoader {
   int64_t batch_per_rank() const { return batch_; }
   int64_t block_size() const { return block_; }
   int64_t global_batch() const { return batch_ * world_size_; }
-  const TokenFile& tokens() const { return *tokens_; }
+  const TokenSource& tokens() const { return *tokens_; }
   // Offset of global row `row` of step `step`: what every rank agrees on. In [0, n - T - 1].
   int64_t offset_of(uint64_t step, int64_t row) const;
 
  private:
-  std::shared_ptr<const TokenFile> tokens_;
+  std::shared_ptr<const TokenSource> tokens_;
   int64_t batch_, block_;
   int rank_, world_size_;
   uint64_t seed_;
@@ -55,15 +60,18 @@ class BatchLoader {
 
 class EvalReader {
  public:
-  // nd::Error when the data has fewer than T + 1 tokens or the arguments are invalid.
-  EvalReader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size, int rank = 0,
+  // nd::Error when a shard of the data has fewer than T + 1 tokens or the arguments are invalid.
+  EvalReader(std::shared_ptr<const TokenSource> tokens, int64_t batch_per_rank, int64_t block_size, int rank = 0,
              int world_size = 1);
+  EvalReader(std::shared_ptr<const TokenFile> tokens, int64_t batch_per_rank, int64_t block_size, int rank = 0,
+             int world_size = 1)
+      : EvalReader(TokenSource::of(std::move(tokens)), batch_per_rank, block_size, rank, world_size) {}
 
   Batch batch(int64_t index) const;  // deterministic: the same index gives the same rows
   int64_t num_windows() const { return num_windows_; }
 
  private:
-  std::shared_ptr<const TokenFile> tokens_;
+  std::shared_ptr<const TokenSource> tokens_;
   int64_t batch_, block_;
   int rank_, world_size_;
   int64_t num_windows_;

@@ -19,23 +19,23 @@ namespace nd {
 namespace {
 
 void validate(const PrepareOptions& o) {
-  ND_CHECK(!o.out_dir.empty(), "prepare needs an output directory (--out)");
-  ND_CHECK(o.val_fraction > 0.0 && o.val_fraction < 1.0,
-           "val fraction " << o.val_fraction << " must lie strictly between 0 and 1");
-  ND_CHECK(o.tokenizer == "char" || o.tokenizer == "bpe",
-           "unknown tokenizer \"" << o.tokenizer << "\" (expected char or bpe)");
+  ND_CHECK_INPUT(!o.out_dir.empty(), "prepare needs an output directory (--out)");
+  ND_CHECK_INPUT(o.val_fraction > 0.0 && o.val_fraction < 1.0,
+                 "val fraction " << o.val_fraction << " must lie strictly between 0 and 1");
+  ND_CHECK_INPUT(o.tokenizer == "char" || o.tokenizer == "bpe",
+                 "unknown tokenizer \"" << o.tokenizer << "\" (expected char or bpe)");
   if (o.tokenizer == "bpe")
-    ND_CHECK(o.vocab_size == 0 || o.vocab_size >= 256,
-             "BPE vocab size " << o.vocab_size << " is below 256, the byte tokens it starts from");
+    ND_CHECK_INPUT(o.vocab_size == 0 || o.vocab_size >= 256,
+                   "BPE vocab size " << o.vocab_size << " is below 256, the byte tokens it starts from");
 }
 
 void make_output_dir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
-  ND_CHECK(!ec, "cannot create output directory " << dir << ": " << ec.message());
-  ND_CHECK(std::filesystem::is_directory(dir, ec), "output path " << dir << " is not a directory");
+  ND_CHECK_INPUT(!ec, "cannot create output directory " << dir << ": " << ec.message());
+  ND_CHECK_INPUT(std::filesystem::is_directory(dir, ec), "output path " << dir << " is not a directory");
   // Checked now so that a long BPE training does not end in a failed write.
-  ND_CHECK(::access(dir.c_str(), W_OK) == 0, "output directory " << dir << " is not writable");
+  ND_CHECK_INPUT(::access(dir.c_str(), W_OK) == 0, "output directory " << dir << " is not writable");
 }
 
 // Philox stream of random-token data, apart from the streams training draws from.
@@ -74,7 +74,7 @@ PrepareStats prepare(const PrepareOptions& options) {
 
 PrepareStats prepare_text(const std::string& text, const std::string& source, const PrepareOptions& options) {
   validate(options);
-  ND_CHECK(!text.empty(), "the input text (" << source << ") is empty");
+  ND_CHECK_INPUT(!text.empty(), "the input text (" << source << ") is empty");
   make_output_dir(options.out_dir);
 
   std::unique_ptr<Tokenizer> tokenizer;
@@ -91,8 +91,9 @@ PrepareStats prepare_text(const std::string& text, const std::string& source, co
 
   int64_t n = static_cast<int64_t>(tokens.size());
   int64_t val_tokens = static_cast<int64_t>(std::llround(static_cast<double>(n) * options.val_fraction));
-  ND_CHECK(val_tokens >= 1 && val_tokens < n, source << " gives " << n << " tokens, too few to split with val fraction "
-                                                     << options.val_fraction << " (" << val_tokens << " val tokens)");
+  ND_CHECK_INPUT(val_tokens >= 1 && val_tokens < n,
+                 source << " gives " << n << " tokens, too few to split with val fraction " << options.val_fraction
+                        << " (" << val_tokens << " val tokens)");
   std::vector<int32_t> train(tokens.begin(), tokens.end() - val_tokens);
   std::vector<int32_t> val(tokens.end() - val_tokens, tokens.end());
 
@@ -117,13 +118,13 @@ PrepareStats prepare_text(const std::string& text, const std::string& source, co
 }
 
 PrepareStats prepare_random_tokens(const PrepareOptions& options) {
-  ND_CHECK(!options.out_dir.empty(), "prepare needs an output directory (--out)");
-  ND_CHECK(options.inputs.empty(), "random tokens take no --input files");
-  ND_CHECK(options.vocab_size >= 1 && options.vocab_size <= INT32_MAX,
-           "random tokens need a vocabulary size in [1, " << INT32_MAX << "] (--vocab-size), got "
-                                                          << options.vocab_size);
-  ND_CHECK(options.random_tokens >= 10,
-           "random tokens: " << options.random_tokens << " train tokens is too few (>= 10, so val.bin gets one)");
+  ND_CHECK_INPUT(!options.out_dir.empty(), "prepare needs an output directory (--out)");
+  ND_CHECK_INPUT(options.inputs.empty(), "random tokens take no --input files");
+  ND_CHECK_INPUT(options.vocab_size >= 1 && options.vocab_size <= INT32_MAX,
+                 "random tokens need a vocabulary size in [1, " << INT32_MAX << "] (--vocab-size), got "
+                                                                << options.vocab_size);
+  ND_CHECK_INPUT(options.random_tokens >= 10,
+                 "random tokens: " << options.random_tokens << " train tokens is too few (>= 10, so val.bin gets one)");
   make_output_dir(options.out_dir);
   IdTokenizer tokenizer(options.vocab_size);
   const int64_t train_count = options.random_tokens, val_count = options.random_tokens / 10;

@@ -61,40 +61,41 @@ TokenFile::TokenFile(std::vector<int32_t> tokens, int64_t vocab_size, std::strin
 
 TokenFile TokenFile::open(const std::string& path) {
   std::error_code ec;
-  ND_CHECK(std::filesystem::is_regular_file(path, ec), "cannot open token file " << path << " (missing or not a file)");
+  ND_CHECK_INPUT(std::filesystem::is_regular_file(path, ec),
+                 "cannot open token file " << path << " (missing or not a file); nanodist prepare --out DIR makes one");
   std::ifstream in(path, std::ios::binary | std::ios::ate);
-  ND_CHECK(in.good(), "cannot open token file " << path << " (missing or unreadable)");
+  ND_CHECK_INPUT(in.good(), "cannot open token file " << path << " (missing or unreadable)");
   int64_t file_bytes = static_cast<int64_t>(in.tellg());
   int64_t header_bytes = kTokenFileHeaderInts * 4;
-  ND_CHECK(file_bytes >= header_bytes, path << " is " << file_bytes << " bytes, shorter than the "
-                                            << header_bytes << "-byte token-file header");
+  ND_CHECK_INPUT(file_bytes >= header_bytes, path << " is " << file_bytes << " bytes, shorter than the "
+                                                  << header_bytes << "-byte token-file header");
   in.seekg(0);
   std::vector<unsigned char> header(static_cast<size_t>(header_bytes));
   in.read(reinterpret_cast<char*>(header.data()), header_bytes);
-  ND_CHECK(in.good(), "cannot read the header of " << path);
+  ND_CHECK_INPUT(in.good(), "cannot read the header of " << path);
 
   int32_t magic = static_cast<int32_t>(get_le(&header[0], 4));
   int32_t version = static_cast<int32_t>(get_le(&header[4], 4));
   int32_t vocab_size = static_cast<int32_t>(get_le(&header[8], 4));
   int32_t width = static_cast<int32_t>(get_le(&header[12], 4));
   int32_t count = static_cast<int32_t>(get_le(&header[16], 4));
-  ND_CHECK(magic == kTokenFileMagic, path << " is not a nanodist token file (magic " << magic
-                                          << ", expected " << kTokenFileMagic << ")");
-  ND_CHECK(version == kTokenFileVersion, path << ": unknown token-file version " << version
-                                              << " (this build reads version " << kTokenFileVersion << ")");
-  ND_CHECK(vocab_size > 0, path << ": vocab size " << vocab_size << " in the header must be positive");
-  ND_CHECK(width == 2 || width == 4, path << ": token width " << width << " bytes, expected 2 or 4");
-  ND_CHECK(width == token_width_for_vocab(vocab_size),
-           path << ": token width " << width << " does not match vocab size " << vocab_size);
-  ND_CHECK(count >= 0, path << ": negative token count " << count);
+  ND_CHECK_INPUT(magic == kTokenFileMagic, path << " is not a nanodist token file (magic " << magic
+                                                << ", expected " << kTokenFileMagic << ")");
+  ND_CHECK_INPUT(version == kTokenFileVersion, path << ": unknown token-file version " << version
+                                                    << " (this build reads version " << kTokenFileVersion << ")");
+  ND_CHECK_INPUT(vocab_size > 0, path << ": vocab size " << vocab_size << " in the header must be positive");
+  ND_CHECK_INPUT(width == 2 || width == 4, path << ": token width " << width << " bytes, expected 2 or 4");
+  ND_CHECK_INPUT(width == token_width_for_vocab(vocab_size),
+                 path << ": token width " << width << " does not match vocab size " << vocab_size);
+  ND_CHECK_INPUT(count >= 0, path << ": negative token count " << count);
   int64_t expected_bytes = header_bytes + static_cast<int64_t>(count) * width;
-  ND_CHECK(file_bytes == expected_bytes,
-           path << " is " << file_bytes << " bytes but its header promises " << count << " tokens of " << width
-                << " bytes (" << expected_bytes << " bytes): truncated or corrupt");
+  ND_CHECK_INPUT(file_bytes == expected_bytes,
+                 path << " is " << file_bytes << " bytes but its header promises " << count << " tokens of " << width
+                      << " bytes (" << expected_bytes << " bytes): truncated or corrupt");
 
   std::vector<unsigned char> body(static_cast<size_t>(count) * width);
   in.read(reinterpret_cast<char*>(body.data()), static_cast<std::streamsize>(body.size()));
-  ND_CHECK(in.good() || body.empty(), "cannot read the tokens of " << path);
+  ND_CHECK_INPUT(in.good() || body.empty(), "cannot read the tokens of " << path);
   TokenFile file;
   file.path_ = path;
   file.vocab_size_ = vocab_size;

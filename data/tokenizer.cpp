@@ -18,12 +18,12 @@ std::unique_ptr<Tokenizer> Tokenizer::from_text(const std::string& text, const s
   std::istringstream words(first_line);
   std::string tag, kind;
   words >> tag >> kind;
-  ND_CHECK(tag == kTokenizerFileTag, source << " is not a nanodist tokenizer file (first line \""
-                                          << escape_bytes(first_line.substr(0, 60)) << "\")");
+  ND_CHECK_INPUT(tag == kTokenizerFileTag, source << " is not a nanodist tokenizer file (first line \""
+                                                << escape_bytes(first_line.substr(0, 60)) << "\")");
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, source));
   if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, source));
   if (kind == "ids") return std::make_unique<IdTokenizer>(IdTokenizer::parse(text, source));
-  ND_FAIL(source << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char, bpe or ids)");
+  ND_FAIL_INPUT(source << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char, bpe or ids)");
 }
 
 std::string escape_bytes(const std::string& bytes) {

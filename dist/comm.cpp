@@ -1,15 +1,38 @@
-// Shared argument checks and names for every Comm backend.
+// Shared argument checks and names for every Comm backend, the layout agreement between ranks,
+// and CommWork (the one place that turns a comm-stream event into a compute-stream wait).
 #include "dist/comm.h"
+
+#if NANODIST_WITH_CUDA
+#include "tensor/cuda_check.h"
+#include "tensor/cuda_stream.h"
+#endif
 
 namespace nd::dist {
 
-ReduceOp parse_reduce_op(const std::string& name) {
-  if (name == "sum") return ReduceOp::Sum;
-  if (name == "avg") return ReduceOp::Avg;
-  ND_FAIL("unknown reduce op '" << name << "' (expected sum or avg)");
+const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
+
+const char* collective_name(Collective collective) {
+  switch (collective) {
+    case Collective::AllReduce: return "allreduce";
+    case Collective::ReduceScatter: return "reduce_scatter";
+    case Collective::AllGather: return "all_gather";
+    case Collective::Broadcast: return "broadcast";
+    case Collective::RingAllReduce: return "ring_allreduce";
+    case Collective::RingReduceScatter: return "ring_reduce_scatter";
+    case Collective::RingAllGather: return "ring_all_gather";
+  }
+  return "?";
 }
 
-const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
+void CommWork::wait() {
+  if (!event_) return;
+#if NANODIST_WITH_CUDA
+  CUDA_CHECK(cudaStreamWaitEvent(compute_stream(device_), static_cast<cudaEvent_t>(event_), 0));
+#else
+  ND_FAIL("a GPU CommWork in a build without CUDA");
+#endif
+  event_ = nullptr;
+}
 
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what) {
   ND_CHECK(buffer.defined(), what << " is undefined");
@@ -28,17 +51,31 @@ void check_peer(const Comm& comm, int peer, const char* what) {
            what << ": peer " << peer << " is out of range for a comm of size " << comm.size());
 }
 
-void check_same_buffer_on_all_ranks(Comm& comm, const Tensor& buffer, const char* what) {
-  if (comm.size() == 1) return;
-  int64_t mine[4] = {buffer.numel(), -buffer.numel(), static_cast<int64_t>(buffer.dtype()),
-                     -static_cast<int64_t>(buffer.dtype())};
-  int64_t agreed[4] = {mine[0], mine[1], mine[2], mine[3]};
-  comm.host_allreduce(agreed, 4, HostReduce::Max);
-  int64_t largest = agreed[0], smallest = -agreed[1];
-  ND_CHECK(largest == smallest, what << ": ranks pass different element counts (from " << smallest << " to "
-                                     << largest << "; this rank " << buffer.numel() << ")");
-  ND_CHECK(agreed[2] == -agreed[3], what << ": ranks pass different dtypes (this rank "
-                                         << dtype_name(buffer.dtype()) << ")");
+void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int detail) {
+  if (size() == 1) return;
+  const std::array<int64_t, 4> layout = {static_cast<int64_t>(collective), detail, buffer.numel(),
+                                         static_cast<int64_t>(buffer.dtype())};
+  if (agreed_layouts_.count(layout)) return;
+  // Max of each value and of its negation: the largest and the smallest over ranks at once.
+  int64_t range[8];
+  for (int i = 0; i < 4; ++i) {
+    range[2 * i] = layout[i];
+    range[2 * i + 1] = -layout[i];
+  }
+  host_allreduce(range, 8, HostReduce::Max);
+  auto same = [&](int i) { return range[2 * i] == -range[2 * i + 1]; };
+  const char* name = collective_name(collective);
+  ND_CHECK(same(0), name << ": ranks call different collectives at this point (this rank " << name << ")");
+  ND_CHECK(same(2), name << ": ranks pass different element counts (from " << -range[5] << " to " << range[4]
+                         << "; this rank " << buffer.numel() << ")");
+  ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
+  if (collective == Collective::Broadcast) {
+    ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
+  } else {
+    ND_CHECK(same(1), name << ": ranks pass different reduce ops (this rank "
+                           << reduce_op_name(static_cast<ReduceOp>(detail)) << ")");
+  }
+  agreed_layouts_.insert(layout);
 }
 
 }  // namespace nd::dist

@@ -1,9 +1,11 @@
 // dist::Comm: the communicator interface every distributed piece talks to. Backends: MpiComm
-// (CPU buffers), NcclComm (GPU buffers, ordered on the comm's CUDA stream), LocalComm (one rank).
-// Buffers are contiguous nd::Tensors; all ranks must call collectives in the same order.
+// (CPU buffers), NcclComm (GPU buffers, on the device's communication stream), LocalComm (one
+// rank). Buffers are contiguous nd::Tensors; all ranks must call collectives in the same order.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "tensor/tensor.h"
@@ -11,11 +13,48 @@
 namespace nd::dist {
 
 enum class ReduceOp { Sum, Avg };
-ReduceOp parse_reduce_op(const std::string& name);  // "sum" | "avg"
 const char* reduce_op_name(ReduceOp op);
 
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.
 enum class HostReduce { Sum, Max };
+
+// The collectives whose layout the ranks agree on (see Comm::agree_on_layout).
+enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, RingAllReduce, RingReduceScatter, RingAllGather };
+const char* collective_name(Collective collective);
+
+// The ordering contract, the same for every backend and for collectives built on send/recv
+// (the ring). The caller never touches streams:
+//  1. Inputs: a collective reads its buffers after all work already queued on the device's
+//     compute stream (nd::compute_stream). On the GPU the comm stream waits for an event of the
+//     compute stream; on the host the caller's CPU kernels have already finished.
+//  2. Results: an `_async` call returns a CommWork. After work.wait() returns, work queued on the
+//     compute stream sees the result (GPU: the compute stream waits for an event recorded right
+//     after the collective; the host does not wait). Until then neither read nor write the
+//     buffers from compute work. The plain forms are `_async(...).wait()`.
+//  3. Between themselves, the collectives and point-to-point groups of one comm run in call
+//     order, so a collective may consume an earlier one's result without a wait. (Every NcclComm
+//     of a device shares its one comm stream, so this holds across the comms of a grid too.)
+//  4. Nothing here waits on the host for the GPU: only stream work and events, so a step that
+//     uses it can be captured as a CUDA graph. (Before capture, run the step once eagerly: the
+//     first use of a layout holds a host agreement with the other ranks, and the GPU ring grows
+//     its staging buffer with a host sync.) For the host, use synchronize().
+// Overlap, as in DDP: launch with `_async` while compute goes on and wait() only where the
+// result is needed. Point-to-point calls are the raw material of collectives and stay outside
+// the contract: they run on the comm stream in call order; code that builds a collective from
+// them brackets it with order_after_compute() and record_work() (dist/ring_allreduce.cpp).
+class [[nodiscard]] CommWork {
+ public:
+  CommWork() = default;  // already complete (host backends finish before they return)
+  // GPU backends: complete once `cuda_event` (a cudaEvent_t recorded on the comm stream of
+  // device `device`) has fired.
+  CommWork(void* cuda_event, int device) : event_(cuda_event), device_(device) {}
+  // Orders later compute-stream work after the collective (GPU), without blocking the host.
+  void wait();
+
+ private:
+  void* event_ = nullptr;
+  int device_ = -1;
+};
 
 class Comm {
  public:
@@ -43,13 +82,22 @@ class Comm {
   virtual void post_group() = 0;
   virtual void wait_posted() = 0;
 
-  // Native collectives (MPI or NCCL). In place for allreduce and broadcast.
-  virtual void allreduce(Tensor& buffer, ReduceOp op) = 0;
+  // Native collectives (MPI or NCCL), ordered by the contract above. In place for allreduce and
+  // broadcast.
+  virtual CommWork allreduce_async(Tensor& buffer, ReduceOp op) = 0;
   // input (size() * n), output (n): output on rank r = reduction of block r over all ranks.
-  virtual void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) = 0;
+  virtual CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) = 0;
   // input (n), output (size() * n): block r of output = input of rank r.
-  virtual void all_gather(const Tensor& input, Tensor& output) = 0;
-  virtual void broadcast(Tensor& buffer, int root) = 0;
+  virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
+  virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
+
+  void allreduce(Tensor& buffer, ReduceOp op) { allreduce_async(buffer, op).wait(); }
+  void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
+    reduce_scatter_async(input, output, op).wait();
+  }
+  void all_gather(const Tensor& input, Tensor& output) { all_gather_async(input, output).wait(); }
+  void broadcast(Tensor& buffer, int root) { broadcast_async(buffer, root).wait(); }
+
   // Every rank has reached the barrier and all its work on this comm has finished.
   virtual void barrier() = 0;
   // Ranks with the same color form a new comm, ordered by (key, old rank). Collective.
@@ -60,11 +108,28 @@ class Comm {
   // In-place reduction of n host values over all ranks (blocking).
   virtual void host_allreduce(int64_t* values, int n, HostReduce op) = 0;
   virtual void host_allreduce(double* values, int n, HostReduce op) = 0;
-};
 
-// Raises nd::Error on every rank unless all ranks pass the same element count and dtype for
-// `what`: one small host allreduce, so a mismatch is an error instead of a hang.
-void check_same_buffer_on_all_ranks(Comm& comm, const Tensor& buffer, const char* what);
+  // The contract's two halves for a collective built from send/recv: order_after_compute()
+  // before its first transfer, record_work() after its last (no-ops on host backends).
+  virtual void order_after_compute() {}
+  virtual CommWork record_work() { return CommWork(); }
+
+  // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
+  // collective with the same element count (of `buffer`), dtype and `detail` (reduce op, root).
+  // The agreement is one small host allreduce, held the first time this rank calls a layout on
+  // this comm; later calls with a layout it has already agreed on skip it (nothing per step).
+  // Caught, on every rank: a disagreement where every rank is at a layout new to it (ranks with
+  // different batch or model sizes, dtypes, reduce ops or roots, or calling different
+  // collectives). Not caught: a rank at a layout it has already agreed on while another is at a
+  // new one (the first skips the agreement, the second waits in it: NCCL hangs; MPI pairs the
+  // agreement with the collective, a hang or an MPI error); point-to-point counts on NCCL (MPI
+  // reports a short recv); calls in a different order with agreed layouts; buffer contents; a
+  // local argument check (device, dtype, shapes) that fails on one rank only: it raises alone.
+  void agree_on_layout(Collective collective, const Tensor& buffer, int detail);
+
+ private:
+  std::set<std::array<int64_t, 4>> agreed_layouts_;  // (collective, detail, count, dtype)
+};
 
 // Common argument checks: defined, on the comm's device, dtype one of f32/bf16 (plus i32 and
 // the rest for data movement only).

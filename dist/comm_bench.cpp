@@ -2,9 +2,6 @@
 // and timed iterations; the time is the max over ranks of the mean per-iteration time.
 #include "dist/comm_bench.h"
 
-#include <cctype>
-#include <cstdio>
-
 #include "dist/comm_bench_data.h"
 #include "dist/comm_timer.h"
 
@@ -35,37 +32,26 @@ struct Case {
     }
   }
 
-  void run(Comm& comm) {
+  // Launches one call. Timed loops keep only the last CommWork: calls on one comm run in order,
+  // and waiting for each would add a compute-stream round trip to every GPU call.
+  CommWork run(Comm& comm) {
     const int r = comm.rank(), n = comm.size();
     switch (op) {
       case BenchOp::AllReduce:
-        if (ring) {
-          ring_allreduce(comm, a, ReduceOp::Sum, ring_options);
-        } else {
-          comm.allreduce(a, ReduceOp::Sum);
-        }
-        break;
+        return ring ? ring_allreduce_async(comm, a, ReduceOp::Sum, ring_options) : comm.allreduce_async(a, ReduceOp::Sum);
       case BenchOp::SendRecv:
+        comm.order_after_compute();
         comm.group_start();
         comm.send(a, (r + 1) % n);
         comm.recv(b, (r - 1 + n) % n);
         comm.group_end();
-        break;
-      case BenchOp::AllGather:
-        if (ring) {
-          ring_all_gather(comm, a, ring_options);
-        } else {
-          comm.all_gather(a, b);
-        }
-        break;
+        return comm.record_work();
+      case BenchOp::AllGather: return ring ? ring_all_gather_async(comm, a, ring_options) : comm.all_gather_async(a, b);
       case BenchOp::ReduceScatter:
-        if (ring) {
-          ring_reduce_scatter(comm, a, ReduceOp::Sum, ring_options);
-        } else {
-          comm.reduce_scatter(a, b, ReduceOp::Sum);
-        }
-        break;
+        return ring ? ring_reduce_scatter_async(comm, a, ReduceOp::Sum, ring_options)
+                    : comm.reduce_scatter_async(a, b, ReduceOp::Sum);
     }
+    return CommWork();
   }
 
   int64_t wrong(Comm& comm) {
@@ -114,7 +100,7 @@ BenchOp parse_bench_op(const std::string& name) {
   if (name == "sendrecv") return BenchOp::SendRecv;
   if (name == "allgather") return BenchOp::AllGather;
   if (name == "reducescatter") return BenchOp::ReduceScatter;
-  ND_FAIL("unknown --op '" << name << "' (expected allreduce, sendrecv, allgather or reducescatter)");
+  ND_FAIL_INPUT("unknown --op '" << name << "' (expected allreduce, sendrecv, allgather or reducescatter)");
 }
 
 const char* bench_op_name(BenchOp op) {
@@ -144,14 +130,14 @@ constexpr int kGpuSettleIterations = 3000;
 
 std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
                                          const std::function<void(const BenchCommRow&)>& on_row) {
-  ND_CHECK(options.dtype == DType::F32 || options.dtype == DType::BF16,
-           "--dtype must be f32 or bf16, not " << dtype_name(options.dtype));
-  ND_CHECK(options.min_bytes >= 1 && options.max_bytes >= options.min_bytes,
-           "--min-bytes " << options.min_bytes << " and --max-bytes " << options.max_bytes
-                          << " must satisfy 1 <= min <= max");
-  ND_CHECK(options.factor > 1.0, "--factor " << options.factor << " must be > 1");
-  ND_CHECK(options.warmup >= 0 && options.iters >= 1,
-           "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
+  ND_CHECK_INPUT(options.dtype == DType::F32 || options.dtype == DType::BF16,
+                 "--dtype must be f32 or bf16, not " << dtype_name(options.dtype));
+  ND_CHECK_INPUT(options.min_bytes >= 1 && options.max_bytes >= options.min_bytes,
+                 "--min-bytes " << options.min_bytes << " and --max-bytes " << options.max_bytes
+                                << " must satisfy 1 <= min <= max");
+  ND_CHECK_INPUT(options.factor > 1.0, "--factor " << options.factor << " must be > 1");
+  ND_CHECK_INPUT(options.warmup >= 0 && options.iters >= 1,
+                 "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
   std::vector<BenchCommRow> rows;
   CommTimer timer(comm);
   int64_t previous_total = -1;
@@ -163,22 +149,26 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     Case c = make_case(comm, options, total);
 
     c.fill(comm);
-    c.run(comm);
+    CommWork work = c.run(comm);
     if (rows.empty() && comm.device().is_cuda()) {
       // Before the first timed size: NCCL connects peers lazily and an idle GPU runs at low
       // clocks, so a few thousand launches first keep the smallest sizes from paying for both.
-      for (int i = 0; i < kGpuSettleIterations; ++i) c.run(comm);
+      for (int i = 0; i < kGpuSettleIterations; ++i) work = c.run(comm);
+      work.wait();
       c.fill(comm);
-      c.run(comm);
+      work = c.run(comm);
     }
+    work.wait();
     int64_t wrong = c.wrong(comm);
     comm.host_allreduce(&wrong, 1, HostReduce::Sum);
 
-    for (int i = 0; i < options.warmup; ++i) c.run(comm);
+    for (int i = 0; i < options.warmup; ++i) work = c.run(comm);
+    work.wait();
     comm.barrier();
     timer.start();
-    for (int i = 0; i < options.iters; ++i) c.run(comm);
+    for (int i = 0; i < options.iters; ++i) work = c.run(comm);
     double seconds = timer.stop() / options.iters;
+    work.wait();
     comm.host_allreduce(&seconds, 1, HostReduce::Max);
 
     BenchCommRow row;
@@ -194,52 +184,6 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     if (on_row) on_row(row);
   }
   return rows;
-}
-
-std::string bench_comm_header() {
-  char line[256];
-  std::snprintf(line, sizeof line, "%14s %13s %6s %6s %11s %11s %11s %8s", "size", "count", "type", "redop",
-                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
-  return line;
-}
-
-std::string format_bench_comm_row(const BenchCommRow& row) {
-  char line[256];
-  std::snprintf(line, sizeof line, "%14lld %13lld %6s %6s %11.2f %11.2f %11.2f %8lld", static_cast<long long>(row.bytes),
-                static_cast<long long>(row.count), row.type.c_str(), row.redop.c_str(), row.time_us, row.algbw_gbps,
-                row.busbw_gbps, static_cast<long long>(row.wrong));
-  return line;
-}
-
-std::string bench_comm_csv_header() {
-  return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong";
-}
-
-std::string format_bench_comm_csv(const BenchCommRow& row, const BenchCommOptions& options, const Comm& comm) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld", bench_op_name(options.op),
-                options.ring ? "ring" : "native", comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
-                static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
-                row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
-  return line;
-}
-
-int64_t parse_byte_size(const std::string& text) {
-  std::string t = text;
-  if (!t.empty() && (t.back() == 'B' || t.back() == 'b')) t.pop_back();
-  ND_CHECK(!t.empty(), "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
-  int64_t unit = 1;
-  switch (std::toupper(static_cast<unsigned char>(t.back()))) {
-    case 'K': unit = int64_t{1} << 10; break;
-    case 'M': unit = int64_t{1} << 20; break;
-    case 'G': unit = int64_t{1} << 30; break;
-    default: break;
-  }
-  if (unit > 1) t.pop_back();
-  ND_CHECK(!t.empty() && t.find_first_not_of("0123456789") == std::string::npos,
-           "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
-  ND_CHECK(t.size() <= 12, "byte size '" << text << "' is too large");
-  return std::stoll(t) * unit;
 }
 
 }  // namespace nd::dist

@@ -1,6 +1,6 @@
-// `nanodist bench-comm`: nccl-tests-style bandwidth sweeps of one collective over message sizes,
-// for the native backend or our ring, each size checked against a closed-form answer.
-// Columns: size count type redop time(us) algbw(GB/s) busbw(GB/s) #wrong.
+// The measurement behind `nanodist bench-comm`: nccl-tests-style bandwidth sweeps of one collective
+// over message sizes, for the native backend or our ring, each size checked against a closed-form
+// answer. Returns rows (size count type redop time algbw busbw #wrong); cli/ prints them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -46,18 +46,5 @@ double bus_factor(BenchOp op, int nranks);
 // size is passed to `on_row` (on every rank; printing is the caller's business) and returned.
 std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
                                          const std::function<void(const BenchCommRow&)>& on_row = {});
-
-// Text lines in nccl-tests' layout, and a CSV header/line that also names op, impl and ranks.
-std::string bench_comm_header();
-std::string format_bench_comm_row(const BenchCommRow& row);
-std::string bench_comm_csv_header();
-std::string format_bench_comm_csv(const BenchCommRow& row, const BenchCommOptions& options, const Comm& comm);
-
-// "8", "64K", "16M", "1G", "4G" (powers of 1024; an optional trailing B).
-int64_t parse_byte_size(const std::string& text);
-
-// The whole subcommand: parses flags with cxxopts, builds the world comm, prints on rank 0,
-// writes --csv, and returns 0, or 1 when any element was wrong. main.cpp forwards to it.
-int run_bench_comm_cli(int argc, char** argv);
 
 }  // namespace nd::dist

@@ -5,6 +5,7 @@
 
 #include <chrono>
 
+#include "dist/mpi_check.h"
 #include "dist/nccl_comm.h"
 #if NANODIST_WITH_CUDA
 #include "tensor/cuda_check.h"
@@ -16,7 +17,7 @@ namespace {
 
 double host_seconds() {
   int initialized = 0;
-  MPI_Initialized(&initialized);
+  MPI_CHECK(MPI_Initialized(&initialized));
   if (initialized) return MPI_Wtime();
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

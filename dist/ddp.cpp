@@ -1,9 +1,8 @@
+// DDP: bucket layout, the gradient hooks that launch buckets, and the final wait. Ordering
+// against compute is the Comm's business (dist/comm.h): nothing here knows about streams.
 #include "dist/ddp.h"
 
 #include "dist/ring_allreduce.h"
-#if NANODIST_WITH_CUDA
-#include "tensor/cuda_stream.h"
-#endif
 
 namespace nd::dist {
 
@@ -55,10 +54,10 @@ DistributedDataParallel::DistributedDataParallel(Comm& comm, std::vector<Variabl
 }
 
 void DistributedDataParallel::broadcast_parameters() {
-  for (Variable& p : params_) comm_.broadcast(p.data(), 0);
-#if NANODIST_WITH_CUDA
-  if (comm_.device().is_cuda()) compute_wait_for_comm(comm_.device().index);
-#endif
+  std::vector<CommWork> works;
+  works.reserve(params_.size());
+  for (Variable& p : params_) works.push_back(comm_.broadcast_async(p.data(), 0));
+  for (CommWork& work : works) work.wait();
 }
 
 void DistributedDataParallel::prepare_backward(bool sync) {
@@ -66,6 +65,7 @@ void DistributedDataParallel::prepare_backward(bool sync) {
   for (Bucket& b : buckets_) {
     b.pending = static_cast<int>(b.params.size());
     b.launched = false;
+    b.work = CommWork();
   }
 }
 
@@ -79,13 +79,8 @@ void DistributedDataParallel::launch(Bucket& bucket) {
   if (bucket.launched) return;
   bucket.launched = true;
   if (comm_.size() == 1) return;
-  if (options_.impl == AllreduceImpl::Ring) {
-    RingOptions ring;
-    ring.check_sizes = false;  // every rank built the same buckets from the same model
-    ring_allreduce(comm_, bucket.flat, ReduceOp::Avg, ring);
-  } else {
-    comm_.allreduce(bucket.flat, ReduceOp::Avg);
-  }
+  bucket.work = options_.impl == AllreduceImpl::Ring ? ring_allreduce_async(comm_, bucket.flat, ReduceOp::Avg)
+                                                     : comm_.allreduce_async(bucket.flat, ReduceOp::Avg);
 }
 
 void DistributedDataParallel::finish_gradient_sync() {
@@ -93,9 +88,7 @@ void DistributedDataParallel::finish_gradient_sync() {
   // Buckets whose gradients never became final (unused parameters) still join the collective,
   // in bucket order, which every rank shares.
   for (Bucket& b : buckets_) launch(b);
-#if NANODIST_WITH_CUDA
-  if (comm_.device().is_cuda()) compute_wait_for_comm(comm_.device().index);
-#endif
+  for (Bucket& b : buckets_) b.work.wait();
 }
 
 }  // namespace nd::dist

@@ -2,8 +2,10 @@
 // view into its bucket's flat buffer, so backward kernels accumulate straight into what gets
 // reduced (no copies). Buckets follow reverse parameter order (the order backward finishes
 // gradients), the first one small so communication starts early; a bucket's all-reduce is
-// launched from the autograd hook of its last gradient, overlapping the rest of backward (on the
-// GPU it is queued on the communication stream). DDP sees a list of parameters, not a Module.
+// launched (an `_async` collective, dist/comm.h) from the autograd hook of its last gradient,
+// overlapping the rest of backward; the compute stream waits for the buckets only in
+// finish_gradient_sync. DDP sees a list of parameters, not a Module, and a communicator: the
+// data-parallel one of the grid (dist/parallel_grid.h), which need not span the world.
 #pragma once
 #include <vector>
 
@@ -23,10 +25,11 @@ struct DDPOptions {
 
 class DistributedDataParallel {
  public:
-  // `params` in forward (registration) order; all on comm.device().
+  // `params` in forward (registration) order; all on comm.device(). Gradients are averaged over
+  // the ranks of `comm` (the data-parallel comm), which must outlive this object.
   DistributedDataParallel(Comm& comm, std::vector<Variable> params, const DDPOptions& options = {});
 
-  // Copies rank 0's parameters to every rank.
+  // Copies the parameters of the comm's rank 0 to its other ranks.
   void broadcast_parameters();
 
   // Call before each backward: with sync = false (the non-final micro-steps of gradient
@@ -34,7 +37,8 @@ class DistributedDataParallel {
   void prepare_backward(bool sync);
 
   // Call after the last backward of a step: launches any bucket still pending and waits until
-  // every gradient holds the average over ranks (on the GPU: ordered before later compute work).
+  // every gradient holds the average over ranks (on the GPU: ordered before later compute-stream
+  // work; the host does not wait).
   void finish_gradient_sync();
 
  private:
@@ -43,6 +47,7 @@ class DistributedDataParallel {
     std::vector<size_t> params;  // indices into params_
     int pending = 0;
     bool launched = false;
+    CommWork work;  // the bucket's all-reduce in flight
   };
 
   void on_gradient_final(size_t param_index);

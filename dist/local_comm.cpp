@@ -36,31 +36,35 @@ void LocalComm::deliver_pending() {
   }
 }
 
-void LocalComm::allreduce(Tensor& buffer, ReduceOp) {
+CommWork LocalComm::allreduce_async(Tensor& buffer, ReduceOp) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
   check_reducible(buffer, "allreduce buffer");
+  return CommWork();
 }
 
-void LocalComm::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp) {
+CommWork LocalComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp) {
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
   check_reducible(input, "reduce_scatter input");
   ND_CHECK(input.numel() == output.numel() && input.dtype() == output.dtype(),
            "reduce_scatter of " << input.str() << " into " << output.str() << " on 1 rank");
   output.copy_from(input.view(output.shape()));
+  return CommWork();
 }
 
-void LocalComm::all_gather(const Tensor& input, Tensor& output) {
+CommWork LocalComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   ND_CHECK(input.numel() == output.numel() && input.dtype() == output.dtype(),
            "all_gather of " << input.str() << " into " << output.str() << " on 1 rank");
   output.copy_from(input.view(output.shape()));
+  return CommWork();
 }
 
-void LocalComm::broadcast(Tensor& buffer, int root) {
+CommWork LocalComm::broadcast_async(Tensor& buffer, int root) {
   check_comm_buffer(*this, buffer, "broadcast buffer");
   check_peer(*this, root, "broadcast root");
+  return CommWork();
 }
 
 std::unique_ptr<Comm> LocalComm::split(int color, int) {

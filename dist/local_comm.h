@@ -23,10 +23,11 @@ class LocalComm : public Comm {
   void post_group() override;
   void wait_posted() override {}
 
-  void allreduce(Tensor& buffer, ReduceOp op) override;
-  void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) override;
-  void all_gather(const Tensor& input, Tensor& output) override;
-  void broadcast(Tensor& buffer, int root) override;
+  // Complete on return: identities, or one stream-ordered copy on the compute stream.
+  CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
+  CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
+  CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  CommWork broadcast_async(Tensor& buffer, int root) override;
   void barrier() override {}
   std::unique_ptr<Comm> split(int color, int key) override;
 

@@ -1,6 +1,6 @@
 // MpiComm: point-to-point through nonblocking Isend/Irecv (a group posts all its operations,
-// then waits), collectives through MPI's own. Every collective first checks that all ranks pass
-// the same element count, so a mismatch raises on every rank instead of hanging.
+// then waits), collectives through MPI's own. Every collective first agrees on its layout with
+// the other ranks (Comm::agree_on_layout), so a mismatch raises on every rank instead of hanging.
 #include "dist/mpi_comm.h"
 
 #include <climits>
@@ -58,7 +58,7 @@ int mpi_count(int64_t numel, const char* what) {
 
 MpiComm::MpiComm(MPI_Comm parent) {
   int initialized = 0;
-  MPI_Initialized(&initialized);
+  MPI_CHECK(MPI_Initialized(&initialized));
   ND_CHECK(initialized, "MpiComm needs MPI_Init first");
   MPI_CHECK(MPI_Comm_dup(parent, &comm_));
   MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
@@ -66,6 +66,7 @@ MpiComm::MpiComm(MPI_Comm parent) {
   MPI_CHECK(MPI_Comm_size(comm_, &size_));
 }
 
+// A destructor must not throw, so its MPI calls are the only ones not checked.
 MpiComm::~MpiComm() {
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -133,46 +134,50 @@ void MpiComm::wait_posted() {
   }
 }
 
-void MpiComm::allreduce(Tensor& buffer, ReduceOp op) {
+CommWork MpiComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
   check_reducible(buffer, "allreduce buffer");
-  check_same_buffer_on_all_ranks(*this, buffer, "allreduce");
+  agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
   int count = mpi_count(buffer.numel(), "allreduce");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), count, mpi_datatype(buffer.dtype()),
                           mpi_sum_op(buffer.dtype()), comm_));
   if (op == ReduceOp::Avg) scale_for_average(buffer, size_);
+  return CommWork();
 }
 
-void MpiComm::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
+CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
   check_reducible(input, "reduce_scatter input");
   ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
            "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
-  check_same_buffer_on_all_ranks(*this, input, "reduce_scatter");
+  agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
   int count = mpi_count(output.numel(), "reduce_scatter");
   MPI_CHECK(MPI_Reduce_scatter_block(input.raw_data(), output.raw_data(), count, mpi_datatype(input.dtype()),
                                      mpi_sum_op(input.dtype()), comm_));
   if (op == ReduceOp::Avg) scale_for_average(output, size_);
+  return CommWork();
 }
 
-void MpiComm::all_gather(const Tensor& input, Tensor& output) {
+CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
            "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
-  check_same_buffer_on_all_ranks(*this, input, "all_gather");
+  agree_on_layout(Collective::AllGather, input, 0);
   int count = mpi_count(input.numel(), "all_gather");
   MPI_Datatype type = mpi_datatype(input.dtype());
   MPI_CHECK(MPI_Allgather(input.raw_data(), count, type, output.raw_data(), count, type, comm_));
+  return CommWork();
 }
 
-void MpiComm::broadcast(Tensor& buffer, int root) {
+CommWork MpiComm::broadcast_async(Tensor& buffer, int root) {
   check_comm_buffer(*this, buffer, "broadcast buffer");
   check_peer(*this, root, "broadcast root");
-  check_same_buffer_on_all_ranks(*this, buffer, "broadcast");
+  agree_on_layout(Collective::Broadcast, buffer, root);
   int count = mpi_count(buffer.numel(), "broadcast");
   MPI_CHECK(MPI_Bcast(buffer.raw_data(), count, mpi_datatype(buffer.dtype()), root, comm_));
+  return CommWork();
 }
 
 void MpiComm::barrier() { MPI_CHECK(MPI_Barrier(comm_)); }
@@ -182,7 +187,7 @@ std::unique_ptr<Comm> MpiComm::split(int color, int key) {
   MPI_Comm child;
   MPI_CHECK(MPI_Comm_split(comm_, color, key, &child));
   auto result = std::make_unique<MpiComm>(child);
-  MPI_Comm_free(&child);
+  MPI_CHECK(MPI_Comm_free(&child));
   return result;
 }
 

@@ -28,6 +28,9 @@ ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAv
 // ring's all-reduce gained 10-20% at 64 MB..4 GB on 4 GPUs, 5-10% on 2.
 constexpr int kP2pCtas = 64;
 
+// Events behind CommWorks in flight at once before one is reused (DDP's buckets of one step).
+constexpr size_t kWorkEvents = 64;
+
 // Data movement does not care about the element type: it moves bytes.
 size_t byte_count(const Tensor& t) { return t.nbytes(); }
 
@@ -69,12 +72,14 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
 }
 
+// A destructor must not throw, so its CUDA, NCCL and MPI calls are not checked.
 NcclComm::~NcclComm() {
   cudaSetDevice(device_index_);
   if (stream_) cudaStreamSynchronize(stream_);
   if (side_stream_) cudaStreamSynchronize(side_stream_);
   scratch_ = Tensor();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : work_events_) cudaEventDestroy(e);
   if (p2p_ && p2p_ != nccl_) ncclCommDestroy(p2p_);
   if (nccl_) ncclCommDestroy(nccl_);
   if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
@@ -106,41 +111,60 @@ void NcclComm::post_group() {
   NCCL_CHECK(ncclGroupEnd());
 }
 
-void NcclComm::allreduce(Tensor& buffer, ReduceOp op) {
+CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
+  ncclDataType_t type = nccl_reduce_type(buffer.dtype());
+  agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), nccl_reduce_type(buffer.dtype()),
-                           nccl_op(op), nccl_, stream_));
+  NCCL_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_));
+  return record_work();
 }
 
-void NcclComm::reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
+CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
   ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
            "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
+  ncclDataType_t type = nccl_reduce_type(input.dtype());
+  agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), nccl_reduce_type(input.dtype()),
-                               nccl_op(op), nccl_, stream_));
+  NCCL_CHECK(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op), nccl_, stream_));
+  return record_work();
 }
 
-void NcclComm::all_gather(const Tensor& input, Tensor& output) {
+CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
            "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  agree_on_layout(Collective::AllGather, input, 0);
   order_after_compute();
   NCCL_CHECK(ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_));
+  return record_work();
 }
 
-void NcclComm::broadcast(Tensor& buffer, int root) {
+CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
   check_comm_buffer(*this, buffer, "broadcast buffer");
   check_peer(*this, root, "broadcast root");
-  check_same_buffer_on_all_ranks(*this, buffer, "broadcast");
+  agree_on_layout(Collective::Broadcast, buffer, root);
   order_after_compute();
   NCCL_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_));
+  return record_work();
 }
 
 void NcclComm::order_after_compute() { comm_wait_for_compute(device_index_); }
+
+CommWork NcclComm::record_work() {
+  if (work_events_.size() < kWorkEvents) {
+    CUDA_CHECK(cudaSetDevice(device_index_));
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    work_events_.push_back(e);
+  }
+  cudaEvent_t event = work_events_[next_work_event_++ % work_events_.size()];
+  CUDA_CHECK(cudaEventRecord(event, stream_));
+  return CommWork(event, device_index_);
+}
 
 void NcclComm::barrier() {
   synchronize();
@@ -152,7 +176,7 @@ std::unique_ptr<Comm> NcclComm::split(int color, int key) {
   MPI_Comm child;
   MPI_CHECK(MPI_Comm_split(mpi_, color, key, &child));
   auto result = std::make_unique<NcclComm>(child, device_index_, p2p_ != nccl_);
-  MPI_Comm_free(&child);
+  MPI_CHECK(MPI_Comm_free(&child));
   return result;
 }
 

@@ -1,9 +1,8 @@
 // NcclComm: the GPU backend. Transfers and native collectives run on the device's communication
-// stream (nd::comm_stream); a host MPI communicator beside it carries the unique id and small
-// host-side agreements. Ordering: every collective (and the ring) first makes the comm stream wait
-// for the compute stream, so inputs made there are safe; point-to-point calls do not (call
-// order_after_compute() first). Results are ready for the compute stream after
-// nd::compute_wait_for_comm() or for the host after synchronize(). CUDA builds only.
+// stream (nd::comm_stream); a host MPI communicator beside it carries the unique id, the layout
+// agreements and other small host-side values. Ordering follows Comm's contract (dist/comm.h):
+// each collective makes the comm stream wait for the compute stream, and its CommWork makes the
+// compute stream wait for an event recorded right after it. CUDA builds only.
 #pragma once
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -39,10 +38,10 @@ class NcclComm : public Comm {
   void post_group() override;
   void wait_posted() override {}  // stream-ordered: later work on stream() sees the data
 
-  void allreduce(Tensor& buffer, ReduceOp op) override;
-  void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) override;
-  void all_gather(const Tensor& input, Tensor& output) override;
-  void broadcast(Tensor& buffer, int root) override;
+  CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
+  CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
+  CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  CommWork broadcast_async(Tensor& buffer, int root) override;
   void barrier() override;
   std::unique_ptr<Comm> split(int color, int key) override;
 
@@ -52,7 +51,9 @@ class NcclComm : public Comm {
 
   // Makes the comm stream wait (on the GPU, not the host) for all work queued so far on the
   // device's compute stream.
-  void order_after_compute();
+  void order_after_compute() override;
+  // A CommWork complete when everything queued so far on the comm stream is.
+  CommWork record_work() override;
   // The stream every transfer runs on, and a second stream for work that overlaps transfers
   // (the ring's reductions); events order the two.
   cudaStream_t stream() const { return stream_; }
@@ -75,6 +76,10 @@ class NcclComm : public Comm {
   cudaStream_t stream_ = nullptr;
   cudaStream_t side_stream_ = nullptr;
   std::vector<cudaEvent_t> events_;
+  // Events behind CommWorks, used in turn. Reusing one re-records it later on the same stream,
+  // so a late wait() on an old CommWork waits for more, never for less.
+  std::vector<cudaEvent_t> work_events_;
+  size_t next_work_event_ = 0;
   Tensor scratch_;
 };
 

@@ -1,5 +1,6 @@
-// Entry points of the ring: argument checks, the size agreement between ranks, option
-// defaults per device, and the hand-off to the CPU or GPU driver (dist/ring_*.cpp).
+// Entry points of the ring: argument checks, the layout agreement between ranks, option
+// defaults per device, the ordering contract (dist/comm.h) around the hand-off to the CPU or GPU
+// driver (dist/ring_*.cpp).
 #include "dist/ring_allreduce.h"
 
 #include <algorithm>
@@ -20,14 +21,18 @@ constexpr int64_t kGpuDirectMaxBytes = 64 << 10;
 constexpr int64_t kGpuPipelineAboveBytes = 32 << 20;
 constexpr int64_t kGpuMaxSliceBytes = 128 << 20;
 
-// Checks the buffer and, when asked, that every rank passes the same count and dtype.
-// Returns false when there is nothing to do (one rank or an empty buffer).
-bool prepare(Comm& comm, const Tensor& buffer, const RingOptions& options, const char* what, bool reduces = true) {
+// Checks the buffer and, when asked, that every rank passes the same layout; then orders the
+// ring after the compute stream. Returns false when there is nothing to do (one rank or an
+// empty buffer).
+bool prepare(Comm& comm, const Tensor& buffer, const RingOptions& options, const char* what, Collective collective,
+             int detail) {
   check_comm_buffer(comm, buffer, what);
-  if (reduces) check_reducible(buffer, what);
+  if (collective != Collective::RingAllGather) check_reducible(buffer, what);
   if (comm.size() == 1) return false;
-  if (options.check_sizes) check_same_buffer_on_all_ranks(comm, buffer, what);
-  return buffer.numel() > 0;
+  if (options.check_sizes) comm.agree_on_layout(collective, buffer, detail);
+  if (buffer.numel() == 0) return false;
+  comm.order_after_compute();
+  return true;
 }
 
 int64_t cpu_slice_elems(const Tensor& buffer, const RingOptions& options) {
@@ -79,6 +84,13 @@ void all_gather_flat(Comm& comm, Tensor& flat, const RingOptions& options) {
   ring::cpu_all_gather(comm, flat);
 }
 
+void direct_allreduce_flat(Comm& comm, Tensor& flat, ReduceOp op) {
+#if NANODIST_WITH_CUDA
+  if (comm.device().is_cuda()) return ring::cuda_direct_allreduce(comm, flat, op);
+#endif
+  ring::cpu_direct_allreduce(comm, flat, op);
+}
+
 }  // namespace
 
 RingChunk ring_chunk(int64_t count, int nranks, int index) {
@@ -88,29 +100,33 @@ RingChunk ring_chunk(int64_t count, int nranks, int index) {
   return {index * base + std::min<int64_t>(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
-  if (!prepare(comm, buffer, options, "ring_allreduce buffer")) return;
+CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  if (!prepare(comm, buffer, options, "ring_allreduce buffer", Collective::RingAllReduce, static_cast<int>(op)))
+    return CommWork();
   Tensor flat = buffer.view({-1});
   if (static_cast<int64_t>(flat.nbytes()) <= direct_max_bytes(comm, options)) {
-#if NANODIST_WITH_CUDA
-    if (comm.device().is_cuda()) return ring::cuda_direct_allreduce(comm, flat, op);
-#endif
-    return ring::cpu_direct_allreduce(comm, flat, op);
+    direct_allreduce_flat(comm, flat, op);
+  } else {
+    reduce_scatter_flat(comm, flat, op, options);
+    all_gather_flat(comm, flat, options);
   }
-  reduce_scatter_flat(comm, flat, op, options);
-  all_gather_flat(comm, flat, options);
+  return comm.record_work();
 }
 
-void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
-  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer")) return;
+CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", Collective::RingReduceScatter,
+               static_cast<int>(op)))
+    return CommWork();
   Tensor flat = buffer.view({-1});
   reduce_scatter_flat(comm, flat, op, options);
+  return comm.record_work();
 }
 
-void ring_all_gather(Comm& comm, Tensor& buffer, const RingOptions& options) {
-  if (!prepare(comm, buffer, options, "ring_all_gather buffer", false)) return;
+CommWork ring_all_gather_async(Comm& comm, Tensor& buffer, const RingOptions& options) {
+  if (!prepare(comm, buffer, options, "ring_all_gather buffer", Collective::RingAllGather, 0)) return CommWork();
   Tensor flat = buffer.view({-1});
   all_gather_flat(comm, flat, options);
+  return comm.record_work();
 }
 
 }  // namespace nd::dist

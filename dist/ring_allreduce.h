@@ -3,6 +3,8 @@
 // image, send-to-previous / recv-from-next, for the second half of every chunk), with a local
 // reduce kernel; chunks are cut into slices so the transfer of one slice overlaps the reduction
 // of another. No backend collective is used. CPU buffers on MpiComm/LocalComm, GPU on NcclComm.
+// Ordered like the native collectives (Comm's contract in dist/comm.h): `_async` returns a
+// CommWork, the plain forms wait for it.
 #pragma once
 #include <cstdint>
 
@@ -22,8 +24,9 @@ struct RingOptions {
   // every other rank in one group and sums the N copies in rank order (one step instead of
   // 2(N-1), for latency-bound sizes). -1 picks one for the device (64 KiB on GPU, 0 on CPU).
   int64_t direct_max_bytes = -1;
-  // Agree on the element count and dtype with one small host allreduce first, so a mismatch
-  // raises nd::Error on every rank instead of hanging.
+  // Agree on the element count, dtype and op with the other ranks (Comm::agree_on_layout: one
+  // small host allreduce the first time a layout is used), so a mismatch raises nd::Error on
+  // every rank instead of hanging.
   bool check_sizes = true;
 };
 
@@ -37,12 +40,24 @@ RingChunk ring_chunk(int64_t count, int nranks, int index);
 
 // In place on `buffer` (any shape, contiguous, f32 or bf16): every rank ends with the
 // reduction (sum or average) over all ranks. bf16 is summed in f32 and rounded at each step.
-void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum, const RingOptions& options = {});
+CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum,
+                              const RingOptions& options = {});
+inline void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum, const RingOptions& options = {}) {
+  ring_allreduce_async(comm, buffer, op, options).wait();
+}
 
 // The two halves, callable on their own. After ring_reduce_scatter, chunk comm.rank() of
 // `buffer` (ring_chunk(numel, size, rank)) holds the reduction of that chunk over all ranks;
 // the other chunks hold partial sums. ring_all_gather sends chunk r of rank r to every rank.
-void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum, const RingOptions& options = {});
-void ring_all_gather(Comm& comm, Tensor& buffer, const RingOptions& options = {});
+CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum,
+                                   const RingOptions& options = {});
+CommWork ring_all_gather_async(Comm& comm, Tensor& buffer, const RingOptions& options = {});
+inline void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op = ReduceOp::Sum,
+                                const RingOptions& options = {}) {
+  ring_reduce_scatter_async(comm, buffer, op, options).wait();
+}
+inline void ring_all_gather(Comm& comm, Tensor& buffer, const RingOptions& options = {}) {
+  ring_all_gather_async(comm, buffer, options).wait();
+}
 
 }  // namespace nd::dist

@@ -3,7 +3,8 @@
 // on the side stream. Events order them: a reduction waits for its slice's arrival; a transfer
 // waits for the reduction whose result it sends and for its staging slot to be free. The host
 // never waits, so slice i+1 moves while slice i is reduced. With one slice per chunk (small
-// buffers) everything runs on the comm stream, which has the lowest latency.
+// buffers) everything runs on the comm stream, which has the lowest latency. The entry points
+// (ring_allreduce.cpp) order the ring after the compute stream and record its CommWork.
 #include "dist/ring_drivers.h"
 
 #if NANODIST_WITH_CUDA
@@ -78,7 +79,6 @@ void cuda_reduce_scatter(Comm& base, Tensor& flat, ReduceOp op, const GpuRingPla
   cudaStream_t reductions = nslices == 1 ? transfers : comm.side_stream();
   CUDA_CHECK(cudaSetDevice(comm.device().index));
   const int reduce_blocks = nslices == 1 ? 0 : overlapped_reduce_blocks(comm.device().index);
-  comm.order_after_compute();
 
   for (int i = 0; i < total; ++i) {
     const int step = i / nslices, s = i % nslices;
@@ -119,7 +119,6 @@ void cuda_all_gather(Comm& base, Tensor& flat, int lanes) {
   const int r = comm.rank(), n = comm.size();
   const int64_t count = flat.numel();
   ND_CHECK(lanes == 1 || lanes == 2, "GPU ring: " << lanes << " lanes (expected 1 or 2)");
-  comm.order_after_compute();
   for (int step = 0; step < n - 1; ++step) {
     comm.group_start();
     for (int lane = 0; lane < lanes; ++lane) {
@@ -143,7 +142,6 @@ void cuda_direct_allreduce(Comm& base, Tensor& flat, ReduceOp op) {
   Tensor rows = comm.scratch(n * count, flat.dtype()).view({n, count});
   cudaStream_t stream = comm.stream();
   CUDA_CHECK(cudaSetDevice(comm.device().index));
-  comm.order_after_compute();
   comm.group_start();
   for (int peer = 0; peer < n; ++peer) {
     if (peer == r) continue;

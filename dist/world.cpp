@@ -13,6 +13,7 @@ namespace nd::dist {
 
 namespace {
 
+// Runs from atexit, where a throw would terminate the process: its MPI calls are not checked.
 void finalize_mpi_at_exit() {
   int initialized = 0, finalized = 0;
   MPI_Initialized(&initialized);
@@ -58,9 +59,9 @@ LocalPlace local_place(MPI_Comm world) {
   }
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
-  MPI_Comm_rank(node, &place.rank);
-  MPI_Comm_size(node, &place.size);
-  MPI_Comm_free(&node);
+  MPI_CHECK(MPI_Comm_rank(node, &place.rank));
+  MPI_CHECK(MPI_Comm_size(node, &place.size));
+  MPI_CHECK(MPI_Comm_free(&node));
   return place;
 }
 

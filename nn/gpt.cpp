@@ -27,16 +27,27 @@ BlockShape block_shape(const GPTConfig& c) {
 
 }  // namespace
 
-void GPTConfig::validate() const {
-  ND_CHECK(n_layer >= 1, "n_layer must be at least 1, got " << n_layer);
-  ND_CHECK(n_head >= 1, "n_head must be at least 1, got " << n_head);
-  ND_CHECK(n_embd >= 1, "n_embd must be at least 1, got " << n_embd);
-  ND_CHECK(n_embd % n_head == 0, "n_embd " << n_embd << " is not divisible by n_head " << n_head);
-  ND_CHECK(block_size >= 1, "block_size must be at least 1, got " << block_size);
-  ND_CHECK(vocab_size >= 1, "vocab_size must be at least 1, got " << vocab_size);
-  ND_CHECK(padded_vocab_size == 0 || padded_vocab_size >= vocab_size,
+void GPTConfig::validate(FieldNames names) const {
+  // The train flags name the same fields with dashes: --n-layer for n_layer.
+  auto name = [names](const char* field) {
+    std::string out = field;
+    if (names == FieldNames::Flags) {
+      for (char& c : out)
+        if (c == '_') c = '-';
+      out = "--" + out;
+    }
+    return out;
+  };
+  ND_CHECK_INPUT(n_layer >= 1, name("n_layer") << " must be >= 1, got " << n_layer);
+  ND_CHECK_INPUT(n_head >= 1, name("n_head") << " must be >= 1, got " << n_head);
+  ND_CHECK_INPUT(n_embd >= 1, name("n_embd") << " must be >= 1, got " << n_embd);
+  ND_CHECK_INPUT(n_embd % n_head == 0,
+           name("n_embd") << " " << n_embd << " is not divisible by " << name("n_head") << " " << n_head);
+  ND_CHECK_INPUT(block_size >= 1, name("block_size") << " must be >= 1, got " << block_size);
+  ND_CHECK_INPUT(vocab_size >= 1, name("vocab_size") << " must be >= 1, got " << vocab_size);
+  ND_CHECK_INPUT(padded_vocab_size == 0 || padded_vocab_size >= vocab_size,
            "padded_vocab_size " << padded_vocab_size << " is smaller than vocab_size " << vocab_size);
-  ND_CHECK(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1), got " << dropout);
+  ND_CHECK_INPUT(dropout >= 0.0f && dropout < 1.0f, name("dropout") << " must be in [0, 1), got " << dropout);
 }
 
 Block::Block(const GPTConfig& c, Generator& gen, Placement at) : use_residual_(c.use_residual) {
@@ -73,7 +84,7 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype) : 
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
-  ND_CHECK(idx.size(1) <= config_.block_size,
+  ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
            "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
   Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
   for (const auto& block : blocks_) x = block->forward(x, dropout_gen);

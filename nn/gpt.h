@@ -19,7 +19,9 @@ struct GPTConfig {
   bool use_residual = true;
 
   int vocab_rows() const { return padded_vocab_size > 0 ? padded_vocab_size : vocab_size; }
-  void validate() const;  // raises nd::Error naming the bad field
+  // nd::Error naming the bad field, as a field (n_embd) or as the train flag (--n-embd).
+  enum class FieldNames { Fields, Flags };
+  void validate(FieldNames names = FieldNames::Fields) const;
 };
 
 class Block : public Module {

@@ -4,75 +4,28 @@ the tokenizer file's text) into scripts/gpt_torch.py's GPT with h5py, and sample
 
   python3 scripts/ckpt_to_torch.py out/ckpt_000500.h5 --prompt "ROMEO:" --tokens 200
   python3 scripts/ckpt_to_torch.py out/ --save model.pt     (a directory: its newest checkpoint)
-Needs torch, h5py, numpy (pip install torch h5py numpy); runs on the CPU.
+Needs torch, h5py, numpy (pip install torch h5py numpy); runs on the CPU. The h5py reading is in
+nanodist_ckpt.py (no torch), shared with export_hf.py.
 """
 import argparse
 import dataclasses
-import glob
 import os
-import re
 import sys
 
-import h5py
-import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_torch import GPT, GPTConfig  # noqa: E402
+from nanodist_ckpt import CheckpointError, resolve  # noqa: E402
+from nanodist_ckpt import read_checkpoint as read_checkpoint_arrays  # noqa: E402
 from nanodist_tokenizer import load_tokenizer  # noqa: E402
 
 
-def newest_checkpoint(directory):
-    """The complete checkpoint (ckpt_<step>.h5; temporaries have other names) of highest step."""
-    steps = {}
-    for path in glob.glob(os.path.join(directory, "ckpt_*.h5")):
-        match = re.fullmatch(r"ckpt_(\d+)\.h5", os.path.basename(path))
-        if match:
-            steps[int(match.group(1))] = path
-    if not steps:
-        raise SystemExit(f"ckpt_to_torch: no checkpoint ckpt_<step>.h5 in {directory}")
-    return steps[max(steps)]
-
-
-def attr(group, name, default=None):
-    if name in group.attrs:
-        value = group.attrs[name]
-        return value.decode() if isinstance(value, bytes) else value
-    if default is None:
-        raise SystemExit(f"ckpt_to_torch: checkpoint has no /config attribute {name!r}")
-    return default
-
-
-def as_bool(value):
-    if isinstance(value, str):
-        return value.lower() in ("1", "true", "yes", "on")
-    return bool(value)
-
-
 def read_checkpoint(path):
-    """-> (GPTConfig, {name: float32 array}, tokenizer text, number of real vocabulary rows)."""
-    with h5py.File(path, "r") as f:
-        params = {name: np.asarray(ds[()], dtype=np.float32) for name, ds in f["params"].items()}
-        cfg = f["config"]
-        wte = params["transformer.wte.weight"]
-        vocab_rows, n_embd = wte.shape  # rows include any padding of the vocabulary
-        config = GPTConfig(
-            n_layer=int(attr(cfg, "n_layer")),
-            n_head=int(attr(cfg, "n_head")),
-            n_embd=int(n_embd),
-            block_size=int(params["transformer.wpe.weight"].shape[0]),
-            vocab_size=int(vocab_rows),
-            bias=as_bool(attr(cfg, "bias", "transformer.ln_f.bias" in params or "transformer.h.0.attn.c_attn.bias" in params)),
-            dropout=0.0,
-            use_layernorm=as_bool(attr(cfg, "use_layernorm", "transformer.h.0.ln_1.weight" in params)),
-            use_residual=as_bool(attr(cfg, "use_residual", True)),
-        )
-        real_vocab = int(attr(cfg, "vocab_size", vocab_rows))
-        tokenizer_text = None
-        if "tokenizer" in f:
-            raw = f["tokenizer"][()]
-            tokenizer_text = raw.decode("utf-8") if isinstance(raw, bytes) else str(raw)
-    return config, params, tokenizer_text, real_vocab
+    """-> (GPTConfig, {name: float32 array}, tokenizer text or None, number of real vocabulary rows)."""
+    config, params, tokenizer_text, real_vocab = read_checkpoint_arrays(path)
+    config["dropout"] = 0.0  # inference
+    return GPTConfig(**config), params, tokenizer_text, real_vocab
 
 
 def build_model(config, params):
@@ -101,8 +54,11 @@ def main():
     parser.add_argument("--save", help="also write {'config', 'model'} here with torch.save")
     args = parser.parse_args()
 
-    path = newest_checkpoint(args.ckpt) if os.path.isdir(args.ckpt) else args.ckpt
-    config, params, tokenizer_text, real_vocab = read_checkpoint(path)
+    try:
+        path = resolve(args.ckpt)
+        config, params, tokenizer_text, real_vocab = read_checkpoint(path)
+    except CheckpointError as e:
+        raise SystemExit(f"ckpt_to_torch: {e}")
     model = build_model(config, params)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"loaded {path}: {n_params} parameters, {dataclasses.asdict(config)}, vocabulary {real_vocab}",
@@ -113,7 +69,8 @@ def main():
     if args.tokens <= 0:
         return
     if tokenizer_text is None:
-        raise SystemExit("ckpt_to_torch: the checkpoint has no /tokenizer to decode with")
+        raise SystemExit("ckpt_to_torch: the checkpoint has no tokenizer to decode with (trained on llm.c or nanoGPT "
+                         "token files); use --tokens 0 with --save")
     tokenizer = load_tokenizer(tokenizer_text)
     if tokenizer.vocab_size > real_vocab:
         raise SystemExit(f"ckpt_to_torch: tokenizer has {tokenizer.vocab_size} tokens, the model only {real_vocab}")

@@ -11,11 +11,11 @@ Device parse_device(const std::string& text) {
   if (text == "cuda") return Device::cuda(0);
   if (text.rfind("cuda:", 0) == 0) {
     std::string num = text.substr(5);
-    ND_CHECK(!num.empty() && num.find_first_not_of("0123456789") == std::string::npos,
-             "bad device '" << text << "' (expected cpu, cuda or cuda:N)");
+    ND_CHECK_INPUT(!num.empty() && num.find_first_not_of("0123456789") == std::string::npos,
+                   "bad device '" << text << "' (expected cpu, cuda or cuda:N)");
     return Device::cuda(std::stoi(num));
   }
-  ND_FAIL("bad device '" << text << "' (expected cpu, cuda or cuda:N)");
+  ND_FAIL_INPUT("bad device '" << text << "' (expected cpu, cuda or cuda:N)");
 }
 
 }  // namespace nd

@@ -29,7 +29,7 @@ const char* dtype_name(DType t) {
 DType parse_dtype(const std::string& name) {
   for (DType t : {DType::F32, DType::BF16, DType::I32, DType::U16, DType::F64})
     if (name == dtype_name(t)) return t;
-  ND_FAIL("unknown dtype '" << name << "' (expected f32, bf16, i32, u16 or f64)");
+  ND_FAIL_INPUT("unknown dtype '" << name << "' (expected f32, bf16, i32, u16 or f64)");
 }
 
 }  // namespace nd

@@ -101,7 +101,7 @@ void write_checkpoint(const std::string& path, const CheckpointData& data) {
 CheckpointData read_checkpoint(const std::string& path) {
   Hdf5File file = Hdf5File::open_read(path);
   for (const char* group : {"/config", "/params", "/optimizer/m", "/optimizer/v", "/state", "/tokenizer"})
-    ND_CHECK(file.exists(group), path << " is not a nanodist checkpoint: it has no " << group);
+    ND_CHECK_INPUT(file.exists(group), path << " is not a nanodist checkpoint: it has no " << group);
   CheckpointData data;
   for (const std::string& name : file.attr_names("/config")) data.config.emplace_back(name, file.attr("/config", name));
   data.params = read_named(file, "/params");
@@ -155,10 +155,11 @@ void prune_checkpoints(const std::string& out_dir, int keep) {
 
 std::string resolve_checkpoint(const std::string& file_or_dir) {
   struct stat info;
-  ND_CHECK(::stat(file_or_dir.c_str(), &info) == 0, "no checkpoint at " << file_or_dir << ": " << std::strerror(errno));
+  ND_CHECK_INPUT(::stat(file_or_dir.c_str(), &info) == 0,
+                 "no checkpoint at " << file_or_dir << ": " << std::strerror(errno));
   if (!S_ISDIR(info.st_mode)) return file_or_dir;
   std::string newest = newest_checkpoint(file_or_dir);
-  ND_CHECK(!newest.empty(), "no checkpoint (ckpt_<step>.h5) in " << file_or_dir);
+  ND_CHECK_INPUT(!newest.empty(), "no checkpoint (ckpt_<step>.h5) in " << file_or_dir);
   return newest;
 }
 
@@ -166,22 +167,22 @@ const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>&
                            const std::string& source) {
   for (const auto& [key, value] : attrs)
     if (key == name) return value;
-  ND_FAIL(source << " has no config field '" << name << "'");
+  ND_FAIL_INPUT(source << " has no config field '" << name << "'");
 }
 
 int64_t attr_as_int(const AttrValue& value, const std::string& what) {
-  ND_CHECK(std::holds_alternative<int64_t>(value), what << " is not an integer");
+  ND_CHECK_INPUT(std::holds_alternative<int64_t>(value), what << " is not an integer");
   return std::get<int64_t>(value);
 }
 
 double attr_as_double(const AttrValue& value, const std::string& what) {
   if (const int64_t* i = std::get_if<int64_t>(&value)) return static_cast<double>(*i);
-  ND_CHECK(std::holds_alternative<double>(value), what << " is not a number");
+  ND_CHECK_INPUT(std::holds_alternative<double>(value), what << " is not a number");
   return std::get<double>(value);
 }
 
 std::string attr_as_string(const AttrValue& value, const std::string& what) {
-  ND_CHECK(std::holds_alternative<std::string>(value), what << " is not a string");
+  ND_CHECK_INPUT(std::holds_alternative<std::string>(value), what << " is not a string");
   return std::get<std::string>(value);
 }
 

@@ -9,13 +9,15 @@
 #include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/error.h"
+#include "train/model_config.h"
 
 namespace nd::train {
 namespace {
 
+// `apply` sets the field from (text, origin); `text` reads it back.
 struct Binding {
-  FlagSpec spec;
-  std::function<void(TrainConfig&, const ParsedFlags&)> apply;
+  ConfigField field;
+  std::function<void(TrainConfig&, const std::string&, const std::string&)> apply;
   std::function<std::string(const TrainConfig&)> text;
 };
 
@@ -39,44 +41,42 @@ class BindingList {
   void group(std::string g) { group_ = std::move(g); }
 
   void add(const char* name, int TrainConfig::*field, const char* help) {
-    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const ParsedFlags& f) {
-      int64_t v = f.get_int(name);
-      ND_CHECK(v >= INT32_MIN && v <= INT32_MAX, "value " << v << " of " << f.origin(name) << " is out of range");
+    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const std::string& text, const std::string& origin) {
+      int64_t v = parse_int_value(text, origin);
+      ND_CHECK_INPUT(v >= INT32_MIN && v <= INT32_MAX, "value " << v << " of " << origin << " is out of range");
       c.*field = static_cast<int>(v);
     });
   }
   void add(const char* name, uint64_t TrainConfig::*field, const char* help) {
-    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const ParsedFlags& f) {
-      int64_t v = f.get_int(name);
-      ND_CHECK(v >= 0, f.origin(name) << " must be >= 0, got " << v);
+    push(name, FlagType::Int, field, help, [=](TrainConfig& c, const std::string& text, const std::string& origin) {
+      int64_t v = parse_int_value(text, origin);
+      ND_CHECK_INPUT(v >= 0, origin << " must be >= 0, got " << v);
       c.*field = static_cast<uint64_t>(v);
     });
   }
   void add(const char* name, double TrainConfig::*field, const char* help) {
     push(name, FlagType::Float, field, help,
-         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_double(name); });
+         [=](TrainConfig& c, const std::string& text, const std::string& origin) {
+           c.*field = parse_double_value(text, origin);
+         });
   }
   void add(const char* name, bool TrainConfig::*field, const char* help) {
-    push(name, FlagType::Bool, field, help,
-         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_bool(name); });
+    push(name, FlagType::Bool, field, help, [=](TrainConfig& c, const std::string& text, const std::string& origin) {
+      c.*field = parse_bool_value(text, origin);
+    });
   }
   void add(const char* name, std::string TrainConfig::*field, const char* help) {
     push(name, FlagType::String, field, help,
-         [=](TrainConfig& c, const ParsedFlags& f) { c.*field = f.get_string(name); });
+         [=](TrainConfig& c, const std::string& text, const std::string&) { c.*field = text; });
   }
   const std::vector<Binding>& bindings() const { return bindings_; }
 
  private:
   template <typename T>
   void push(const char* name, FlagType type, T TrainConfig::*field, const char* help,
-            std::function<void(TrainConfig&, const ParsedFlags&)> apply) {
-    FlagSpec spec;
-    spec.name = name;
-    spec.default_value = text_of(defaults_.*field);
-    spec.help = help;
-    spec.group = group_;
-    spec.type = type;
-    bindings_.push_back({spec, std::move(apply), [field](const TrainConfig& c) { return text_of(c.*field); }});
+            std::function<void(TrainConfig&, const std::string&, const std::string&)> apply) {
+    ConfigField f{name, type, text_of(defaults_.*field), help, group_};
+    bindings_.push_back({f, std::move(apply), [field](const TrainConfig& c) { return text_of(c.*field); }});
   }
 
   TrainConfig defaults_;
@@ -88,7 +88,9 @@ const std::vector<Binding>& train_bindings() {
   static const std::vector<Binding> bindings = [] {
     BindingList b("paths");
     using C = TrainConfig;
-    b.add("data", &C::data_dir, "directory with train.bin, val.bin, tokenizer.txt (required)");
+    b.add("data", &C::data_dir,
+          "directory with train.bin, val.bin, tokenizer.txt, or llm.c shards (dir or glob), or nanoGPT's "
+          "train.bin/val.bin (required)");
     b.add("out", &C::out_dir, "directory for checkpoints and metrics.jsonl (required)");
     b.group("model");
     b.add("n-layer", &C::n_layer, "transformer blocks");
@@ -99,6 +101,9 @@ const std::vector<Binding>& train_bindings() {
     b.add("bias", &C::bias, "biases in linear layers and LayerNorm");
     b.add("no-layernorm", &C::no_layernorm, "ablation: remove every LayerNorm");
     b.add("no-residual", &C::no_residual, "ablation: remove the residual connections");
+    b.add("vocab-size", &C::vocab_size,
+          "vocabulary size for data that records none (nanoGPT .bin; llm.c: 50257 GPT-2, 128256 Llama 3); 0 = from "
+          "the data");
     b.group("batch");
     b.add("batch-size", &C::batch_size, "sequences per rank per micro-step");
     b.add("grad-accum", &C::grad_accum,
@@ -125,6 +130,9 @@ const std::vector<Binding>& train_bindings() {
     b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
+    b.add("fit-schedule", &C::fit_schedule,
+          "with --max-seconds: time the first steps, then set --max-iters, --warmup-iters and "
+          "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
@@ -137,72 +145,62 @@ const std::vector<Binding>& train_bindings() {
 
 }  // namespace
 
-FlagSet train_flag_set() {
-  FlagSet set("train", "--data DIR --out DIR [--config FILE] [flags]");
-  set.allow_config_file();
-  for (const Binding& b : train_bindings()) set.add(b.spec);
-  return set;
-}
-
-TrainConfig train_config_from_flags(const ParsedFlags& flags) {
-  TrainConfig config;
-  for (const Binding& b : train_bindings()) b.apply(config, flags);
-  return config;
-}
-
 std::vector<ConfigField> train_config_fields(const TrainConfig& config) {
   std::vector<ConfigField> out;
-  for (const Binding& b : train_bindings()) out.push_back({b.spec.name, b.spec.type, b.text(config)});
+  for (const Binding& b : train_bindings()) {
+    out.push_back(b.field);
+    out.back().text = b.text(config);
+  }
   return out;
 }
 
-TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested) {
-  ParsedFlags flags = train_flag_set().parse(argc, argv);
-  if (help_requested) *help_requested = flags.help_requested;
-  if (flags.help_requested) return TrainConfig{};
-  return train_config_from_flags(flags);
+void set_train_config_field(TrainConfig& config, const std::string& name, const std::string& text,
+                            const std::string& origin) {
+  for (const Binding& b : train_bindings()) {
+    if (b.field.name != name) continue;
+    b.apply(config, text, origin);
+    return;
+  }
+  ND_FAIL("TrainConfig has no field '" << name << "'");
 }
 
 void validate_train_config(const TrainConfig& c, int world_size) {
-  ND_CHECK(!c.data_dir.empty(), "--data DIR is required (a directory made by nanodist prepare)");
-  ND_CHECK(!c.out_dir.empty(), "--out DIR is required");
-  ND_CHECK(c.n_layer >= 1, "--n-layer must be >= 1, got " << c.n_layer);
-  ND_CHECK(c.n_head >= 1, "--n-head must be >= 1, got " << c.n_head);
-  ND_CHECK(c.n_embd >= 1, "--n-embd must be >= 1, got " << c.n_embd);
-  ND_CHECK(c.n_embd % c.n_head == 0,
-           "--n-embd " << c.n_embd << " is not divisible by --n-head " << c.n_head);
-  ND_CHECK(c.block_size >= 1, "--block-size must be >= 1, got " << c.block_size);
-  ND_CHECK(c.dropout >= 0.0 && c.dropout < 1.0, "--dropout must be in [0, 1), got " << c.dropout);
-  ND_CHECK(c.batch_size >= 1, "--batch-size must be >= 1, got " << c.batch_size);
-  ND_CHECK(c.grad_accum >= 1, "--grad-accum must be >= 1, got " << c.grad_accum);
-  ND_CHECK(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);
-  ND_CHECK(c.lr >= 0.0 && c.min_lr >= 0.0, "--lr and --min-lr must be >= 0, got " << c.lr << " and " << c.min_lr);
-  ND_CHECK(c.warmup_iters >= 0, "--warmup-iters must be >= 0, got " << c.warmup_iters);
-  ND_CHECK(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0, got " << c.lr_decay_iters);
-  ND_CHECK(c.weight_decay >= 0.0, "--weight-decay must be >= 0, got " << c.weight_decay);
-  ND_CHECK(c.beta1 >= 0.0 && c.beta1 < 1.0, "--beta1 must be in [0, 1), got " << c.beta1);
-  ND_CHECK(c.beta2 >= 0.0 && c.beta2 < 1.0, "--beta2 must be in [0, 1), got " << c.beta2);
-  ND_CHECK(c.grad_clip >= 0.0, "--grad-clip must be >= 0 (0 = no clipping), got " << c.grad_clip);
-  ND_CHECK(c.eval_interval >= 0, "--eval-interval must be >= 0, got " << c.eval_interval);
-  ND_CHECK(c.eval_iters >= 1, "--eval-iters must be >= 1, got " << c.eval_iters);
-  ND_CHECK(c.log_interval >= 1, "--log-interval must be >= 1, got " << c.log_interval);
+  ND_CHECK_INPUT(!c.data_dir.empty(), "--data DIR is required (a directory made by nanodist prepare)");
+  ND_CHECK_INPUT(!c.out_dir.empty(), "--out DIR is required");
+  // The model's own rules, named as flags; the vocabulary is checked when the data is opened.
+  model_config_for(c, /*vocab_size=*/1).validate(nn::GPTConfig::FieldNames::Flags);
+  ND_CHECK_INPUT(c.vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << c.vocab_size);
+  ND_CHECK_INPUT(c.batch_size >= 1, "--batch-size must be >= 1, got " << c.batch_size);
+  ND_CHECK_INPUT(c.grad_accum >= 1, "--grad-accum must be >= 1, got " << c.grad_accum);
+  ND_CHECK_INPUT(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);
+  ND_CHECK_INPUT(c.lr >= 0.0 && c.min_lr >= 0.0, "--lr and --min-lr must be >= 0, got " << c.lr << " and " << c.min_lr);
+  ND_CHECK_INPUT(c.warmup_iters >= 0, "--warmup-iters must be >= 0, got " << c.warmup_iters);
+  ND_CHECK_INPUT(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0, got " << c.lr_decay_iters);
+  ND_CHECK_INPUT(c.weight_decay >= 0.0, "--weight-decay must be >= 0, got " << c.weight_decay);
+  ND_CHECK_INPUT(c.beta1 >= 0.0 && c.beta1 < 1.0, "--beta1 must be in [0, 1), got " << c.beta1);
+  ND_CHECK_INPUT(c.beta2 >= 0.0 && c.beta2 < 1.0, "--beta2 must be in [0, 1), got " << c.beta2);
+  ND_CHECK_INPUT(c.grad_clip >= 0.0, "--grad-clip must be >= 0 (0 = no clipping), got " << c.grad_clip);
+  ND_CHECK_INPUT(c.eval_interval >= 0, "--eval-interval must be >= 0, got " << c.eval_interval);
+  ND_CHECK_INPUT(c.eval_iters >= 1, "--eval-iters must be >= 1, got " << c.eval_iters);
+  ND_CHECK_INPUT(c.log_interval >= 1, "--log-interval must be >= 1, got " << c.log_interval);
   Device device = parse_device(c.device);
   DType dtype = parse_dtype(c.dtype);
-  ND_CHECK(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
-  ND_CHECK(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
-  ND_CHECK(!device.is_cuda() || cuda_available(),
+  ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
+  ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
+  ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
-  ND_CHECK(c.allreduce == "native" || c.allreduce == "ring",
+  ND_CHECK_INPUT(c.allreduce == "native" || c.allreduce == "ring",
            "--allreduce must be native or ring, got '" << c.allreduce << "'");
-  ND_CHECK(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
-  ND_CHECK(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
-  ND_CHECK(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
-  ND_CHECK(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
-  ND_CHECK(world_size >= 1, "world size must be >= 1, got " << world_size);
-  ND_CHECK(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
-  ND_CHECK(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
-  ND_CHECK(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
-  ND_CHECK(c.tp == 1, "--tp " << c.tp << ": tensor parallelism is not implemented yet; use --tp 1");
+  ND_CHECK_INPUT(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
+  ND_CHECK_INPUT(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
+  ND_CHECK_INPUT(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
+  ND_CHECK_INPUT(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
+  ND_CHECK_INPUT(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
+  ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);
+  ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
+  ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
+  ND_CHECK_INPUT(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
+  ND_CHECK_INPUT(c.tp == 1, "--tp " << c.tp << ": tensor parallelism is not implemented yet; use --tp 1");
 }
 
 }  // namespace nd::train

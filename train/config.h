@@ -1,18 +1,19 @@
-// TrainConfig: every flag of `nanodist train` (CLI.md) with its default, built from argv and an
-// optional --config file, and checked for values that cannot work together (n_embd % n_head,
-// accumulation vs world size, ...) before anything is allocated.
+// TrainConfig: every flag of `nanodist train` (CLI.md) with its default, as a list of named,
+// typed fields (the CLI builds its flag table from it, checkpoints record it), and checked for
+// values that cannot work together (n_embd % n_head, accumulation vs world size, ...) before
+// anything is allocated.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "train/flags.h"
+#include "train/config_value.h"
 
 namespace nd::train {
 
 struct TrainConfig {
   // paths
-  std::string data_dir;  // train.bin, val.bin, tokenizer.txt
+  std::string data_dir;  // train.bin, val.bin, tokenizer.txt; or llm.c shards, nanoGPT .bin (data/token_dataset.h)
   std::string out_dir;   // checkpoints and metrics.jsonl
   // model
   int n_layer = 6;
@@ -23,6 +24,7 @@ struct TrainConfig {
   bool bias = true;
   bool no_layernorm = false;
   bool no_residual = false;
+  int vocab_size = 0;  // 0 = from the data; files that record none (nanoGPT's) need it
   // batch: batch_size is per rank and micro-step; grad_accum counts each rank's micro-steps per
   // optimizer step, so the global batch is batch_size * grad_accum * data-parallel size.
   int batch_size = 64;
@@ -49,6 +51,7 @@ struct TrainConfig {
   std::string allreduce = "native";
   double bucket_mb = 25.0;
   double max_seconds = 0.0;
+  bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
   // state
   bool resume = false;
@@ -61,19 +64,21 @@ struct TrainConfig {
   
 };
 
-FlagSet train_flag_set();
-
-// Every train flag with its type and current value as text (checkpoints record them all).
+// Every train flag with its type and current value as text (checkpoints record them all; the
+// fields of TrainConfig{} are the flags' defaults).
 struct ConfigField {
   std::string name;  // flag name, dash-separated
   FlagType type;
   std::string text;
+  std::string help;   // one line for --help
+  std::string group;  // heading in --help: paths, model, batch, ...
 };
 std::vector<ConfigField> train_config_fields(const TrainConfig& config);
 
-TrainConfig train_config_from_flags(const ParsedFlags& flags);
-// argv[0] = "train". Sets `help_requested` instead of parsing further when --help is given.
-TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested = nullptr);
+// Sets the field `name` from text of its type; `origin` names where the text came from ("--lr on
+// the command line") in the input error for a value out of the field's range.
+void set_train_config_field(TrainConfig& config, const std::string& name, const std::string& text,
+                            const std::string& origin);
 
 // nd::Error naming the flags at fault when the config cannot run on `world_size` ranks.
 void validate_train_config(const TrainConfig& config, int world_size);

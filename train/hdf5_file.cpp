@@ -97,16 +97,16 @@ std::string read_string_value(hid_t file_type, hid_t space, ReadFn read, const s
 Hdf5File Hdf5File::create(const std::string& path) {
   silence_hdf5_errors();
   hid_t id = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  ND_CHECK(id >= 0, "cannot create HDF5 file " << path << " (is the directory writable?)");
+  ND_CHECK_INPUT(id >= 0, "cannot create HDF5 file " << path << " (is the directory writable?)");
   return Hdf5File(id, path);
 }
 
 Hdf5File Hdf5File::open_read(const std::string& path) {
   silence_hdf5_errors();
-  ND_CHECK(std::ifstream(path).good(), "cannot open " << path << ": no such readable file");
-  ND_CHECK(H5Fis_hdf5(path.c_str()) > 0, path << " is not an HDF5 file");
+  ND_CHECK_INPUT(std::ifstream(path).good(), "cannot open " << path << ": no such readable file");
+  ND_CHECK_INPUT(H5Fis_hdf5(path.c_str()) > 0, path << " is not an HDF5 file");
   hid_t id = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
-  ND_CHECK(id >= 0, "cannot open HDF5 file " << path);
+  ND_CHECK_INPUT(id >= 0, "cannot open HDF5 file " << path);
   return Hdf5File(id, path);
 }
 
@@ -150,7 +150,7 @@ void Hdf5File::ensure_parent_groups(const std::string& object) {
 }
 
 std::vector<std::string> Hdf5File::list(const std::string& group) const {
-  ND_CHECK(exists(group), path_ << " has no group " << group);
+  ND_CHECK_INPUT(exists(group), path_ << " has no group " << group);
   Handle g(H5Gopen2(id_, group.c_str(), H5P_DEFAULT), H5Gclose);
   ND_CHECK(g.ok(), "cannot open group " << group << " in " << path_);
   std::vector<std::string> names;
@@ -180,7 +180,7 @@ void Hdf5File::write_tensor(const std::string& object, const Tensor& tensor) {
 }
 
 Shape Hdf5File::dataset_shape(const std::string& object) const {
-  ND_CHECK(exists(object), path_ << " has no dataset " << object);
+  ND_CHECK_INPUT(exists(object), path_ << " has no dataset " << object);
   Handle ds(H5Dopen2(id_, object.c_str(), H5P_DEFAULT), H5Dclose);
   ND_CHECK(ds.ok(), path_ << ": " << object << " is not a dataset");
   Handle space(H5Dget_space(ds.get()), H5Sclose);
@@ -219,7 +219,7 @@ void Hdf5File::write_string(const std::string& object, const std::string& text) 
 }
 
 std::string Hdf5File::read_string(const std::string& object) const {
-  ND_CHECK(exists(object), path_ << " has no dataset " << object);
+  ND_CHECK_INPUT(exists(object), path_ << " has no dataset " << object);
   Handle ds(H5Dopen2(id_, object.c_str(), H5P_DEFAULT), H5Dclose);
   ND_CHECK(ds.ok(), path_ << ": " << object << " is not a dataset");
   Handle type(H5Dget_type(ds.get()), H5Tclose);
@@ -259,7 +259,7 @@ bool Hdf5File::has_attr(const std::string& object, const std::string& name) cons
 }
 
 std::vector<std::string> Hdf5File::attr_names(const std::string& object) const {
-  ND_CHECK(exists(object), path_ << " has no object " << object);
+  ND_CHECK_INPUT(exists(object), path_ << " has no object " << object);
   Handle obj(H5Oopen(id_, object.c_str(), H5P_DEFAULT), H5Oclose);
   std::vector<std::string> names;
   hsize_t index = 0;
@@ -269,7 +269,7 @@ std::vector<std::string> Hdf5File::attr_names(const std::string& object) const {
 }
 
 AttrValue Hdf5File::attr(const std::string& object, const std::string& name) const {
-  ND_CHECK(has_attr(object, name), path_ << " has no attribute " << object << "." << name);
+  ND_CHECK_INPUT(has_attr(object, name), path_ << " has no attribute " << object << "." << name);
   Handle a(H5Aopen_by_name(id_, object.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose);
   Handle type(H5Aget_type(a.get()), H5Tclose);
   Handle space(H5Aget_space(a.get()), H5Sclose);

@@ -1,6 +1,7 @@
 // Step lines and JSON records, in the formats of CLI.md.
 #include "train/metrics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
@@ -25,12 +26,22 @@ std::string format_rate(double r) {
   return buf;
 }
 
+std::string format_duration(double seconds) {
+  long long s = std::llround(std::max(0.0, seconds));
+  char buf[48];
+  if (s < 60) std::snprintf(buf, sizeof(buf), "%llds", s);
+  else if (s < 3600) std::snprintf(buf, sizeof(buf), "%lldm%02llds", s / 60, s % 60);
+  else std::snprintf(buf, sizeof(buf), "%lldh%02lldm", s / 3600, (s % 3600) / 60);
+  return buf;
+}
+
 std::string format_step_line(const StepMetrics& m) {
   int width = static_cast<int>(std::to_string(m.max_iters).size());  // "step  250/5000"
   char buf[256];
   int n = std::snprintf(buf, sizeof(buf), "step %*d/%d | loss %.4f | lr %.2e | norm %.4f | %.1f ms | %s tok/s", width,
                         m.step, m.max_iters, m.loss, m.lr, m.grad_norm, m.ms, format_rate(m.tok_per_s).c_str());
   std::string line(buf, static_cast<size_t>(n));
+  if (m.eta_s >= 0 && std::isfinite(m.eta_s)) line += " | ETA " + format_duration(m.eta_s);
   if (m.mfu >= 0) {
     std::snprintf(buf, sizeof(buf), " | MFU %.1f%%", 100.0 * m.mfu);
   } else {
@@ -65,7 +76,7 @@ std::string final_json(double best_val_loss, int64_t params, int64_t tokens) {
 void MetricsWriter::open(const std::string& path, bool append) {
   path_ = path;
   out_.open(path, append ? std::ios::app : std::ios::trunc);
-  ND_CHECK(out_.is_open(), "cannot write " << path << " (is the output directory writable?)");
+  ND_CHECK_INPUT(out_.is_open(), "cannot write " << path << " (is the output directory writable?)");
 }
 
 void MetricsWriter::write_line(const std::string& json) {

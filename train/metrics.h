@@ -17,11 +17,14 @@ struct StepMetrics {
   double tok_per_s = 0;  // over all ranks
   double flops_per_s = 0;
   double mfu = -1;       // fraction of the device's peak; < 0 when the peak is unknown (CPU)
+  double eta_s = -1;     // seconds of training left at the recent pace; < 0 = unknown (not shown)
 };
 
-// `step  250/5000 | loss 1.8123 | lr 9.80e-04 | norm 0.4312 | 41.2 ms | 398k tok/s | MFU 23.4%`
-// (GFLOP/s in place of MFU when the peak is unknown).
+// `step  250/5000 | loss 1.8123 | lr 9.80e-04 | norm 0.4312 | 41.2 ms | 398k tok/s | ETA 3h05m | MFU 23.4%`
+// (no ETA when unknown; GFLOP/s in place of MFU when the peak is unknown).
 std::string format_step_line(const StepMetrics& m);
+// Time left for humans: 42 -> "42s", 754 -> "12m34s", 11100 -> "3h05m" (rounded to the second).
+std::string format_duration(double seconds);
 // 398 -> "398", 398000 -> "398k", 3.98e6 -> "3.98M"
 std::string format_rate(double per_second);
 

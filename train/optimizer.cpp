@@ -54,22 +54,32 @@ AdamWHyper hyper_of(const AdamWOptions& options, double lr, int64_t step) {
 }  // namespace
 
 double AdamW::step(double lr, double grad_clip) {
-  ++step_count_;
-  return clip_and_update(states_, hyper_of(options_, lr, step_count_), grad_clip, device_state_);
+  begin_step(lr);
+  enqueue_update(grad_clip);
+  return last_grad_norm();
 }
+
+bool AdamW::on_gpu() const { return !states_.empty() && states_.front().param.data().device().is_cuda(); }
 
 void AdamW::begin_step(double lr) {
   ++step_count_;
   step_lr_ = lr;
-  cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), device_state_);
+  if (on_gpu()) cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), device_state_);
 }
 
-// The kernels read lr and the step from what begin_step uploaded; they are passed again only for
-// launch data built after that upload (the first step creates the gradients).
+// The GPU kernels read lr and the step from what begin_step uploaded; they are passed again only
+// for launch data built after that upload (the first step creates the gradients).
 void AdamW::enqueue_update(double grad_clip) {
-  cuda_enqueue_clip_and_update(states_, hyper_of(options_, step_lr_, step_count_), grad_clip, device_state_);
+  AdamWHyper hyper = hyper_of(options_, step_lr_, step_count_);
+  if (on_gpu()) {
+    cuda_enqueue_clip_and_update(states_, hyper, grad_clip, device_state_);
+  } else {
+    host_grad_norm_ = clip_and_update(states_, hyper, grad_clip, device_state_);
+  }
 }
 
-double AdamW::last_grad_norm() const { return cuda_read_grad_norm(states_, device_state_); }
+double AdamW::last_grad_norm() const {
+  return on_gpu() ? cuda_read_grad_norm(states_, device_state_) : host_grad_norm_;
+}
 
 }  // namespace nd::train

@@ -45,12 +45,13 @@ class AdamW {
   // One update at learning rate `lr`: computes the global norm once, scales gradients by
   // min(1, grad_clip / (norm + 1e-6)) inside the update when grad_clip > 0, and returns the
   // norm before clipping (for logging). Parameters without a gradient are left alone.
+  // Same as begin_step(lr); enqueue_update(grad_clip); return last_grad_norm().
   double step(double lr, double grad_clip);
 
-  // step() on the GPU in three parts, for a step captured into a CUDA graph: begin_step counts
-  // the step and uploads lr and the bias corrections (run before each replay, outside the graph);
-  // enqueue_update launches the norm, clip and AdamW kernels (captured once, no host sync);
-  // last_grad_norm reads the norm of the update that ran last (after the replay). GPU only.
+  // step() in three parts, so a training step can be captured into a CUDA graph: begin_step
+  // counts the step and sets lr and the bias corrections (on the GPU: uploads them, before each
+  // replay, outside the graph); enqueue_update runs the norm, clip and AdamW (on the GPU: queues
+  // the kernels, no host sync); last_grad_norm reads the norm of the update that ran last.
   void begin_step(double lr);
   void enqueue_update(double grad_clip);
   double last_grad_norm() const;
@@ -63,10 +64,13 @@ class AdamW {
   ParamState& state(const std::string& name);  // nd::Error on an unknown name
 
  private:
+  bool on_gpu() const;
+
   AdamWOptions options_;
   std::vector<ParamState> states_;
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)
+  double host_grad_norm_ = 0.0;  // the CPU update's norm (the GPU's stays on the device)
   std::shared_ptr<DeviceOptimizerState> device_state_;
 };
 

@@ -74,8 +74,8 @@ PinnedUploader::~PinnedUploader() {
   for (auto& [ptr, bytes] : staging_) cudaFreeHost(ptr);
 }
 
-void PinnedUploader::upload(int slot, const Tensor& host, Tensor& dst) {
-  ND_CHECK(host.device().is_cpu() && dst.device() == Device::cuda(device_),
+void PinnedUploader::upload_to_gpu(int slot, const Tensor& host, Tensor& dst) {
+  ND_CHECK(host.device().is_cpu() && dst.device() == device_,
            "pinned upload from " << host.str() << " into " << dst.str());
   ND_CHECK(host.shape() == dst.shape() && host.dtype() == dst.dtype(),
            "pinned upload from " << host.str() << " into " << dst.str() << ": shapes or dtypes differ");
@@ -88,7 +88,7 @@ void PinnedUploader::upload(int slot, const Tensor& host, Tensor& dst) {
     bytes = host.nbytes();
   }
   std::memcpy(buffer, host.raw_data(), host.nbytes());
-  CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), buffer, host.nbytes(), cudaMemcpyHostToDevice, compute_stream(device_)));
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), buffer, host.nbytes(), cudaMemcpyHostToDevice, compute_stream(device_.index)));
 }
 
 #else
@@ -103,8 +103,14 @@ bool StepGraph::capture(const std::function<void()>&, std::string* why) {
 void StepGraph::replay() { ND_FAIL("this nanodist was built without CUDA"); }
 
 PinnedUploader::~PinnedUploader() = default;
-void PinnedUploader::upload(int, const Tensor&, Tensor&) { ND_FAIL("this nanodist was built without CUDA"); }
+void PinnedUploader::upload_to_gpu(int, const Tensor&, Tensor&) { ND_FAIL("this nanodist was built without CUDA"); }
 
 #endif
+
+void PinnedUploader::upload(int slot, const Tensor& host, Tensor& dst) {
+  if (device_.is_cuda()) return upload_to_gpu(slot, host, dst);
+  ND_CHECK(dst.device() == device_, "upload into " << dst.str() << ", expected a tensor on " << device_.str());
+  dst.copy_from(host);
+}
 
 }  // namespace nd::train

@@ -36,13 +36,13 @@ class StepGraph {
   void* exec_ = nullptr;   // cudaGraphExec_t
 };
 
-// Copies host tensors into device tensors of the same shape and dtype through a pinned staging
-// buffer, queued on the compute stream (no host wait). A slot's staging is overwritten by its
+// Copies host tensors into the step's input tensors of the same shape and dtype: on a GPU through
+// a pinned staging buffer, queued on the compute stream (no host wait); on the CPU a plain copy. A slot's staging is overwritten by its
 // next upload, so the caller synchronises with the device between two uploads into one slot
 // (the trainer reads each step's loss back).
 class PinnedUploader {
  public:
-  explicit PinnedUploader(int device) : device_(device) {}
+  explicit PinnedUploader(Device device) : device_(device) {}
   ~PinnedUploader();
   PinnedUploader(const PinnedUploader&) = delete;
   PinnedUploader& operator=(const PinnedUploader&) = delete;
@@ -51,7 +51,9 @@ class PinnedUploader {
   void upload(int slot, const Tensor& host, Tensor& dst);
 
  private:
-  int device_;
+  void upload_to_gpu(int slot, const Tensor& host, Tensor& dst);
+
+  Device device_;
   std::vector<std::pair<void*, size_t>> staging_;  // pinned buffer and its size, per slot
 };
 

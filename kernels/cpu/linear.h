@@ -1,5 +1,5 @@
 // Linear layer kernels on the CPU: out = x · wᵀ + b, and the three gradients, all through the
-// shared blocked matmul (kernels/cpu/matmul.h).
+// shared matmul (kernels/cpu/matmul.h, on CBLAS).
 #pragma once
 #include <cstdint>
 

@@ -1,5 +1,6 @@
-// The one CPU matrix multiply every op uses (linear, attention, ...): cache-blocked with packed
-// panels of A and B, a register-blocked micro-kernel the compiler vectorises, OpenMP-parallel.
+// The one CPU matrix multiply every op uses (linear, attention, ...): a thin row-major wrapper
+// over CBLAS sgemm/dgemm. OpenBLAS picks its kernel for the CPU at run time, so the build stays
+// portable, and it is OpenMP-parallel (single-threaded when called inside a parallel region).
 #pragma once
 #include <cstdint>
 

@@ -1,10 +1,8 @@
 // Kernel benchmark behind `nanodist bench-kernels`. Inputs are filled on the device with Philox
 // uniforms (never zeros); each op runs a few warm-up launches, then `iters` launches timed one by
-// one with CUDA events on the compute stream; the median is reported. Bytes count each operand
+// one with CUDA events on the compute stream; the median is returned. Bytes count each operand
 // read or written once (the least any implementation must move), FLOPs the useful multiply-adds.
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,9 +28,6 @@ namespace nd::cuda {
 
 namespace {
 
-constexpr double kCopyBytesPerSecond = 4.3e12;  // H200 device copy, read + write (shared/GPU.md)
-constexpr double kGemmFlopsPerSecond = 790e12;  // H200 bf16 GEMM
-
 template <typename T>
 __global__ void fill_uniform_kernel(T* x, int64_t n, float low, float high, uint64_t seed) {
   int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -47,7 +42,8 @@ __global__ void fill_ids_kernel(int32_t* x, int64_t n, int64_t V, uint64_t seed)
 struct Bench {
   int iters = 20;
   uint64_t seed = 1;
-  std::vector<std::string> lines;
+  std::function<void(const KernelBenchRow&)> on_row;
+  std::vector<KernelBenchRow> rows;
 
   Tensor random(const Shape& shape, DType dtype, float scale = 1.0f) { return uniform(shape, dtype, -scale, scale); }
 
@@ -93,13 +89,8 @@ struct Bench {
   }
 
   void report(const std::string& op, const std::string& shape, double seconds, double bytes, double flops) {
-    char line[256];
-    double gbs = bytes / seconds / 1e9, tflops = flops / seconds / 1e12;
-    std::snprintf(line, sizeof(line), "%-22s %-26s %10.1f %9.0f %8.1f %7.1f%% %7.1f%%", op.c_str(), shape.c_str(),
-                  seconds * 1e6, gbs, tflops, 100.0 * bytes / seconds / kCopyBytesPerSecond,
-                  100.0 * flops / seconds / kGemmFlopsPerSecond);
-    std::printf("%s\n", line);
-    std::fflush(stdout);
+    rows.push_back({op, shape, seconds, bytes, flops});
+    if (on_row) on_row(rows.back());
   }
 };
 
@@ -304,60 +295,23 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
 
 }  // namespace
 
-int run_bench_kernels_cli(int argc, char** argv) {
-  std::string dtype = "bf16";
-  int64_t B = 8, T_len = 1024, C = 768, NH = 12, V = 50304;
+std::vector<KernelBenchRow> run_bench_kernels(const KernelBenchOptions& options,
+                                              const std::function<void(const KernelBenchRow&)>& on_row) {
+  ND_CHECK(options.dtype == DType::BF16 || options.dtype == DType::F32,
+           "run_bench_kernels: dtype must be bf16 or f32, got " << dtype_name(options.dtype));
+  ND_CHECK(options.batch > 0 && options.seq > 0 && options.embd > 0 && options.heads > 0 && options.vocab > 0 &&
+               options.iters > 0,
+           "run_bench_kernels: shapes and iters must be positive");
+  ND_CHECK(cuda_available(), "run_bench_kernels: no CUDA device");
   Bench bench;
-  for (int i = 1; i < argc; ++i) {
-    std::string flag = argv[i];
-    if (flag == "--help") {
-      std::printf(
-          "nanodist bench-kernels [--dtype bf16|f32] [--batch 8] [--seq 1024] [--embd 768] [--heads 12]\n"
-          "                       [--vocab 50304] [--iters 20]\n");
-      return 0;
-    }
-    ND_CHECK(i + 1 < argc, "bench-kernels: flag " << flag << " needs a value");
-    std::string value = argv[++i];
-    auto number = [&] {
-      ND_CHECK(!value.empty() && value.find_first_not_of("0123456789") == std::string::npos,
-               "bench-kernels: " << flag << " needs a positive integer, got '" << value << "'");
-      int64_t v = std::stoll(value);
-      ND_CHECK(v > 0, "bench-kernels: " << flag << " must be positive, got " << v);
-      return v;
-    };
-    if (flag == "--dtype")
-      dtype = value;
-    else if (flag == "--batch")
-      B = number();
-    else if (flag == "--seq")
-      T_len = number();
-    else if (flag == "--embd")
-      C = number();
-    else if (flag == "--heads")
-      NH = number();
-    else if (flag == "--vocab")
-      V = number();
-    else if (flag == "--iters")
-      bench.iters = static_cast<int>(number());
-    else
-      ND_FAIL("bench-kernels: unknown flag " << flag);
-  }
-  ND_CHECK(dtype == "bf16" || dtype == "f32", "bench-kernels: --dtype must be bf16 or f32, got '" << dtype << "'");
-  ND_CHECK(cuda_available(), "bench-kernels: no CUDA device");
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, current_cuda_device()));
-  std::printf("bench-kernels on %s, %s, B=%lld T=%lld C=%lld NH=%lld V=%lld, median of %d\n", prop.name, dtype.c_str(),
-              static_cast<long long>(B), static_cast<long long>(T_len), static_cast<long long>(C),
-              static_cast<long long>(NH), static_cast<long long>(V), bench.iters);
-  std::printf("%-22s %-26s %10s %9s %8s %8s %8s\n", "op", "shape", "time(us)", "GB/s", "TFLOP/s", "%copy", "%gemm");
-  std::printf("(%%copy of %.1f TB/s, %%gemm of %.0f TFLOP/s)\n", kCopyBytesPerSecond / 1e12,
-              kGemmFlopsPerSecond / 1e12);
-  if (dtype == "bf16") {
-    run_all<nd::bf16>(bench, B, T_len, C, NH, V);
+  bench.iters = options.iters;
+  bench.on_row = on_row;
+  if (options.dtype == DType::BF16) {
+    run_all<nd::bf16>(bench, options.batch, options.seq, options.embd, options.heads, options.vocab);
   } else {
-    run_all<float>(bench, B, T_len, C, NH, V);
+    run_all<float>(bench, options.batch, options.seq, options.embd, options.heads, options.vocab);
   }
-  return 0;
+  return bench.rows;
 }
 
 }  // namespace nd::cuda

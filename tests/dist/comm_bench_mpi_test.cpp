@@ -1,9 +1,7 @@
-// bench-comm on the CPU under mpirun: every op and impl sweeps a few sizes with no wrong
-// elements; bus factors follow nccl-tests; the CLI writes its CSV and rejects bad flags.
+// bench-comm's measurement on the CPU under mpirun: every op and impl sweeps a few sizes with no
+// wrong elements; bus factors follow nccl-tests. (The command itself: tests/cli/bench_comm_mpi_test.cpp.)
 #include <gtest/gtest.h>
 
-#include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
@@ -46,44 +44,6 @@ TEST(CommBench, BusFactorsFollowNcclTests) {
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::AllGather, 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::ReduceScatter, 8), 0.875);
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::SendRecv, 8), 1.0);
-}
-
-TEST(CommBench, ByteSizes) {
-  EXPECT_EQ(parse_byte_size("8"), 8);
-  EXPECT_EQ(parse_byte_size("64K"), 65536);
-  EXPECT_EQ(parse_byte_size("1G"), int64_t{1} << 30);
-  EXPECT_EQ(parse_byte_size("4GB"), int64_t{4} << 30);
-  EXPECT_THROW(parse_byte_size("1.5M"), Error);
-  EXPECT_THROW(parse_byte_size("M"), Error);
-  EXPECT_THROW(parse_byte_size(""), Error);
-}
-
-TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
-  auto probe = make_world_comm(Device::cpu());
-  const std::string path = "comm_bench_test_" + std::to_string(probe->size()) + ".csv";
-  std::vector<std::string> words = {"bench-comm", "--op",   "allreduce", "--impl",   "ring", "--max-bytes",
-                                    "4K",         "--iters", "2",        "--warmup", "1",    "--csv",
-                                    path};
-  std::vector<char*> argv;
-  for (std::string& w : words) argv.push_back(w.data());
-  EXPECT_EQ(run_bench_comm_cli(static_cast<int>(argv.size()), argv.data()), 0);
-  if (probe->rank() == 0) {
-    std::ifstream csv(path);
-    std::string header, first;
-    std::getline(csv, header);
-    std::getline(csv, first);
-    EXPECT_EQ(header, bench_comm_csv_header());
-    EXPECT_EQ(first.rfind("allreduce,ring,cpu," + std::to_string(probe->size()) + ",8,2,f32,sum,", 0), 0u) << first;
-    std::remove(path.c_str());
-  }
-  std::vector<std::string> bad = {"bench-comm", "--op", "alltoall"};
-  std::vector<char*> bad_argv;
-  for (std::string& w : bad) bad_argv.push_back(w.data());
-  EXPECT_THROW(run_bench_comm_cli(static_cast<int>(bad_argv.size()), bad_argv.data()), Error);
-  std::vector<std::string> unknown = {"bench-comm", "--no-such-flag"};
-  std::vector<char*> unknown_argv;
-  for (std::string& w : unknown) unknown_argv.push_back(w.data());
-  EXPECT_THROW(run_bench_comm_cli(static_cast<int>(unknown_argv.size()), unknown_argv.data()), Error);
 }
 
 }  // namespace

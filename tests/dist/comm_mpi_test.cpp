@@ -1,5 +1,6 @@
 // The MPI communicator under mpirun -np 2, 3, 4: grouped point-to-point (a ring in which every
-// rank sends first), native collectives against closed forms, broadcast, split and barrier.
+// rank sends first), native collectives against closed forms, broadcast, split and barrier;
+// collectives whose layouts differ between ranks raise on every rank.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -126,6 +127,33 @@ TEST(MpiComm, BadPeersAndDevicesAreErrors) {
   Tensor t = Tensor::zeros({4});
   EXPECT_THROW(comm->send(t, comm->size()), Error);
   EXPECT_THROW(comm->recv(t, -1), Error);
+}
+
+// Each mismatch is a layout new to every rank, so each is caught (see Comm::agree_on_layout);
+// test_main fails the test unless every rank threw.
+TEST(MpiComm, MismatchedLayoutsRaiseOnEveryRank) {
+  auto comm = make_world_comm(Device::cpu());
+  if (comm->size() == 1) GTEST_SKIP() << "needs two ranks";
+  const int n = comm->size(), r = comm->rank();
+  const int64_t count = r == 0 ? 100 : 101;
+  Tensor buffer = Tensor::ones({count});
+  EXPECT_THROW(comm->allreduce(buffer, ReduceOp::Sum), Error);
+  Tensor typed = Tensor::ones({64}, r == 0 ? DType::F32 : DType::BF16);
+  EXPECT_THROW(comm->allreduce(typed, ReduceOp::Sum), Error);
+  Tensor same = Tensor::ones({64});
+  EXPECT_THROW(comm->allreduce(same, r == 0 ? ReduceOp::Sum : ReduceOp::Avg), Error);
+  Tensor block = Tensor::ones({count});
+  Tensor blocks = Tensor::ones({n * count});
+  EXPECT_THROW(comm->reduce_scatter(blocks, block, ReduceOp::Sum), Error);
+  EXPECT_THROW(comm->all_gather(block, blocks), Error);
+  EXPECT_THROW(comm->broadcast(buffer, 0), Error);
+  EXPECT_THROW(comm->broadcast(same, r == 0 ? 0 : 1), Error);
+  // The comm is still usable, and an agreed layout keeps working.
+  for (int i = 0; i < 3; ++i) {
+    Tensor fine = Tensor::ones({10});
+    comm->allreduce(fine, ReduceOp::Sum);
+    EXPECT_EQ(fine.to_double_vector()[9], n);
+  }
 }
 
 }  // namespace

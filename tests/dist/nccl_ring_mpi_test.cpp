@@ -1,13 +1,17 @@
 // The NCCL backend and the GPU ring under mpirun (one rank per GPU): ring against NCCL's own
 // all-reduce and the closed form, through every GPU path (direct, one slice on one stream,
 // many slices on two streams, one and two lanes); the halves alone; broadcast, split and
-// grouped send/recv.
-// Skips where there is no GPU.
+// grouped send/recv; collectives whose layouts differ between ranks raise on every rank, as
+// they do on MPI, instead of hanging in NCCL.
+// Skips where there is no GPU, or fewer GPUs than ranks on the node.
 #include <gtest/gtest.h>
 
 #include "dist/ring_allreduce.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
 
 namespace nd::dist {
 namespace {
@@ -24,8 +28,20 @@ Comm& gpu_world() {
   return *comm;
 }
 
+// One GPU for each rank of this node. Every rank of a node sees the same answer, so all skip.
+bool enough_gpus() {
+  if (!cuda_available()) return false;
+#if NANODIST_WITH_CUDA
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) return false;
+  return local_place(MPI_COMM_WORLD).size <= gpus;
+#else
+  return false;
+#endif
+}
+
 #define SKIP_WITHOUT_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no GPU"
+  if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank"
 
 void check_ring(const RingOptions& options, int64_t count, const char* path) {
   Comm& comm = gpu_world();
@@ -162,6 +178,32 @@ TEST(NcclRing, MismatchedCountsRaiseOnEveryRank) {
   if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
   Tensor buffer = Tensor::ones({comm.rank() == 0 ? 100 : 101}, DType::F32, comm.device());
   EXPECT_THROW(ring_allreduce(comm, buffer), Error);
+}
+
+TEST(NcclComm, MismatchedLayoutsRaiseOnEveryRank) {
+  SKIP_WITHOUT_GPU();
+  Comm& comm = gpu_world();
+  if (comm.size() == 1) GTEST_SKIP() << "needs two ranks";
+  const int n = comm.size(), r = comm.rank();
+  const int64_t count = r == 0 ? 200 : 201;
+  const Device gpu = comm.device();
+  Tensor buffer = Tensor::ones({count}, DType::F32, gpu);
+  EXPECT_THROW(comm.allreduce(buffer, ReduceOp::Sum), Error);
+  Tensor typed = Tensor::ones({64}, r == 0 ? DType::F32 : DType::BF16, gpu);
+  EXPECT_THROW(comm.allreduce(typed, ReduceOp::Sum), Error);
+  Tensor same = Tensor::ones({64}, DType::F32, gpu);
+  EXPECT_THROW(comm.allreduce(same, r == 0 ? ReduceOp::Sum : ReduceOp::Avg), Error);
+  Tensor block = Tensor::ones({count}, DType::F32, gpu);
+  Tensor blocks = Tensor::ones({n * count}, DType::F32, gpu);
+  EXPECT_THROW(comm.reduce_scatter(blocks, block, ReduceOp::Sum), Error);
+  EXPECT_THROW(comm.all_gather(block, blocks), Error);
+  EXPECT_THROW(comm.broadcast(same, r == 0 ? 0 : 1), Error);
+  // Nothing reached NCCL, so the comm is still usable; an agreed layout keeps working.
+  for (int i = 0; i < 3; ++i) {
+    Tensor fine = Tensor::ones({10}, DType::F32, gpu);
+    comm.allreduce(fine, ReduceOp::Sum);
+    EXPECT_EQ(fine.to_double_vector()[9], n);
+  }
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The from-scratch ring on the MPI backend (run under mpirun -np 2, 3, 4): it must equal the
 // native MPI all-reduce and the closed-form sum, for awkward counts, f32 and bf16, sum and avg;
-// the reduce-scatter and all-gather halves alone; and size mismatches must raise, not hang.
+// the reduce-scatter and all-gather halves alone; size mismatches must raise, not hang; and the
+// layout agreement behind that check runs once per layout, not once per call.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -125,6 +126,68 @@ TEST(RingAllreduce, MismatchedCountsRaiseOnEveryRank) {
   Tensor fine = Tensor::ones({10});
   ring_allreduce(*comm, fine);
   EXPECT_EQ(fine.to_double_vector()[9], comm->size());
+}
+
+// Forwards everything to an MPI comm and counts the host all-reduces, which is what the ring's
+// layout agreement costs.
+class CountingComm : public Comm {
+ public:
+  explicit CountingComm(Comm& inner) : inner_(inner) {}
+  int host_allreduces = 0;
+
+  int rank() const override { return inner_.rank(); }
+  int size() const override { return inner_.size(); }
+  Device device() const override { return inner_.device(); }
+  const char* backend() const override { return inner_.backend(); }
+  void send(const Tensor& buffer, int peer) override { inner_.send(buffer, peer); }
+  void recv(Tensor& buffer, int peer) override { inner_.recv(buffer, peer); }
+  void group_start() override { inner_.group_start(); }
+  void post_group() override { inner_.post_group(); }
+  void wait_posted() override { inner_.wait_posted(); }
+  CommWork allreduce_async(Tensor& buffer, ReduceOp op) override { return inner_.allreduce_async(buffer, op); }
+  CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override {
+    return inner_.reduce_scatter_async(input, output, op);
+  }
+  CommWork all_gather_async(const Tensor& input, Tensor& output) override {
+    return inner_.all_gather_async(input, output);
+  }
+  CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
+  void barrier() override { inner_.barrier(); }
+  std::unique_ptr<Comm> split(int color, int key) override { return inner_.split(color, key); }
+  void synchronize() override { inner_.synchronize(); }
+  void host_allreduce(int64_t* values, int n, HostReduce op) override {
+    ++host_allreduces;
+    inner_.host_allreduce(values, n, op);
+  }
+  void host_allreduce(double* values, int n, HostReduce op) override {
+    ++host_allreduces;
+    inner_.host_allreduce(values, n, op);
+  }
+
+ private:
+  Comm& inner_;
+};
+
+TEST(RingAllreduce, LayoutAgreementRunsOncePerLayout) {
+  auto world = make_world_comm(Device::cpu());
+  if (world->size() == 1) GTEST_SKIP() << "needs two ranks";
+  CountingComm comm(*world);
+  const int n = comm.size();
+  for (int call = 0; call < 3; ++call) {
+    Tensor buffer = Tensor::ones({1000});
+    ring_allreduce(comm, buffer);
+    EXPECT_EQ(buffer.to_double_vector()[999], n);
+  }
+  EXPECT_EQ(comm.host_allreduces, 1);
+  Tensor other_count = Tensor::ones({1001});
+  ring_allreduce(comm, other_count);
+  Tensor other_op = Tensor::ones({1000});
+  ring_allreduce(comm, other_op, ReduceOp::Avg);
+  EXPECT_EQ(other_op.to_double_vector()[0], 1.0);
+  EXPECT_EQ(comm.host_allreduces, 3);
+  ring_allreduce(comm, other_count);
+  ring_all_gather(comm, other_count);
+  EXPECT_EQ(comm.host_allreduces, 4);
 }
 
 TEST(RingAllreduce, RejectsBadBuffers) {

@@ -1,5 +1,6 @@
-// The blocked CPU matmul against a triple loop in double, over odd shapes that cut every block
-// edge, all four transpose combinations, and beta = 0 (C not read), 1 and 0.5.
+// The CPU matmul (CBLAS) against a triple loop in double, over odd and tall/wide shapes (which
+// cut BLAS kernel tiles and, large enough, go multi-threaded), all four transpose combinations
+// (which set the leading dimensions), and beta = 0 (C not read), 1 and 0.5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <vector>
 
 #include "kernels/cpu/matmul.h"
+#include "tensor/error.h"
 
 namespace nd {
 namespace {
@@ -60,8 +62,8 @@ struct MatmulCase {
   int64_t M, N, K;
 };
 
-// Shapes below, at and across the micro-tile, K-block (256) and M-block edges; the larger ones
-// take the multi-threaded path.
+// Shapes below, at and across typical register-tile and K-block (256) edges; the larger ones are
+// big enough for the BLAS to share them out to threads.
 const MatmulCase kCases[] = {{1, 1, 1},     {1, 7, 3},      {5, 1, 9},     {13, 17, 19},  {12, 32, 256}, {25, 33, 257},
                              {37, 70, 300}, {100, 70, 300}, {400, 45, 40}, {33, 4100, 3}, {131, 97, 513}};
 
@@ -76,6 +78,30 @@ TEST(Matmul, DoubleMatchesNaiveOverShapesTransposesAndBeta) {
   for (const MatmulCase& c : kCases)
     for (int t = 0; t < 4; ++t)
       for (double beta : {0.0, 1.0}) check_matmul<double>(c.M, c.N, c.K, t & 1, t & 2, beta, 1e-12 * (c.K + 1.0));
+}
+
+// Attention calls matmul from inside its parallel loop over heads: concurrent calls on distinct
+// buffers must each get their own result.
+TEST(Matmul, ConcurrentCallsFromParallelThreadsMatchNaive) {
+  constexpr int kCalls = 8;
+  constexpr int64_t M = 70, N = 45, K = 33;
+  std::mt19937 rng(7);
+  std::vector<std::vector<double>> A(kCalls), B(kCalls), C(kCalls, std::vector<double>(M * N));
+  for (int c = 0; c < kCalls; ++c) {
+    A[c] = random_vector<double>(M * K, rng);
+    B[c] = random_vector<double>(N * K, rng);
+  }
+  // Four threads even under OMP_NUM_THREADS=1 (as ctest runs), so the calls do overlap.
+#pragma omp parallel for num_threads(4) schedule(static, 1)
+  for (int c = 0; c < kCalls; ++c) cpu::matmul<double>(A[c].data(), B[c].data(), C[c].data(), M, N, K, false, true, 0.0);
+  for (int c = 0; c < kCalls; ++c) {
+    std::vector<double> expected = naive_matmul(A[c], B[c], C[c], M, N, K, false, true, 0.0);
+    for (int64_t i = 0; i < M * N; ++i) ASSERT_NEAR(C[c][i], expected[i], 1e-12 * (K + 1.0)) << "call " << c;
+  }
+}
+
+TEST(Matmul, DimensionBeyondBlasIntRangeIsAnError) {
+  EXPECT_THROW(cpu::matmul<float>(nullptr, nullptr, nullptr, int64_t{1} << 31, 1, 1, false, false, 0.0f), Error);
 }
 
 TEST(Matmul, EmptyInnerDimensionScalesC) {

@@ -111,6 +111,32 @@ TEST_F(Cli, ResumeFromAnotherModelOrVocabulary) {
   expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6"), dir.path()), "vocabulary mismatch");
 }
 
+// A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.
+TEST_F(Cli, InputErrorsHideTheCheckUnlessVerbose) {
+  std::filesystem::remove(dir / "data/train.bin");
+  auto r = run_nanodist(tiny_train_args(dir), dir.path());
+  expect_cli_error(r, "cannot open token file " + (dir / "data/train.bin"));
+  EXPECT_EQ(r.err.find("check `"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << r.err;
+
+  r = run_nanodist(tiny_train_args(dir, "--verbose"), dir.path());
+  expect_cli_error(r, "cannot open token file");
+  EXPECT_NE(r.err.find("(check `std::filesystem::is_regular_file(path, ec)` at data/token_file.cpp:"), std::string::npos)
+      << r.err;
+
+  ::setenv("NANODIST_VERBOSE", "1", 1);
+  r = run_nanodist("train --lr fast", dir.path());
+  ::unsetenv("NANODIST_VERBOSE");
+  expect_cli_error(r, "bad value 'fast' for 'lr' on the command line");
+  EXPECT_NE(r.err.find(" at train/config_value.cpp:"), std::string::npos) << r.err;
+
+  for (const char* args : {"train --lr fast", "fly", "bench-comm --op alltoall", "sample --ckpt /no/such/dir"}) {
+    r = run_nanodist(args, dir.path());
+    expect_cli_error(r, "");
+    EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << args << ": " << r.err;
+  }
+}
+
 TEST_F(Cli, UnwritableOutputDirectory) {
   std::ofstream(dir / "a_file") << "x";
   std::string args = "train --data " + (dir / "data") + " --out " + (dir / "a_file/out") +

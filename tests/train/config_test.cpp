@@ -1,10 +1,12 @@
-// Train flags: defaults, command line, config files (defaults that flags override), boolean
-// forms, errors that name the key and the file:line, and the cross-flag validation.
+// Train flags (cli/train_flags.h over train/config.h): defaults, command line, config files
+// (defaults that flags override), boolean forms, errors that name the key and the file:line, and
+// the cross-flag validation.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <vector>
 
+#include "cli/train_flags.h"
 #include "tensor/error.h"
 #include "train/config.h"
 #include "train_fixture.h"
@@ -12,6 +14,8 @@
 namespace nd::train {
 namespace {
 
+using cli::parse_train_args;
+using cli::train_flag_set;
 using testing::TempDir;
 
 TrainConfig parse(std::vector<std::string> args) {

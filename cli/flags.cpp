@@ -1,17 +1,19 @@
 // Flag parsing: cxxopts reads argv (every value as text, in order of occurrence), a config file
 // supplies defaults, and each value is checked against its flag's type as it is read.
-#include "train/flags.h"
+#include "cli/flags.h"
 
-#include <cerrno>
-#include <cstdlib>
 #include <cxxopts.hpp>
 #include <fstream>
 #include <sstream>
 
 #include "tensor/error.h"
 
-namespace nd::train {
+namespace nd::cli {
 namespace {
+
+using train::parse_bool_value;
+using train::parse_double_value;
+using train::parse_int_value;
 
 std::string trim(const std::string& s) {
   size_t begin = s.find_first_not_of(" \t\r\n");
@@ -49,31 +51,14 @@ const char* type_hint(FlagType type) {
 
 }  // namespace
 
-int64_t parse_int_value(const std::string& text, const std::string& what) {
-  std::string t = trim(text);
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(t.c_str(), &end, 10);
-  ND_CHECK(!t.empty() && end == t.c_str() + t.size() && errno == 0,
-           "bad value '" << text << "' for " << what << ": expected an integer");
-  return v;
-}
-
-double parse_double_value(const std::string& text, const std::string& what) {
-  std::string t = trim(text);
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(t.c_str(), &end);
-  ND_CHECK(!t.empty() && end == t.c_str() + t.size() && errno == 0,
-           "bad value '" << text << "' for " << what << ": expected a number");
-  return v;
-}
-
-bool parse_bool_value(const std::string& text, const std::string& what) {
-  std::string t = trim(text);
-  if (t == "true" || t == "1" || t == "yes" || t == "on") return true;
-  if (t == "false" || t == "0" || t == "no" || t == "off") return false;
-  ND_FAIL("bad value '" << text << "' for " << what << ": expected true or false");
+FlagSpec flag(const char* name, const char* default_value, const char* help, FlagType type, bool repeated) {
+  FlagSpec s;
+  s.name = name;
+  s.default_value = default_value;
+  s.help = help;
+  s.type = type;
+  s.repeated = repeated;
+  return s;
 }
 
 const FlagValue& ParsedFlags::find(const std::string& name) const {
@@ -110,8 +95,15 @@ double ParsedFlags::get_double(const std::string& name) const {
 bool ParsedFlags::get_bool(const std::string& name) const { return parse_bool_value(get_string(name), origin(name)); }
 
 FlagSet& FlagSet::add(FlagSpec spec) {
-  ND_CHECK(find(spec.name) == nullptr, "flag --" << spec.name << " declared twice");
+  ND_CHECK(find(spec.name) == nullptr && spec.name != "help" && spec.name != "verbose" && spec.name != "config",
+           "flag --" << spec.name << " declared twice");
+  if (spec.group.empty()) spec.group = group_;
   specs_.push_back(std::move(spec));
+  return *this;
+}
+
+FlagSet& FlagSet::group(std::string group) {
+  group_ = std::move(group);
   return *this;
 }
 
@@ -128,7 +120,7 @@ const FlagSpec* FlagSet::find(const std::string& name) const {
 
 void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const {
   std::ifstream in(path);
-  ND_CHECK(in.good(), "cannot open config file " << path);
+  ND_CHECK_INPUT(in.good(), "cannot open config file " << path << " (check the path given to --config)");
   std::string line;
   int line_number = 0;
   std::map<std::string, bool> seen;
@@ -138,12 +130,12 @@ void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const 
     std::string body = trim(line.substr(0, line.find('#')));
     if (body.empty()) continue;
     size_t eq = body.find('=');
-    ND_CHECK(eq != std::string::npos, "expected 'key = value' at " << where << ", got '" << body << "'");
+    ND_CHECK_INPUT(eq != std::string::npos, "expected 'key = value' at " << where << ", got '" << body << "'");
     std::string key = normalize_key(trim(body.substr(0, eq)));
     std::string value = trim(body.substr(eq + 1));
     const FlagSpec* spec = find(key);
-    ND_CHECK(spec != nullptr && key != "config" && key != "help",
-             "unknown key '" << key << "' at " << where << " (see nanodist " << command_ << " --help)");
+    ND_CHECK_INPUT(spec != nullptr,
+                   "unknown key '" << key << "' at " << where << " (see nanodist " << command_ << " --help)");
     check_type(*spec, value, "at " + where);
     FlagValue& slot = out.values[key];
     if (!seen[key] || !spec->repeated) slot.texts.clear();
@@ -178,6 +170,7 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
   cxxopts::Options options("nanodist " + command_, usage_);
   auto adder = options.add_options();
   adder("help", "list every flag with its default", cxxopts::value<std::string>()->implicit_value("true"));
+  adder("verbose", "errors also name the failing check", cxxopts::value<std::string>()->implicit_value("true"));
   if (config_file_) adder("config", "config file of 'key = value' lines", cxxopts::value<std::string>());
   for (const FlagSpec& s : specs_) {
     auto value = cxxopts::value<std::string>();
@@ -195,21 +188,22 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
   try {
     cxxopts::ParseResult result = options.parse(static_cast<int>(cargs.size()), cargs.data());
     occurrences = result.arguments();
-    ND_CHECK(result.unmatched().empty(),
-             "unexpected argument '" << result.unmatched().front() << "' to nanodist " << command_
-                                     << " (flags are --name value; see --help)");
+    ND_CHECK_INPUT(result.unmatched().empty(),
+                   "unexpected argument '" << result.unmatched().front() << "' to nanodist " << command_
+                                           << " (flags are --name value; see --help)");
   } catch (const cxxopts::exceptions::exception& e) {
-    ND_FAIL("nanodist " << command_ << ": " << e.what() << " (see nanodist " << command_ << " --help)");
+    ND_FAIL_INPUT("nanodist " << command_ << ": " << e.what() << " (see nanodist " << command_ << " --help)");
   }
 
   for (const auto& kv : occurrences) {
     if (kv.key() == "help") out.help_requested = parse_bool_value(kv.value(), "--help");
+    if (kv.key() == "verbose") out.verbose = parse_bool_value(kv.value(), "--verbose");
     if (kv.key() == "config") read_config_file(kv.value(), out);
   }
   std::map<std::string, bool> seen_on_command_line;
   for (const auto& kv : occurrences) {
     const FlagSpec* spec = find(kv.key());
-    if (spec == nullptr) continue;  // help, config
+    if (spec == nullptr) continue;  // help, verbose, config
     check_type(*spec, kv.value(), "on the command line");
     FlagValue& slot = out.values[spec->name];
     if (!seen_on_command_line[spec->name] || !spec->repeated) slot.texts.clear();
@@ -223,6 +217,12 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
 
 std::string FlagSet::help() const {
   std::ostringstream out;
+  // One line per flag: name and value hint in a 30-column field, then the help.
+  auto line = [&out](const std::string& left, const std::string& help) {
+    std::string padded = "  " + left;
+    if (padded.size() < 30) padded.resize(30, ' ');
+    out << padded << " " << help << "\n";
+  };
   out << "usage: nanodist " << command_ << " " << usage_ << "\n";
   std::vector<std::string> groups;
   for (const FlagSpec& s : specs_) {
@@ -234,19 +234,17 @@ std::string FlagSet::help() const {
     out << "\n" << (group.empty() ? "options" : group) << ":\n";
     for (const FlagSpec& s : specs_) {
       if (s.group != group) continue;
-      std::string left = "  --" + s.name + " " + type_hint(s.type);
-      if (left.size() < 30) left.resize(30, ' ');
-      out << left << " " << s.help;
-      if (!s.default_value.empty()) out << " (default: " << s.default_value << ")";
-      if (s.repeated) out << " (may be repeated)";
-      out << "\n";
+      std::string help = s.help;
+      if (!s.default_value.empty()) help += " (default: " + s.default_value + ")";
+      if (s.repeated) help += " (may be repeated)";
+      line("--" + s.name + " " + type_hint(s.type), help);
     }
   }
-  out << "\n";
-  if (config_file_)
-    out << "  --config FILE                  'key = value' lines (keys are flag names); flags override it\n";
-  out << "  --help                         this list\n";
+  out << "\ngeneral:\n";
+  if (config_file_) line("--config FILE", "'key = value' lines (keys are flag names); flags override it");
+  line("--verbose", "errors also name the failing check and file:line (or NANODIST_VERBOSE=1)");
+  line("--help", "this list");
   return out.str();
 }
 
-}  // namespace nd::train
+}  // namespace nd::cli

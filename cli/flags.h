@@ -1,15 +1,18 @@
-// The flag table of one subcommand: every flag with its default and help, parsed from argv with
-// cxxopts and from an optional `--config FILE` (lines `key = value`; the file sets defaults, the
-// command line overrides it). Values stay text until a typed getter converts them, so a bad value
-// is an nd::Error naming the key and where it came from (command line or file:line).
+// The one flag layer of the nanodist binary: every subcommand declares a FlagSet (each flag with
+// its default and help), and the dispatcher parses argv with it through cxxopts, plus an optional
+// `--config FILE` (lines `key = value`; the file sets defaults, the command line overrides it).
+// Values stay text until a typed getter converts them, so a bad value is an input error naming
+// the key and where it came from (command line or file:line).
 #pragma once
 #include <map>
 #include <string>
 #include <vector>
 
-namespace nd::train {
+#include "train/config_value.h"
 
-enum class FlagType { String, Int, Float, Bool };
+namespace nd::cli {
+
+using train::FlagType;
 
 struct FlagSpec {
   std::string name;           // dash-separated, without the leading dashes: "n-layer"
@@ -20,6 +23,10 @@ struct FlagSpec {
   bool repeated = false;      // may be given several times (--input a --input b)
 };
 
+// A FlagSpec in one call: flag("iters", "20", "timed iterations", FlagType::Int).
+FlagSpec flag(const char* name, const char* default_value, const char* help, FlagType type = FlagType::String,
+              bool repeated = false);
+
 struct FlagValue {
   std::vector<std::string> texts;  // one per occurrence (defaults: one)
   std::string origin;              // "default", "command line" or "FILE:LINE"
@@ -28,6 +35,7 @@ struct FlagValue {
 class ParsedFlags {
  public:
   bool help_requested = false;
+  bool verbose = false;  // --verbose: errors also name the failing check and file:line
 
   bool has(const std::string& name) const;  // given on the command line or in the file
   std::string get_string(const std::string& name) const;
@@ -35,7 +43,7 @@ class ParsedFlags {
   int64_t get_int(const std::string& name) const;
   double get_double(const std::string& name) const;
   bool get_bool(const std::string& name) const;
-  // Where the value came from, for error messages: "--lr on the command line", "lr at x.conf:4".
+  // Where the value came from, for error messages: "--lr on the command line", "'lr' at x.conf:4".
   std::string origin(const std::string& name) const;
 
   std::map<std::string, FlagValue> values;  // every flag of the table, defaults included
@@ -49,13 +57,19 @@ class FlagSet {
  public:
   FlagSet(std::string command, std::string usage) : command_(std::move(command)), usage_(std::move(usage)) {}
   FlagSet& add(FlagSpec spec);
+  // Starts a heading in --help: flags added after it are listed under `group` unless they name one.
+  FlagSet& group(std::string group);
   // Adds `--config FILE`, read before the command line applies its overrides.
   FlagSet& allow_config_file();
 
   // argv[0] is the subcommand name; every later element is a flag. Unknown flags, stray
-  // arguments, unknown config keys and values that do not parse as the flag's type are nd::Errors.
+  // arguments, unknown config keys and values that do not parse as the flag's type are input
+  // errors. Every set also takes --help and --verbose.
   ParsedFlags parse(int argc, const char* const* argv) const;
+  // Same shape for every subcommand: usage line, flags by group with type and default, then the
+  // flags every subcommand takes.
   std::string help() const;
+  const std::string& command() const { return command_; }
   const std::vector<FlagSpec>& specs() const { return specs_; }
 
  private:
@@ -64,13 +78,9 @@ class FlagSet {
 
   std::string command_;
   std::string usage_;
+  std::string group_;
   std::vector<FlagSpec> specs_;
   bool config_file_ = false;
 };
 
-// Text to value, strictly (the whole text must be consumed); nd::Error naming `what` otherwise.
-int64_t parse_int_value(const std::string& text, const std::string& what);
-double parse_double_value(const std::string& text, const std::string& what);
-bool parse_bool_value(const std::string& text, const std::string& what);
-
-}  // namespace nd::train
+}  // namespace nd::cli

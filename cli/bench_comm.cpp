@@ -1,0 +1,134 @@
+// `nanodist bench-comm` (CLI.md): flags to BenchCommOptions, the world communicator, the sweep;
+// rank 0 prints each row as it finishes and writes the CSV.
+#include "cli/bench_comm.h"
+
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+
+#include "cli/subcommand.h"
+#include "dist/world.h"
+#include "tensor/error.h"
+
+namespace nd::cli {
+namespace {
+
+FlagSet bench_comm_flags() {
+  FlagSet set("bench-comm", "--op OP --impl native|ring [flags]   (under mpirun, one rank per GPU or CPU)");
+  set.group("collective")
+      .add(flag("op", "allreduce", "allreduce, sendrecv, allgather or reducescatter"))
+      .add(flag("impl", "native", "native (MPI on CPU, NCCL on GPU) or ring (ours)"))
+      .add(flag("device", "cpu", "cpu or cuda"))
+      .add(flag("dtype", "f32", "f32 or bf16"))
+      .group("sweep")
+      .add(flag("min-bytes", "8", "smallest message (8, 64K, 1M, ...)"))
+      .add(flag("max-bytes", "1G", "largest message"))
+      .add(flag("factor", "2", "size multiplier between rows", FlagType::Float))
+      .add(flag("warmup", "5", "untimed iterations per size", FlagType::Int))
+      .add(flag("iters", "20", "timed iterations per size", FlagType::Int))
+      .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
+      .group("ring")
+      .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
+      .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"));
+  return set;
+}
+
+int run_bench_comm_command(const ParsedFlags& flags) {
+  dist::BenchCommOptions options;
+  options.op = dist::parse_bench_op(flags.get_string("op"));
+  const std::string impl = flags.get_string("impl");
+  ND_CHECK_INPUT(impl == "native" || impl == "ring", "unknown --impl '" << impl << "' (expected native or ring)");
+  options.ring = impl == "ring";
+  const Device device = parse_device(flags.get_string("device"));
+  options.dtype = parse_dtype(flags.get_string("dtype"));
+  options.min_bytes = parse_byte_size(flags.get_string("min-bytes"));
+  options.max_bytes = parse_byte_size(flags.get_string("max-bytes"));
+  options.factor = flags.get_double("factor");
+  options.warmup = static_cast<int>(flags.get_int("warmup"));
+  options.iters = static_cast<int>(flags.get_int("iters"));
+  options.ring_options.slice_bytes = parse_byte_size(flags.get_string("slice-bytes"));
+  const std::string direct = flags.get_string("direct-max-bytes");
+  options.ring_options.direct_max_bytes = direct == "-1" ? -1 : parse_byte_size(direct);
+  const std::string csv_path = flags.get_string("csv");
+
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring);
+  const bool printer = comm->rank() == 0;
+  std::ofstream csv;
+  if (printer && !csv_path.empty()) {
+    csv.open(csv_path);
+    ND_CHECK_INPUT(csv.good(), "cannot write --csv " << csv_path << " (is its directory there and writable?)");
+    csv << bench_comm_csv_header() << "\n";
+  }
+  if (printer) {
+    std::printf("# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
+                dist::bench_op_name(options.op), impl.c_str(), comm->size(), comm->backend(),
+                comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters);
+    std::printf("%s\n", bench_comm_header().c_str());
+    std::fflush(stdout);
+  }
+  int64_t wrong = 0;
+  dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
+    wrong += row.wrong;
+    if (!printer) return;
+    std::printf("%s\n", format_bench_comm_row(row).c_str());
+    std::fflush(stdout);
+    if (csv.is_open()) csv << format_bench_comm_csv(row, options, *comm) << "\n" << std::flush;
+  });
+  if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
+  return wrong > 0 ? 1 : 0;
+}
+
+}  // namespace
+
+int64_t parse_byte_size(const std::string& text) {
+  std::string t = text;
+  if (!t.empty() && (t.back() == 'B' || t.back() == 'b')) t.pop_back();
+  ND_CHECK_INPUT(!t.empty(), "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
+  int64_t unit = 1;
+  switch (std::toupper(static_cast<unsigned char>(t.back()))) {
+    case 'K': unit = int64_t{1} << 10; break;
+    case 'M': unit = int64_t{1} << 20; break;
+    case 'G': unit = int64_t{1} << 30; break;
+    default: break;
+  }
+  if (unit > 1) t.pop_back();
+  ND_CHECK_INPUT(!t.empty() && t.find_first_not_of("0123456789") == std::string::npos,
+                 "bad byte size '" << text << "' (expected e.g. 8, 64K, 16M, 1G)");
+  ND_CHECK_INPUT(t.size() <= 12, "byte size '" << text << "' is too large");
+  return std::stoll(t) * unit;
+}
+
+std::string bench_comm_header() {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14s %13s %6s %6s %11s %11s %11s %8s", "size", "count", "type", "redop",
+                "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+  return line;
+}
+
+std::string format_bench_comm_row(const dist::BenchCommRow& row) {
+  char line[256];
+  std::snprintf(line, sizeof line, "%14lld %13lld %6s %6s %11.2f %11.2f %11.2f %8lld",
+                static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(), row.redop.c_str(), row.time_us, row.algbw_gbps,
+                row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+std::string bench_comm_csv_header() {
+  return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong";
+}
+
+std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
+                                  const dist::Comm& comm) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld", dist::bench_op_name(options.op),
+                options.ring ? "ring" : "native", comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
+                static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
+                row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+Subcommand bench_comm_command() {
+  return {"bench-comm", "collective bandwidth curves (run under mpirun)", bench_comm_flags, run_bench_comm_command};
+}
+
+}  // namespace nd::cli

@@ -1,0 +1,60 @@
+// `nanodist sample`: load a checkpoint's model and tokenizer, continue a prompt, print the text.
+#include <iostream>
+#include <memory>
+
+#include "cli/subcommand.h"
+#include "nn/gpt.h"
+#include "tensor/error.h"
+#include "train/checkpoint_model.h"
+#include "train/sampler.h"
+
+namespace nd::cli {
+namespace {
+
+FlagSet sample_flags() {
+  FlagSet set("sample", "--ckpt DIR_OR_FILE [--prompt TEXT] [flags]");
+  set.add(flag("ckpt", "", "checkpoint file, or a directory (its newest checkpoint) (required)"))
+      .add(flag("prompt", "", "text to continue (default: a newline)"))
+      .add(flag("tokens", "200", "tokens to generate", FlagType::Int))
+      .add(flag("temperature", "0.8", "softmax temperature (0 = greedy)", FlagType::Float))
+      .add(flag("top-k", "200", "sample among the k likeliest tokens (0 = all)", FlagType::Int))
+      .add(flag("seed", "1337", "sampling seed", FlagType::Int))
+      .add(flag("device", "cpu", "cpu or cuda"));
+  return set;
+}
+
+int run_sample(const ParsedFlags& flags) {
+  using namespace train;
+  ND_CHECK_INPUT(flags.has("ckpt"), "--ckpt FILE_OR_DIR is required (a checkpoint, or the --out directory of a run)");
+  std::string path = resolve_checkpoint(flags.get_string("ckpt"));
+  CheckpointData data = read_checkpoint(path);
+  nn::GPTConfig model_config = model_config_from_attributes(data.config, path);
+  Device device = parse_device(flags.get_string("device"));
+  Generator init_gen(0);
+  nn::GPT model(model_config, init_gen, device, DType::F32);
+  load_model(data, path, model, nullptr);
+  std::unique_ptr<Tokenizer> tokenizer = tokenizer_from_text(data.tokenizer_text, path + ":/tokenizer");
+
+  std::string prompt = flags.get_string("prompt");
+  std::vector<int32_t> context = tokenizer->encode(prompt.empty() ? std::string("\n") : prompt);
+  ND_CHECK_INPUT(!context.empty(), "the prompt encodes to no tokens; give a --prompt with some text");
+  SampleOptions options;
+  options.max_new_tokens = static_cast<int>(flags.get_int("tokens"));
+  options.temperature = flags.get_double("temperature");
+  options.top_k = static_cast<int>(flags.get_int("top-k"));
+  ND_CHECK_INPUT(options.max_new_tokens >= 0, "--tokens must be >= 0, got " << options.max_new_tokens);
+  ND_CHECK_INPUT(options.top_k >= 0, "--top-k must be >= 0, got " << options.top_k);
+  ND_CHECK_INPUT(options.temperature >= 0, "--temperature must be >= 0, got " << options.temperature);
+  Generator gen(static_cast<uint64_t>(flags.get_int("seed")), 3);
+  std::vector<int32_t> ids = generate(model, context, options, gen);
+  std::cout << tokenizer->decode(ids) << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+Subcommand sample_command() {
+  return {"sample", "generate text from a checkpoint", sample_flags, run_sample};
+}
+
+}  // namespace nd::cli

@@ -1,0 +1,60 @@
+// The command table and the dispatcher every command goes through.
+#include "cli/subcommand.h"
+
+#include <cstring>
+#include <iostream>
+
+#include "tensor/error.h"
+
+namespace nd::cli {
+
+const std::vector<Subcommand>& subcommands() {
+  static const std::vector<Subcommand> table = {
+      prepare_command(), train_command(), sample_command(), bench_comm_command(), bench_kernels_command(),
+  };
+  return table;
+}
+
+std::string commands_help() {
+  std::string out =
+      "usage: nanodist <command> [flags]   (nanodist <command> --help lists its flags)\n"
+      "\n"
+      "commands:\n";
+  for (const Subcommand& c : subcommands()) {
+    std::string name = std::string("  ") + c.name;
+    if (name.size() < 17) name.resize(17, ' ');
+    out += name + c.summary + "\n";
+  }
+  out +=
+      "\n"
+      "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n";
+  return out;
+}
+
+int run_command_line(int argc, const char* const* argv) {
+  int first = 1;
+  while (first < argc && std::strcmp(argv[first], "--verbose") == 0) ++first;  // main() already read it
+  if (first >= argc || std::strcmp(argv[first], "--help") == 0 || std::strcmp(argv[first], "-h") == 0 ||
+      std::strcmp(argv[first], "help") == 0) {
+    std::cout << commands_help();
+    return first >= argc ? 1 : 0;
+  }
+  const std::string name = argv[first];
+  std::string names;
+  for (const Subcommand& c : subcommands()) {
+    if (name != c.name) {
+      names += (names.empty() ? "" : ", ") + std::string(c.name);
+      continue;
+    }
+    FlagSet set = c.flags();
+    ParsedFlags flags = set.parse(argc - first, argv + first);  // argv[first] is the command
+    if (flags.help_requested) {
+      std::cout << set.help();
+      return 0;
+    }
+    return c.run(flags);
+  }
+  ND_FAIL_INPUT("unknown command '" << name << "' (commands: " << names << "; see nanodist --help)");
+}
+
+}  // namespace nd::cli

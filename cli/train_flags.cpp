@@ -1,0 +1,36 @@
+// Train flags from TrainConfig's field list: name, type, default, help and group all come from
+// train_config_fields(TrainConfig{}), so the flag table and the struct never drift apart.
+#include "cli/train_flags.h"
+
+namespace nd::cli {
+
+FlagSet train_flag_set() {
+  FlagSet set("train", "--data DIR --out DIR [--config FILE] [flags]");
+  set.allow_config_file();
+  for (const train::ConfigField& f : train::train_config_fields(train::TrainConfig{})) {
+    FlagSpec spec;
+    spec.name = f.name;
+    spec.default_value = f.text;
+    spec.help = f.help;
+    spec.group = f.group;
+    spec.type = f.type;
+    set.add(spec);
+  }
+  return set;
+}
+
+train::TrainConfig train_config_from_flags(const ParsedFlags& flags) {
+  train::TrainConfig config;
+  for (const train::ConfigField& f : train::train_config_fields(config))
+    train::set_train_config_field(config, f.name, flags.get_string(f.name), flags.origin(f.name));
+  return config;
+}
+
+train::TrainConfig parse_train_args(int argc, const char* const* argv, bool* help_requested) {
+  ParsedFlags flags = train_flag_set().parse(argc, argv);
+  if (help_requested) *help_requested = flags.help_requested;
+  if (flags.help_requested) return train::TrainConfig{};
+  return train_config_from_flags(flags);
+}
+
+}  // namespace nd::cli

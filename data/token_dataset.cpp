@@ -1,0 +1,166 @@
+// Finding out what `--data` holds and opening both splits of it (see token_dataset.h).
+#include "data/token_dataset.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include <glob.h>
+
+#include "data/atomic_file.h"
+#include "data/foreign_token_files.h"
+#include "data/tokenizer.h"
+#include "tensor/error.h"
+
+namespace nd {
+namespace {
+
+namespace fs = std::filesystem;
+
+enum class Split { Train, Val, Neither };
+
+// "fineweb_train_000001.bin" -> Train: "train" or "val" must be a whole word of the name.
+Split split_of(const std::string& path) {
+  std::string stem = fs::path(path).stem().string(), word;
+  bool train = false, val = false;
+  for (size_t i = 0; i <= stem.size(); ++i) {
+    if (i < stem.size() && std::isalnum(static_cast<unsigned char>(stem[i]))) {
+      word += static_cast<char>(std::tolower(static_cast<unsigned char>(stem[i])));
+      continue;
+    }
+    train |= word == "train";
+    val |= word == "val";
+    word.clear();
+  }
+  ND_CHECK_INPUT(!(train && val), path << " names both train and val: cannot tell which split it belongs to");
+  return train ? Split::Train : val ? Split::Val : Split::Neither;
+}
+
+std::vector<std::string> glob_files(const std::string& pattern) {
+  glob_t g{};
+  int status = ::glob(pattern.c_str(), 0, nullptr, &g);
+  std::vector<std::string> out;
+  if (status == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  ::globfree(&g);
+  ND_CHECK_INPUT(status == 0 || status == GLOB_NOMATCH, "cannot expand " << pattern);
+  return out;
+}
+
+// llm.c shards of both splits, each split in name order, all with one magic.
+TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::string& where, int64_t vocab_size) {
+  std::vector<std::string> train_files, val_files;
+  for (const std::string& f : files) {
+    Split s = split_of(f);
+    ND_CHECK_INPUT(s != Split::Neither, "cannot tell whether " << f << " is training or validation data: "
+                                                         << "\"train\" or \"val\" must be a word of its name");
+    (s == Split::Train ? train_files : val_files).push_back(f);
+  }
+  ND_CHECK_INPUT(!train_files.empty(), "no training shards (*_train_*.bin) in " << where);
+  ND_CHECK_INPUT(!val_files.empty(), "no validation shards (*_val_*.bin) in " << where);
+  int32_t first_magic = 0;
+  std::string first_file;
+  auto open_split = [&](std::vector<std::string> names) {
+    std::sort(names.begin(), names.end());
+    std::vector<TokenShard> shards;
+    for (const std::string& name : names) {
+      int32_t magic = 0;
+      shards.push_back(open_llmc_shard(name, &magic));
+      if (first_file.empty()) first_magic = magic, first_file = name;
+      ND_CHECK_INPUT(magic == first_magic, name << " is an " << llmc_format_name(magic) << " shard but " << first_file
+                                          << " is " << llmc_format_name(first_magic)
+                                          << ": the shards of one dataset share one tokenizer");
+    }
+    return shards;
+  };
+  std::vector<TokenShard> train = open_split(train_files), val = open_split(val_files);
+  TokenDataset data;
+  data.vocab_size = vocab_size > 0 ? vocab_size : llmc_default_vocab_size(first_magic);
+  data.train = std::make_shared<const TokenSource>(std::move(train), data.vocab_size);
+  data.val = std::make_shared<const TokenSource>(std::move(val), data.vocab_size);
+  data.format = llmc_format_name(first_magic) + " shards (" + std::to_string(train_files.size()) + " train, " +
+                std::to_string(val_files.size()) + " val)";
+  return data;
+}
+
+TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size) {
+  TokenDataset data;
+  data.train = TokenSource::of(TokenFile::open_shared(dir + "/train.bin"));
+  data.val = TokenSource::of(TokenFile::open_shared(dir + "/val.bin"));
+  data.tokenizer_text = read_whole_file(dir + "/tokenizer.txt");
+  std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_text(data.tokenizer_text, dir + "/tokenizer.txt");
+  data.vocab_size = data.train->vocab_size();
+  ND_CHECK_INPUT(data.val->vocab_size() == data.vocab_size,
+           "vocabulary mismatch: " << dir << "/train.bin has " << data.vocab_size << " tokens, val.bin has "
+                                   << data.val->vocab_size());
+  ND_CHECK_INPUT(tokenizer->vocab_size() == data.vocab_size, "vocabulary mismatch: " << dir << "/train.bin has "
+                                                                               << data.vocab_size
+                                                                               << " tokens, tokenizer.txt has "
+                                                                               << tokenizer->vocab_size());
+  ND_CHECK_INPUT(vocab_size == 0 || vocab_size == data.vocab_size,
+           "--vocab-size " << vocab_size << " disagrees with " << dir << "/train.bin, whose header says "
+                           << data.vocab_size << " (leave --vocab-size at 0 for nanodist data)");
+  data.format = "nanodist " + tokenizer->kind();
+  return data;
+}
+
+TokenDataset open_nanogpt(const std::string& dir, int64_t vocab_size) {
+  ND_CHECK_INPUT(vocab_size > 0, dir << "/train.bin has no header (nanoGPT's raw uint16 tokens), so nothing records its "
+                               << "vocabulary: pass --vocab-size (50257 for GPT-2 BPE; shakespeare_char: "
+                               << "vocab_size in its meta.pkl)");
+  TokenDataset data;
+  data.vocab_size = vocab_size;
+  data.train = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/train.bin")},
+                                                   vocab_size);
+  data.val = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/val.bin")},
+                                                 vocab_size);
+  data.format = "nanoGPT uint16";
+  return data;
+}
+
+TokenDataset open_glob(const std::string& pattern, int64_t vocab_size) {
+  std::vector<std::string> files = glob_files(pattern);
+  ND_CHECK_INPUT(!files.empty(), "no file matches " << pattern);
+  fs::path p(pattern);
+  std::string name = p.filename().string();
+  size_t at = name.rfind("train");
+  if (at != std::string::npos) {  // fineweb_train_*.bin -> fineweb_val_*.bin too
+    std::string twin = (p.parent_path() / (name.substr(0, at) + "val" + name.substr(at + 5))).string();
+    for (const std::string& f : glob_files(twin))
+      if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
+  }
+  return open_llmc_shards(files, pattern, vocab_size);
+}
+
+TokenDataset open_directory(const std::string& dir, int64_t vocab_size) {
+  std::error_code ec;
+  if (fs::exists(dir + "/tokenizer.txt", ec)) return open_nanodist(dir, vocab_size);
+  bool pair = fs::exists(dir + "/train.bin", ec) || fs::exists(dir + "/val.bin", ec);
+  if (pair) {
+    int32_t magic = peek_magic(dir + "/train.bin");
+    ND_CHECK_INPUT(magic != kTokenFileMagic, dir << "/train.bin is a nanodist token file but " << dir
+                                           << "/tokenizer.txt is missing (rerun nanodist prepare)");
+    if (is_llmc_magic(magic)) return open_llmc_shards({dir + "/train.bin", dir + "/val.bin"}, dir, vocab_size);
+    return open_nanogpt(dir, vocab_size);
+  }
+  std::vector<std::string> shards;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().extension() == ".bin") shards.push_back(e.path().string());
+  ND_CHECK_INPUT(!shards.empty(), dir << " holds no token files: expected train.bin + val.bin (nanodist prepare or "
+                                << "nanoGPT) or llm.c shards *_train_*.bin + *_val_*.bin");
+  return open_llmc_shards(shards, dir, vocab_size);
+}
+
+}  // namespace
+
+TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size) {
+  ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
+  if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size);
+  std::error_code ec;
+  ND_CHECK_INPUT(fs::is_directory(data, ec),
+           "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
+                             << ", or point --data at llm.c shards)");
+  return open_directory(data, vocab_size);
+}
+
+}  // namespace nd

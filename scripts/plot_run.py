@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""Training curves of one or more runs in one PNG: train and val loss, learning rate, gradient norm
+and tokens/s against step, read from each run's metrics.jsonl (train/metrics.cpp: step records
+{"step","loss","lr","grad_norm","ms","tok_per_s",...}, eval records {"step","val_loss","train_loss",
+"elapsed_s"}, and a final {"final":true,...}). Runs are overlaid, one colour each, labelled by folder.
+
+usage: scripts/plot_run.py OUT_DIR_OR_METRICS_JSONL [...] [--out run.png] [--smooth 0.9] [--title T]
+Needs matplotlib (pip install matplotlib).
+"""
+import argparse
+import json
+import math
+import os
+import sys
+
+try:
+    import matplotlib
+except ImportError:
+    sys.exit("plot_run.py: needs matplotlib (pip install matplotlib)")
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def metrics_path(arg):
+    path = os.path.join(arg, "metrics.jsonl") if os.path.isdir(arg) else arg
+    if not os.path.isfile(path):
+        sys.exit(f"plot_run.py: no metrics file {path}")
+    return path
+
+
+def number(value):
+    """JSON null (a non-finite value in the run) becomes NaN, which matplotlib leaves as a gap."""
+    return float("nan") if value is None else float(value)
+
+
+def read_run(path):
+    """-> {"steps": {column: [..]}, "evals": {column: [..]}} in file order (a resumed run appends)."""
+    steps = {k: [] for k in ("step", "loss", "lr", "grad_norm", "tok_per_s")}
+    evals = {k: [] for k in ("step", "val_loss", "train_loss")}
+    with open(path) as f:
+        for number_of_line, line in enumerate(f, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                sys.exit(f"plot_run.py: {path}:{number_of_line}: not JSON ({e.msg})")
+            if record.get("final"):
+                continue
+            target = evals if "val_loss" in record else steps if "loss" in record else None
+            if target is None or "step" not in record:
+                continue
+            for key in target:
+                target[key].append(number(record.get(key)))
+    if not steps["step"] and not evals["step"]:
+        sys.exit(f"plot_run.py: {path} has no step or eval records")
+    return {"steps": steps, "evals": evals}
+
+
+def run_labels(paths):
+    """The folder of each metrics file, with as many parent folders as it takes to tell runs apart
+    (ablate/no-clip/seed1 and ablate/control/seed1 both end in seed1)."""
+    parts = [os.path.normpath(os.path.abspath(os.path.dirname(p))).split(os.sep) for p in paths]
+    for depth in range(1, max(len(p) for p in parts) + 1):
+        labels = ["/".join(p[-depth:]) for p in parts]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{label} ({i})" for i, label in enumerate(labels)]
+
+
+def smoothed(values, factor):
+    """Exponential moving average, debiased as in TensorBoard; NaNs pass through."""
+    if factor <= 0:
+        return values
+    out, average, weight = [], 0.0, 0.0
+    for v in values:
+        if math.isnan(v):
+            out.append(v)
+            continue
+        average = factor * average + (1 - factor) * v
+        weight = factor * weight + (1 - factor)
+        out.append(average / weight)
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("runs", nargs="+", help="run output folders (with metrics.jsonl) or metrics.jsonl files")
+    parser.add_argument("--out", default="run.png", help="PNG to write")
+    parser.add_argument("--smooth", type=float, default=0.0, help="EMA factor for the train loss, in [0, 1)")
+    parser.add_argument("--title", default=None)
+    args = parser.parse_args()
+    if not 0 <= args.smooth < 1:
+        sys.exit(f"plot_run.py: --smooth must be in [0, 1), got {args.smooth}")
+
+    paths = [metrics_path(r) for r in args.runs]
+    runs = [read_run(p) for p in paths]
+    labels = run_labels(paths)
+    fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))
+    loss_ax, lr_ax, norm_ax, speed_ax = axes.flat
+    for i, (run, label) in enumerate(zip(runs, labels)):
+        color = f"C{i % 10}"
+        s, e = run["steps"], run["evals"]
+        if s["step"]:
+            loss_ax.plot(s["step"], smoothed(s["loss"], args.smooth), color=color, linewidth=1, alpha=0.6,
+                         label=f"{label} train (step)")
+            lr_ax.plot(s["step"], s["lr"], color=color, label=label)
+            norm_ax.plot(s["step"], s["grad_norm"], color=color, linewidth=1, label=label)
+            speed_ax.plot(s["step"], s["tok_per_s"], color=color, linewidth=1, label=label)
+        if e["step"]:
+            loss_ax.plot(e["step"], e["val_loss"], "o-", color=color, markersize=4, linewidth=2,
+                         label=f"{label} val")
+    loss_ax.set_ylabel("loss")
+    loss_ax.set_title("train loss (logged steps) and val loss (evals)")
+    lr_ax.set_ylabel("learning rate")
+    lr_ax.set_title("learning rate")
+    lr_ax.ticklabel_format(axis="y", style="sci", scilimits=(-3, 3))
+    norm_ax.set_ylabel("global gradient norm (before clipping)")
+    norm_ax.set_title("gradient norm")
+    norm_ax.set_yscale("log")
+    speed_ax.set_ylabel("tokens / s (all ranks)")
+    speed_ax.set_title("throughput")
+    speed_ax.set_ylim(bottom=0)
+    for ax in axes.flat:
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+    loss_ax.legend(fontsize=8)
+    if len(runs) > 1:
+        speed_ax.legend(fontsize=8)
+    fig.suptitle(args.title or ("run " + labels[0] if len(runs) == 1 else f"{len(runs)} runs"))
+    fig.tight_layout()
+    fig.savefig(args.out, dpi=120)
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+// `nanodist bench-comm` through the command table under mpirun: byte sizes, the CSV rank 0 writes,
+// and bad flags rejected on every rank as input errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/bench_comm.h"
+#include "cli/subcommand.h"
+#include "dist/world.h"
+#include "tensor/error.h"
+
+namespace nd::cli {
+namespace {
+
+int run(std::vector<std::string> words) {
+  words.insert(words.begin(), "nanodist");
+  std::vector<const char*> argv;
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  return run_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+bool input_error(const std::vector<std::string>& words) {
+  try {
+    run(words);
+  } catch (const Error& e) {
+    return e.is_input();
+  }
+  return false;
+}
+
+TEST(CommBench, ByteSizes) {
+  EXPECT_EQ(parse_byte_size("8"), 8);
+  EXPECT_EQ(parse_byte_size("64K"), 65536);
+  EXPECT_EQ(parse_byte_size("1G"), int64_t{1} << 30);
+  EXPECT_EQ(parse_byte_size("4GB"), int64_t{4} << 30);
+  EXPECT_THROW(parse_byte_size("1.5M"), Error);
+  EXPECT_THROW(parse_byte_size("M"), Error);
+  EXPECT_THROW(parse_byte_size(""), Error);
+}
+
+TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
+  auto probe = dist::make_world_comm(Device::cpu());
+  const std::string path = "comm_bench_test_" + std::to_string(probe->size()) + ".csv";
+  EXPECT_EQ(run({"bench-comm", "--op", "allreduce", "--impl", "ring", "--max-bytes", "4K", "--iters", "2", "--warmup",
+                 "1", "--csv", path}),
+            0);
+  if (probe->rank() == 0) {
+    std::ifstream csv(path);
+    std::string header, first;
+    std::getline(csv, header);
+    std::getline(csv, first);
+    EXPECT_EQ(header, bench_comm_csv_header());
+    EXPECT_EQ(first.rfind("allreduce,ring,cpu," + std::to_string(probe->size()) + ",8,2,f32,sum,", 0), 0u) << first;
+    std::remove(path.c_str());
+  }
+  EXPECT_TRUE(input_error({"bench-comm", "--op", "alltoall"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--no-such-flag"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--max-bytes", "1.5M"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--iters", "0", "--max-bytes", "64"}));
+}
+
+}  // namespace
+}  // namespace nd::cli

@@ -1,0 +1,149 @@
+// The command table and the error line: every command answers --help in the same shape through
+// the dispatcher, the top-level help lists the table, unknown commands and flags are input
+// errors, and an error line shows file:line for internal errors always and for input errors only
+// when verbose.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "cli/error_line.h"
+#include "cli/subcommand.h"
+#include "tensor/error.h"
+
+namespace nd::cli {
+namespace {
+
+int run(std::vector<std::string> words) {
+  words.insert(words.begin(), "nanodist");
+  std::vector<const char*> argv;
+  for (const std::string& w : words) argv.push_back(w.c_str());
+  return run_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+std::string stdout_of(const std::vector<std::string>& words, int* status) {
+  ::testing::internal::CaptureStdout();
+  *status = run(words);
+  return ::testing::internal::GetCapturedStdout();
+}
+
+Error error_of(const std::vector<std::string>& words) {
+  try {
+    run(words);
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "no error from " << words.front();
+  return Error("", "");
+}
+
+TEST(Subcommands, NamesAreUniqueAndEachHasASummary) {
+  const std::vector<Subcommand>& table = subcommands();
+  ASSERT_EQ(table.size(), 5u);
+  for (size_t i = 0; i < table.size(); ++i) {
+    EXPECT_FALSE(std::string(table[i].summary).empty()) << table[i].name;
+    for (size_t j = i + 1; j < table.size(); ++j) EXPECT_STRNE(table[i].name, table[j].name);
+  }
+}
+
+TEST(Subcommands, TopLevelHelpListsTheTable) {
+  int status = -1;
+  std::string help = stdout_of({"--help"}, &status);
+  EXPECT_EQ(status, 0);
+  EXPECT_EQ(help, commands_help());
+  for (const Subcommand& c : subcommands()) {
+    EXPECT_NE(help.find(std::string("  ") + c.name + " "), std::string::npos) << c.name;
+    EXPECT_NE(help.find(c.summary), std::string::npos) << c.name;
+  }
+  EXPECT_EQ(stdout_of({}, &status), commands_help());
+  EXPECT_EQ(status, 1) << "no command is a usage error";
+}
+
+TEST(Subcommands, EveryCommandsHelpHasTheSameShape) {
+  for (const Subcommand& c : subcommands()) {
+    SCOPED_TRACE(c.name);
+    int status = -1;
+    std::string help = stdout_of({c.name, "--help"}, &status);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(help, c.flags().help());
+    EXPECT_EQ(help.rfind(std::string("usage: nanodist ") + c.name + " ", 0), 0u) << help;
+    EXPECT_NE(help.find("\ngeneral:\n"), std::string::npos) << help;
+    EXPECT_NE(help.find("  --verbose "), std::string::npos) << help;
+    const std::string last = "  --help                       this list\n";
+    ASSERT_GE(help.size(), last.size());
+    EXPECT_EQ(help.substr(help.size() - last.size()), last) << help;
+    const FlagSet set = c.flags();
+    for (const FlagSpec& f : set.specs()) EXPECT_NE(help.find("  --" + f.name + " "), std::string::npos) << f.name;
+  }
+}
+
+TEST(Subcommands, EveryCommandTakesVerboseAndRejectsUnknownFlagsAsInput) {
+  for (const Subcommand& c : subcommands()) {
+    SCOPED_TRACE(c.name);
+    std::vector<const char*> argv = {c.name, "--verbose"};
+    EXPECT_TRUE(c.flags().parse(2, argv.data()).verbose);
+    Error e = error_of({c.name, "--no-such-flag", "1"});
+    EXPECT_TRUE(e.is_input()) << e.what();
+    EXPECT_NE(e.message().find("no-such-flag"), std::string::npos) << e.what();
+  }
+  Error e = error_of({"fly"});
+  EXPECT_TRUE(e.is_input());
+  EXPECT_NE(e.message().find("unknown command 'fly'"), std::string::npos) << e.what();
+  for (const Subcommand& c : subcommands()) EXPECT_NE(e.message().find(c.name), std::string::npos) << c.name;
+}
+
+Error thrown_by(void (*fn)()) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e;
+  }
+  ADD_FAILURE() << "nothing thrown";
+  return Error("", "");
+}
+
+TEST(ErrorLine, InputErrorsAreASentenceUnlessVerbose) {
+  Error input = thrown_by([] { ND_CHECK_INPUT(1 + 1 == 3, "--x must be 3; pass --x 3"); });
+  EXPECT_TRUE(input.is_input());
+  EXPECT_EQ(error_line(input, false), "nanodist: error: --x must be 3; pass --x 3");
+  std::string verbose = error_line(input, true);
+  EXPECT_EQ(verbose.rfind("nanodist: error: --x must be 3; pass --x 3 (check `1 + 1 == 3` at tests/cli/", 0), 0u)
+      << verbose;
+  EXPECT_NE(verbose.find("subcommand_test.cpp:"), std::string::npos) << verbose;
+  Error failed = thrown_by([] { ND_FAIL_INPUT("no such file"); });
+  EXPECT_TRUE(failed.is_input());
+  EXPECT_EQ(error_line(failed, false), "nanodist: error: no such file");
+}
+
+TEST(ErrorLine, InternalErrorsAlwaysNameTheCheck) {
+  Error internal = thrown_by([] { ND_CHECK(2 < 1, "broken invariant"); });
+  EXPECT_FALSE(internal.is_input());
+  for (bool verbose : {false, true}) {
+    std::string line = error_line(internal, verbose);
+    EXPECT_EQ(line.rfind("nanodist: error: broken invariant (check `2 < 1` at tests/cli/subcommand_test.cpp:", 0), 0u)
+        << line;
+  }
+  Error failed = thrown_by([] { ND_FAIL("unreachable"); });
+  EXPECT_NE(error_line(failed, false).find("(tests/cli/subcommand_test.cpp:"), std::string::npos);
+  std::runtime_error other("std failure");
+  EXPECT_EQ(error_line(other, false).rfind("nanodist: error: std failure (", 0), 0u);
+}
+
+TEST(ErrorLine, VerboseFromTheFlagOrTheEnvironment) {
+  ::unsetenv("NANODIST_VERBOSE");
+  std::vector<const char*> plain = {"nanodist", "train", "--lr", "1"};
+  std::vector<const char*> flag = {"nanodist", "train", "--verbose", "--lr", "1"};
+  std::vector<const char*> flag_off = {"nanodist", "train", "--verbose", "false"};
+  EXPECT_FALSE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
+  EXPECT_TRUE(verbose_errors(static_cast<int>(flag.size()), flag.data()));
+  EXPECT_FALSE(verbose_errors(static_cast<int>(flag_off.size()), flag_off.data()));
+  ::setenv("NANODIST_VERBOSE", "1", 1);
+  EXPECT_TRUE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
+  ::setenv("NANODIST_VERBOSE", "0", 1);
+  EXPECT_FALSE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
+  ::unsetenv("NANODIST_VERBOSE");
+}
+
+}  // namespace
+}  // namespace nd::cli

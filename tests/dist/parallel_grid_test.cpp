@@ -1,0 +1,41 @@
+// The parallel grid of a single process (no mpirun): world, dp and tp are all one rank, dp is
+// the world itself, and a tp other than 1 names both numbers in its error.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dist/local_comm.h"
+#include "dist/parallel_grid.h"
+
+namespace nd::dist {
+namespace {
+
+TEST(ParallelGrid, OneLocalRank) {
+  LocalComm world;
+  ParallelGrid grid(world, 1);
+  EXPECT_EQ(&grid.world(), &world);
+  EXPECT_EQ(&grid.dp(), &world);
+  EXPECT_EQ(grid.tp().size(), 1);
+  EXPECT_EQ(grid.tp().device(), world.device());
+  EXPECT_EQ(grid.world_rank() + grid.dp_rank() + grid.tp_rank(), 0);
+  EXPECT_EQ(grid.world_size() * grid.dp_size() * grid.tp_size(), 1);
+  Tensor t = Tensor::from_vector(std::vector<float>{2.5f, -1.0f}, {2});
+  grid.tp().allreduce(t, ReduceOp::Sum);
+  grid.dp().allreduce(t, ReduceOp::Avg);
+  EXPECT_EQ(t.to_double_vector(), (std::vector<double>{2.5, -1.0}));
+}
+
+TEST(ParallelGrid, TpLargerThanOneRankIsAnError) {
+  LocalComm world;
+  try {
+    ParallelGrid grid(world, 2);
+    ADD_FAILURE() << "tp 2 on one rank was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor-parallel size 2 does not divide the world size 1"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(ParallelGrid(world, 0), Error);
+}
+
+}  // namespace
+}  // namespace nd::dist

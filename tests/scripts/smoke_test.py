@@ -1,0 +1,225 @@
+#!/usr/bin/env python3
+"""Smoke tests of the Python scripts on tiny inputs made here (some by a real `nanodist train`).
+Exit 0 = passed, 1 = failed, 77 = skipped because a package the script needs is missing
+(ctest SKIP_RETURN_CODE), so CI without matplotlib, h5py or torch stays green.
+
+usage: smoke_test.py {plot_run,plot_bandwidth,export_hf} --source REPO --nanodist BIN
+"""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+SKIP = 77
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+class Failure(Exception):
+    pass
+
+
+def expect(condition, message):
+    if not condition:
+        raise Failure(message)
+
+
+def require(*modules):
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        print(f"SKIP: needs {' '.join(missing)}")
+        sys.exit(SKIP)
+
+
+def run(args, expect_ok=True):
+    r = subprocess.run(args, capture_output=True, text=True)
+    if expect_ok and r.returncode != 0:
+        raise Failure(f"{' '.join(args)} failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
+    return r
+
+
+def expect_png(path):
+    expect(os.path.isfile(path), f"{path} was not written")
+    with open(path, "rb") as f:
+        expect(f.read(8) == PNG_MAGIC, f"{path} is not a PNG")
+    expect(os.path.getsize(path) > 20000, f"{path} is only {os.path.getsize(path)} bytes")
+
+
+def tiny_text(chars):
+    words = ["the", "king", "and", "queen", "of", "rome", "shall", "speak", "now", "to", "thee", "Hello,", "world!"]
+    out, i = [], 0
+    while sum(map(len, out)) < chars:
+        out.append(words[(i * 7 + i // 3) % len(words)] + ("\n" if i % 9 == 0 else " "))
+        i += 1
+    return "".join(out)[:chars]
+
+
+def train_tiny(ctx, tmp, name, tokenizer="char", extra=()):
+    """prepare + 20 steps of a 2-layer model; -> the run's output directory."""
+    data, out = os.path.join(tmp, name + "_data"), os.path.join(tmp, name)
+    text = os.path.join(tmp, "in.txt")
+    with open(text, "w") as f:
+        f.write(tiny_text(4000))
+    prep = [ctx.nanodist, "prepare", "--input", text, "--out", data, "--tokenizer", tokenizer]
+    if tokenizer == "bpe":
+        prep += ["--vocab-size", "300"]
+    run(prep)
+    run([ctx.nanodist, "train", "--data", data, "--out", out, "--n-layer", "2", "--n-head", "2", "--n-embd", "16",
+         "--block-size", "16", "--batch-size", "4", "--max-iters", "20", "--eval-interval", "10", "--eval-iters", "2",
+         "--log-interval", "5", "--warmup-iters", "2", "--lr-decay-iters", "20", *extra])
+    return out
+
+
+def test_plot_run(ctx, tmp):
+    require("matplotlib")
+    script = os.path.join(ctx.source, "scripts", "plot_run.py")
+    real = train_tiny(ctx, tmp, "real")
+    hand = os.path.join(tmp, "ablate", "no-clip", "seed1")
+    other = os.path.join(tmp, "ablate", "control", "seed1")
+    for run_dir, lr in ((hand, 1e-3), (other, 2e-3)):
+        os.makedirs(run_dir)
+        with open(os.path.join(run_dir, "metrics.jsonl"), "w") as f:
+            for step in range(1, 41):
+                loss = None if step == 30 else 4.0 / step ** 0.3  # a non-finite step is null
+                f.write(json.dumps({"step": step, "loss": loss, "lr": lr, "grad_norm": 1.0 / step, "ms": 10,
+                                    "tok_per_s": 5000 + step, "mfu": None, "flops_per_s": 1e9}) + "\n")
+                if step % 20 == 0:
+                    f.write(json.dumps({"step": step, "val_loss": 4.1 / step ** 0.3, "train_loss": 4.0 / step ** 0.3,
+                                        "elapsed_s": step / 10}) + "\n")
+            f.write('{"final":true,"best_val_loss":1.4,"params":100,"tokens":1000}\n')
+    png = os.path.join(tmp, "runs.png")
+    r = run([sys.executable, script, real, hand, os.path.join(other, "metrics.jsonl"), "--out", png, "--smooth", "0.5"])
+    expect_png(png)
+    expect("wrote" in r.stdout, r.stdout)
+
+    sys.path.insert(0, os.path.dirname(script))
+    import plot_run
+
+    labels = plot_run.run_labels([os.path.join(hand, "metrics.jsonl"), os.path.join(other, "metrics.jsonl")])
+    expect(labels == ["no-clip/seed1", "control/seed1"], f"labels {labels}")
+    got = plot_run.read_run(os.path.join(real, "metrics.jsonl"))
+    # CLI.md: a step line at step 1, every --log-interval and the last step; evals every --eval-interval.
+    expect(got["steps"]["step"] == [1, 5, 10, 15, 20], f"steps {got['steps']['step']}")
+    expect(got["evals"]["step"] == [10, 20], f"evals {got['evals']['step']}")
+    expect(all(v > 0 for v in got["steps"]["tok_per_s"]), "tokens/s")
+    hand_run = plot_run.read_run(os.path.join(hand, "metrics.jsonl"))
+    expect(hand_run["steps"]["loss"][29] != hand_run["steps"]["loss"][29], "null loss must read as NaN")
+
+    broken = os.path.join(tmp, "broken.jsonl")
+    with open(broken, "w") as f:
+        f.write('{"step":1,"loss":2.0}\n{"step":2,"loss":\n')
+    r = run([sys.executable, script, broken, "--out", os.path.join(tmp, "b.png")], expect_ok=False)
+    expect(r.returncode != 0 and "broken.jsonl:2: not JSON" in r.stderr and r.stderr.count("\n") == 1,
+           f"broken file: rc {r.returncode}, stderr {r.stderr!r}")
+
+
+def test_plot_bandwidth(ctx, tmp):
+    require("matplotlib")
+    script = os.path.join(ctx.source, "scripts", "plot_bandwidth.py")
+    folder = os.path.join(ctx.source, "docs", "bandwidth")
+    csvs = sorted(os.path.join(folder, f) for f in os.listdir(folder) if f.endswith(".csv"))
+    expect(csvs, f"no CSVs in {folder}")
+    png = os.path.join(tmp, "bw.png")
+    run([sys.executable, script, *csvs, "--out", png])
+    expect_png(png)
+
+
+def test_export_hf(ctx, tmp):
+    require("numpy", "h5py", "safetensors")
+    import h5py
+    import numpy as np
+    from safetensors.numpy import load_file
+
+    script = os.path.join(ctx.source, "scripts", "export_hf.py")
+    run_dir = train_tiny(ctx, tmp, "nobias", extra=("--bias", "false"))
+    ckpt = os.path.join(run_dir, "ckpt_000020.h5")
+    hf = os.path.join(tmp, "hf")
+    run([sys.executable, script, run_dir, hf, "--no-install"])
+    for name in ("config.json", "model.safetensors", "vocab.json", "merges.txt", "tokenizer_config.json",
+                 "nanodist_tokenizer.txt", "README.md"):
+        expect(os.path.isfile(os.path.join(hf, name)), f"{name} missing")
+    with h5py.File(ckpt, "r") as f:
+        params = {k: v[()] for k, v in f["params"].items()}
+        vocab = int(f["config"].attrs["vocab_size"])
+    with open(os.path.join(hf, "config.json")) as f:
+        config = json.load(f)
+    expect((config["model_type"], config["n_layer"], config["n_head"], config["n_embd"], config["n_positions"],
+            config["vocab_size"], config["activation_function"], config["tie_word_embeddings"]) ==
+           ("gpt2", 2, 2, 16, 16, vocab, "gelu_new", True), f"config {config}")
+    tensors = load_file(os.path.join(hf, "model.safetensors"))
+    # GPT-2 keeps Conv1D weights as (in, out): nanodist's (out, in) transposed; biases are zeros.
+    for i in range(2):
+        for sub, out_features in (("attn.c_attn", 48), ("attn.c_proj", 16), ("mlp.c_fc", 64), ("mlp.c_proj", 16)):
+            name = f"transformer.h.{i}.{sub}"
+            expect(np.array_equal(tensors[name + ".weight"], params[name + ".weight"].T), name)
+            expect(tensors[name + ".bias"].shape == (out_features,) and not tensors[name + ".bias"].any(), name)
+        for ln in ("ln_1", "ln_2"):
+            name = f"transformer.h.{i}.{ln}"
+            expect(np.array_equal(tensors[name + ".weight"], params[name + ".weight"]), name)
+            expect(not tensors[name + ".bias"].any(), name)
+    expect(np.array_equal(tensors["transformer.wte.weight"], params["transformer.wte.weight"]), "wte")
+    expect(len(tensors) == 2 + 2 * 12 + 2, f"{len(tensors)} tensors: {sorted(tensors)}")
+    with open(os.path.join(hf, "vocab.json"), encoding="utf-8") as f:
+        expect(sorted(json.load(f).values()) == list(range(vocab)), "vocab.json ids")
+
+    # A GPU run pads the vocabulary rows to a multiple of 128: the export drops the padding.
+    padded = os.path.join(tmp, "padded.h5")
+    with h5py.File(ckpt, "r") as src, h5py.File(padded, "w") as dst:
+        for key in src:
+            src.copy(key, dst)
+        wte = dst["params/transformer.wte.weight"][()]
+        del dst["params/transformer.wte.weight"]
+        pad = np.random.default_rng(0).normal(size=(128 - wte.shape[0], wte.shape[1])).astype(np.float32)
+        dst["params/transformer.wte.weight"] = np.concatenate([wte, pad])
+        dst["config"].attrs["padded_vocab_size"] = 128
+    run([sys.executable, script, padded, os.path.join(tmp, "hf_padded"), "--no-install"])
+    got = load_file(os.path.join(tmp, "hf_padded", "model.safetensors"))["transformer.wte.weight"]
+    expect(np.array_equal(got, params["transformer.wte.weight"]), "padded rows must be dropped")
+
+    ablated = train_tiny(ctx, tmp, "noln", extra=("--no-layernorm",))
+    r = run([sys.executable, script, ablated, os.path.join(tmp, "hf_noln"), "--no-install"], expect_ok=False)
+    expect(r.returncode != 0 and "--no-layernorm" in r.stderr and r.stderr.count("\n") == 1,
+           f"no-layernorm export: rc {r.returncode}, stderr {r.stderr!r}")
+
+    bpe = train_tiny(ctx, tmp, "bpe", tokenizer="bpe")
+    hf_bpe = os.path.join(tmp, "hf_bpe")
+    run([sys.executable, script, bpe, hf_bpe, "--no-install"])
+    with open(os.path.join(hf_bpe, "merges.txt"), encoding="utf-8") as f:
+        merges = f.read().splitlines()
+    expect(merges[0] == "#version: 0.2" and len(merges) > 1, "merges.txt")
+
+    have = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers")}
+    if have["transformers"] and have["torch"]:
+        for run_dir, out in ((run_dir, hf), (bpe, hf_bpe)):
+            r = run([sys.executable, script, run_dir, out, "--no-install", "--check"])
+            expect("max |transformers - gpt_torch|" in r.stdout and "tokenizer:" in r.stdout, r.stdout)
+            print(r.stdout.strip())
+    elif have["transformers"]:
+        for run_dir, out in ((run_dir, hf), (bpe, hf_bpe)):
+            r = run([sys.executable, script, run_dir, out, "--no-install", "--check", "--tokenizer-check-only"])
+            expect("agree" in r.stdout, r.stdout)
+        print("note: no torch here, so the logits check (--check) did not run; tokenizers checked")
+    else:
+        print("note: no transformers here, so --check did not run")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf"])
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--nanodist", required=True)
+    ctx = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="nd_script_smoke_") as tmp:
+        try:
+            globals()["test_" + ctx.case](ctx, tmp)
+        except Failure as e:
+            print(f"FAILED: {e}")
+            return 1
+    print("passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

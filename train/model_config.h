@@ -1,0 +1,29 @@
+// The one mapping between a TrainConfig and the model it trains: the GPTConfig for a vocabulary,
+// the /config attributes of a checkpoint, the model read back from them, and the same-model check.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "nn/gpt.h"
+#include "train/checkpoint.h"
+#include "train/config.h"
+
+namespace nd::train {
+
+// The model `config` trains on a vocabulary of `vocab_size` tokens (padded on the GPU).
+nn::GPTConfig model_config_for(const TrainConfig& config, int64_t vocab_size);
+
+// The model fields (n_layer, ..., vocab_size, padded_vocab_size, use_layernorm, use_residual)
+// followed by every train flag (underscored names), as /config attributes.
+std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTConfig& model, const TrainConfig& train);
+
+// The model a checkpoint was trained with; nd::Error naming `source` on a missing field.
+nn::GPTConfig model_config_from_attributes(const std::vector<std::pair<std::string, AttrValue>>& attrs,
+                                           const std::string& source);
+
+// nd::Error unless the checkpoint's model has the same shape (layers, heads, width, context,
+// vocabulary, bias and ablation switches) as `model`; the message names each differing field.
+void check_same_model(const nn::GPTConfig& checkpoint, const nn::GPTConfig& model, const std::string& source);
+
+}  // namespace nd::train

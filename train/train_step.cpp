@@ -1,0 +1,100 @@
+// The training step of train_step.h: one sequence of calls for the CPU and the GPU.
+#include "train/train_step.h"
+
+#include "autograd/ops.h"
+#include "tensor/memory_stats.h"
+
+namespace nd::train {
+namespace {
+
+// Eager steps before the capture: the first creates gradients, optimizer state and cuBLAS plans,
+// later ones leave the caching allocator holding every block a step needs.
+constexpr int kEagerStepsBeforeCapture = 3;
+
+}  // namespace
+
+TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataParallel* ddp, dist::Comm* world,
+                     const StepOptions& options)
+    : model_(model), optimizer_(optimizer), ddp_(ddp), world_(world), options_(options), device_(model.device()) {
+  ND_CHECK(options.grad_accum >= 1, "grad_accum must be >= 1, got " << options.grad_accum);
+  for (int micro = 0; micro < options.grad_accum; ++micro) {
+    inputs_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
+    targets_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
+  }
+  loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, model.dtype(), device_);
+  losses_ = Tensor::zeros({options.grad_accum}, model.dtype(), device_);
+  uploader_ = std::make_unique<PinnedUploader>(device_);
+  if (device_.is_cuda()) graph_ = std::make_unique<StepGraph>(device_.index);
+  use_graph_ = options.cuda_graph && device_.is_cuda();
+}
+
+void TrainStep::load_inputs(const std::vector<Batch>& batches) {
+  ND_CHECK(static_cast<int>(batches.size()) == options_.grad_accum,
+           "a step takes " << options_.grad_accum << " micro-batches, got " << batches.size());
+  for (int micro = 0; micro < options_.grad_accum; ++micro) {
+    uploader_->upload(2 * micro, batches[micro].inputs, inputs_[micro]);
+    uploader_->upload(2 * micro + 1, batches[micro].targets, targets_[micro]);
+  }
+}
+
+// Queues the whole step on the model's device without waiting for it. Only the last micro-step's
+// backward communicates; the earlier ones accumulate locally.
+void TrainStep::enqueue(Generator& dropout_gen) {
+  model_.zero_grad();
+  const int accum = options_.grad_accum;
+  for (int micro = 0; micro < accum; ++micro) {
+    nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen);
+    losses_.narrow(micro, 1).view(Shape{}).copy_from(out.loss.data());
+    if (ddp_) ddp_->prepare_backward(micro == accum - 1);
+    out.loss.backward(loss_scale_);
+  }
+  if (ddp_) ddp_->finish_gradient_sync();
+  optimizer_.enqueue_update(options_.grad_clip);
+}
+
+// Captures the step; true when every rank captured it (the graph then holds this step's work,
+// not yet run). On failure anywhere, no rank uses a graph again.
+bool TrainStep::capture_agreed(Generator& dropout_gen, std::string* note) {
+  const int64_t mallocs_before = device_memory_stats(device_.index).cuda_mallocs;
+  std::string why;
+  bool captured = graph_->capture([&] { enqueue(dropout_gen); }, &why);
+  int64_t failed = captured ? 0 : 1;
+  if (world_ && world_->size() > 1) world_->host_allreduce(&failed, 1, dist::HostReduce::Max);
+  if (failed) {
+    graph_ = std::make_unique<StepGraph>(device_.index);
+    use_graph_ = false;
+    *note = "off (capture failed: " + (captured ? std::string("on another rank") : why) + "); the step runs eagerly";
+    return false;
+  }
+  *note = "captured the step after " + std::to_string(eager_steps_) + " eager steps (" +
+          std::to_string(device_memory_stats(device_.index).cuda_mallocs - mallocs_before) +
+          " cudaMalloc calls while capturing)";
+  return true;
+}
+
+StepResult TrainStep::run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen) {
+  StepResult result;
+  const int64_t mallocs_before = device_.is_cuda() ? device_memory_stats(device_.index).cuda_mallocs : 0;
+  load_inputs(batches);
+  optimizer_.begin_step(lr);
+  if (graph_ && graph_->ready()) {
+    graph_->replay();
+    result.replayed = true;
+  } else if (use_graph_ && eager_steps_ >= kEagerStepsBeforeCapture &&
+             capture_agreed(dropout_gen, &result.graph_note)) {
+    graph_->replay();
+  } else {
+    enqueue(dropout_gen);
+    ++eager_steps_;
+  }
+  std::vector<double> losses = losses_.to_double_vector();  // the one wait for the step
+  ops::check_recorded_token_ids(device_);  // a bad id a GPU kernel met in this step
+  double sum = 0.0;
+  for (double l : losses) sum += l;
+  result.loss = sum / options_.grad_accum;
+  result.grad_norm = optimizer_.last_grad_norm();
+  if (device_.is_cuda()) result.cuda_mallocs = device_memory_stats(device_.index).cuda_mallocs - mallocs_before;
+  return result;
+}
+
+}  // namespace nd::train

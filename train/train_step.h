@@ -1,0 +1,69 @@
+// One optimizer step, the same sequence on every device: the micro-batches go into fixed input
+// buffers, then zero_grad, and per micro-step forward, the DDP hook set-up and backward (the loss
+// seeded with 1/accum), then the gradient sync, clipping and AdamW. The micro-step losses land
+// in one buffer on the model's device that is read back once per step. On a GPU the sequence
+// queues no host synchronisation, so after a few eager steps it is captured once as a CUDA graph
+// and replayed; the CPU runs it eagerly.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/loader.h"
+#include "dist/comm.h"
+#include "dist/ddp.h"
+#include "nn/gpt.h"
+#include "train/optimizer.h"
+#include "train/step_graph.h"
+
+namespace nd::train {
+
+struct StepOptions {
+  int grad_accum = 1;
+  double grad_clip = 1.0;
+  int batch_size = 1;
+  int block_size = 1;
+  // Capture the step as a CUDA graph (GPU only; the trainer turns it off with dropout).
+  bool cuda_graph = false;
+};
+
+struct StepResult {
+  double loss = 0.0;       // this rank's mean micro-batch loss
+  double grad_norm = 0.0;  // global gradient norm before clipping
+  bool replayed = false;   // ran as a replay of the captured graph
+  int64_t cuda_mallocs = 0;  // cudaMalloc calls during the step (none expected in the steady state)
+  std::string graph_note;  // set on the step that captured the graph or gave up on it
+};
+
+class TrainStep {
+ public:
+  // `ddp` may be null (one data-parallel rank). `world` (null = one rank) decides together with
+  // every rank whether a capture succeeded: a graph holds its rank's share of the collectives,
+  // so every rank replays or none does.
+  TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataParallel* ddp, dist::Comm* world,
+            const StepOptions& options);
+
+  // Runs one step at learning rate `lr` on `batches` (grad_accum of them, on the CPU).
+  StepResult run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen);
+
+ private:
+  void enqueue(Generator& dropout_gen);
+  void load_inputs(const std::vector<Batch>& batches);
+  bool capture_agreed(Generator& dropout_gen, std::string* note);
+
+  nn::GPT& model_;
+  AdamW& optimizer_;
+  dist::DistributedDataParallel* ddp_;
+  dist::Comm* world_;
+  StepOptions options_;
+  Device device_;
+  std::vector<Tensor> inputs_, targets_;  // (B, T) i32 per micro-step, fixed addresses
+  Tensor loss_scale_;                     // scalar 1/accum: each backward adds grad / accum
+  Tensor losses_;                         // (accum) one loss per micro-step
+  std::unique_ptr<PinnedUploader> uploader_;  // GPU only
+  std::unique_ptr<StepGraph> graph_;          // GPU only
+  bool use_graph_ = false;
+  int eager_steps_ = 0;
+};
+
+}  // namespace nd::train
