@@ -59,6 +59,7 @@ void Variable::backward(const Tensor& grad_output) {
   ND_CHECK(!(is_leaf() && has_grad()),
            "backward() from a leaf that already holds a gradient; call clear_grad() first");
   impl_->grad = grad_output.clone();
+  impl_->grad_stale = false;
   if (is_leaf()) {
     fire_hook(*this);
     return;
@@ -67,7 +68,7 @@ void Variable::backward(const Tensor& grad_output) {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Variable& v = *it;
     Node& node = *v.grad_fn();
-    node.backward(v.impl()->grad, node.inputs);
+    node.backward(v.grad(), node.inputs);
     for (Variable& in : node.inputs)
       if (in.requires_grad() && in.is_leaf() && --pending_uses[in.impl()] == 0) fire_hook(in);
     // Free as we go: the intermediate gradient and everything the closure saved.

@@ -1,7 +1,8 @@
 // The differentiable ops of a transformer, as coarse fused units (DESIGN.md). Each op checks its
 // inputs (shape, dtype, device; messages name the shapes), runs the forward kernel of the
-// inputs' device, and records a backward closure that adds into the inputs' gradient buffers.
-// Implementations: autograd/ops/<op>.cpp, dispatching to kernels/cpu/<op>.* or kernels/cuda/<op>.*.
+// inputs' device, and records a backward closure that contributes to the inputs' gradients
+// (Variable::grad_slot). Implementations: autograd/ops/<op>.cpp, each kernel call written once
+// for both backends (autograd/dispatch.h) to kernels/cpu/<op>.* and kernels/cuda/<op>.*.
 #pragma once
 #include <cstdint>
 
@@ -14,7 +15,8 @@ namespace nd::ops {
 Variable linear(const Variable& x, const Variable& w, const Variable& b);
 
 // idx (B, T) i32 token ids in [0, V); wte (V, C); wpe (Tmax, C) with T <= Tmax -> (B, T, C):
-// out[b, t] = wte[idx[b, t]] + wpe[t]. An id outside [0, V) is an nd::Error.
+// out[b, t] = wte[idx[b, t]] + wpe[t]. An id outside [0, V) is an nd::Error: at once on the CPU;
+// on the GPU at the next check_recorded_token_ids (meanwhile that position embeds as wpe[t]).
 Variable embedding(const Tensor& idx, const Variable& wte, const Variable& wpe);
 
 // x (..., C), w (C), b (C) -> normalised over the last dimension, times w, plus b.
@@ -42,7 +44,17 @@ Variable add(const Variable& a, const Variable& b);
 
 // logits (B, T, Vp), targets (B, T) i32 -> scalar mean over targets != -1 of
 // -log softmax(logits[b, t, :V])[target]. Columns V..Vp-1 are padding: they take no probability
-// and get zero gradient. valid_vocab = 0 means V = Vp.
+// and get zero gradient. valid_vocab = 0 means V = Vp. A target outside [0, V) other than -1 is
+// an nd::Error: at once on the CPU; on the GPU at the next check_recorded_token_ids (meanwhile the
+// loss is NaN).
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab = 0);
+
+// Raises the nd::Error of an out-of-range token id (embedding) or target (cross_entropy) that a GPU
+// kernel on `device` met since the last call, naming the op, the id, where it was and the
+// vocabulary size. The GPU ops record such ids on the device instead of checking on the host (a
+// host sync per op, forbidden in CUDA graph capture): call this where the step's results are read
+// back anyway, outside capture. Costs one small device-to-host copy; does nothing on the CPU, whose
+// ops raise at once.
+void check_recorded_token_ids(Device device);
 
 }  // namespace nd::ops

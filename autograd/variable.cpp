@@ -1,6 +1,5 @@
 #include "autograd/variable.h"
 
-
 namespace nd {
 
 namespace {
@@ -39,21 +38,33 @@ const std::shared_ptr<Node>& Variable::grad_fn() const {
 
 const Tensor& Variable::grad() const {
   ND_CHECK(has_grad(), "Variable " << data().str() << " has no gradient");
+  if (impl_->grad_stale) {
+    impl_->grad.zero_();
+    impl_->grad_stale = false;
+  }
   return impl_->grad;
 }
 
-Tensor& Variable::grad_buffer() {
-  ND_CHECK(impl_, "use of an undefined Variable");
-  if (!impl_->grad.defined()) impl_->grad = Tensor::zeros(impl_->data.shape(), impl_->data.dtype(), impl_->data.device());
-  return impl_->grad;
+GradSlot Variable::grad_slot() {
+  if (!requires_grad()) return {};
+  if (!impl_->grad.defined()) {
+    impl_->grad = Tensor::empty(impl_->data.shape(), impl_->data.dtype(), impl_->data.device());
+    impl_->grad_stale = true;
+  }
+  GradSlot slot{impl_->grad, !impl_->grad_stale};
+  impl_->grad_stale = false;
+  return slot;
 }
 
 void Variable::zero_grad() {
-  if (has_grad()) impl_->grad.zero_();
+  if (has_grad()) impl_->grad_stale = true;
 }
 
 void Variable::clear_grad() {
-  if (impl_) impl_->grad = Tensor();
+  if (impl_) {
+    impl_->grad = Tensor();
+    impl_->grad_stale = false;
+  }
 }
 
 void Variable::set_grad(Tensor grad) {
@@ -62,6 +73,7 @@ void Variable::set_grad(Tensor grad) {
   check_dtype(grad, impl_->data.dtype(), "set_grad: gradient");
   check_device(grad, impl_->data.device(), "set_grad: gradient");
   impl_->grad = std::move(grad);
+  impl_->grad_stale = false;
 }
 
 void Variable::set_grad_hook(std::function<void(Variable&)> hook) {

@@ -1,7 +1,9 @@
 // Variable: a tensor that takes part in automatic differentiation. A Variable made by an op holds
 // the Node that made it; the Node holds its inputs and a backward closure that keeps only what
 // backward reads. Leaves (parameters) accumulate .grad and can carry a hook that fires once their
-// gradient is final in a backward pass (DDP starts a bucket's all-reduce from it).
+// gradient is final in a backward pass (DDP starts a bucket's all-reduce from it). The first
+// contribution to a gradient is written into its buffer, later ones are added: no buffer is
+// zero-filled just to be added to.
 #pragma once
 #include <functional>
 #include <memory>
@@ -18,9 +20,20 @@ struct Node;
 struct VariableImpl {
   Tensor data;
   Tensor grad;
+  // The buffer's contents are not a gradient (made uninitialised, or zero_grad() since): the next
+  // contribution overwrites them, and a read before that sees zeros.
+  bool grad_stale = false;
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;
   std::function<void(Variable&)> grad_hook;
+};
+
+// Where one backward contribution to a gradient goes: the buffer (undefined: the gradient is not
+// wanted) and whether to add to it (false: overwrite every element, the buffer may hold garbage).
+struct GradSlot {
+  Tensor buffer;
+  bool accumulate = false;
+  bool wanted() const { return buffer.defined(); }
 };
 
 class Variable {
@@ -41,15 +54,22 @@ class Variable {
   const std::shared_ptr<Node>& grad_fn() const;
 
   bool has_grad() const { return impl_ && impl_->grad.defined(); }
+  // The gradient; zeros when nothing was contributed since zero_grad() (filled in on this read, on
+  // the buffer's device: an unused parameter reads as zero, as if it had been zeroed).
   const Tensor& grad() const;
-  // The gradient buffer, created as zeros on first use: backward kernels add into it (+=).
-  Tensor& grad_buffer();
-  // Zeroes the gradient in place (the buffer is kept: no allocation in the steady state).
+  // The slot of the next backward contribution: the buffer (made uninitialised on first use) and
+  // accumulate = false for the first contribution since the buffer was made or zero_grad(), true
+  // after. Taking the slot counts as contributing: the caller's kernel must write it. Empty when
+  // this Variable does not require grad.
+  GradSlot grad_slot();
+  // Resets the gradient to zero without touching memory: the buffer is kept (no allocation in the
+  // steady state) and the next contribution overwrites it. The same sequence of calls every step,
+  // so a step stays capturable in a CUDA graph.
   void zero_grad();
   // Drops the gradient buffer.
   void clear_grad();
-  // Makes `grad` (same shape, dtype, device; e.g. a view into a DDP bucket) the gradient
-  // buffer that backward accumulates into.
+  // Makes `grad` (same shape, dtype, device; e.g. a view into a DDP bucket) the gradient buffer,
+  // holding its current contents as the gradient; backward writes and adds into it in place.
   void set_grad(Tensor grad);
 
   void set_grad_hook(std::function<void(Variable&)> hook);
@@ -66,7 +86,7 @@ class Variable {
   std::shared_ptr<VariableImpl> impl_;
 };
 
-// One recorded op. `backward(grad_out, inputs)` adds into `inputs[i].grad_buffer()` for each
+// One recorded op. `backward(grad_out, inputs)` contributes to `inputs[i].grad_slot()` for each
 // input that requires grad.
 struct Node {
   std::vector<Variable> inputs;

@@ -18,10 +18,17 @@ namespace nd::train {
 
 #if NANODIST_WITH_CUDA
 
+// The kernels' device-resident tensor lists for parameters of element type T.
+template <typename T>
+struct LaunchLists {
+  cuda::DeviceSlots<cuda::NormSlot<T>> norm;
+  cuda::DeviceSlots<cuda::AdamWSlot<T>> adamw;
+};
+
 struct DeviceOptimizerState {
   std::vector<const void*> key;  // parameter, gradient and state addresses the lists were built from
-  std::shared_ptr<void> adamw_slots;
-  std::shared_ptr<void> norm_slots;
+  std::unique_ptr<LaunchLists<float>> f32_lists;  // the one of the parameters' type is set
+  std::unique_ptr<LaunchLists<bf16>> bf16_lists;
   Tensor scalars;  // f32 (2) on the device: the norm and the clip factor
   Tensor step_scalars;  // one cuda::AdamWStepScalars on the device, read by the AdamW kernel
   std::shared_ptr<cuda::AdamWStepScalars> staged;  // pinned host copy it is uploaded from
@@ -38,21 +45,29 @@ std::vector<const ParamState*> with_grad(const std::vector<ParamState>& states) 
 }
 
 template <typename T>
-std::shared_ptr<void> upload_norm_slots(const std::vector<const ParamState*>& states, int device) {
+std::vector<cuda::NormSlot<T>> norm_slots(const std::vector<const ParamState*>& states) {
   std::vector<cuda::NormSlot<T>> slots;
   for (const ParamState* s : states) slots.push_back({s->param.grad().data<T>(), s->param.grad().numel()});
-  return std::make_shared<cuda::DeviceSlots<cuda::NormSlot<T>>>(slots, device);
+  return slots;
 }
 
 template <typename T>
-std::shared_ptr<void> upload_adamw_slots(const std::vector<const ParamState*>& states, float weight_decay, int device) {
+std::vector<cuda::AdamWSlot<T>> adamw_slots(const std::vector<const ParamState*>& states, float weight_decay) {
   std::vector<cuda::AdamWSlot<T>> slots;
   for (const ParamState* s : states) {
     float* master = s->master.defined() ? s->master.data<float>() : nullptr;
     slots.push_back({s->param.data().data<T>(), s->param.grad().data<T>(), master, s->m.data<float>(),
                      s->v.data<float>(), s->param.data().numel(), s->decay ? weight_decay : 0.0f});
   }
-  return std::make_shared<cuda::DeviceSlots<cuda::AdamWSlot<T>>>(slots, device);
+  return slots;
+}
+
+std::unique_ptr<LaunchLists<float>>& lists_of(DeviceOptimizerState& s, float*) { return s.f32_lists; }
+std::unique_ptr<LaunchLists<bf16>>& lists_of(DeviceOptimizerState& s, bf16*) { return s.bf16_lists; }
+
+template <typename T>
+LaunchLists<T>& lists(DeviceOptimizerState& s) {
+  return *lists_of(s, static_cast<T*>(nullptr));
 }
 
 std::vector<const void*> addresses(const std::vector<const ParamState*>& states) {
@@ -86,8 +101,8 @@ DeviceOptimizerState& launch_state(const std::vector<const ParamState*>& active,
   if (!state || state->key != key) {
     auto fresh = std::make_shared<DeviceOptimizerState>();
     fresh->key = key;
-    fresh->norm_slots = upload_norm_slots<T>(active, device);
-    fresh->adamw_slots = upload_adamw_slots<T>(active, weight_decay, device);
+    lists_of(*fresh, static_cast<T*>(nullptr)).reset(
+        new LaunchLists<T>{{norm_slots<T>(active), device}, {adamw_slots<T>(active, weight_decay), device}});
     fresh->scalars = Tensor::zeros({2}, DType::F32, Device::cuda(device));
     fresh->step_scalars = Tensor::zeros({sizeof(cuda::AdamWStepScalars) / sizeof(float)}, DType::F32,
                                         Device::cuda(device));
@@ -127,10 +142,9 @@ void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& 
   if (rebuilt) upload_step_scalars(s, h, stream);
   float* norm = s.scalars.data<float>();
   float* scale = norm + 1;
-  cuda::global_norm<T>(*static_cast<cuda::DeviceSlots<cuda::NormSlot<T>>*>(s.norm_slots.get()), norm, scale,
-                       static_cast<float>(grad_clip), stream);
-  cuda::adamw_update<T>(*static_cast<cuda::DeviceSlots<cuda::AdamWSlot<T>>*>(s.adamw_slots.get()), h.beta1, h.beta2,
-                        h.eps, static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
+  cuda::global_norm<T>(lists<T>(s).norm, norm, scale, static_cast<float>(grad_clip), stream);
+  cuda::adamw_update<T>(lists<T>(s).adamw, h.beta1, h.beta2, h.eps,
+                        static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
 }
 
 bool is_bf16(const std::vector<ParamState>& states) {
@@ -142,11 +156,10 @@ double global_norm_as(const std::vector<ParamState>& states) {
   std::vector<const ParamState*> active = with_grad(states);
   if (active.empty()) return 0.0;
   int device = states.front().param.device().index;
-  std::shared_ptr<void> slots = upload_norm_slots<T>(active, device);
+  cuda::DeviceSlots<cuda::NormSlot<T>> slots(norm_slots<T>(active), device);
   Tensor norm = Tensor::zeros({1}, DType::F32, Device::cuda(device));
   cudaStream_t stream = compute_stream(device);
-  cuda::global_norm<T>(*static_cast<cuda::DeviceSlots<cuda::NormSlot<T>>*>(slots.get()), norm.data<float>(), nullptr,
-                       0.0f, stream);
+  cuda::global_norm<T>(slots, norm.data<float>(), nullptr, 0.0f, stream);
   return read_back(norm.data<float>(), stream);
 }
 

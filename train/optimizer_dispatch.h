@@ -5,18 +5,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/adamw_hyper.h"
 #include "train/optimizer.h"
 
 namespace nd::train {
-
-struct AdamWHyper {
-  float lr = 0.0f;
-  float beta1 = 0.9f;
-  float beta2 = 0.999f;
-  float eps = 1e-8f;
-  float weight_decay = 0.0f;  // applied to the states in the decay group only
-  int64_t step = 1;           // 1 for the first update (bias correction)
-};
 
 // sqrt of the sum of squares of every gradient (states without a gradient count as zero).
 double global_grad_norm(const std::vector<ParamState>& states);

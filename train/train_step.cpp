@@ -1,6 +1,7 @@
 // The training step of train_step.h: one sequence of calls for the CPU and the GPU.
 #include "train/train_step.h"
 
+#include "autograd/ops.h"
 #include "tensor/memory_stats.h"
 
 namespace nd::train {
@@ -87,6 +88,7 @@ StepResult TrainStep::run(const std::vector<Batch>& batches, double lr, Generato
     ++eager_steps_;
   }
   std::vector<double> losses = losses_.to_double_vector();  // the one wait for the step
+  ops::check_recorded_token_ids(device_);  // a bad id a GPU kernel met in this step
   double sum = 0.0;
   for (double l : losses) sum += l;
   result.loss = sum / options_.grad_accum;

@@ -4,34 +4,8 @@
 #include "autograd/ops.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
-#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
-
-namespace {
-
-void add_forward_on_device(const Tensor& a, const Tensor& b, Tensor& out) {
-  if (a.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(a.dtype(), "add",
-                           cuda::add_forward(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel()));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(a.dtype(), "add",
-                        cpu::add_forward(a.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), a.numel()));
-}
-
-// grad += dout.
-void add_backward_on_device(const Tensor& dout, Tensor& grad) {
-  if (dout.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "add backward",
-                           cuda::accumulate(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "add backward",
-                        cpu::add_inplace(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
-}
-
-}  // namespace
 
 Variable add(const Variable& a, const Variable& b) {
   ND_CHECK(a.shape() == b.shape(),
@@ -40,10 +14,16 @@ Variable add(const Variable& a, const Variable& b) {
   ND_CHECK(a.device() == b.device(),
            "add: a " << a.data().str() << " and b " << b.data().str() << " are on different devices");
   Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  add_forward_on_device(a.data(), b.data(), out);
+  ND_DISPATCH_KERNEL(out, "add",
+                     backend::add_forward(a.data().data<scalar_t>(), b.data().data<scalar_t>(),
+                                          out.data<scalar_t>(), out.numel()));
   return make_result(out, {a, b}, [](const Tensor& grad_out, std::vector<Variable>& in) {
-    for (Variable& v : in)
-      if (v.requires_grad()) add_backward_on_device(grad_out, v.grad_buffer());
+    // Slots taken in order: for a + a the second one adds to what the first wrote.
+    const GradSlot da = in[0].grad_slot();
+    const GradSlot db = in[1].grad_slot();
+    ND_DISPATCH_KERNEL(grad_out, "add backward",
+                       backend::add_backward(grad_out.data<scalar_t>(), grad_dest<scalar_t>(da),
+                                             grad_dest<scalar_t>(db), grad_out.numel()));
   });
 }
 

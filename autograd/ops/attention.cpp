@@ -1,11 +1,10 @@
 // ops::attention: causal multi-head self-attention over a packed qkv tensor, with optional dropout
-// on the probabilities. Backward reads qkv from the input and what the forward kernel saved (on the
-// CPU, the probabilities (B, NH, T, T)); the dropout mask is redrawn from its Philox counters.
+// on the probabilities. Backward reads qkv from the input, the output, and each row's log-sum-exp
+// that the forward saved; the dropout mask is redrawn from its Philox counters.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
-#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
@@ -26,41 +25,6 @@ AttentionDims attention_dims(const Tensor& qkv, int n_head) {
   return {qkv.size(0), qkv.size(1), C, n_head};
 }
 
-// Forward on qkv's device: fills out (B, T, C) and returns what backward reads besides qkv
-// (on the CPU, the probabilities (B, NH, T, T)).
-Tensor attention_forward_on_device(const Tensor& qkv, Tensor& out, const AttentionDims& d,
-                                   const AttentionDropout& drop) {
-  if (qkv.device().is_cuda()) {
-    // The GPU saves only the per-row log-sum-exp (B, NH, T) in f32; backward recomputes the rest.
-    Tensor lse = Tensor::empty({d.B, d.NH, d.T}, DType::F32, qkv.device());
-    ND_DISPATCH_CUDA_FLOAT(qkv.dtype(), "attention",
-                           cuda::attention_forward(qkv.data<scalar_t>(), out.data<scalar_t>(), lse.data<float>(), d.B,
-                                                   d.T, d.C, d.NH, drop));
-    return lse;
-  }
-  Tensor probs = Tensor::empty({d.B, d.NH, d.T, d.T}, qkv.dtype(), qkv.device());
-  ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention",
-                        cpu::attention_forward(qkv.data<scalar_t>(), out.data<scalar_t>(), probs.data<scalar_t>(),
-                                               d.B, d.T, d.C, d.NH, drop));
-  return probs;
-}
-
-// Backward on qkv's device: dqkv (B, T, 3C) += the gradient through the attention; `saved` is
-// what the forward returned.
-void attention_backward_on_device(const Tensor& dout, const Tensor& qkv, const Tensor& out, const Tensor& saved,
-                                  Tensor& dqkv, const AttentionDims& d, const AttentionDropout& drop) {
-  if (qkv.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(qkv.dtype(), "attention backward",
-                           cuda::attention_backward(dout.data<scalar_t>(), qkv.data<scalar_t>(), out.data<scalar_t>(),
-                                                    saved.data<float>(), dqkv.data<scalar_t>(), d.B, d.T, d.C, d.NH,
-                                                    drop));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(qkv.dtype(), "attention backward",
-                        cpu::attention_backward(dout.data<scalar_t>(), qkv.data<scalar_t>(), saved.data<scalar_t>(),
-                                                dqkv.data<scalar_t>(), d.B, d.T, d.C, d.NH, drop));
-}
-
 }  // namespace
 
 Variable attention(const Variable& qkv, int n_head, float dropout, Generator* gen, bool training) {
@@ -76,12 +40,18 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
     drop.first = gen->advance(static_cast<uint64_t>(d.B * d.NH * d.T * d.T));
   }
   Tensor out = Tensor::empty({d.B, d.T, d.C}, x.dtype(), x.device());
-  Tensor saved = attention_forward_on_device(x, out, d, drop);
-  // The GPU backward also reads the output (for rowsum(dout * out)); on the CPU it is unused.
-  Tensor kept_out = x.device().is_cuda() ? out : Tensor();
-  return make_result(out, {qkv}, [saved, kept_out, d, drop](const Tensor& grad_out, std::vector<Variable>& inputs) {
-    if (!inputs[0].requires_grad()) return;
-    attention_backward_on_device(grad_out, inputs[0].data(), kept_out, saved, inputs[0].grad_buffer(), d, drop);
+  // Backward recomputes the probabilities from each row's log-sum-exp (B, NH, T).
+  Tensor lse = Tensor::empty({d.B, d.NH, d.T}, stat_dtype(x.dtype()), x.device());
+  ND_DISPATCH_KERNEL(x, "attention",
+                     backend::attention_forward(x.data<scalar_t>(), out.data<scalar_t>(),
+                                                lse.data<StatType<scalar_t>>(), d.B, d.T, d.C, d.NH, drop));
+  return make_result(out, {qkv}, [out, lse, d, drop](const Tensor& grad_out, std::vector<Variable>& inputs) {
+    const Tensor& x = inputs[0].data();
+    const GradSlot dqkv = inputs[0].grad_slot();
+    ND_DISPATCH_KERNEL(x, "attention backward",
+                       backend::attention_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), out.data<scalar_t>(),
+                                                   lse.data<StatType<scalar_t>>(), grad_dest<scalar_t>(dqkv), d.B,
+                                                   d.T, d.C, d.NH, drop));
   });
 }
 

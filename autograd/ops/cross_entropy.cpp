@@ -1,12 +1,12 @@
 // ops::cross_entropy: fused log-softmax + NLL over the valid vocabulary, mean over the targets
 // that are not -1. The loss is a 0-d tensor (shape [], one element). Backward reads the logits
 // from the input, the targets (shared, not copied: do not overwrite them before backward) and the
-// per-row log-sum-exp (N) that the forward kernel wrote.
+// per-row log-sum-exp (N) and the count of counted rows that the forward kernel wrote. A target
+// outside the vocabulary is an nd::Error: at once on the CPU, at check_recorded_token_ids on the GPU.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
-#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
@@ -33,58 +33,27 @@ CrossEntropyDims cross_entropy_dims(const Tensor& logits, const Tensor& targets,
   return {targets.numel(), Vp, V};
 }
 
-// Forward on the logits' device: writes the loss (shape []) and returns the row log-sum-exp (N).
-Tensor cross_entropy_forward_on_device(const Tensor& logits, const Tensor& targets, Tensor& loss,
-                                       const CrossEntropyDims& d) {
-  if (logits.device().is_cuda()) {
-    // f32 on the GPU: (N) row log-sum-exp, then one element holding the count of counted rows.
-    Tensor saved = Tensor::empty({d.N + 1}, DType::F32, logits.device());
-    float* lse = saved.data<float>();
-    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "cross_entropy",
-                           cuda::cross_entropy_forward(logits.data<scalar_t>(), targets.data<int32_t>(),
-                                                       loss.data<scalar_t>(), lse, lse + d.N, d.N, d.Vp, d.V));
-    return saved;
-  }
-  Tensor row_lse = Tensor::empty({d.N}, logits.dtype(), logits.device());
-  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "cross_entropy",
-                        cpu::cross_entropy_forward(logits.data<scalar_t>(), targets.data<int32_t>(),
-                                                   loss.data<scalar_t>(), row_lse.data<scalar_t>(), d.N, d.Vp, d.V));
-  return row_lse;
-}
-
-// Backward on the logits' device: dlogits += (softmax - onehot) * dloss / count (on the GPU with
-// accumulate = false: dlogits = ..., for a buffer that holds no gradient yet).
-void cross_entropy_backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor& targets,
-                                      const Tensor& row_lse, Tensor& dlogits, bool accumulate,
-                                      const CrossEntropyDims& d) {
-  if (logits.device().is_cuda()) {
-    const float* lse = row_lse.data<float>();
-    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "cross_entropy backward",
-                           cuda::cross_entropy_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse,
-                                                        lse + d.N, dloss.data<scalar_t>(), dlogits.data<scalar_t>(),
-                                                        d.N, d.Vp, d.V, accumulate));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "cross_entropy backward",
-                        cpu::cross_entropy_backward(logits.data<scalar_t>(), targets.data<int32_t>(),
-                                                    row_lse.data<scalar_t>(), dloss.data<scalar_t>(),
-                                                    dlogits.data<scalar_t>(), d.N, d.Vp, d.V));
-}
-
 }  // namespace
 
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab) {
   const Tensor& x = logits.data();
   const CrossEntropyDims d = cross_entropy_dims(x, targets, valid_vocab);
   Tensor loss = Tensor::empty({}, x.dtype(), x.device());
-  Tensor row_lse = cross_entropy_forward_on_device(x, targets, loss, d);
-  return make_result(loss, {logits}, [targets, row_lse, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
-    if (!inputs[0].requires_grad()) return;
-    Variable& in = inputs[0];
-    // On the GPU a first gradient is written, not added: no zero-filled (N, Vp) buffer beforehand.
-    const bool fresh = in.device().is_cuda() && !in.has_grad();
-    if (fresh) in.impl()->grad = Tensor::empty(in.shape(), in.dtype(), in.device());
-    cross_entropy_backward_on_device(grad_out, in.data(), targets, row_lse, in.grad_buffer(), !fresh, d);
+  // Saved for backward: (N) row log-sum-exp, then one element holding the count of counted rows.
+  Tensor saved = Tensor::empty({d.N + 1}, stat_dtype(x.dtype()), x.device());
+  ND_DISPATCH_KERNEL(x, "cross_entropy", {
+    StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+    backend::cross_entropy_forward(x.data<scalar_t>(), targets.data<int32_t>(), loss.data<scalar_t>(), lse, lse + d.N,
+                                   d.N, d.Vp, d.V);
+  });
+  return make_result(loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
+    const Tensor& x = inputs[0].data();
+    const GradSlot dlogits = inputs[0].grad_slot();
+    ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
+      const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+      backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
+                                      grad_out.data<scalar_t>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp, d.V);
+    });
   });
 }
 

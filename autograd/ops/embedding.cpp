@@ -1,19 +1,16 @@
-// ops::embedding: token + position embedding, out[b, t] = wte[idx[b, t]] + wpe[t]. The ids are
-// checked here (an id outside the vocabulary is an nd::Error, never an out-of-bounds read) unless
-// the caller vouches for them (autograd/trusted_token_ids.h); backward reads only idx, of which
-// the closure keeps a copy.
+// ops::embedding: token + position embedding, out[b, t] = wte[idx[b, t]] + wpe[t]. The kernels
+// check the ids (never an out-of-bounds read): the CPU raises at once, the GPU records the bad id
+// for check_recorded_token_ids without a host sync. Batches are validated once, where they are
+// made; this is the backstop. Backward reads only idx, of which the closure keeps a copy.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
-#include "autograd/trusted_token_ids.h"
 #include "kernels/cpu/embedding.h"
-#include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/token_errors.h"
 
 namespace nd::ops {
 
 namespace {
-
-thread_local bool g_token_ids_trusted = false;
 
 struct EmbeddingDims {
   int64_t B, T, C, V;
@@ -37,63 +34,33 @@ EmbeddingDims embedding_dims(const Tensor& idx, const Tensor& wte, const Tensor&
   return {idx.size(0), idx.size(1), wte.size(1), wte.size(0)};
 }
 
-// Every id must index a row of wte. On the GPU the ids are copied to the host for the check.
-void check_token_ids(const Tensor& idx, int64_t vocab) {
-  Tensor host = idx.device().is_cpu() ? idx : idx.to(Device::cpu());
-  const int32_t* ids = host.data<int32_t>();
-  for (int64_t i = 0; i < host.numel(); ++i)
-    ND_CHECK(ids[i] >= 0 && ids[i] < vocab, "embedding: token id " << ids[i] << " at position " << i
-                                                                   << " is outside the vocabulary of size " << vocab);
-}
-
-void embedding_forward_on_device(const Tensor& idx, const Tensor& wte, const Tensor& wpe, Tensor& out,
-                                 const EmbeddingDims& d) {
-  if (wte.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(wte.dtype(), "embedding",
-                           cuda::embedding_forward(idx.data<int32_t>(), wte.data<scalar_t>(), wpe.data<scalar_t>(),
-                                                   out.data<scalar_t>(), d.B, d.T, d.C));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(wte.dtype(), "embedding",
-                        cpu::embedding_forward(idx.data<int32_t>(), wte.data<scalar_t>(), wpe.data<scalar_t>(),
-                                               out.data<scalar_t>(), d.B, d.T, d.C));
-}
-
-// Adds into whichever of dwte (V, C), dwpe (Tmax, C) is non-null.
-void embedding_backward_on_device(const Tensor& dout, const Tensor& idx, Tensor* dwte, Tensor* dwpe,
-                                  const EmbeddingDims& d) {
-  if (dout.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(
-        dout.dtype(), "embedding backward",
-        cuda::embedding_backward(idx.data<int32_t>(), dout.data<scalar_t>(), dwte ? dwte->data<scalar_t>() : nullptr,
-                                 dwpe ? dwpe->data<scalar_t>() : nullptr, d.B, d.T, d.C, d.V));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(
-      dout.dtype(), "embedding backward",
-      cpu::embedding_backward(idx.data<int32_t>(), dout.data<scalar_t>(), dwte ? dwte->data<scalar_t>() : nullptr,
-                              dwpe ? dwpe->data<scalar_t>() : nullptr, d.B, d.T, d.C));
-}
-
 }  // namespace
-
-TrustedTokenIdsGuard::TrustedTokenIdsGuard() : previous_(g_token_ids_trusted) { g_token_ids_trusted = true; }
-TrustedTokenIdsGuard::~TrustedTokenIdsGuard() { g_token_ids_trusted = previous_; }
-bool token_ids_trusted() { return g_token_ids_trusted; }
 
 Variable embedding(const Tensor& idx, const Variable& wte, const Variable& wpe) {
   const EmbeddingDims d = embedding_dims(idx, wte.data(), wpe.data());
-  if (!g_token_ids_trusted) check_token_ids(idx, d.V);
-  Tensor out = Tensor::empty({d.B, d.T, d.C}, wte.dtype(), wte.device());
-  embedding_forward_on_device(idx, wte.data(), wpe.data(), out, d);
+  const Tensor& te = wte.data();
+  Tensor out = Tensor::empty({d.B, d.T, d.C}, te.dtype(), te.device());
+  ND_DISPATCH_KERNEL(te, "embedding",
+                     backend::embedding_forward(idx.data<int32_t>(), te.data<scalar_t>(), wpe.data().data<scalar_t>(),
+                                                out.data<scalar_t>(), d.B, d.T, d.C, d.V));
   // A private copy of the ids (B*T ints): the caller may refill its batch buffer before backward.
   const bool records = grad_enabled() && (wte.requires_grad() || wpe.requires_grad());
   Tensor saved_idx = records ? idx.clone() : Tensor();
-  return make_result(out, {wte, wpe}, [saved_idx, d](const Tensor& grad_out, std::vector<Variable>& in) {
-    Tensor* dwte = in[0].requires_grad() ? &in[0].grad_buffer() : nullptr;
-    Tensor* dwpe = in[1].requires_grad() ? &in[1].grad_buffer() : nullptr;
-    embedding_backward_on_device(grad_out, saved_idx, dwte, dwpe, d);
+  const int64_t positions = wpe.data().size(0);
+  return make_result(out, {wte, wpe}, [saved_idx, d, positions](const Tensor& grad_out, std::vector<Variable>& in) {
+    const GradSlot dwte = in[0].grad_slot(), dwpe = in[1].grad_slot();
+    ND_DISPATCH_KERNEL(grad_out, "embedding backward",
+                       backend::embedding_backward(saved_idx.data<int32_t>(), grad_out.data<scalar_t>(),
+                                                   grad_dest<scalar_t>(dwte), grad_dest<scalar_t>(dwpe), d.B, d.T,
+                                                   d.C, d.V, positions));
   });
+}
+
+void check_recorded_token_ids(Device device) {
+  if (!device.is_cuda()) return;
+#if NANODIST_WITH_CUDA
+  cuda::check_token_errors(device.index);
+#endif
 }
 
 }  // namespace nd::ops

@@ -3,7 +3,6 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/linear.h"
-#include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/linear.h"
 
 namespace nd::ops {
@@ -35,54 +34,30 @@ LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
   return {M, w.size(0), w.size(1)};
 }
 
-// out (M, N) = x · wᵀ + b on x's device; b may be null.
-void linear_forward_on_device(const Tensor& x, const Tensor& w, const Tensor* b, Tensor& out, const LinearDims& d) {
-  if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(
-        x.dtype(), "linear",
-        cuda::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
-                             out.data<scalar_t>(), d.M, d.N, d.K));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear",
-                        cpu::linear_forward(x.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
-                                            out.data<scalar_t>(), d.M, d.N, d.K));
-}
-
-// Adds into whichever of dx (M, K), dw (N, K), db (N) is non-null.
-void linear_backward_on_device(const Tensor& dout, const Tensor& x, const Tensor& w, Tensor* dx, Tensor* dw, Tensor* db,
-                               const LinearDims& d) {
-  if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(
-        x.dtype(), "linear backward",
-        cuda::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
-                              dx ? dx->data<scalar_t>() : nullptr, dw ? dw->data<scalar_t>() : nullptr,
-                              db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(x.dtype(), "linear backward",
-                        cpu::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
-                                             dx ? dx->data<scalar_t>() : nullptr, dw ? dw->data<scalar_t>() : nullptr,
-                                             db ? db->data<scalar_t>() : nullptr, d.M, d.N, d.K));
-}
-
 }  // namespace
 
 Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   const bool has_bias = b.defined();
-  const LinearDims d = linear_dims(x.data(), w.data(), has_bias ? &b.data() : nullptr);
-  Shape out_shape = x.shape();
+  const Tensor& xd = x.data();
+  const LinearDims d = linear_dims(xd, w.data(), has_bias ? &b.data() : nullptr);
+  Shape out_shape = xd.shape();
   out_shape.back() = d.N;
-  Tensor out = Tensor::empty(out_shape, x.dtype(), x.device());
-  linear_forward_on_device(x.data(), w.data(), has_bias ? &b.data() : nullptr, out, d);
-
+  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
+  ND_DISPATCH_KERNEL(xd, "linear",
+                     backend::linear_forward(xd.data<scalar_t>(), w.data().data<scalar_t>(),
+                                             has_bias ? b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
+                                             d.M, d.N, d.K));
   std::vector<Variable> inputs = {x, w};
   if (has_bias) inputs.push_back(b);
   return make_result(out, std::move(inputs), [d](const Tensor& grad_out, std::vector<Variable>& in) {
-    Tensor* dx = in[0].requires_grad() ? &in[0].grad_buffer() : nullptr;
-    Tensor* dw = in[1].requires_grad() ? &in[1].grad_buffer() : nullptr;
-    Tensor* db = in.size() > 2 && in[2].requires_grad() ? &in[2].grad_buffer() : nullptr;
-    linear_backward_on_device(grad_out, in[0].data(), in[1].data(), dx, dw, db, d);
+    const Tensor& x = in[0].data();
+    const Tensor& w = in[1].data();
+    const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
+    const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
+    ND_DISPATCH_KERNEL(x, "linear backward",
+                       backend::linear_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                                grad_dest<scalar_t>(dx), grad_dest<scalar_t>(dw),
+                                                grad_dest<scalar_t>(db), d.M, d.N, d.K));
   });
 }
 

@@ -1,6 +1,8 @@
-// Elementwise addition on the CPU: the residual connection, and gradient accumulation.
+// Elementwise addition on the CPU: the residual connection and its backward.
 #pragma once
 #include <cstdint>
+
+#include "kernels/kernel_args.h"
 
 namespace nd::cpu {
 
@@ -8,8 +10,9 @@ namespace nd::cpu {
 template <typename T>
 void add_forward(const T* a, const T* b, T* out, int64_t n);
 
-// dst (n) += src (n).
+// dout (n) -> da (n), db (n): each wanted gradient gets dout (written in the order da, db, so
+// da and db may be the same buffer when a + a was taken).
 template <typename T>
-void add_inplace(T* dst, const T* src, int64_t n);
+void add_backward(const T* dout, GradDest<T> da, GradDest<T> db, int64_t n);
 
 }  // namespace nd::cpu

@@ -28,11 +28,27 @@ void gather_head(const Float* src, int64_t row_stride, Float* dst, int64_t T, in
     for (int64_t i = 0; i < hs; ++i) dst[t * hs + i] = src[t * row_stride + i];
 }
 
-// dst (T, row_stride) at the head's columns += src (T, hs).
+// dst (T, row_stride) at the head's columns (+)= src (T, hs).
 template <typename Float>
-void scatter_add_head(const Float* src, Float* dst, int64_t row_stride, int64_t T, int64_t hs) {
+void scatter_head(const Float* src, Float* dst, int64_t row_stride, int64_t T, int64_t hs, bool accumulate) {
   for (int64_t t = 0; t < T; ++t)
-    for (int64_t i = 0; i < hs; ++i) dst[t * row_stride + i] += src[t * hs + i];
+    for (int64_t i = 0; i < hs; ++i) {
+      Float& d = dst[t * row_stride + i];
+      d = (accumulate ? d : Float(0)) + src[t * hs + i];
+    }
+}
+
+// p (T, T) = exp(scale q kᵀ - lse) on and below the diagonal, 0 above: the probabilities of the
+// forward, rebuilt from its row log-sum-exp. q, k (T, hs).
+template <typename Float>
+void recompute_probs(const Float* q, const Float* k, const StatType<Float>* lse, Float* p, int64_t T, int64_t hs,
+                     Float scale) {
+  matmul(q, k, p, T, T, hs, false, true, Float(0));
+  for (int64_t t = 0; t < T; ++t) {
+    Float* row = p + t * T;
+    for (int64_t s = 0; s <= t; ++s) row[s] = std::exp(row[s] * scale - static_cast<Float>(lse[t]));
+    for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
+  }
 }
 
 // keep (T, T) of head bh: 1 / (1 - p) where the dropout keeps (i, j), j <= i; 0 elsewhere.
@@ -58,8 +74,8 @@ void multiply_elementwise(const Float* a, const Float* b, Float* dst, int64_t T)
 // and the upper triangle discarded: the GEMM is fast enough that the wasted half costs less than
 // a hand-written triangular loop.
 template <typename Float>
-void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, int64_t T, int64_t C, int64_t NH,
-                       const AttentionDropout& dropout) {
+void attention_forward(const Float* qkv, Float* out, StatType<Float>* lse, int64_t B, int64_t T, int64_t C,
+                       int64_t NH, const AttentionDropout& dropout) {
   check_attention_dims(B, T, C, NH);
   const bool drop = dropout.active();
   const int64_t hs = C / NH;
@@ -67,12 +83,13 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
 #pragma omp parallel
   {
-    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs + (drop ? 2 * T * T : 0)));
+    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs + T * T + (drop ? 2 * T * T : 0)));
     Float* q = scratch.data();
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* o = v + T * hs;
-    Float* keep = o + T * hs;       // (T, T) with dropout: the keep scale
+    Float* p = o + T * hs;          // (T, T): the probabilities
+    Float* keep = p + T * T;        // (T, T) with dropout: the keep scale
     Float* dropped = keep + T * T;  // (T, T) with dropout: P ∘ keep
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
@@ -81,7 +98,7 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
         gather_head(head, C3, q, T, hs);
         gather_head(head + C, C3, k, T, hs);
         gather_head(head + 2 * C, C3, v, T, hs);
-        Float* p = probs + (b * NH + h) * T * T;  // (T, T)
+        StatType<Float>* head_lse = lse + (b * NH + h) * T;
         matmul(q, k, p, T, T, hs, false, true, Float(0));
         for (int64_t t = 0; t < T; ++t) {
           Float* row = p + t * T;
@@ -92,6 +109,7 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
             row[s] = std::exp(row[s] * scale - row_max);
             sum += row[s];
           }
+          head_lse[t] = row_max + std::log(sum);
           const Float inv_sum = Float(1) / sum;
           for (int64_t s = 0; s <= t; ++s) row[s] *= inv_sum;
           for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
@@ -113,39 +131,49 @@ void attention_forward(const Float* qkv, Float* out, Float* probs, int64_t B, in
 
 // With P = softmax(S), S = scale q kᵀ, K the keep scale (all ones without dropout) and
 // out = (P ∘ K) v (all per head, (T, hs) and (T, T)):
-//   dv = (P ∘ K)ᵀ dout;  dP = (dout vᵀ) ∘ K;  dS[t,s] = P[t,s] (dP[t,s] - sum_j P[t,j] dP[t,j]);
-//   dq = scale dS k;  dk = scale dSᵀ q.   P is zero above the diagonal, so is dS.
+//   dv = (P ∘ K)ᵀ dout;  dP = (dout vᵀ) ∘ K;  dS[t,s] = P[t,s] (dP[t,s] - delta[t]),
+//   delta[t] = sum_j P[t,j] dP[t,j] = dout[t] · out[t];  dq = scale dS k;  dk = scale dSᵀ q.
+// P is zero above the diagonal, so is dS.
 template <typename Float>
-void attention_backward(const Float* dout, const Float* qkv, const Float* probs, Float* dqkv, int64_t B, int64_t T,
-                        int64_t C, int64_t NH, const AttentionDropout& dropout) {
+void attention_backward(const Float* dout, const Float* qkv, const Float* out, const StatType<Float>* lse,
+                        GradDest<Float> dqkv, int64_t B, int64_t T, int64_t C, int64_t NH,
+                        const AttentionDropout& dropout) {
   check_attention_dims(B, T, C, NH);
-  if (dqkv == nullptr) return;
+  if (dqkv.ptr == nullptr) return;
   const bool drop = dropout.active();
+  const bool accumulate = dqkv.accumulate;
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
 #pragma omp parallel
   {
-    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + T * T + (drop ? 2 * T * T : 0)));
+    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + 2 * T * T + T + (drop ? 2 * T * T : 0)));
     Float* q = scratch.data();
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* dout_head = v + T * hs;
     Float* grad = dout_head + T * hs;  // (T, hs): dv, then dq, then dk
-    Float* ds = grad + T * hs;         // (T, T): dP, then dS in place
-    Float* keep = ds + T * T;          // (T, T) with dropout: the keep scale
+    Float* p = grad + T * hs;          // (T, T): the probabilities
+    Float* ds = p + T * T;             // (T, T): dP, then dS in place
+    Float* delta = ds + T * T;         // (T)
+    Float* keep = delta + T;           // (T, T) with dropout: the keep scale
     Float* dropped = keep + T * T;     // (T, T) with dropout: P ∘ keep
 #pragma omp for collapse(2) schedule(static)
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t h = 0; h < NH; ++h) {
         const Float* head = qkv + b * T * C3 + h * hs;
-        Float* dhead = dqkv + b * T * C3 + h * hs;
-        const Float* p = probs + (b * NH + h) * T * T;
+        Float* dhead = dqkv.ptr + b * T * C3 + h * hs;
         gather_head(head, C3, q, T, hs);
         gather_head(head + C, C3, k, T, hs);
         gather_head(head + 2 * C, C3, v, T, hs);
         gather_head(dout + b * T * C + h * hs, C, dout_head, T, hs);
-
+        const Float* out_head = out + b * T * C + h * hs;
+        for (int64_t t = 0; t < T; ++t) {
+          Float sum = 0;
+          for (int64_t i = 0; i < hs; ++i) sum += dout_head[t * hs + i] * out_head[t * C + i];
+          delta[t] = sum;
+        }
+        recompute_probs(q, k, lse + (b * NH + h) * T, p, T, hs, scale);
         const Float* weights = p;
         if (drop) {
           draw_keep_scale(keep, dropout, b * NH + h, T);
@@ -153,23 +181,19 @@ void attention_backward(const Float* dout, const Float* qkv, const Float* probs,
           weights = dropped;
         }
         matmul(weights, dout_head, grad, T, hs, T, true, false, Float(0));
-        scatter_add_head(grad, dhead + 2 * C, C3, T, hs);
-
+        scatter_head(grad, dhead + 2 * C, C3, T, hs, accumulate);
         matmul(dout_head, v, ds, T, T, hs, false, true, Float(0));
         if (drop) multiply_elementwise(ds, keep, ds, T);
         for (int64_t t = 0; t < T; ++t) {
           const Float* p_row = p + t * T;
           Float* row = ds + t * T;
-          Float weighted = 0;  // sum_s P[t,s] dP[t,s]
-          for (int64_t s = 0; s <= t; ++s) weighted += p_row[s] * row[s];
-          for (int64_t s = 0; s <= t; ++s) row[s] = p_row[s] * (row[s] - weighted) * scale;
+          for (int64_t s = 0; s <= t; ++s) row[s] = p_row[s] * (row[s] - delta[t]) * scale;
           for (int64_t s = t + 1; s < T; ++s) row[s] = 0;
         }
-
         matmul(ds, k, grad, T, hs, T, false, false, Float(0));
-        scatter_add_head(grad, dhead, C3, T, hs);
+        scatter_head(grad, dhead, C3, T, hs, accumulate);
         matmul(ds, q, grad, T, hs, T, true, false, Float(0));
-        scatter_add_head(grad, dhead + C, C3, T, hs);
+        scatter_head(grad, dhead + C, C3, T, hs, accumulate);
       }
     }
   }
@@ -179,9 +203,10 @@ template void attention_forward<float>(const float*, float*, float*, int64_t, in
                                        const AttentionDropout&);
 template void attention_forward<double>(const double*, double*, double*, int64_t, int64_t, int64_t, int64_t,
                                         const AttentionDropout&);
-template void attention_backward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                                        int64_t, const AttentionDropout&);
-template void attention_backward<double>(const double*, const double*, const double*, double*, int64_t, int64_t,
-                                         int64_t, int64_t, const AttentionDropout&);
+template void attention_backward<float>(const float*, const float*, const float*, const float*, GradDest<float>,
+                                        int64_t, int64_t, int64_t, int64_t, const AttentionDropout&);
+template void attention_backward<double>(const double*, const double*, const double*, const double*,
+                                         GradDest<double>, int64_t, int64_t, int64_t, int64_t,
+                                         const AttentionDropout&);
 
 }  // namespace nd::cpu

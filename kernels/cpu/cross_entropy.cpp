@@ -9,6 +9,9 @@
 
 namespace nd::cpu {
 
+namespace {
+
+// The number of targets that are not -1; an nd::Error names the first target outside [0, V).
 int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V) {
   // Serial on purpose: the check throws, which must not happen inside an OpenMP region.
   int64_t count = 0;
@@ -23,11 +26,13 @@ int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V
   return count;
 }
 
+}  // namespace
+
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* row_lse, int64_t N, int64_t Vp,
-                           int64_t V) {
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
+                           int64_t N, int64_t Vp, int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
-  const int64_t count = count_cross_entropy_targets(targets, N, V);
+  const int64_t counted = count_cross_entropy_targets(targets, N, V);
   double total = 0;  // summed in double: N can be tens of thousands of rows
 #pragma omp parallel for reduction(+ : total) schedule(static)
   for (int64_t row = 0; row < N; ++row) {
@@ -40,35 +45,38 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* 
     row_lse[row] = lse;
     if (targets[row] != -1) total += static_cast<double>(lse - x[targets[row]]);
   }
-  *loss = count > 0 ? static_cast<T>(total / static_cast<double>(count)) : T(0);
+  *loss = counted > 0 ? static_cast<T>(total / static_cast<double>(counted)) : T(0);
+  *count = static_cast<T>(counted);
 }
 
 template <typename T>
-void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
-                            int64_t N, int64_t Vp, int64_t V) {
+void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
+                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
+                            int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
-  if (dlogits == nullptr) return;
-  const int64_t count = count_cross_entropy_targets(targets, N, V);
-  if (count == 0) return;
-  const T factor = *dloss / static_cast<T>(count);
+  if (dlogits.ptr == nullptr) return;
+  const T factor = *count > 0 ? *dloss / *count : T(0);
+  const bool accumulate = dlogits.accumulate;
 #pragma omp parallel for schedule(static)
   for (int64_t row = 0; row < N; ++row) {
     const int32_t target = targets[row];
+    T* dx = dlogits.ptr + row * Vp;
+    if (!accumulate) std::fill(dx, dx + Vp, T(0));
     if (target == -1) continue;
     const T* x = logits + row * Vp;
-    T* dx = dlogits + row * Vp;
     const T lse = row_lse[row];
     for (int64_t j = 0; j < V; ++j) dx[j] += std::exp(x[j] - lse) * factor;
     dx[target] -= factor;
   }
 }
 
-template void cross_entropy_forward<float>(const float*, const int32_t*, float*, float*, int64_t, int64_t, int64_t);
-template void cross_entropy_forward<double>(const double*, const int32_t*, double*, double*, int64_t, int64_t,
+template void cross_entropy_forward<float>(const float*, const int32_t*, float*, float*, float*, int64_t, int64_t,
+                                           int64_t);
+template void cross_entropy_forward<double>(const double*, const int32_t*, double*, double*, double*, int64_t, int64_t,
                                             int64_t);
-template void cross_entropy_backward<float>(const float*, const int32_t*, const float*, const float*, float*,
-                                            int64_t, int64_t, int64_t);
-template void cross_entropy_backward<double>(const double*, const int32_t*, const double*, const double*, double*,
-                                             int64_t, int64_t, int64_t);
+template void cross_entropy_backward<float>(const float*, const int32_t*, const float*, const float*, const float*,
+                                            GradDest<float>, int64_t, int64_t, int64_t);
+template void cross_entropy_backward<double>(const double*, const int32_t*, const double*, const double*,
+                                             const double*, GradDest<double>, int64_t, int64_t, int64_t);
 
 }  // namespace nd::cpu

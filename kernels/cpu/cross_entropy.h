@@ -3,25 +3,25 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
+
 namespace nd::cpu {
 
 // logits (N, Vp), of which columns [0, V) are the vocabulary and [V, Vp) padding; targets (N) in
 // [0, V) or -1 (row ignored). Writes loss (1): the mean over non-ignored rows of
-// lse(logits[row, :V]) - logits[row, target], 0 when every row is ignored; and row_lse (N), the
-// log-sum-exp of each row over [0, V), which backward reads. A target outside [0, V) other than
-// -1 is an nd::Error naming it and its row.
+// lse(logits[row, :V]) - logits[row, target], 0 when every row is ignored; row_lse (N), the
+// log-sum-exp of each row over [0, V); and count (1), the number of non-ignored rows. Backward
+// reads row_lse and count. A target outside [0, V) other than -1 is an nd::Error naming it, its
+// row and V.
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, T* row_lse, int64_t N, int64_t Vp,
-                           int64_t V);
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
+                           int64_t N, int64_t Vp, int64_t V);
 
-// dloss (1), the gradient of the mean loss -> dlogits (N, Vp) += (softmax(logits[row, :V]) - onehot(target))
-// * dloss / count, count = number of non-ignored rows. Ignored rows and padding columns get nothing;
-// a null dlogits means no gradient is needed.
+// dloss (1), the gradient of the mean loss -> dlogits (N, Vp) (+)= (softmax(logits[row, :V]) -
+// onehot(target)) * dloss / count. Ignored rows and padding columns get zero.
 template <typename T>
-void cross_entropy_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* dloss, T* dlogits,
-                            int64_t N, int64_t Vp, int64_t V);
-
-// The number of targets that are not -1; an nd::Error names the first target outside [0, V).
-int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V);
+void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
+                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
+                            int64_t V);
 
 }  // namespace nd::cpu

@@ -19,16 +19,22 @@ void dropout_forward(const T* x, T* out, int64_t n, float p, uint64_t seed, uint
 }
 
 template <typename T>
-void dropout_backward(const T* dout, T* dx, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t stream) {
+void dropout_backward(const T* dout, GradDest<T> dx, int64_t n, float p, uint64_t seed, uint64_t first,
+                      uint64_t stream) {
+  if (dx.ptr == nullptr) return;
   const T scale = T(1) / (T(1) - static_cast<T>(p));
+  T* d = dx.ptr;
+  const bool accumulate = dx.accumulate;
 #pragma omp parallel for schedule(static) if (n >= (1 << 14))
-  for (int64_t i = 0; i < n; ++i)
-    if (kept(seed, first + i, stream, p)) dx[i] += dout[i] * scale;
+  for (int64_t i = 0; i < n; ++i) {
+    const T g = kept(seed, first + i, stream, p) ? dout[i] * scale : T(0);
+    d[i] = accumulate ? d[i] + g : g;
+  }
 }
 
 template void dropout_forward<float>(const float*, float*, int64_t, float, uint64_t, uint64_t, uint64_t);
 template void dropout_forward<double>(const double*, double*, int64_t, float, uint64_t, uint64_t, uint64_t);
-template void dropout_backward<float>(const float*, float*, int64_t, float, uint64_t, uint64_t, uint64_t);
-template void dropout_backward<double>(const double*, double*, int64_t, float, uint64_t, uint64_t, uint64_t);
+template void dropout_backward<float>(const float*, GradDest<float>, int64_t, float, uint64_t, uint64_t, uint64_t);
+template void dropout_backward<double>(const double*, GradDest<double>, int64_t, float, uint64_t, uint64_t, uint64_t);
 
 }  // namespace nd::cpu

@@ -4,14 +4,17 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
+
 namespace nd::cpu {
 
 // x (n) -> out (n): x / (1 - p) where kept, 0 where dropped.
 template <typename T>
 void dropout_forward(const T* x, T* out, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t stream);
 
-// dout (n). Adds dx (n) += dout / (1 - p) where kept (the same mask as the forward).
+// dout (n) -> dx (n) (+)= dout / (1 - p) where kept, 0 where dropped (the forward's mask).
 template <typename T>
-void dropout_backward(const T* dout, T* dx, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t stream);
+void dropout_backward(const T* dout, GradDest<T> dx, int64_t n, float p, uint64_t seed, uint64_t first,
+                      uint64_t stream);
 
 }  // namespace nd::cpu

@@ -4,10 +4,17 @@
 
 #include <algorithm>
 
+#include "tensor/error.h"
+
 namespace nd::cpu {
 
 template <typename T>
-void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, int64_t B, int64_t S, int64_t C) {
+void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, int64_t B, int64_t S, int64_t C,
+                       int64_t V) {
+  // Serial on purpose: the check throws, which must not happen inside an OpenMP region.
+  for (int64_t i = 0; i < B * S; ++i)
+    ND_CHECK(idx[i] >= 0 && idx[i] < V,
+             "embedding: token id " << idx[i] << " at position " << i << " is outside the vocabulary of size " << V);
 #pragma omp parallel for schedule(static) if (B * S * C >= (1 << 16))
   for (int64_t row = 0; row < B * S; ++row) {
     const T* token = wte + static_cast<int64_t>(idx[row]) * C;
@@ -18,24 +25,30 @@ void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, i
 }
 
 template <typename T>
-void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int64_t B, int64_t S, int64_t C) {
+void embedding_backward(const int32_t* idx, const T* dout, GradDest<T> dwte, GradDest<T> dwpe, int64_t B, int64_t S,
+                        int64_t C, int64_t V, int64_t P) {
   constexpr int64_t kChunk = 32;
   bool parallel = B * S * C >= (1 << 16);
-  if (dwte != nullptr) {
+  if (dwte.ptr != nullptr) {
+    // A scatter leaves the rows of absent ids alone: a first contribution clears them first.
+    if (!dwte.accumulate) std::fill(dwte.ptr, dwte.ptr + V * C, T(0));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
       int64_t c1 = std::min(C, c0 + kChunk);
       for (int64_t row = 0; row < B * S; ++row) {
-        T* g = dwte + static_cast<int64_t>(idx[row]) * C;
+        if (idx[row] < 0 || idx[row] >= V) continue;
+        T* g = dwte.ptr + static_cast<int64_t>(idx[row]) * C;
         const T* d = dout + row * C;
         for (int64_t c = c0; c < c1; ++c) g[c] += d[c];
       }
     }
   }
-  if (dwpe != nullptr) {
+  if (dwpe.ptr != nullptr) {
+    if (!dwpe.accumulate) std::fill(dwpe.ptr + S * C, dwpe.ptr + P * C, T(0));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t s = 0; s < S; ++s) {
-      T* g = dwpe + s * C;
+      T* g = dwpe.ptr + s * C;
+      if (!dwpe.accumulate) std::fill(g, g + C, T(0));
       for (int64_t b = 0; b < B; ++b) {
         const T* d = dout + (b * S + s) * C;
         for (int64_t c = 0; c < C; ++c) g[c] += d[c];
@@ -44,10 +57,13 @@ void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int
   }
 }
 
-template void embedding_forward<float>(const int32_t*, const float*, const float*, float*, int64_t, int64_t, int64_t);
+template void embedding_forward<float>(const int32_t*, const float*, const float*, float*, int64_t, int64_t, int64_t,
+                                       int64_t);
 template void embedding_forward<double>(const int32_t*, const double*, const double*, double*, int64_t, int64_t,
-                                        int64_t);
-template void embedding_backward<float>(const int32_t*, const float*, float*, float*, int64_t, int64_t, int64_t);
-template void embedding_backward<double>(const int32_t*, const double*, double*, double*, int64_t, int64_t, int64_t);
+                                        int64_t, int64_t);
+template void embedding_backward<float>(const int32_t*, const float*, GradDest<float>, GradDest<float>, int64_t,
+                                        int64_t, int64_t, int64_t, int64_t);
+template void embedding_backward<double>(const int32_t*, const double*, GradDest<double>, GradDest<double>, int64_t,
+                                         int64_t, int64_t, int64_t, int64_t);
 
 }  // namespace nd::cpu

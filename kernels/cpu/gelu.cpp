@@ -56,20 +56,23 @@ void gelu_forward(const T* x, T* out, int64_t n) {
 
 // d/dx [x s] with s = sigmoid(2u): s + x s (1 - s) 2a (1 + 3k x^2).
 template <typename T>
-void gelu_backward(const T* x, const T* dout, T* dx, int64_t n) {
+void gelu_backward(const T* x, const T* dout, GradDest<T> dx, int64_t n) {
+  if (dx.ptr == nullptr) return;
   const T a = static_cast<T>(kSqrt2OverPi), k = static_cast<T>(kCubic);
+  T* d = dx.ptr;
+  const bool accumulate = dx.accumulate;
 #pragma omp parallel for simd schedule(static) if (n >= (1 << 16))
   for (int64_t i = 0; i < n; ++i) {
     T v = x[i];
     T s = sigmoid(T(2) * a * (v + k * v * v * v));
     T grad = s + v * s * (T(1) - s) * T(2) * a * (T(1) + T(3) * k * v * v);
-    dx[i] += grad * dout[i];
+    d[i] = (accumulate ? d[i] : T(0)) + grad * dout[i];
   }
 }
 
 template void gelu_forward<float>(const float*, float*, int64_t);
 template void gelu_forward<double>(const double*, double*, int64_t);
-template void gelu_backward<float>(const float*, const float*, float*, int64_t);
-template void gelu_backward<double>(const double*, const double*, double*, int64_t);
+template void gelu_backward<float>(const float*, const float*, GradDest<float>, int64_t);
+template void gelu_backward<double>(const double*, const double*, GradDest<double>, int64_t);
 
 }  // namespace nd::cpu

@@ -2,14 +2,16 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
+
 namespace nd::cpu {
 
 // x (n) -> out (n).
 template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n);
 
-// x (n), dout (n). Adds dx (n) += gelu'(x) * dout.
+// x (n), dout (n) -> dx (n) (+)= gelu'(x) * dout.
 template <typename T>
-void gelu_backward(const T* x, const T* dout, T* dx, int64_t n);
+void gelu_backward(const T* x, const T* dout, GradDest<T> dx, int64_t n);
 
 }  // namespace nd::cpu

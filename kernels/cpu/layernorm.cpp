@@ -5,13 +5,15 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 namespace nd::cpu {
 
 template <typename T>
-void layernorm_forward(const T* x, const T* w, const T* b, T* out, T* mean, T* rstd, int64_t N, int64_t C, T eps) {
+void layernorm_forward(const T* x, const T* w, const T* b, T* out, StatType<T>* mean, StatType<T>* rstd, int64_t N,
+                       int64_t C, float eps) {
 #pragma omp parallel for schedule(static) if (N * C >= (1 << 15))
   for (int64_t i = 0; i < N; ++i) {
     const T* xr = x + i * C;
@@ -20,7 +22,7 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* out, T* mean, T* r
     T m = sum / C;
     T var = 0;  // two passes: no cancellation when |mean| >> std
     for (int64_t c = 0; c < C; ++c) var += (xr[c] - m) * (xr[c] - m);
-    T r = T(1) / std::sqrt(var / C + eps);
+    T r = T(1) / std::sqrt(var / C + static_cast<T>(eps));
     T* o = out + i * C;
     for (int64_t c = 0; c < C; ++c) o[c] = (xr[c] - m) * r * w[c] + b[c];
     mean[i] = m;
@@ -31,11 +33,11 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* out, T* mean, T* r
 // With xhat = (x - mean) rstd and g = dout * w (per row):
 //   dx = rstd (g - mean(g) - xhat mean(g xhat)),  dw += dout xhat,  db += dout.
 template <typename T>
-void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, const T* rstd, T* dx, T* dw, T* db,
-                        int64_t N, int64_t C) {
+void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>* mean, const StatType<T>* rstd,
+                        GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t N, int64_t C) {
   bool parallel = N * C >= (1 << 15);
   int threads = parallel ? omp_get_max_threads() : 1;
-  bool want_params = dw != nullptr || db != nullptr;
+  bool want_params = dw.ptr != nullptr || db.ptr != nullptr;
   std::vector<T> partial(want_params ? static_cast<size_t>(threads) * 2 * C : 0, T(0));
 #pragma omp parallel num_threads(threads) if (parallel)
   {
@@ -52,7 +54,7 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, co
           pb[c] += dr[c];
         }
       }
-      if (dx == nullptr) continue;
+      if (dx.ptr == nullptr) continue;
       T g_mean = 0, gx_mean = 0;
       for (int64_t c = 0; c < C; ++c) {
         T g = dr[c] * w[c];
@@ -61,15 +63,18 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, co
       }
       g_mean /= C;
       gx_mean /= C;
-      T* dxr = dx + i * C;
-      for (int64_t c = 0; c < C; ++c) dxr[c] += r * (dr[c] * w[c] - g_mean - (xr[c] - m) * r * gx_mean);
+      T* dxr = dx.ptr + i * C;
+      for (int64_t c = 0; c < C; ++c)
+        dxr[c] = (dx.accumulate ? dxr[c] : T(0)) + r * (dr[c] * w[c] - g_mean - (xr[c] - m) * r * gx_mean);
     }
   }
+  for (const GradDest<T>& d : {dw, db})
+    if (d.ptr != nullptr && !d.accumulate) std::fill(d.ptr, d.ptr + C, T(0));
   for (int t = 0; t < threads && want_params; ++t) {
     const T* pw = partial.data() + static_cast<size_t>(t) * 2 * C;
     for (int64_t c = 0; c < C; ++c) {
-      if (dw != nullptr) dw[c] += pw[c];
-      if (db != nullptr) db[c] += pw[C + c];
+      if (dw.ptr != nullptr) dw.ptr[c] += pw[c];
+      if (db.ptr != nullptr) db.ptr[c] += pw[C + c];
     }
   }
 }
@@ -77,10 +82,10 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const T* mean, co
 template void layernorm_forward<float>(const float*, const float*, const float*, float*, float*, float*, int64_t,
                                        int64_t, float);
 template void layernorm_forward<double>(const double*, const double*, const double*, double*, double*, double*, int64_t,
-                                        int64_t, double);
-template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*, float*,
-                                        float*, float*, int64_t, int64_t);
+                                        int64_t, float);
+template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*,
+                                        GradDest<float>, GradDest<float>, GradDest<float>, int64_t, int64_t);
 template void layernorm_backward<double>(const double*, const double*, const double*, const double*, const double*,
-                                         double*, double*, double*, int64_t, int64_t);
+                                         GradDest<double>, GradDest<double>, GradDest<double>, int64_t, int64_t);
 
 }  // namespace nd::cpu

@@ -20,10 +20,13 @@ void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64
 }
 
 template <typename T>
-void linear_backward(const T* dout, const T* x, const T* w, T* dx, T* dw, T* db, int64_t M, int64_t N, int64_t K) {
-  if (dx != nullptr) matmul<T>(dout, w, dx, M, K, N, false, false, T(1));  // (M,N)·(N,K)
-  if (dw != nullptr) matmul<T>(dout, x, dw, N, K, M, true, false, T(1));   // (N,M)·(M,K)
-  if (db != nullptr) {
+void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t M,
+                     int64_t N, int64_t K) {
+  // beta 0 overwrites without reading (the first contribution), 1 accumulates.
+  if (dx.ptr != nullptr) matmul<T>(dout, w, dx.ptr, M, K, N, false, false, T(dx.accumulate));  // (M,N)·(N,K)
+  if (dw.ptr != nullptr) matmul<T>(dout, x, dw.ptr, N, K, M, true, false, T(dw.accumulate));   // (N,M)·(M,K)
+  if (db.ptr != nullptr) {
+    if (!db.accumulate) std::fill(db.ptr, db.ptr + N, T(0));
     // Threads own disjoint column ranges and sum rows in order: deterministic.
     constexpr int64_t kChunk = 64;
 #pragma omp parallel for schedule(static) if (M * N >= (1 << 16))
@@ -31,7 +34,7 @@ void linear_backward(const T* dout, const T* x, const T* w, T* dx, T* dw, T* db,
       int64_t j1 = std::min(N, j0 + kChunk);
       for (int64_t i = 0; i < M; ++i) {
         const T* row = dout + i * N;
-        for (int64_t j = j0; j < j1; ++j) db[j] += row[j];
+        for (int64_t j = j0; j < j1; ++j) db.ptr[j] += row[j];
       }
     }
   }
@@ -39,9 +42,9 @@ void linear_backward(const T* dout, const T* x, const T* w, T* dx, T* dw, T* db,
 
 template void linear_forward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t);
 template void linear_forward<double>(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t);
-template void linear_backward<float>(const float*, const float*, const float*, float*, float*, float*, int64_t, int64_t,
-                                     int64_t);
-template void linear_backward<double>(const double*, const double*, const double*, double*, double*, double*, int64_t,
-                                      int64_t, int64_t);
+template void linear_backward<float>(const float*, const float*, const float*, GradDest<float>, GradDest<float>,
+                                     GradDest<float>, int64_t, int64_t, int64_t);
+template void linear_backward<double>(const double*, const double*, const double*, GradDest<double>, GradDest<double>,
+                                      GradDest<double>, int64_t, int64_t, int64_t);
 
 }  // namespace nd::cpu

@@ -3,15 +3,18 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
+
 namespace nd::cpu {
 
 // x (M, K), w (N, K), b (N) or null -> out (M, N).
 template <typename T>
 void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64_t N, int64_t K);
 
-// dout (M, N), x (M, K), w (N, K). Adds dx (M, K) += dout · w, dw (N, K) += doutᵀ · x and
-// db (N) += column sums of dout; a null gradient pointer skips that gradient.
+// dout (M, N), x (M, K), w (N, K) -> dx (M, K) (+)= dout · w, dw (N, K) (+)= doutᵀ · x and
+// db (N) (+)= column sums of dout.
 template <typename T>
-void linear_backward(const T* dout, const T* x, const T* w, T* dx, T* dw, T* db, int64_t M, int64_t N, int64_t K);
+void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t M,
+                     int64_t N, int64_t K);
 
 }  // namespace nd::cpu

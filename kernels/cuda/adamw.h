@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "kernels/adamw_hyper.h"
 #include "kernels/cuda/multi_tensor.h"
 #include "tensor/dtype.h"
 
@@ -23,11 +24,6 @@ struct AdamWSlot {
   float weight_decay;
 };
 
-struct AdamWHyper {
-  float lr, beta1, beta2, eps;
-  int64_t step;  // 1 for the first update
-};
-
 // What changes every step, read by the kernel from device memory so that a captured CUDA graph
 // replays with each step's values (a graph bakes by-value kernel arguments): the learning rate
 // and the bias corrections 1 - beta1^step and sqrt(1 - beta2^step).
@@ -42,8 +38,9 @@ AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t 
 // For every slot, in the order of operations of nd::cpu::adamw_update (torch.optim.AdamW):
 //   w *= 1 - lr wd; g = grad * grad_scale; m += (1 - b1)(g - m); v = b2 v + (1 - b2) g^2;
 //   w -= lr / (1 - b1^step) * m / (sqrt(v) / sqrt(1 - b2^step) + eps); param = w.
-// grad_scale (1) lives on the device (e.g. from global_norm's clip scale); null means 1.
-// This overload uploads the step scalars itself (not capturable).
+// grad_scale (1) lives on the device (e.g. from global_norm's clip scale); null means 1. The weight
+// decay is each slot's (hyper.weight_decay is not read). This overload uploads the step scalars
+// itself (not capturable).
 template <typename T>
 void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& hyper, const float* grad_scale,
                   cudaStream_t stream = nullptr);

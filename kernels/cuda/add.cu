@@ -1,4 +1,4 @@
-// Residual add and in-place accumulation, 16-byte-vectorised elementwise kernels.
+// Residual add and its backward, 16-byte-vectorised elementwise kernels.
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/elementwise.cuh"
 
@@ -23,6 +23,20 @@ struct AddOp {
   }
 };
 
+// dx (+)= dout.
+template <typename T>
+struct PassGradOp {
+  const T* dout;
+  T* dx;
+  bool accumulate, vec;
+  template <int kPack>
+  __device__ void pack(int64_t i) const {
+    float g[kPack];
+    load_f32<kPack>(dout + i, g, vec);
+    store_grad_f32<kPack>(dx + i, g, accumulate, vec);
+  }
+};
+
 }  // namespace
 
 template <typename T>
@@ -34,16 +48,19 @@ void add_forward(const T* a, const T* b, T* out, int64_t n, cudaStream_t stream)
 }
 
 template <typename T>
-void accumulate(T* dst, const T* src, int64_t n, cudaStream_t stream) {
-  ND_CHECK(n >= 0, "accumulate: negative size " << n);
-  ND_CHECK(n == 0 || (dst && src), "accumulate: null pointer");
-  bool vec = aligned16(dst) && aligned16(src);
-  launch_elementwise<T>(n, AddOp<T>{dst, src, dst, vec}, stream);
+void add_backward(const T* dout, GradDest<T> da, GradDest<T> db, int64_t n, cudaStream_t stream) {
+  ND_CHECK(n >= 0, "add_backward: negative size " << n);
+  ND_CHECK(n == 0 || dout, "add_backward: null pointer");
+  for (const GradDest<T>& d : {da, db}) {
+    if (d.ptr == nullptr) continue;
+    bool vec = aligned16(dout) && aligned16(d.ptr);
+    launch_elementwise<T>(n, PassGradOp<T>{dout, d.ptr, d.accumulate, vec}, stream);
+  }
 }
 
 #define ND_INSTANTIATE_ADD(T)                                                  \
   template void add_forward<T>(const T*, const T*, T*, int64_t, cudaStream_t); \
-  template void accumulate<T>(T*, const T*, int64_t, cudaStream_t)
+  template void add_backward<T>(const T*, GradDest<T>, GradDest<T>, int64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_ADD);
 
 }  // namespace nd::cuda

@@ -1,9 +1,10 @@
-// Residual add on the GPU, and the in-place accumulation its backward (and others) use.
+// Residual add on the GPU and its backward.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -12,8 +13,9 @@ namespace nd::cuda {
 template <typename T>
 void add_forward(const T* a, const T* b, T* out, int64_t n, cudaStream_t stream = nullptr);
 
-// dst (n) += src (n): the backward of add for each input that needs a gradient.
+// dout (n) -> da (n), db (n): each wanted gradient gets dout (written in the order da, db, so
+// da and db may be the same buffer when a + a was taken).
 template <typename T>
-void accumulate(T* dst, const T* src, int64_t n, cudaStream_t stream = nullptr);
+void add_backward(const T* dout, GradDest<T> da, GradDest<T> db, int64_t n, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

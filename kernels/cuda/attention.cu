@@ -49,7 +49,7 @@ bool use_mma(int64_t hs) {
 }  // namespace
 
 template <typename T>
-void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+void attention_forward(const T* qkv, T* out, StatType<T>* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
                        const AttentionDropout& dropout, cudaStream_t stream) {
   check_dims("attention_forward", B, T_len, C, NH);
   check_dropout("attention_forward", dropout);
@@ -66,13 +66,13 @@ void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_le
 }
 
 template <typename T>
-void attention_backward(const T* dout, const T* qkv, const T* out, const float* lse, T* dqkv, int64_t B,
-                        int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
+void attention_backward(const T* dout, const T* qkv, const T* out, const StatType<T>* lse, GradDest<T> dqkv,
+                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
                         cudaStream_t stream) {
   check_dims("attention_backward", B, T_len, C, NH);
   check_dropout("attention_backward", dropout);
-  if (B * T_len == 0) return;
-  ND_CHECK(dout && qkv && out && lse && dqkv, "attention_backward: null pointer");
+  if (B * T_len == 0 || dqkv.ptr == nullptr) return;
+  ND_CHECK(dout && qkv && out && lse, "attention_backward: null pointer");
   stream = stream_or_default(stream);
   int device = current_cuda_device();
   int64_t rows = B * NH * T_len;
@@ -83,7 +83,7 @@ void attention_backward(const T* dout, const T* qkv, const T* out, const float* 
   CUDA_CHECK(cudaGetLastError());
   bool done = false;
   if constexpr (std::is_same<T, nd::bf16>::value) {
-    if (use_mma<T>(C / NH) && aligned16(dout) && aligned16(qkv) && aligned16(dqkv)) {
+    if (use_mma<T>(C / NH) && aligned16(dout) && aligned16(qkv) && aligned16(dqkv.ptr)) {
       detail::attention_backward_mma(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
       done = true;
     }
@@ -95,8 +95,8 @@ void attention_backward(const T* dout, const T* qkv, const T* out, const float* 
 #define ND_INSTANTIATE_ATTENTION(T)                                                                        \
   template void attention_forward<T>(const T*, T*, float*, int64_t, int64_t, int64_t, int64_t,              \
                                      const AttentionDropout&, cudaStream_t);                                \
-  template void attention_backward<T>(const T*, const T*, const T*, const float*, T*, int64_t, int64_t,    \
-                                      int64_t, int64_t, const AttentionDropout&, cudaStream_t)
+  template void attention_backward<T>(const T*, const T*, const T*, const float*, GradDest<T>, int64_t,    \
+                                      int64_t, int64_t, int64_t, const AttentionDropout&, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_ATTENTION);
 
 }  // namespace nd::cuda

@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/attention_dropout.h"
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -20,13 +21,13 @@ constexpr int64_t kMaxAttentionHeadSize = 128;
 // [h*hs, (h+1)*hs), hs = C / NH -> out (B, T, C) = dropout(P) v per head, P the causal softmax,
 // lse (B, NH, T) f32 = log sum_j exp(q·k_j / sqrt(hs)) (of the undropped scores).
 template <typename T>
-void attention_forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+void attention_forward(const T* qkv, T* out, StatType<T>* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
                        const AttentionDropout& dropout = {}, cudaStream_t stream = nullptr);
 
-// dout (B, T, C), qkv, out, lse and dropout of the forward -> dqkv (B, T, 3C) +=. Deterministic.
+// dout (B, T, C), qkv, out, lse and dropout of the forward -> dqkv (B, T, 3C) (+)=. Deterministic.
 template <typename T>
-void attention_backward(const T* dout, const T* qkv, const T* out, const float* lse, T* dqkv, int64_t B,
-                        int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},
+void attention_backward(const T* dout, const T* qkv, const T* out, const StatType<T>* lse, GradDest<T> dqkv,
+                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},
                         cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

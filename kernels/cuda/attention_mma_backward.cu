@@ -13,10 +13,11 @@ namespace {
 
 constexpr int kThreads = 128;
 
-// Adds a 16 x HS f32 accumulator (C fragments, rows row[0..1]) times `scale` into bf16 rows of dst.
+// Writes (accumulate: adds) a 16 x HS f32 accumulator (C fragments, rows row[0..1]) times `scale`
+// into bf16 rows of dst.
 template <int HS>
-__device__ __forceinline__ void add_rows(nd::bf16* dst, int64_t stride, const int64_t (&row)[2], int64_t T,
-                                         const float (&acc)[HS / 8][4], float scale, int c) {
+__device__ __forceinline__ void store_rows(nd::bf16* dst, int64_t stride, const int64_t (&row)[2], int64_t T,
+                                           const float (&acc)[HS / 8][4], float scale, int c, bool accumulate) {
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (row[r] >= T) continue;
@@ -24,7 +25,7 @@ __device__ __forceinline__ void add_rows(nd::bf16* dst, int64_t stride, const in
 #pragma unroll
     for (int n = 0; n < HS / 8; ++n) {
       __nv_bfloat162* q = reinterpret_cast<__nv_bfloat162*>(p + n * 8 + 2 * c);
-      float2 old = __bfloat1622float2(*q);
+      float2 old = accumulate ? __bfloat1622float2(*q) : make_float2(0.0f, 0.0f);
       *q = __floats2bfloat162_rn(old.x + acc[n][2 * r] * scale, old.y + acc[n][2 * r + 1] * scale);
     }
   }
@@ -35,7 +36,7 @@ __device__ __forceinline__ void add_rows(nd::bf16* dst, int64_t stride, const in
 template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dq_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
-              float scale_log2, float scale, AttentionDropout drop) {
+              float scale_log2, float scale, AttentionDropout drop, bool accumulate) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sQ = smem;
@@ -48,8 +49,7 @@ __global__ void __launch_bounds__(kThreads)
   const nd::bf16* base = qkv + b * d.T * 3 * d.C;
   load_tile<HS>(sQ, base, 3 * d.C, h * HS, q0, d.T);
   load_tile<HS>(sG, dout + b * d.T * d.C, d.C, h * HS, q0, d.T);
-  load_tile<HS>(sKV, base, 3 * d.C, d.C + h * HS, 0, d.T);
-  load_tile<HS>(sKV + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, 0, d.T);
+  load_kv_stage<HS>(sKV, 0, base, d, h);
   mma::cp_async_commit();
   uint32_t qf[HS / 16][4], gf[HS / 16][4];
   const int64_t row[2] = {q0 + warp * 16 + g, q0 + warp * 16 + g + 8};
@@ -69,18 +69,8 @@ __global__ void __launch_bounds__(kThreads)
 
   for (int k_tile = 0; k_tile <= q_tile; ++k_tile) {
     const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
-    const uint16_t* sK = sKV + (k_tile & 1) * 2 * kTileElems;
+    const uint16_t* sK = next_kv_stage<HS>(sKV, k_tile, k_tile < q_tile, base, d, h);
     const uint16_t* sV = sK + kTileElems;
-    if (k_tile < q_tile) {
-      uint16_t* next = sKV + ((k_tile + 1) & 1) * 2 * kTileElems;
-      load_tile<HS>(next, base, 3 * d.C, d.C + h * HS, k0 + kTile, d.T);
-      load_tile<HS>(next + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, k0 + kTile, d.T);
-      mma::cp_async_commit();
-      mma::cp_async_wait<1>();
-    } else {
-      mma::cp_async_wait<0>();
-    }
-    __syncthreads();
     if (k_tile == 0) {
       load_a_fragments<HS>(qf, sQ, warp, lane);
       load_a_fragments<HS>(gf, sG, warp, lane);
@@ -108,7 +98,7 @@ __global__ void __launch_bounds__(kThreads)
     c_times_tile<HS>(dq, s, sK, lane);
     __syncthreads();
   }
-  add_rows<HS>(dqkv + b * d.T * 3 * d.C + h * HS, 3 * d.C, row, d.T, dq, scale, c);
+  store_rows<HS>(dqkv + b * d.T * 3 * d.C + h * HS, 3 * d.C, row, d.T, dq, scale, c, accumulate);
 }
 
 // dk, dv for 64 key rows: over query tiles i >= key tile, Sᵀ = K Qᵀ, Pᵀ = exp(Sᵀ - lse),
@@ -117,7 +107,7 @@ __global__ void __launch_bounds__(kThreads)
 template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
-               float scale_log2, float scale, AttentionDropout drop) {
+               float scale_log2, float scale, AttentionDropout drop, bool accumulate) {
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sK = smem;
@@ -210,51 +200,53 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();
   }
   nd::bf16* dbase = dqkv + b * d.T * 3 * d.C;
-  add_rows<HS>(dbase + d.C + h * HS, 3 * d.C, key, d.T, dk, scale, c);
-  add_rows<HS>(dbase + 2 * d.C + h * HS, 3 * d.C, key, d.T, dv, keep_scale, c);
+  store_rows<HS>(dbase + d.C + h * HS, 3 * d.C, key, d.T, dk, scale, c, accumulate);
+  store_rows<HS>(dbase + 2 * d.C + h * HS, 3 * d.C, key, d.T, dv, keep_scale, c, accumulate);
 }
 
 template <int HS, bool kDropout>
 void backward(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv,
-              int64_t B, int64_t T, int64_t C, int64_t NH, const AttentionDropout& dropout, cudaStream_t stream) {
+              bool accumulate, int64_t B, int64_t T, int64_t C, int64_t NH, const AttentionDropout& dropout,
+              cudaStream_t stream) {
   Dims d{T, C, NH};
   float scale = 1.0f / sqrtf(static_cast<float>(HS));
   dim3 grid(static_cast<unsigned>(B * NH), static_cast<unsigned>(ceil_div(T, kTile)));
   size_t smem_dq = 6 * tile_bytes<HS>();
   allow_shared_memory(dq_kernel<HS, kDropout>, smem_dq);
   dq_kernel<HS, kDropout>
-      <<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout);
+      <<<grid, kThreads, smem_dq, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout, accumulate);
   CUDA_CHECK(cudaGetLastError());
   size_t smem_dkv = 6 * tile_bytes<HS>() + 4 * kTile * sizeof(float);
   allow_shared_memory(dkv_kernel<HS, kDropout>, smem_dkv);
   dkv_kernel<HS, kDropout>
-      <<<grid, kThreads, smem_dkv, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout);
+      <<<grid, kThreads, smem_dkv, stream>>>(dout, qkv, lse, delta, dqkv, d, scale * kLog2e, scale, dropout,
+                                             accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 
 // The no-dropout instances draw nothing.
 template <int HS>
 void backward_head_size(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
-                        nd::bf16* dqkv, int64_t B, int64_t T, int64_t C, int64_t NH, const AttentionDropout& dropout,
-                        cudaStream_t stream) {
+                        nd::bf16* dqkv, bool accumulate, int64_t B, int64_t T, int64_t C, int64_t NH,
+                        const AttentionDropout& dropout, cudaStream_t stream) {
   if (dropout.active()) {
-    backward<HS, true>(dout, qkv, lse, delta, dqkv, B, T, C, NH, dropout, stream);
+    backward<HS, true>(dout, qkv, lse, delta, dqkv, accumulate, B, T, C, NH, dropout, stream);
   } else {
-    backward<HS, false>(dout, qkv, lse, delta, dqkv, B, T, C, NH, dropout, stream);
+    backward<HS, false>(dout, qkv, lse, delta, dqkv, accumulate, B, T, C, NH, dropout, stream);
   }
 }
 
 }  // namespace
 
 void attention_backward_mma(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta,
-                            nd::bf16* dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                            GradDest<nd::bf16> dqkv, int64_t B, int64_t T_len, int64_t C, int64_t NH,
                             const AttentionDropout& dropout, cudaStream_t stream) {
   int64_t hs = C / NH;
   ND_CHECK(attention_mma_supports(hs), "attention_backward_mma: head size " << hs << " is not 64 or 128");
   if (hs == 64) {
-    backward_head_size<64>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
+    backward_head_size<64>(dout, qkv, lse, delta, dqkv.ptr, dqkv.accumulate, B, T_len, C, NH, dropout, stream);
   } else {
-    backward_head_size<128>(dout, qkv, lse, delta, dqkv, B, T_len, C, NH, dropout, stream);
+    backward_head_size<128>(dout, qkv, lse, delta, dqkv.ptr, dqkv.accumulate, B, T_len, C, NH, dropout, stream);
   }
 }
 

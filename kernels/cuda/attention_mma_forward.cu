@@ -34,8 +34,7 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
   // Key tiles up to the block's last row (and T).
   const int n_k_tiles = static_cast<int>((min(d.T, static_cast<int64_t>(q0 + kBlockRows)) + kTile - 1) / kTile);
   load_tile<HS, kBlockRows>(sQ, base, 3 * d.C, h * HS, q0, d.T);
-  load_tile<HS>(sKV, base, 3 * d.C, d.C + h * HS, 0, d.T);
-  load_tile<HS>(sKV + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, 0, d.T);
+  load_kv_stage<HS>(sKV, 0, base, d, h);
   mma::cp_async_commit();
 
   uint32_t qf[kRB][HS / 16][4];
@@ -58,18 +57,8 @@ __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarp
 
   for (int k_tile = 0; k_tile < n_k_tiles; ++k_tile) {
     const int k0 = k_tile * kTile;
-    const uint16_t* sK = sKV + (k_tile & 1) * 2 * kTileElems;
+    const uint16_t* sK = next_kv_stage<HS>(sKV, k_tile, k_tile + 1 < n_k_tiles, base, d, h);
     const uint16_t* sV = sK + kTileElems;
-    if (k_tile + 1 < n_k_tiles) {  // prefetch the next stage while this one is used
-      uint16_t* next = sKV + ((k_tile + 1) & 1) * 2 * kTileElems;
-      load_tile<HS>(next, base, 3 * d.C, d.C + h * HS, k0 + kTile, d.T);
-      load_tile<HS>(next + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, k0 + kTile, d.T);
-      mma::cp_async_commit();
-      mma::cp_async_wait<1>();
-    } else {
-      mma::cp_async_wait<0>();
-    }
-    __syncthreads();
     if (k_tile == 0) load_a_fragments<HS, kRB>(qf, sQ, warp * kRowsPerWarp, lane);
     uint32_t keep[kRB] = {};  // dropout keep bits, drawn before the products so that both can overlap
     if constexpr (kDropout) {
@@ -165,12 +154,10 @@ void forward(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t 
 }
 
 // (kRB, kWarps) of each variant; 0 is the default.
-int g_forward_variant = 0;
-
 template <int HS, bool kDropout>
 void forward_variant(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
-                     const AttentionDropout& dropout, cudaStream_t stream) {
-  switch (g_forward_variant) {
+                     const AttentionDropout& dropout, cudaStream_t stream, int variant) {
+  switch (variant) {
     case 1:  // 32 rows per warp exceed the registers at head size 128: the default runs instead
       if constexpr (HS == 64) {
         forward<HS, 2, 4, kDropout>(qkv, out, lse, B, T, C, NH, dropout, stream);
@@ -190,11 +177,11 @@ void forward_variant(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, 
 // The no-dropout instances draw nothing.
 template <int HS>
 void forward_head_size(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T, int64_t C, int64_t NH,
-                       const AttentionDropout& dropout, cudaStream_t stream) {
+                       const AttentionDropout& dropout, cudaStream_t stream, int variant) {
   if (dropout.active()) {
-    forward_variant<HS, true>(qkv, out, lse, B, T, C, NH, dropout, stream);
+    forward_variant<HS, true>(qkv, out, lse, B, T, C, NH, dropout, stream, variant);
   } else {
-    forward_variant<HS, false>(qkv, out, lse, B, T, C, NH, dropout, stream);
+    forward_variant<HS, false>(qkv, out, lse, B, T, C, NH, dropout, stream, variant);
   }
 }
 
@@ -204,21 +191,17 @@ bool attention_mma_supports(int64_t head_size) { return head_size == 64 || head_
 
 int attention_forward_variant_count() { return 3; }
 
-void set_attention_forward_variant(int variant) {
+void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
+                           int64_t NH, const AttentionDropout& dropout, cudaStream_t stream, int variant) {
+  int64_t hs = C / NH;
+  ND_CHECK(attention_mma_supports(hs), "attention_forward_mma: head size " << hs << " is not 64 or 128");
   ND_CHECK(variant >= 0 && variant < attention_forward_variant_count(),
            "attention forward variant " << variant << " does not exist (0.." << attention_forward_variant_count() - 1
                                         << ")");
-  g_forward_variant = variant;
-}
-
-void attention_forward_mma(const nd::bf16* qkv, nd::bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C,
-                           int64_t NH, const AttentionDropout& dropout, cudaStream_t stream) {
-  int64_t hs = C / NH;
-  ND_CHECK(attention_mma_supports(hs), "attention_forward_mma: head size " << hs << " is not 64 or 128");
   if (hs == 64) {
-    forward_head_size<64>(qkv, out, lse, B, T_len, C, NH, dropout, stream);
+    forward_head_size<64>(qkv, out, lse, B, T_len, C, NH, dropout, stream, variant);
   } else {
-    forward_head_size<128>(qkv, out, lse, B, T_len, C, NH, dropout, stream);
+    forward_head_size<128>(qkv, out, lse, B, T_len, C, NH, dropout, stream, variant);
   }
 }
 

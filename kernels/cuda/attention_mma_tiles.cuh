@@ -19,8 +19,6 @@ using mma::ldmatrix_x4_trans;
 using mma::mma_bf16;
 
 constexpr int kTile = 64;  // rows of a key tile (and of every backward tile)
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 template <int HS>
 constexpr int padded() {
@@ -43,6 +41,34 @@ __device__ __forceinline__ void load_tile(uint16_t* tile, const nd::bf16* src, i
     const nd::bf16* from = src + (valid ? (row0 + r) * stride : 0) + col0 + ch * 8;
     mma::cp_async16(tile + r * padded<HS>() + ch * 8, from, valid);
   }
+}
+
+// Starts copying the K and V tiles of key tile k_tile (keys [k_tile * kTile, + kTile) of head h)
+// into stage k_tile & 1 of sKV, which holds two stages of (K, V). The caller commits.
+template <int HS>
+__device__ __forceinline__ void load_kv_stage(uint16_t* sKV, int k_tile, const nd::bf16* base, const Dims& d,
+                                              int64_t h) {
+  constexpr int kTileElems = kTile * padded<HS>();
+  uint16_t* stage = sKV + (k_tile & 1) * 2 * kTileElems;
+  const int64_t k0 = static_cast<int64_t>(k_tile) * kTile;
+  load_tile<HS>(stage, base, 3 * d.C, d.C + h * HS, k0, d.T);
+  load_tile<HS>(stage + kTileElems, base, 3 * d.C, 2 * d.C + h * HS, k0, d.T);
+}
+
+// One step of the double-buffered walk over key tiles: starts the copy of key tile k_tile + 1 when
+// has_next, waits until tile k_tile's stage has landed, and returns its K tile (V follows it).
+template <int HS>
+__device__ __forceinline__ const uint16_t* next_kv_stage(uint16_t* sKV, int k_tile, bool has_next,
+                                                         const nd::bf16* base, const Dims& d, int64_t h) {
+  if (has_next) {  // prefetch the next stage while this one is used
+    load_kv_stage<HS>(sKV, k_tile + 1, base, d, h);
+    mma::cp_async_commit();
+    mma::cp_async_wait<1>();
+  } else {
+    mma::cp_async_wait<0>();
+  }
+  __syncthreads();
+  return sKV + (k_tile & 1) * 2 * kTile * padded<HS>();
 }
 
 // s[rb] (16 x 64) = A[rb] (16 x HS, fragments in registers) · Bᵀ, B a [64][HS] shared tile.

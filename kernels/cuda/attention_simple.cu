@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, int kPer, bool kDropout>
 __global__ void __launch_bounds__(kThreads) dq_kernel(const T* dout, const T* qkv, const float* lse,
                                                       const float* delta, T* dqkv, Layout L, float scale,
-                                                      AttentionDropout drop) {
+                                                      AttentionDropout drop, bool accumulate) {
   __shared__ float k_tile[kRows][kStride];
   __shared__ float v_tile[kRows][kStride];
   int64_t bh = blockIdx.y, b = bh / L.NH, h = bh % L.NH;
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(const T* dout, const T* qk
   for (int j = 0; j < kPer; ++j)
     if (j < per) {
       int64_t at = L.qkv_at(b, i, 0, h, sub + 4 * j);
-      dqkv[at] = from_f32<T>(to_f32(dqkv[at]) + dq[j] * scale);
+      dqkv[at] = from_f32<T>((accumulate ? to_f32(dqkv[at]) : 0.0f) + dq[j] * scale);
     }
 }
 
@@ -167,7 +167,7 @@ __global__ void __launch_bounds__(kThreads) dq_kernel(const T* dout, const T* qk
 template <typename T, int kPer, bool kDropout>
 __global__ void __launch_bounds__(kThreads) dkv_kernel(const T* dout, const T* qkv, const float* lse,
                                                        const float* delta, T* dqkv, Layout L, float scale,
-                                                       AttentionDropout drop) {
+                                                       AttentionDropout drop, bool accumulate) {
   __shared__ float q_tile[kRows][kStride];
   __shared__ float g_tile[kRows][kStride];
   __shared__ float lse_tile[kRows], delta_tile[kRows];
@@ -239,8 +239,8 @@ __global__ void __launch_bounds__(kThreads) dkv_kernel(const T* dout, const T* q
   for (int j = 0; j < kPer; ++j)
     if (j < per) {
       int64_t ak = L.qkv_at(b, jrow, 1, h, sub + 4 * j), av = L.qkv_at(b, jrow, 2, h, sub + 4 * j);
-      dqkv[ak] = from_f32<T>(to_f32(dqkv[ak]) + dk[j] * scale);
-      dqkv[av] = from_f32<T>(to_f32(dqkv[av]) + dv[j] * keep_scale);
+      dqkv[ak] = from_f32<T>((accumulate ? to_f32(dqkv[ak]) : 0.0f) + dk[j] * scale);
+      dqkv[av] = from_f32<T>((accumulate ? to_f32(dqkv[av]) : 0.0f) + dv[j] * keep_scale);
     }
 }
 
@@ -280,7 +280,7 @@ void attention_forward_simple(const T* qkv, T* out, float* lse, int64_t B, int64
 }
 
 template <typename T>
-void attention_backward_simple(const T* dout, const T* qkv, const float* lse, const float* delta, T* dqkv,
+void attention_backward_simple(const T* dout, const T* qkv, const float* lse, const float* delta, GradDest<T> dqkv,
                                int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
                                cudaStream_t stream) {
   Layout L = make_layout(T_len, C, NH);
@@ -288,19 +288,20 @@ void attention_backward_simple(const T* dout, const T* qkv, const float* lse, co
   dim3 grid(static_cast<unsigned>(ceil_div(T_len, kRows)), static_cast<unsigned>(B * NH));
   with_variant(L.hs, dropout.active(), [&](auto v) {
     using V = decltype(v);
-    dq_kernel<T, V::kPer, V::kDropout><<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv, L, scale, dropout);
+    dq_kernel<T, V::kPer, V::kDropout>
+        <<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv.ptr, L, scale, dropout, dqkv.accumulate);
   });
   with_variant(L.hs, dropout.active(), [&](auto v) {
     using V = decltype(v);
-    dkv_kernel<T, V::kPer, V::kDropout><<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv, L, scale,
-                                                                        dropout);
+    dkv_kernel<T, V::kPer, V::kDropout><<<grid, kThreads, 0, stream>>>(dout, qkv, lse, delta, dqkv.ptr, L, scale,
+                                                                        dropout, dqkv.accumulate);
   });
 }
 
 #define ND_INSTANTIATE_ATTENTION_SIMPLE(T)                                                                     \
   template void attention_forward_simple<T>(const T*, T*, float*, int64_t, int64_t, int64_t, int64_t,          \
                                             const AttentionDropout&, cudaStream_t);                            \
-  template void attention_backward_simple<T>(const T*, const T*, const float*, const float*, T*, int64_t,      \
+  template void attention_backward_simple<T>(const T*, const T*, const float*, const float*, GradDest<T>, int64_t, \
                                              int64_t, int64_t, int64_t, const AttentionDropout&, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_ATTENTION_SIMPLE);
 

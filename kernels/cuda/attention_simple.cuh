@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "kernels/attention_dropout.h"
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 #include "kernels/cuda/stream_type.h"
 
@@ -16,7 +17,7 @@ void attention_forward_simple(const T* qkv, T* out, float* lse, int64_t B, int64
 
 // delta (B, NH, T) = rowsum(dout * out) per head, precomputed by the caller.
 template <typename T>
-void attention_backward_simple(const T* dout, const T* qkv, const float* lse, const float* delta, T* dqkv,
+void attention_backward_simple(const T* dout, const T* qkv, const float* lse, const float* delta, GradDest<T> dqkv,
                                int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
                                cudaStream_t stream);
 

@@ -139,8 +139,9 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     bench.report(std::string(ls.name) + " fwd", dims({M, ls.K, ls.N}), s, es * (M * ls.K + ls.N * ls.K + M * ls.N),
                  flops);
     s = bench.time([&] {
-      linear_backward(dout.data<T>(), x.data<T>(), w.data<T>(), dx.data<T>(), dw.data<T>(),
-                      ls.bias ? db.data<T>() : nullptr, M, ls.N, ls.K);
+      linear_backward(dout.data<T>(), x.data<T>(), w.data<T>(), GradDest<T>{dx.data<T>(), true},
+                      GradDest<T>{dw.data<T>(), true}, GradDest<T>{ls.bias ? db.data<T>() : nullptr, true}, M, ls.N,
+                      ls.K);
     });
     bench.report(std::string(ls.name) + " bwd", dims({M, ls.K, ls.N}), s,
                  es * (2.0 * M * ls.N + 3.0 * M * ls.K + 3.0 * ls.N * ls.K), 2 * flops);
@@ -159,8 +160,9 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     });
     bench.report("layernorm fwd", dims({M, C}), s, 2.0 * es * M * C, 0);
     s = bench.time([&] {
-      layernorm_backward(dout.data<T>(), x.data<T>(), w.data<T>(), mean.data<float>(), rstd.data<float>(), dx.data<T>(),
-                         dw.data<T>(), db.data<T>(), M, C);
+      layernorm_backward(dout.data<T>(), x.data<T>(), w.data<T>(), mean.data<float>(), rstd.data<float>(),
+                         GradDest<T>{dx.data<T>(), true}, GradDest<T>{dw.data<T>(), true},
+                         GradDest<T>{db.data<T>(), true}, M, C);
     });
     bench.report("layernorm bwd", dims({M, C}), s, 4.0 * es * M * C, 0);
   }
@@ -171,12 +173,12 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     Tensor dout = bench.random({n}, dt), dx = bench.random({n}, dt);
     double s = bench.time([&] { gelu_forward(x.data<T>(), out.data<T>(), n); });
     bench.report("gelu fwd", dims({M, 4 * C}), s, 2.0 * es * n, 0);
-    s = bench.time([&] { gelu_backward(dout.data<T>(), x.data<T>(), dx.data<T>(), n); });
+    s = bench.time([&] { gelu_backward(x.data<T>(), dout.data<T>(), GradDest<T>{dx.data<T>(), true}, n); });
     bench.report("gelu bwd", dims({M, 4 * C}), s, 4.0 * es * n, 0);
     int64_t r = M * C;
     s = bench.time([&] { add_forward(x.data<T>(), dout.data<T>(), out.data<T>(), r); });
     bench.report("add fwd", dims({M, C}), s, 3.0 * es * r, 0);
-    s = bench.time([&] { accumulate(dx.data<T>(), dout.data<T>(), r); });
+    s = bench.time([&] { add_backward(dout.data<T>(), GradDest<T>{dx.data<T>(), true}, GradDest<T>{}, r); });
     bench.report("add bwd (accumulate)", dims({M, C}), s, 3.0 * es * r, 0);
     s = bench.time([&] { dropout_forward(x.data<T>(), out.data<T>(), r, 0.1f, 1, 0, 0); });
     bench.report("dropout fwd", dims({M, C}), s, 2.0 * es * r, 0);
@@ -188,10 +190,11 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
            out = Tensor::empty({M, C}, dt, Device::cuda(0));
     Tensor dout = bench.random({M, C}, dt), dwte = bench.random({Vp, C}, dt), dwpe = bench.random({T_len, C}, dt);
     double s = bench.time(
-        [&] { embedding_forward(idx.data<int32_t>(), wte.data<T>(), wpe.data<T>(), out.data<T>(), B, T_len, C); });
+        [&] { embedding_forward(idx.data<int32_t>(), wte.data<T>(), wpe.data<T>(), out.data<T>(), B, T_len, C, Vp); });
     bench.report("embedding fwd", dims({B, T_len, C}), s, es * (3.0 * M * C), 0);
     s = bench.time([&] {
-      embedding_backward(idx.data<int32_t>(), dout.data<T>(), dwte.data<T>(), dwpe.data<T>(), B, T_len, C, Vp);
+      embedding_backward(idx.data<int32_t>(), dout.data<T>(), GradDest<T>{dwte.data<T>(), true},
+                         GradDest<T>{dwpe.data<T>(), true}, B, T_len, C, Vp, T_len);
     });
     bench.report("embedding bwd", dims({B, T_len, C}), s, es * (3.0 * M * C), 0);
   }
@@ -202,16 +205,24 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     Tensor dout = bench.random({B, T_len, C}, dt), dqkv = bench.random({B, T_len, 3 * C}, dt);
     double flops = 2.0 * B * NH * T_len * T_len * (C / NH);  // causal: half of 4 B NH T^2 hs
     // The tensor-core forward's tiling variants (bf16 only; the default, 0, last).
-    int variants = dt == DType::BF16 ? detail::attention_forward_variant_count() : 1;
+    const bool mma = dt == DType::BF16 && detail::attention_mma_supports(C / NH);
+    int variants = mma ? detail::attention_forward_variant_count() : 1;
     for (int v = variants - 1; v >= 0; --v) {
-      if (dt == DType::BF16) detail::set_attention_forward_variant(v);
-      double s =
-          bench.time([&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH); });
+      double s = bench.time([&] {
+        if constexpr (std::is_same<T, nd::bf16>::value) {
+          if (mma) {
+            detail::attention_forward_mma(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH, {},
+                                          compute_stream(), v);
+            return;
+          }
+        }
+        attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH);
+      });
       bench.report("attention fwd v" + std::to_string(v), dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
     }
     double s = bench.time([&] {
-      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C,
-                         NH);
+      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(),
+                         GradDest<T>{dqkv.data<T>(), true}, B, T_len, C, NH);
     });
     bench.report("attention bwd", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
     // With dropout on the probabilities: one Philox draw per unmasked element, in each kernel.
@@ -220,8 +231,8 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
         [&] { attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH, drop); });
     bench.report("attention fwd dropout", dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
     s = bench.time([&] {
-      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(), dqkv.data<T>(), B, T_len, C,
-                         NH, drop);
+      attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(),
+                         GradDest<T>{dqkv.data<T>(), true}, B, T_len, C, NH, drop);
     });
     bench.report("attention bwd dropout", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
   }
@@ -237,12 +248,12 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     bench.report("cross_entropy fwd", dims({M, Vp}), s, es * M * Vp, 0);
     s = bench.time([&] {
       cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
-                             dloss.data<T>(), dlogits.data<T>(), M, Vp, V);
+                             dloss.data<T>(), GradDest<T>{dlogits.data<T>(), true}, M, Vp, V);
     });
     bench.report("cross_entropy bwd", dims({M, Vp}), s, es * 3.0 * M * Vp, 0);
     s = bench.time([&] {
       cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
-                             dloss.data<T>(), dlogits.data<T>(), M, Vp, V, false);
+                             dloss.data<T>(), GradDest<T>{dlogits.data<T>(), false}, M, Vp, V);
     });
     bench.report("cross_entropy bwd (new)", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
   }
@@ -276,7 +287,7 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     double s = bench.time([&] { global_norm(dev_norms, norm.data<float>(), norm.data<float>() + 1, 1.0f); });
     bench.report("global_norm", dims({total}), s, es * total, 0);
     int64_t step = 1;
-    s = bench.time([&] { adamw_update(dev_slots, {1e-4f, 0.9f, 0.95f, 1e-8f, step++}, norm.data<float>() + 1); });
+    s = bench.time([&] { adamw_update(dev_slots, {1e-4f, 0.9f, 0.95f, 1e-8f, 0.0f, step++}, norm.data<float>() + 1); });
     double bytes_per = dt == DType::F32 ? 4.0 * 7 : 2.0 * 3 + 4.0 * 6;
     bench.report("adamw", dims({total}) + " " + std::to_string(shapes.size()) + "t", s, bytes_per * total, 0);
   }

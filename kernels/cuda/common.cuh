@@ -1,11 +1,13 @@
 // Shared device helpers of the CUDA kernels: ceil-div, f32 <-> storage-type conversion for float and
-// bf16 (bf16 math always accumulates in f32), 16-byte vector loads, warp and block reductions.
+// bf16 (bf16 math always accumulates in f32), 16-byte vector loads and stores, warp and block
+// reductions, and the constants of the log2-domain softmaxes.
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
 #include "tensor/cuda_check.h"
 #include "tensor/cuda_stream.h"
 #include "tensor/dtype.h"
@@ -13,6 +15,10 @@
 namespace nd::cuda {
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// exp(x) = exp2(x log2 e) and log(x) = log2(x) ln 2: the softmaxes run in the log2 domain.
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
 
 // The stream a launcher uses when given none.
 inline cudaStream_t stream_or_default(cudaStream_t stream) { return stream ? stream : nd::compute_stream(); }
@@ -51,6 +57,45 @@ __device__ __forceinline__ void store16(T* p, const Pack16<T>& x) {
 
 // True when `p` can be read with 16-byte accesses.
 __host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
+
+// Reads kPack elements at p into f32: one 16-byte load when they fill 16 bytes and `vec` says p is
+// 16-byte aligned, else element by element.
+template <int kPack, typename T>
+__device__ __forceinline__ void load_f32(const T* p, float (&out)[kPack], bool vec = true) {
+  if (kPack * sizeof(T) == 16 && vec) {
+    Pack16<T> v = load16(p);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) out[k] = to_f32(v.v[k]);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) out[k] = to_f32(p[k]);
+  }
+}
+
+template <int kPack, typename T>
+__device__ __forceinline__ void store_f32(T* p, const float (&in)[kPack], bool vec = true) {
+  if (kPack * sizeof(T) == 16 && vec) {
+    Pack16<T> v;
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) v.v[k] = from_f32<T>(in[k]);
+    store16(p, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) p[k] = from_f32<T>(in[k]);
+  }
+}
+
+// Writes kPack gradient values at p: added to what p holds when `accumulate`, else stored.
+template <int kPack, typename T>
+__device__ __forceinline__ void store_grad_f32(T* p, float (&g)[kPack], bool accumulate, bool vec = true) {
+  if (accumulate) {
+    float old[kPack];
+    load_f32<kPack>(p, old, vec);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) g[k] += old[k];
+  }
+  store_f32<kPack>(p, g, vec);
+}
 
 __device__ __forceinline__ float warp_sum(float x) {
 #pragma unroll

@@ -3,6 +3,7 @@
 // a one-block kernel then averages the row losses in a fixed order (deterministic).
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/token_errors.cuh"
 #include "tensor/storage.h"
 
 namespace nd::cuda {
@@ -10,9 +11,6 @@ namespace nd::cuda {
 namespace {
 
 constexpr int kThreads = 512;
-
-constexpr float kLog2e = 1.4426950408889634f;
-constexpr float kLn2 = 0.6931471805599453f;
 
 // Running (max m, sum s of 2^(x - m)) over values in the log2 domain; -inf stands for no value.
 // Merges (m2, s2) into (m, s).
@@ -38,10 +36,11 @@ __device__ __forceinline__ void fold(float& m, float& s, const float (&x)[kCount
   for (int k = 0; k < kCount; ++k) s += exp2f(x[k] - m);
 }
 
-// Block per row: writes row_lse (natural log) and row_loss (0 for ignored rows, NaN for bad targets).
+// Block per row: writes row_lse (natural log) and row_loss (0 for ignored rows; NaN for bad targets,
+// which are also recorded).
 template <typename T>
 __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* targets, float* row_lse, float* row_loss,
-                                          int64_t Vp, int64_t V, bool vec) {
+                                          int64_t Vp, int64_t V, bool vec, TokenError* error) {
   constexpr int kPack = Pack16<T>::kSize;
   __shared__ float shared_m[32], shared_s[32];
   int64_t r = blockIdx.x;
@@ -91,6 +90,7 @@ __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* target
         row_loss[r] = 0.0f;
       } else if (t < 0 || t >= V) {
         row_loss[r] = NAN;
+        record_token_error(error, kCrossEntropyTokenError, t, r, V);
       } else {
         row_loss[r] = lse - to_f32(row[t]);
       }
@@ -169,8 +169,8 @@ void check_dims(const char* what, int64_t N, int64_t Vp, int64_t V) {
 }  // namespace
 
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, float* row_lse, float* count, int64_t N,
-                           int64_t Vp, int64_t V, cudaStream_t stream) {
+void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
+                           int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
   check_dims("cross_entropy_forward", N, Vp, V);
   ND_CHECK(loss && count && (N == 0 || (logits && targets && row_lse)), "cross_entropy_forward: null pointer");
   stream = stream_or_default(stream);
@@ -179,7 +179,8 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, flo
   bool vec = aligned16(logits) && (Vp * sizeof(T)) % 16 == 0;
   if (N) {
     cross_entropy_rows_kernel<T>
-        <<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss, Vp, V, vec);
+        <<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss, Vp, V, vec,
+                                                             token_error_record());
     CUDA_CHECK(cudaGetLastError());
   }
   cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
@@ -188,23 +189,23 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, flo
 }
 
 template <typename T>
-void cross_entropy_backward(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
-                            const T* dloss, T* dlogits, int64_t N, int64_t Vp, int64_t V, bool accumulate,
-                            cudaStream_t stream) {
+void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
+                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
+                            int64_t V, cudaStream_t stream) {
   check_dims("cross_entropy_backward", N, Vp, V);
-  if (N == 0) return;
-  ND_CHECK(logits && targets && row_lse && count && dloss && dlogits, "cross_entropy_backward: null pointer");
-  bool vec = aligned16(logits) && aligned16(dlogits) && (Vp * sizeof(T)) % 16 == 0;
+  if (N == 0 || dlogits.ptr == nullptr) return;
+  ND_CHECK(logits && targets && row_lse && count && dloss, "cross_entropy_backward: null pointer");
+  bool vec = aligned16(logits) && aligned16(dlogits.ptr) && (Vp * sizeof(T)) % 16 == 0;
   cross_entropy_backward_kernel<T><<<static_cast<unsigned>(N), kThreads, 0, stream_or_default(stream)>>>(
-      logits, targets, row_lse, count, dloss, dlogits, Vp, V, vec, accumulate);
+      logits, targets, row_lse, count, dloss, dlogits.ptr, Vp, V, vec, dlogits.accumulate);
   CUDA_CHECK(cudaGetLastError());
 }
 
 #define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                                \
   template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t,      \
                                          cudaStream_t);                                                                \
-  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, T*, int64_t, \
-                                          int64_t, int64_t, bool, cudaStream_t)
+  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, GradDest<T>, \
+                                          int64_t, int64_t, int64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
 
 }  // namespace nd::cuda

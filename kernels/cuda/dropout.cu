@@ -9,25 +9,23 @@ namespace nd::cuda {
 namespace {
 
 // out = mask(x) * x * scale, or with `accumulate` out += mask(x) * x * scale.
-template <typename T, bool kAccumulate>
+template <typename T>
 struct DropoutOp {
   const T* x;
   T* out;
   float p, scale;
   uint64_t seed, first, rng_stream;
-  bool vec;
+  bool accumulate, vec;
   template <int kPack>
   __device__ void pack(int64_t i) const {
-    float v[kPack], acc[kPack];
+    float v[kPack];
     load_f32<kPack>(x + i, v, vec);
-    if (kAccumulate) load_f32<kPack>(out + i, acc, vec);
 #pragma unroll
     for (int k = 0; k < kPack; ++k) {
       bool keep = philox_uniform(seed, first + i + k, rng_stream) >= p;
-      float y = keep ? v[k] * scale : 0.0f;
-      acc[k] = kAccumulate ? acc[k] + y : y;
+      v[k] = keep ? v[k] * scale : 0.0f;
     }
-    store_f32<kPack>(out + i, acc, vec);
+    store_grad_f32<kPack>(out + i, v, accumulate, vec);
   }
 };
 
@@ -44,22 +42,23 @@ void dropout_forward(const T* x, T* out, int64_t n, float p, uint64_t seed, uint
                      cudaStream_t stream) {
   check_args("dropout_forward", n, p, x, out);
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  DropoutOp<T, false> op{x, out, p, scale, seed, first, rng_stream, aligned16(x) && aligned16(out)};
+  DropoutOp<T> op{x, out, p, scale, seed, first, rng_stream, false, aligned16(x) && aligned16(out)};
   launch_elementwise<T>(n, op, stream);
 }
 
 template <typename T>
-void dropout_backward(const T* dout, T* dx, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t rng_stream,
-                      cudaStream_t stream) {
-  check_args("dropout_backward", n, p, dout, dx);
+void dropout_backward(const T* dout, GradDest<T> dx, int64_t n, float p, uint64_t seed, uint64_t first,
+                      uint64_t rng_stream, cudaStream_t stream) {
+  if (dx.ptr == nullptr) return;
+  check_args("dropout_backward", n, p, dout, dx.ptr);
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  DropoutOp<T, true> op{dout, dx, p, scale, seed, first, rng_stream, aligned16(dout) && aligned16(dx)};
+  DropoutOp<T> op{dout, dx.ptr, p, scale, seed, first, rng_stream, dx.accumulate, aligned16(dout) && aligned16(dx.ptr)};
   launch_elementwise<T>(n, op, stream);
 }
 
 #define ND_INSTANTIATE_DROPOUT(T)                                                                          \
   template void dropout_forward<T>(const T*, T*, int64_t, float, uint64_t, uint64_t, uint64_t, cudaStream_t); \
-  template void dropout_backward<T>(const T*, T*, int64_t, float, uint64_t, uint64_t, uint64_t, cudaStream_t)
+  template void dropout_backward<T>(const T*, GradDest<T>, int64_t, float, uint64_t, uint64_t, uint64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_DROPOUT);
 
 }  // namespace nd::cuda

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -15,9 +16,9 @@ template <typename T>
 void dropout_forward(const T* x, T* out, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t rng_stream,
                      cudaStream_t stream = nullptr);
 
-// dout (n) -> dx (n) += mask * dout / (1 - p), same (seed, first, rng_stream) as the forward.
+// dout (n) -> dx (n) (+)= mask * dout / (1 - p), same (seed, first, rng_stream) as the forward.
 template <typename T>
-void dropout_backward(const T* dout, T* dx, int64_t n, float p, uint64_t seed, uint64_t first, uint64_t rng_stream,
-                      cudaStream_t stream = nullptr);
+void dropout_backward(const T* dout, GradDest<T> dx, int64_t n, float p, uint64_t seed, uint64_t first,
+                      uint64_t rng_stream, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

@@ -18,7 +18,8 @@ __global__ void elementwise_kernel(int64_t n, Op op) {
   }
 }
 
-// Ops carry `bool vec` (every pointer 16-byte aligned) and pass it to load_f32/store_f32.
+// Ops carry `bool vec` (every pointer 16-byte aligned) and pass it to load_f32/store_f32
+// (common.cuh).
 template <typename T, typename Op>
 void launch_elementwise(int64_t n, Op op, cudaStream_t stream) {
   if (n == 0) return;
@@ -28,33 +29,6 @@ void launch_elementwise(int64_t n, Op op, cudaStream_t stream) {
   ND_CHECK(blocks < (int64_t{1} << 31), "elementwise kernel over " << n << " elements is too large");
   elementwise_kernel<T, Op><<<static_cast<unsigned>(blocks), kThreads, 0, stream_or_default(stream)>>>(n, op);
   CUDA_CHECK(cudaGetLastError());
-}
-
-// Reads kPack elements at p into f32: one vector load when they fill 16 bytes and `vec` says the
-// operands are 16-byte aligned.
-template <int kPack, typename T>
-__device__ __forceinline__ void load_f32(const T* p, float* out, bool vec) {
-  if (kPack * sizeof(T) == 16 && vec) {
-    Pack16<T> v = load16(p);
-#pragma unroll
-    for (int k = 0; k < kPack; ++k) out[k] = to_f32(v.v[k]);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kPack; ++k) out[k] = to_f32(p[k]);
-  }
-}
-
-template <int kPack, typename T>
-__device__ __forceinline__ void store_f32(T* p, const float* in, bool vec) {
-  if (kPack * sizeof(T) == 16 && vec) {
-    Pack16<T> v;
-#pragma unroll
-    for (int k = 0; k < kPack; ++k) v.v[k] = from_f32<T>(in[k]);
-    store16(p, v);
-  } else {
-#pragma unroll
-    for (int k = 0; k < kPack; ++k) p[k] = from_f32<T>(in[k]);
-  }
 }
 
 }  // namespace nd::cuda

@@ -5,23 +5,23 @@
 
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
 
-// idx (B, S) i32 in [0, V) (validated by the caller); wte (V, C); wpe (>= S, C)
-// -> out (B, S, C) = wte[idx[b, s]] + wpe[s].
+// idx (B, S) token ids; wte (V, C); wpe (>= S, C) -> out (B, S, C) = wte[idx[b, s]] + wpe[s].
+// An id outside [0, V) is recorded for check_token_errors (kernels/cuda/token_errors.h) without a
+// host sync, and that position gets wpe[s] alone.
 template <typename T>
 void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, int64_t B, int64_t S, int64_t C,
-                       cudaStream_t stream = nullptr);
+                       int64_t V, cudaStream_t stream = nullptr);
 
-// dout (B, S, C). Adds dwte[v] += sum of dout[b, s] over positions with idx == v, and
-// dwpe[s] += sum over b of dout[b, s]; a null gradient pointer skips it. V bounds the ids.
+// dout (B, S, C) -> dwte (V, C) (+)= the sum of dout[b, s] over the positions whose id is v,
+// dwpe (P, C) with P >= S rows (+)= the sum over b of dout[b, s] (rows s >= S get nothing). Ids
+// outside [0, V) contribute nothing.
 template <typename T>
-void embedding_backward(const int32_t* idx, const T* dout, T* dwte, T* dwpe, int64_t B, int64_t S, int64_t C,
-                        int64_t V, cudaStream_t stream = nullptr);
-
-// Number of ids in idx (n) outside [0, V), read back to the host (synchronises the stream).
-int64_t count_invalid_token_ids(const int32_t* idx, int64_t n, int64_t V, cudaStream_t stream = nullptr);
+void embedding_backward(const int32_t* idx, const T* dout, GradDest<T> dwte, GradDest<T> dwpe, int64_t B, int64_t S,
+                        int64_t C, int64_t V, int64_t P, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

@@ -29,25 +29,24 @@ struct GeluForward {
 
 template <typename T>
 struct GeluBackward {
-  const T* dout;
   const T* x;
+  const T* dout;
   T* dx;
-  bool vec;
+  bool accumulate, vec;
   template <int kPack>
   __device__ void pack(int64_t i) const {
-    float xv[kPack], g[kPack], acc[kPack];
+    float xv[kPack], g[kPack];
     load_f32<kPack>(x + i, xv, vec);
     load_f32<kPack>(dout + i, g, vec);
-    load_f32<kPack>(dx + i, acc, vec);
 #pragma unroll
     for (int k = 0; k < kPack; ++k) {
       float a = xv[k];
       float t = tanhf(kSqrt2OverPi * (a + kCubic * a * a * a));
       float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * a * a);
       float grad = 0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * du;
-      acc[k] += g[k] * grad;
+      g[k] *= grad;
     }
-    store_f32<kPack>(dx + i, acc, vec);
+    store_grad_f32<kPack>(dx + i, g, accumulate, vec);
   }
 };
 
@@ -61,16 +60,17 @@ void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream) {
 }
 
 template <typename T>
-void gelu_backward(const T* dout, const T* x, T* dx, int64_t n, cudaStream_t stream) {
+void gelu_backward(const T* x, const T* dout, GradDest<T> dx, int64_t n, cudaStream_t stream) {
   ND_CHECK(n >= 0, "gelu_backward: negative size " << n);
-  ND_CHECK(n == 0 || (dout && x && dx), "gelu_backward: null pointer");
-  bool vec = aligned16(dout) && aligned16(x) && aligned16(dx);
-  launch_elementwise<T>(n, GeluBackward<T>{dout, x, dx, vec}, stream);
+  if (dx.ptr == nullptr) return;
+  ND_CHECK(n == 0 || (dout && x), "gelu_backward: null pointer");
+  bool vec = aligned16(dout) && aligned16(x) && aligned16(dx.ptr);
+  launch_elementwise<T>(n, GeluBackward<T>{x, dout, dx.ptr, dx.accumulate, vec}, stream);
 }
 
 #define ND_INSTANTIATE_GELU(T)                                                   \
   template void gelu_forward<T>(const T*, T*, int64_t, cudaStream_t);           \
-  template void gelu_backward<T>(const T*, const T*, T*, int64_t, cudaStream_t)
+  template void gelu_backward<T>(const T*, const T*, GradDest<T>, int64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_GELU);
 
 }  // namespace nd::cuda

@@ -1,9 +1,10 @@
-// GELU (GPT-2's tanh approximation) on the GPU: forward, and backward adding into dx.
+// GELU (GPT-2's tanh approximation) on the GPU: forward and backward.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -12,8 +13,8 @@ namespace nd::cuda {
 template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream = nullptr);
 
-// dout (n), x (n) -> dx (n) += dout * gelu'(x).
+// x (n), dout (n) -> dx (n) (+)= gelu'(x) * dout.
 template <typename T>
-void gelu_backward(const T* dout, const T* x, T* dx, int64_t n, cudaStream_t stream = nullptr);
+void gelu_backward(const T* x, const T* dout, GradDest<T> dx, int64_t n, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

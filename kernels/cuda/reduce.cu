@@ -3,8 +3,8 @@
 // each thread keeps several vectors' loads in flight before it adds and stores them.
 #include <algorithm>
 
+#include "kernels/cuda/common.cuh"
 #include "kernels/cuda/reduce.h"
-#include "tensor/cuda_check.h"
 
 namespace nd::cuda {
 
@@ -14,20 +14,13 @@ constexpr int kBlock = 256;
 constexpr int kVecBlock = 512;  // threads per block of the vector kernel
 constexpr int64_t kMaxBlocks = 8192;  // grid-stride beyond this: enough to fill any current GPU
 
-__device__ inline float widen(float v) { return v; }
-__device__ inline float widen(bf16 v) { return bf16_to_f32(v); }
-__device__ inline void store(float* p, float v) { *p = v; }
-__device__ inline void store(bf16* p, float v) { *p = f32_to_bf16(v); }
-
-int grid_for(int64_t work) { return static_cast<int>(std::max<int64_t>(1, std::min(kMaxBlocks, (work + kBlock - 1) / kBlock))); }
-
-bool aligned16(const void* a, const void* b) {
-  return (reinterpret_cast<uintptr_t>(a) % 16 == 0) && (reinterpret_cast<uintptr_t>(b) % 16 == 0);
+int grid_for(int64_t work) {
+  return static_cast<int>(std::max<int64_t>(1, std::min(kMaxBlocks, ceil_div(work, kBlock))));
 }
 
 // Elements of T in one 16-byte vector.
 template <typename T>
-constexpr int kVec = 16 / sizeof(T);
+constexpr int kVec = Pack16<T>::kSize;
 
 // Vectors each thread loads before it adds: enough bytes in flight per SM that a grid capped
 // at a fraction of the SMs (max_blocks) still runs near the memory bandwidth.
@@ -53,7 +46,7 @@ __global__ void reduce_add_vec_kernel(T* dst, const T* src, int64_t nvec, float 
       T* pa = reinterpret_cast<T*>(&a[u]);
       const T* pb = reinterpret_cast<const T*>(&b[u]);
 #pragma unroll
-      for (int j = 0; j < kVec<T>; ++j) store(pa + j, (widen(pa[j]) + widen(pb[j])) * scale);
+      for (int j = 0; j < kVec<T>; ++j) pa[j] = from_f32<T>((to_f32(pa[j]) + to_f32(pb[j])) * scale);
       reinterpret_cast<uint4*>(dst)[v] = a[u];
     }
   }
@@ -62,7 +55,7 @@ __global__ void reduce_add_vec_kernel(T* dst, const T* src, int64_t nvec, float 
 template <typename T>
 __global__ void reduce_add_scalar_kernel(T* dst, const T* src, int64_t n, float scale) {
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-    store(dst + i, (widen(dst[i]) + widen(src[i])) * scale);
+    dst[i] = from_f32<T>((to_f32(dst[i]) + to_f32(src[i])) * scale);
 }
 
 template <typename T>
@@ -70,10 +63,10 @@ __global__ void reduce_rows_kernel(T* dst, const T* rows, int nrows, int64_t n, 
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
     float acc = 0.0f;
     for (int r = 0; r < nrows; ++r) {
-      float v = widen(r == own_row ? dst[i] : rows[r * n + i]);
+      float v = to_f32(r == own_row ? dst[i] : rows[r * n + i]);
       acc = r == 0 ? v : acc + v;
     }
-    store(dst + i, acc * scale);
+    dst[i] = from_f32<T>(acc * scale);
   }
 }
 
@@ -84,10 +77,10 @@ void launch_reduce_add(T* dst, const T* src, int64_t n, float scale, int max_blo
   if (n == 0) return;
   ND_CHECK(dst && src, "reduce_add: null pointer");
   const int64_t cap = max_blocks > 0 ? max_blocks : kMaxBlocks;
-  int64_t nvec = aligned16(dst, src) ? n / kVec<T> : 0;
+  int64_t nvec = aligned16(dst) && aligned16(src) ? n / kVec<T> : 0;
   if (nvec > 0) {
     const int64_t per_block = int64_t{kVecBlock} * kUnroll;  // vectors one block covers per pass
-    int grid = static_cast<int>(std::min(cap, std::max<int64_t>(1, (nvec + per_block - 1) / per_block)));
+    int grid = static_cast<int>(std::min(cap, std::max<int64_t>(1, ceil_div(nvec, per_block))));
     reduce_add_vec_kernel<T><<<grid, kVecBlock, 0, stream>>>(dst, src, nvec, scale);
   }
   int64_t done = nvec * kVec<T>;

@@ -76,13 +76,21 @@ TEST(Attention, BackwardKernelAddsIntoGradient) {
   const int64_t B = 2, T = 4, C = 6, NH = 3;
   std::vector<double> qkv = test::random_f64({B, T, 3 * C}, 21).to_double_vector();
   std::vector<double> dout = test::random_f64({B, T, C}, 22).to_double_vector();
-  std::vector<double> out(B * T * C), probs(B * NH * T * T);
-  cpu::attention_forward(qkv.data(), out.data(), probs.data(), B, T, C, NH);
+  std::vector<double> out(B * T * C), lse(B * NH * T);
+  cpu::attention_forward(qkv.data(), out.data(), lse.data(), B, T, C, NH);
   std::vector<double> once(B * T * 3 * C, 0.0), twice(B * T * 3 * C, 0.0);
-  cpu::attention_backward(dout.data(), qkv.data(), probs.data(), once.data(), B, T, C, NH);
-  cpu::attention_backward(dout.data(), qkv.data(), probs.data(), twice.data(), B, T, C, NH);
-  cpu::attention_backward(dout.data(), qkv.data(), probs.data(), twice.data(), B, T, C, NH);
+  auto backward = [&](std::vector<double>& dqkv, bool accumulate) {
+    cpu::attention_backward(dout.data(), qkv.data(), out.data(), lse.data(), GradDest<double>{dqkv.data(), accumulate},
+                            B, T, C, NH);
+  };
+  backward(once, true);
+  backward(twice, true);
+  backward(twice, true);
   for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(twice[i], 2 * once[i], 1e-12 * (1 + std::abs(once[i])));
+  // A first contribution overwrites whatever the buffer held.
+  std::vector<double> fresh(B * T * 3 * C, std::nan(""));
+  backward(fresh, false);
+  for (size_t i = 0; i < once.size(); ++i) EXPECT_NEAR(fresh[i], once[i], 1e-12 * (1 + std::abs(once[i])));
 }
 
 TEST(Attention, FloatAndDoubleKernelsAgree) {

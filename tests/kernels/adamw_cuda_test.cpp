@@ -71,10 +71,10 @@ void check_adamw(DType dtype) {
     poison_next_allocation({1}, DType::F32);
     if (dtype == DType::F32) {
       cuda::global_norm(dev_norm_f32, norm.data<float>(), clip.data<float>(), max_norm);
-      cuda::adamw_update(dev_f32, {lr, beta1, beta2, eps, step}, clip.data<float>());
+      cuda::adamw_update(dev_f32, {lr, beta1, beta2, eps, 0.0f, step}, clip.data<float>());
     } else {
       cuda::global_norm(dev_norm_bf16, norm.data<float>(), clip.data<float>(), max_norm);
-      cuda::adamw_update(dev_bf16, {lr, beta1, beta2, eps, step}, clip.data<float>());
+      cuda::adamw_update(dev_bf16, {lr, beta1, beta2, eps, 0.0f, step}, clip.data<float>());
     }
     EXPECT_NEAR(host_value(norm), ref_norm, 1e-5 * ref_norm) << "step " << step;
     EXPECT_NEAR(host_value(clip), ref_scale, 1e-5 * ref_scale) << "step " << step;

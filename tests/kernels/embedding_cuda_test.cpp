@@ -63,7 +63,13 @@ TEST(EmbeddingCuda, RejectsOutOfRangeIds) {
   Tensor idx = Tensor::from_vector(std::vector<int32_t>{0, 1, 9}, {1, 3}).to(Device::cuda(0));
   Variable wte(Tensor::zeros({5, 8}, DType::F32, Device::cuda(0)), true);
   Variable wpe(Tensor::zeros({4, 8}, DType::F32, Device::cuda(0)), true);
-  EXPECT_THROW(ops::embedding(idx, wte, wpe), Error);
+  // Recorded on the device by the op (no host sync), raised by the check.
+  EXPECT_THROW(
+      {
+        ops::embedding(idx, wte, wpe);
+        ops::check_recorded_token_ids(Device::cuda(0));
+      },
+      Error);
 }
 
 }  // namespace

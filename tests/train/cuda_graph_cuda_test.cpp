@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "autograd/ops.h"
-#include "autograd/trusted_token_ids.h"
 #include "train/train_fixture.h"
 #include "train/trainer.h"
 
@@ -78,16 +77,21 @@ TEST_F(CudaGraphTraining, DropoutRunsEagerlyAndTrains) {
   EXPECT_LT(r.step_losses.back(), r.step_losses.front() - 0.3);
 }
 
-// Direct callers still get an nd::Error for an id outside the vocabulary on the GPU; only inside
-// the trainer's guard (ids checked on the host) is the op's own check skipped.
-TEST_F(CudaGraphTraining, EmbeddingStillRejectsBadIdsOutsideTheGuard) {
+// Direct callers still get an nd::Error for an id outside the vocabulary on the GPU: the op records
+// it on the device (no host sync, so it stays capturable) and check_recorded_token_ids raises it.
+TEST_F(CudaGraphTraining, EmbeddingStillRejectsBadIds) {
   Device gpu = Device::cuda(0);
   Variable wte(Tensor::zeros({5, 4}, DType::F32, gpu), false), wpe(Tensor::zeros({3, 4}, DType::F32, gpu), false);
   Tensor bad = Tensor::full(Shape{1, 3}, 7.0, DType::I32, Device::cpu()).to(gpu);
-  EXPECT_THROW(ops::embedding(bad, wte, wpe), Error);
+  EXPECT_THROW(
+      {
+        ops::embedding(bad, wte, wpe);
+        ops::check_recorded_token_ids(gpu);
+      },
+      Error);
   Tensor good = Tensor::full(Shape{1, 3}, 4.0, DType::I32, Device::cpu()).to(gpu);
-  ops::TrustedTokenIdsGuard trusted;
   EXPECT_EQ(ops::embedding(good, wte, wpe).shape(), (Shape{1, 3, 4}));
+  EXPECT_NO_THROW(ops::check_recorded_token_ids(gpu));  // the record was cleared by the raise
 }
 
 }  // namespace

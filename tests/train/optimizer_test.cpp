@@ -17,7 +17,7 @@ struct Params {
   std::vector<std::pair<std::string, Variable>> named() const { return {{"w", w}, {"e", e}, {"b", b}}; }
 };
 
-void fill_random(Tensor& t, Generator& gen, double scale) { t.copy_from(Tensor::randn(t.shape(), gen, 0.0, scale)); }
+void fill_random(Tensor t, Generator& gen, double scale) { t.copy_from(Tensor::randn(t.shape(), gen, 0.0, scale)); }
 
 // One AdamW update of `p` by hand (torch.optim.AdamW's formula), in double.
 std::vector<double> adamw_by_hand(std::vector<double> p, const std::vector<double>& g, std::vector<double>& m,
@@ -49,7 +49,7 @@ TEST(AdamW, ZeroGradientStepOnlyDecaysTheDecayGroup) {
   Generator gen(1);
   for (Variable* v : {&P.w, &P.e, &P.b}) {
     fill_random(v->data(), gen, 1.0);
-    v->grad_buffer().zero_();
+    v->grad_slot().buffer.zero_();
   }
   auto w0 = P.w.data().to_double_vector(), e0 = P.e.data().to_double_vector(), b0 = P.b.data().to_double_vector();
   AdamWOptions o;
@@ -79,7 +79,7 @@ void check_steps_against_hand(double grad_clip, double grad_std, bool expect_cli
     double sum_sq = 0;
     std::vector<std::vector<double>> grads, before;
     for (Variable* var : vars) {
-      fill_random(var->grad_buffer(), gen, grad_std);
+      fill_random(var->grad_slot().buffer, gen, grad_std);
       grads.push_back(var->grad().to_double_vector());
       before.push_back(var->data().to_double_vector());
       for (double g : grads.back()) sum_sq += g * g;
@@ -119,7 +119,7 @@ TEST(AdamW, ParametersWithoutGradientAreLeftAlone) {
   Generator gen(5);
   fill_random(P.w.data(), gen, 1.0);
   fill_random(P.b.data(), gen, 1.0);
-  fill_random(P.b.grad_buffer(), gen, 1.0);
+  fill_random(P.b.grad_slot().buffer, gen, 1.0);
   auto w0 = P.w.data().to_double_vector();
   AdamW opt(P.named(), AdamWOptions{});
   opt.step(0.1, 0.0);
