@@ -6,10 +6,18 @@ namespace nd::dist {
 ReduceOp parse_reduce_op(const std::string& name) {
   if (name == "sum") return ReduceOp::Sum;
   if (name == "avg") return ReduceOp::Avg;
-  ND_FAIL("unknown reduce op '" << name << "' (expected sum or avg)");
+  if (name == "max") return ReduceOp::Max;
+  ND_FAIL("unknown reduce op '" << name << "' (expected sum, avg or max)");
 }
 
-const char* reduce_op_name(ReduceOp op) { return op == ReduceOp::Sum ? "sum" : "avg"; }
+const char* reduce_op_name(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return "sum";
+    case ReduceOp::Avg: return "avg";
+    case ReduceOp::Max: return "max";
+  }
+  return "?";
+}
 
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what) {
   ND_CHECK(buffer.defined(), what << " is undefined");

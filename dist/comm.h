@@ -10,8 +10,10 @@
 
 namespace nd::dist {
 
-enum class ReduceOp { Sum, Avg };
-ReduceOp parse_reduce_op(const std::string& name);  // "sum" | "avg"
+// Max: f32 on MPI and NCCL (the row maxima of the vocabulary-parallel cross-entropy); the ring
+// all-reduce takes only Sum and Avg.
+enum class ReduceOp { Sum, Avg, Max };
+ReduceOp parse_reduce_op(const std::string& name);  // "sum" | "avg" | "max"
 const char* reduce_op_name(ReduceOp op);
 
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.

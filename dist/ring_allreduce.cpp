@@ -89,6 +89,7 @@ RingChunk ring_chunk(int64_t count, int nranks, int index) {
 }
 
 void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  ND_CHECK(op != ReduceOp::Max, "ring_allreduce sums or averages; take the backend's all-reduce for max");
   if (!prepare(comm, buffer, options, "ring_allreduce buffer")) return;
   Tensor flat = buffer.view({-1});
   if (static_cast<int64_t>(flat.nbytes()) <= direct_max_bytes(comm, options)) {
@@ -102,6 +103,7 @@ void ring_allreduce(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& 
 }
 
 void ring_reduce_scatter(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  ND_CHECK(op != ReduceOp::Max, "ring_reduce_scatter sums or averages; take the backend's for max");
   if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer")) return;
   Tensor flat = buffer.view({-1});
   reduce_scatter_flat(comm, flat, op, options);
