@@ -76,7 +76,8 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   ND_CHECK(c.vocab_rows() % tp.size() == 0,
            "tensor-parallel size " << tp.size() << " does not divide the " << c.vocab_rows()
                                    << " vocabulary rows (vocab_size " << c.vocab_size << ", padded_vocab_size "
-                                   << c.padded_vocab_size << "); pad to " << padded_vocab_rows(c.vocab_size, tp.size(), false));
+                                   << c.padded_vocab_size << "); pad to "
+                                   << padded_vocab_rows(c.vocab_size, tp.size(), false));
   auto transformer = register_module("transformer", std::make_shared<Group>());
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
@@ -112,7 +113,8 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
 // (the same values and the same dropout draws on every rank of the group).
 GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
   const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
-  Variable tokens = dist::reduce_from_tp(ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows()), tp_);
+  Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
+  Variable tokens = dist::reduce_from_tp(own_rows, tp_);
   Variable x = ops::dropout(ops::add_positions(tokens, wpe_), config_.dropout, dropout_gen, training());
   for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
   x = ln_f_->forward(x);

@@ -5,6 +5,7 @@
 // holding the whole vocabulary the cross-entropy gives ops::cross_entropy's bits.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -114,8 +115,8 @@ TEST(VocabParallelCrossEntropy, ForwardCombinesTheRanksStatistics) {
 TEST(VocabParallelCrossEntropy, OneRankGivesTheFusedCrossEntropysBits) {
   Generator gen(11);
   Tensor logits = Tensor::randn({4, 5, 9}, gen, 0.0, 2.0);
-  Tensor targets = Tensor::from_vector(std::vector<int32_t>{0, 6, -1, 3, 2, 5, 1, -1, 0, 4, 6, 6, 2, 3, 5, 0, 1, -1, 4, 2},
-                                       {4, 5});
+  const std::vector<int32_t> t = {0, 6, -1, 3, 2, 5, 1, -1, 0, 4, 6, 6, 2, 3, 5, 0, 1, -1, 4, 2};
+  Tensor targets = Tensor::from_vector(t, {4, 5});
   Variable a(logits.clone(), true), b(logits.clone(), true);
   Variable la = ops::vocab_parallel_cross_entropy(a, targets, 0, 7, kOneRank, kOneRank);
   Variable lb = ops::cross_entropy(b, targets, 7);

@@ -139,8 +139,8 @@ TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
     Variable wte_split(dist::shard_of(wte, rows, tp.rank(), tp.size()), true), wpe_split(wpe.clone(), true);
     Variable y_full = ops::embedding(idx, wte_full, wpe_full);
     const int64_t start = tp.rank() * wte_split.shape()[0];
-    Variable y_split =
-        ops::add_positions(dist::reduce_from_tp(ops::vocab_parallel_embedding(idx, wte_split, start, Vp), tp), wpe_split);
+    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_split, start, Vp);
+    Variable y_split = ops::add_positions(dist::reduce_from_tp(own_rows, tp), wpe_split);
     EXPECT_EQ(test::count_far(y_split.data(), y_full.data(), 0, 0, "y"), 0);
     Tensor r = random({3, 5, C}, 19);
     y_full.backward(r);
