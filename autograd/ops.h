@@ -31,8 +31,11 @@ Variable gelu(const Variable& x);
 // the Philox rule of ops::dropout over B * n_head * T * T counters reserved from `gen` (element
 // (b, h, i, j) uses counter first + ((b * n_head + h) * T + i) * T + j), so CPU and CUDA drop the
 // same probabilities. No dropout and no draw when !training, dropout == 0 or gen is null.
+// Tensor parallelism: with total_heads > 0 the n_head heads of qkv are heads [first_head,
+// first_head + n_head) of a model with total_heads; the draw reserves the counters of all
+// total_heads and each head drops what it drops in the unsplit model.
 Variable attention(const Variable& qkv, int n_head, float dropout = 0.0f, Generator* gen = nullptr,
-                   bool training = false);
+                   bool training = false, int first_head = 0, int total_heads = 0);
 
 // Inverted dropout: keeps each element with probability 1 - p and scales it by 1 / (1 - p).
 // The mask is drawn from `gen` by Philox counter, so CPU and CUDA drop the same elements.

@@ -12,7 +12,9 @@
 
 namespace nd::dist {
 
-enum class ReduceOp { Sum, Avg };
+// Max: f32 on MPI and NCCL (the row maxima of the vocabulary-parallel cross-entropy); the ring
+// all-reduce takes only Sum and Avg.
+enum class ReduceOp { Sum, Avg, Max };
 const char* reduce_op_name(ReduceOp op);
 
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.

@@ -51,6 +51,12 @@ MPI_Op mpi_sum_op(DType dtype) {
   return bf16_op;
 }
 
+MPI_Op mpi_reduce_op(ReduceOp op, DType dtype) {
+  if (op != ReduceOp::Max) return mpi_sum_op(dtype);
+  ND_CHECK(dtype == DType::F32, "max reductions take f32, not " << dtype_name(dtype));
+  return MPI_MAX;
+}
+
 int mpi_count(int64_t numel, const char* what) {
   ND_CHECK(numel <= INT_MAX, what << ": " << numel << " elements exceed MPI's int count");
   return static_cast<int>(numel);
@@ -140,7 +146,7 @@ CommWork MpiComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
   int count = mpi_count(buffer.numel(), "allreduce");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), count, mpi_datatype(buffer.dtype()),
-                          mpi_sum_op(buffer.dtype()), comm_));
+                          mpi_reduce_op(op, buffer.dtype()), comm_));
   if (op == ReduceOp::Avg) scale_for_average(buffer, size_);
   return CommWork();
 }
@@ -154,7 +160,7 @@ CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, Redu
   agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
   int count = mpi_count(output.numel(), "reduce_scatter");
   MPI_CHECK(MPI_Reduce_scatter_block(input.raw_data(), output.raw_data(), count, mpi_datatype(input.dtype()),
-                                     mpi_sum_op(input.dtype()), comm_));
+                                     mpi_reduce_op(op, input.dtype()), comm_));
   if (op == ReduceOp::Avg) scale_for_average(output, size_);
   return CommWork();
 }

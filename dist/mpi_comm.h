@@ -62,6 +62,8 @@ class MpiComm : public Comm {
 // MPI datatype and reduce op for a dtype (bf16 travels as 16-bit words, summed by a user op).
 MPI_Datatype mpi_datatype(DType dtype);
 MPI_Op mpi_sum_op(DType dtype);
+// The MPI operation of `op` for `dtype` (Avg sums; the caller scales). Max takes f32 only.
+MPI_Op mpi_reduce_op(ReduceOp op, DType dtype);
 // Element count as MPI's int, or an nd::Error naming `what` when it does not fit.
 int mpi_count(int64_t numel, const char* what);
 

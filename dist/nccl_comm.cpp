@@ -20,7 +20,14 @@ ncclDataType_t nccl_reduce_type(DType dtype) {
   }
 }
 
-ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::Sum ? ncclSum : ncclAvg; }
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return ncclSum;
+    case ReduceOp::Avg: return ncclAvg;
+    case ReduceOp::Max: return ncclMax;
+  }
+  ND_FAIL("unknown reduce op " << static_cast<int>(op));
+}
 
 // CTAs (channels) of the point-to-point communicator. NCCL spreads one send or recv over
 // p2p channels / nranks of them (more once a channel would carry over 16 MiB), and on 4 H200

@@ -101,6 +101,7 @@ RingChunk ring_chunk(int64_t count, int nranks, int index) {
 }
 
 CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  ND_CHECK(op != ReduceOp::Max, "ring_allreduce sums or averages; take the backend's all-reduce for max");
   if (!prepare(comm, buffer, options, "ring_allreduce buffer", Collective::RingAllReduce, static_cast<int>(op)))
     return CommWork();
   Tensor flat = buffer.view({-1});
@@ -114,6 +115,7 @@ CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const Rin
 }
 
 CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
+  ND_CHECK(op != ReduceOp::Max, "ring_reduce_scatter sums or averages; take the backend's for max");
   if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", Collective::RingReduceScatter,
                static_cast<int>(op)))
     return CommWork();

@@ -1,5 +1,7 @@
 #include "nn/gpt.h"
 
+#include "autograd/parallel_ops.h"
+
 namespace nd::nn {
 
 namespace {
@@ -8,7 +10,9 @@ namespace {
 // (transformer.wte.weight), which the PyTorch tools rely on.
 class WeightHolder : public Module {
  public:
-  explicit WeightHolder(Tensor init) { weight = register_parameter("weight", std::move(init)); }
+  explicit WeightHolder(Tensor init, dist::ShardSpec spec = {}) {
+    weight = register_parameter("weight", std::move(init), spec);
+  }
   Variable weight;
 };
 
@@ -25,7 +29,17 @@ BlockShape block_shape(const GPTConfig& c) {
   return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout};
 }
 
+// The token embedding is split by vocabulary rows.
+constexpr dist::ShardSpec kVocabRows{0, 1};
+
 }  // namespace
+
+int padded_vocab_rows(int vocab_size, int tp, bool on_cuda) {
+  ND_CHECK(vocab_size >= 1 && tp >= 1, "padded_vocab_rows: vocab_size " << vocab_size << ", tp " << tp);
+  if (!on_cuda && tp == 1) return vocab_size;
+  const int multiple = 128 * tp;
+  return (vocab_size + multiple - 1) / multiple * multiple;
+}
 
 void GPTConfig::validate(FieldNames names) const {
   // The train flags name the same fields with dashes: --n-layer for n_layer.
@@ -50,11 +64,12 @@ void GPTConfig::validate(FieldNames names) const {
   ND_CHECK_INPUT(dropout >= 0.0f && dropout < 1.0f, name("dropout") << " must be in [0, 1), got " << dropout);
 }
 
-Block::Block(const GPTConfig& c, Generator& gen, Placement at) : use_residual_(c.use_residual) {
+Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::TensorParallel& tp)
+    : use_residual_(c.use_residual) {
   ln_1_ = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
-  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at));
+  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, tp));
   ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
-  mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at));
+  mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at, tp));
 }
 
 Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
@@ -64,21 +79,29 @@ Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
   return use_residual_ ? ops::add(h, m) : m;
 }
 
-GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype) : config_(config), at_{device, dtype} {
+GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const dist::TensorParallel& tp)
+    : config_(config), at_{device, dtype}, tp_(tp) {
   config_.validate();
   const GPTConfig& c = config_;
+  check_tensor_parallel_shape(c.n_embd, c.n_head, tp.size());
+  ND_CHECK(c.vocab_rows() % tp.size() == 0,
+           "tensor-parallel size " << tp.size() << " does not divide the " << c.vocab_rows()
+                                   << " vocabulary rows (vocab_size " << c.vocab_size << ", padded_vocab_size "
+                                   << c.padded_vocab_size << "); pad to "
+                                   << padded_vocab_rows(c.vocab_size, tp.size(), false));
   auto transformer = register_module("transformer", std::make_shared<Group>());
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
   Tensor wte = Tensor::zeros({c.vocab_rows(), c.n_embd}, DType::F32, Device::cpu());
   wte.narrow(0, c.vocab_size).copy_from(Tensor::randn({c.vocab_size, c.n_embd}, gen, 0.0, 0.02));
-  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte.to(dtype).to(device)))->weight;
+  if (tp.active()) wte = dist::shard_of(wte, kVocabRows, tp.rank(), tp.size());
+  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte.to(dtype).to(device), kVocabRows))->weight;
   wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(
                                      Tensor::randn({c.block_size, c.n_embd}, gen, 0.0, 0.02, dtype, device)))
              ->weight;
   auto h = transformer->add("h", std::make_shared<Group>());
   for (int i = 0; i < c.n_layer; ++i)
-    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_)));
+    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp)));
   ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
 }
 
@@ -86,6 +109,7 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
   ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
            "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
+  if (tp_.active()) return forward_tensor_parallel(idx, targets, dropout_gen);
   Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
   for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
   x = ln_f_->forward(x);
@@ -95,8 +119,28 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
   return out;
 }
 
+// The same steps with a vocabulary-parallel embedding and head. The position embedding is added
+// after the all-reduce of the token rows, so once; from there to ln_f everything is replicated
+// (the same values and the same dropout draws on every rank of the group).
+GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
+  const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
+  Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
+  Variable tokens = dist::reduce_from_tp(own_rows, tp_);
+  Variable x = ops::dropout(ops::add_positions(tokens, wpe_), config_.dropout, dropout_gen, training());
+  for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
+  x = ln_f_->forward(x);
+  Output out;
+  out.logits = ops::linear(dist::copy_to_tp(x, tp_), wte_, Variable());
+  if (targets) out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_);
+  return out;
+}
+
 double GPT::flops_per_token(int T) const {
-  const double N = static_cast<double>(num_parameters());
+  double N = 0;  // parameters of the unsplit model: a shard counts tp times
+  const NamedParameters params = named_parameters();
+  const NamedShardSpecs specs = named_shard_specs();
+  for (size_t i = 0; i < params.size(); ++i)
+    N += static_cast<double>(params[i].second.data().numel()) * (specs[i].second.sharded() ? tp_.size() : 1);
   return 6.0 * N + 12.0 * config_.n_layer * config_.n_embd * static_cast<double>(T);
 }
 

@@ -1,6 +1,11 @@
 // GPT: token + position embedding, n_layer pre-norm blocks, a final LayerNorm, and an output head
 // tied to the token embedding. Two ablation switches: use_layernorm (off: identity in place of
 // every LayerNorm) and use_residual (off: each sublayer's output replaces x instead of adding).
+// Under tensor parallelism (a dist::TensorParallel group of tp ranks) the blocks are split as in
+// nn/layers.h, and the token embedding and the tied head are vocabulary-parallel: each rank holds
+// vocab_rows() / tp rows of wte, and the loss is the vocabulary-parallel cross-entropy, so the
+// full logits never exist. Every parameter keeps its nanoGPT name and holds its shard; its
+// ShardSpec (Module::named_shard_specs) says how. At tp = 1 this is exactly the unsplit model.
 #pragma once
 #include "nn/layers.h"
 
@@ -24,9 +29,14 @@ struct GPTConfig {
   void validate(FieldNames names = FieldNames::Fields) const;
 };
 
+// The padded_vocab_size for a run: like Megatron, a multiple of 128 x tp on the GPU (so each of
+// the tp ranks holds a multiple of 128 rows) and on the CPU when tp > 1; the vocabulary itself on
+// the CPU at tp = 1.
+int padded_vocab_rows(int vocab_size, int tp, bool on_cuda);
+
 class Block : public Module {
  public:
-  Block(const GPTConfig& config, Generator& gen, Placement at);
+  Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
@@ -39,11 +49,15 @@ class Block : public Module {
 
 class GPT : public Module {
  public:
-  GPT(const GPTConfig& config, Generator& init_gen, Device device = Device::cpu(), DType dtype = DType::F32);
+  // Under tp > 1, every rank of the group must pass the same config and an init_gen of the same
+  // seed: it draws each full tensor and keeps its shard. tp must divide n_head, n_embd and
+  // vocab_rows() (see padded_vocab_rows); an nd::Error names the numbers otherwise.
+  GPT(const GPTConfig& config, Generator& init_gen, Device device = Device::cpu(), DType dtype = DType::F32,
+      const dist::TensorParallel& tp = {});
 
   struct Output {
-    Variable logits;  // (B, T, vocab_rows)
-    Variable loss;    // scalar mean cross-entropy; undefined without targets
+    Variable logits;  // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp
+    Variable loss;    // scalar mean cross-entropy, the same on every rank; undefined without targets
   };
   // idx (B, T) i32 on the model's device; targets (B, T) i32 (-1 = ignore) or nullptr.
   Output forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const;
@@ -51,12 +65,17 @@ class GPT : public Module {
   const GPTConfig& config() const { return config_; }
   Device device() const { return at_.device; }
   DType dtype() const { return at_.dtype; }
-  // Training FLOPs per token: 6N for the weights plus 12 L C T for attention scores and values.
+  const dist::TensorParallel& tensor_parallel() const { return tp_; }
+  // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
+  // attention scores and values. Under tp each rank does 1 / tp of them.
   double flops_per_token(int T) const;
 
  private:
+  Output forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const;
+
   GPTConfig config_;
   Placement at_;
+  dist::TensorParallel tp_;
   Variable wte_;
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "nn/parallel_linear.h"
+
 namespace nd::nn {
 
 namespace {
@@ -28,27 +30,46 @@ Variable LayerNorm::forward(const Variable& x) const {
   return enabled_ ? ops::layernorm(x, weight, bias) : x;
 }
 
-CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at) : shape_(shape) {
+void check_tensor_parallel_shape(int64_t n_embd, int n_head, int tp) {
+  ND_CHECK(tp >= 1, "tensor-parallel size must be at least 1, got " << tp);
+  ND_CHECK(n_head % tp == 0, "tensor-parallel size " << tp << " does not divide n_head " << n_head);
+  ND_CHECK(n_embd % tp == 0, "tensor-parallel size " << tp << " does not divide n_embd " << n_embd);
+}
+
+CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at,
+                                         const dist::TensorParallel& tp)
+    : shape_(shape), tp_(tp) {
   ND_CHECK(shape.n_embd % shape.n_head == 0,
            "n_embd " << shape.n_embd << " is not divisible by n_head " << shape.n_head);
-  c_attn_ = register_module("c_attn", std::make_shared<Linear>(shape.n_embd, 3 * shape.n_embd, shape.bias,
-                                                                kInitStd, gen, at));
-  c_proj_ = register_module("c_proj", std::make_shared<Linear>(shape.n_embd, shape.n_embd, shape.bias,
-                                                                residual_projection_std(shape.n_layer), gen, at));
+  check_tensor_parallel_shape(shape.n_embd, shape.n_head, tp.size());
+  // q, k and v are split by head each: this rank's qkv is [q heads; k heads; v heads] of its own,
+  // the packed layout ops::attention reads, with no copy.
+  c_attn_ = register_module("c_attn", std::make_shared<ColumnParallelLinear>(shape.n_embd, 3 * shape.n_embd,
+                                                                              shape.bias, kInitStd, gen, at, tp, 3));
+  c_proj_ = register_module("c_proj",
+                            std::make_shared<RowParallelLinear>(shape.n_embd, shape.n_embd, shape.bias,
+                                                                residual_projection_std(shape.n_layer), gen, at, tp));
 }
 
 Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
   Variable qkv = c_attn_->forward(x);
-  // nanoGPT's attn_dropout on the probabilities, then its resid_dropout on the projection.
-  Variable y = ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training());
+  // nanoGPT's attn_dropout on the probabilities, then its resid_dropout on the projection. Under
+  // tp each local head drops what its global head drops at tp = 1.
+  const int local_heads = shape_.n_head / tp_.size();
+  Variable y = tp_.active() ? ops::attention(qkv, local_heads, shape_.dropout, &dropout_gen, training(),
+                                             tp_.rank() * local_heads, shape_.n_head)
+                            : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training());
   return ops::dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training());
 }
 
-MLP::MLP(const BlockShape& shape, Generator& gen, Placement at) : dropout_(shape.dropout) {
-  c_fc_ = register_module("c_fc", std::make_shared<Linear>(shape.n_embd, 4 * shape.n_embd, shape.bias,
-                                                            kInitStd, gen, at));
-  c_proj_ = register_module("c_proj", std::make_shared<Linear>(4 * shape.n_embd, shape.n_embd, shape.bias,
-                                                                residual_projection_std(shape.n_layer), gen, at));
+MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp)
+    : dropout_(shape.dropout) {
+  check_tensor_parallel_shape(shape.n_embd, shape.n_head, tp.size());
+  c_fc_ = register_module("c_fc", std::make_shared<ColumnParallelLinear>(shape.n_embd, 4 * shape.n_embd, shape.bias,
+                                                                          kInitStd, gen, at, tp));
+  c_proj_ = register_module("c_proj",
+                            std::make_shared<RowParallelLinear>(4 * shape.n_embd, shape.n_embd, shape.bias,
+                                                                residual_projection_std(shape.n_layer), gen, at, tp));
 }
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {

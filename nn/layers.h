@@ -3,6 +3,7 @@
 // it is given, in a fixed order, so one seed gives one model on every device.
 #pragma once
 #include "autograd/ops.h"
+#include "dist/tp_mappings.h"
 #include "nn/module.h"
 
 namespace nd::nn {
@@ -44,29 +45,41 @@ struct BlockShape {
   float dropout;
 };
 
+class ColumnParallelLinear;
+class RowParallelLinear;
+
+// Attention and MLP take a tensor-parallel group (default: none, tp = 1). Under tp the attention
+// keeps n_head / tp heads (c_attn column-parallel with q, k and v each split by head, c_proj
+// row-parallel) and the MLP a quarter-width slice (c_fc column-, c_proj row-parallel); input and
+// output are the full (B, T, C) on every rank. A tp that does not divide n_head and n_embd is an
+// nd::Error naming the numbers.
 class CausalSelfAttention : public Module {
  public:
-  CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at);
+  CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   // x (B, T, C) -> (B, T, C)
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
   BlockShape shape_;
-  std::shared_ptr<Linear> c_attn_;
-  std::shared_ptr<Linear> c_proj_;
+  dist::TensorParallel tp_;
+  std::shared_ptr<ColumnParallelLinear> c_attn_;
+  std::shared_ptr<RowParallelLinear> c_proj_;
 };
 
 class MLP : public Module {
  public:
-  MLP(const BlockShape& shape, Generator& gen, Placement at);
+  MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   // x (B, T, C) -> (B, T, C)
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
   float dropout_;
-  std::shared_ptr<Linear> c_fc_;
-  std::shared_ptr<Linear> c_proj_;
+  std::shared_ptr<ColumnParallelLinear> c_fc_;
+  std::shared_ptr<RowParallelLinear> c_proj_;
 };
+
+// Raises nd::Error unless tp divides n_head and n_embd, naming the numbers.
+void check_tensor_parallel_shape(int64_t n_embd, int n_head, int tp);
 
 // GPT-2's standard deviation for the projections that write into the residual stream.
 double residual_projection_std(int n_layer);

@@ -1,5 +1,7 @@
 // Module: ordered, named parameters and submodules. named_parameters() walks the tree in
 // registration order, so names and order are stable (checkpoints and DDP buckets rely on it).
+// Each parameter also says how tensor parallelism splits it (replicated unless registered with a
+// ShardSpec), so checkpoints can gather full tensors and slice them again.
 #pragma once
 #include <memory>
 #include <string>
@@ -7,16 +9,20 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "dist/tensor_shard.h"
 
 namespace nd::nn {
 
 using NamedParameters = std::vector<std::pair<std::string, Variable>>;
+using NamedShardSpecs = std::vector<std::pair<std::string, dist::ShardSpec>>;
 
 class Module {
  public:
   virtual ~Module() = default;
 
   NamedParameters named_parameters() const;
+  // The parameters' shard specs, in the order and with the names of named_parameters().
+  NamedShardSpecs named_shard_specs() const;
   std::vector<Variable> parameters() const;
   int64_t num_parameters() const;
 
@@ -27,7 +33,7 @@ class Module {
   void zero_grad();
 
  protected:
-  Variable register_parameter(const std::string& name, Tensor init);
+  Variable register_parameter(const std::string& name, Tensor init, dist::ShardSpec spec = {});
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     children_.emplace_back(name, module);
@@ -36,8 +42,10 @@ class Module {
 
  private:
   void collect(const std::string& prefix, NamedParameters& out) const;
+  void collect_specs(const std::string& prefix, NamedShardSpecs& out) const;
 
   NamedParameters params_;
+  std::vector<dist::ShardSpec> specs_;  // one per entry of params_
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

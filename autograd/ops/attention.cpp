@@ -27,17 +27,27 @@ AttentionDims attention_dims(const Tensor& qkv, int n_head) {
 
 }  // namespace
 
-Variable attention(const Variable& qkv, int n_head, float dropout, Generator* gen, bool training) {
+Variable attention(const Variable& qkv, int n_head, float dropout, Generator* gen, bool training, int first_head,
+                   int total_heads) {
   const Tensor& x = qkv.data();
   const AttentionDims d = attention_dims(x, n_head);
   ND_CHECK(dropout >= 0.0f && dropout <= 1.0f,
            "attention: dropout must lie in [0, 1], got " << dropout << " for qkv " << shape_str(x.shape()));
+  ND_CHECK(total_heads == 0 || (first_head >= 0 && first_head + n_head <= total_heads),
+           "attention: heads [" << first_head << ", " << first_head + n_head << ") do not lie in the "
+                                << total_heads << " heads of the model");
   AttentionDropout drop;  // inactive (p = 0) unless training with a generator
   if (training && dropout > 0.0f && gen != nullptr) {
+    const int64_t all_heads = total_heads > 0 ? total_heads : d.NH;
     drop.p = dropout;
     drop.seed = gen->seed();
     drop.stream = gen->stream();
-    drop.first = gen->advance(static_cast<uint64_t>(d.B * d.NH * d.T * d.T));
+    drop.first = gen->advance(static_cast<uint64_t>(d.B * all_heads * d.T * d.T));
+    if (total_heads > 0) {
+      drop.first_head = first_head;
+      drop.local_heads = d.NH;
+      drop.total_heads = total_heads;
+    }
   }
   Tensor out = Tensor::empty({d.B, d.T, d.C}, x.dtype(), x.device());
   // Backward recomputes the probabilities from each row's log-sum-exp (B, NH, T).

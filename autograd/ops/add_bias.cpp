@@ -1,0 +1,89 @@
+// ops::add_bias and ops::add_positions: a row vector broadcast over rows (kernels/*/bias_add.*).
+// The position embedding is the same thing with rows of T * C elements: x (B, T*C) + wpe[:T]
+// flattened. Backward passes the gradient through to x and sums it over rows into the vector.
+#include "autograd/dispatch.h"
+#include "autograd/parallel_ops.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cpu/bias_add.h"
+#include "kernels/cuda/add.h"
+#include "kernels/cuda/bias_add.h"
+#include "kernels/cuda/dispatch.h"
+
+namespace nd::ops {
+
+namespace {
+
+// out (M, N) = x + the first N elements of b, b contiguous.
+void bias_add_forward_on_device(const Tensor& x, const Tensor& b, Tensor& out, int64_t M, int64_t N) {
+  if (x.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "add_bias",
+                           cuda::bias_add_forward(x.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), M, N));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(x.dtype(), "add_bias",
+                        cpu::bias_add_forward(x.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), M, N));
+}
+
+// The first N elements of db += column sums of dout (M, N).
+void bias_add_backward_on_device(const Tensor& dout, Tensor& db, int64_t M, int64_t N) {
+  if (dout.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "add_bias backward",
+                           cuda::bias_add_backward(dout.data<scalar_t>(), db.data<scalar_t>(), M, N));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "add_bias backward",
+                        cpu::bias_add_backward(dout.data<scalar_t>(), db.data<scalar_t>(), M, N));
+}
+
+void check_same_placement(const Tensor& x, const Tensor& b, const char* what) {
+  ND_CHECK(b.dtype() == x.dtype(), what << ": " << b.str() << " and x " << x.str() << " differ in dtype");
+  ND_CHECK(b.device() == x.device(), what << ": " << b.str() << " and x " << x.str() << " are on different devices");
+}
+
+// out = x + b broadcast over M rows of N elements; b's first N elements are the vector.
+Variable broadcast_add(const Variable& x, const Variable& b, int64_t M, int64_t N) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
+  bias_add_forward_on_device(x.data(), b.data(), out, M, N);
+  return make_result(out, {x, b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, in[1].grad_buffer(), M, N);
+    if (in[0].requires_grad()) pass_gradient(grad_out, in[0]);
+  });
+}
+
+}  // namespace
+
+void pass_gradient(const Tensor& dout, Variable& in) {
+  if (!in.is_leaf() && !in.has_grad()) {
+    in.impl()->grad = dout;
+    return;
+  }
+  Tensor& grad = in.grad_buffer();
+  if (dout.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "gradient accumulation",
+                           cuda::accumulate(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "gradient accumulation",
+                        cpu::add_inplace(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
+}
+
+Variable add_bias(const Variable& x, const Variable& b) {
+  ND_CHECK(x.data().ndim() >= 1, "add_bias: x must have at least one dimension, got " << x.data().str());
+  const int64_t N = x.shape().back();
+  ND_CHECK(b.data().ndim() == 1 && b.shape()[0] == N,
+           "add_bias: b " << shape_str(b.shape()) << " does not match x " << shape_str(x.shape()) << ": expected ["
+                          << N << "]");
+  check_same_placement(x.data(), b.data(), "add_bias: b");
+  return broadcast_add(x, b, N == 0 ? 0 : x.data().numel() / N, N);
+}
+
+Variable add_positions(const Variable& x, const Variable& wpe) {
+  ND_CHECK(x.data().ndim() == 3, "add_positions: x must be (B, T, C), got " << x.data().str());
+  ND_CHECK(wpe.data().ndim() == 2 && wpe.shape()[1] == x.shape()[2] && wpe.shape()[0] >= x.shape()[1],
+           "add_positions: wpe " << shape_str(wpe.shape()) << " does not cover x " << shape_str(x.shape())
+                                 << ": expected (Tmax >= " << x.shape()[1] << ", " << x.shape()[2] << ")");
+  check_same_placement(x.data(), wpe.data(), "add_positions: wpe");
+  return broadcast_add(x, wpe, x.shape()[0], x.shape()[1] * x.shape()[2]);
+}
+
+}  // namespace nd::ops

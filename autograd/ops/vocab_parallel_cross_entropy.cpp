@@ -1,0 +1,135 @@
+// ops::vocab_parallel_cross_entropy: the three forward steps of kernels/*/vocab_parallel_cross_entropy.*
+// with the caller's two reductions between them. The loss is a 0-d tensor. Backward reads the
+// logits from the input, the targets (shared, not copied: do not overwrite them before backward)
+// and the saved (N + 1) buffer: each row's log-sum-exp, then the number of counted rows.
+#include <algorithm>
+
+#include "autograd/dispatch.h"
+#include "autograd/parallel_ops.h"
+#include "kernels/cpu/cross_entropy.h"
+#include "kernels/cpu/vocab_parallel_cross_entropy.h"
+#include "kernels/cuda/dispatch.h"
+#include "kernels/cuda/vocab_parallel_cross_entropy.h"
+
+namespace nd::ops {
+
+namespace {
+
+struct VocabCrossEntropyDims {
+  int64_t N, Vl, valid, vocab_start, V;
+};
+
+VocabCrossEntropyDims dims_of(const Tensor& logits, const Tensor& targets, int64_t vocab_start, int64_t V) {
+  ND_CHECK(logits.ndim() >= 1, "vocab_parallel_cross_entropy: logits must be (B, T, Vl), got " << logits.str());
+  ND_CHECK(targets.defined(), "vocab_parallel_cross_entropy: targets are undefined");
+  check_dtype(targets, DType::I32, "vocab_parallel_cross_entropy: targets");
+  check_device(targets, logits.device(), "vocab_parallel_cross_entropy: targets");
+  const Shape& ls = logits.shape();
+  const Shape row_shape(ls.begin(), ls.end() - 1);
+  ND_CHECK(targets.shape() == row_shape, "vocab_parallel_cross_entropy: targets "
+                                             << shape_str(targets.shape()) << " do not match logits "
+                                             << shape_str(ls) << " (expected " << shape_str(row_shape) << ")");
+  const int64_t Vl = ls.back();
+  ND_CHECK(Vl >= 1 && V >= 1 && vocab_start >= 0,
+           "vocab_parallel_cross_entropy: logits " << shape_str(ls) << ", vocab_start " << vocab_start
+                                                   << ", vocab_size " << V);
+  const int64_t valid = std::clamp<int64_t>(V - vocab_start, 0, Vl);
+  return {targets.numel(), Vl, valid, vocab_start, V};
+}
+
+void local_stats_on_device(const Tensor& logits, const Tensor& targets, Tensor& row_max, Tensor& stats,
+                           const VocabCrossEntropyDims& d) {
+  if (logits.device().is_cuda()) {
+    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy",
+                           cuda::vocab_parallel_ce_local_stats(logits.data<scalar_t>(), targets.data<int32_t>(),
+                                                               row_max.data<float>(), stats.data<float>(), d.N, d.Vl,
+                                                               d.valid, d.vocab_start));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy",
+                        cpu::vocab_parallel_ce_local_stats(logits.data<scalar_t>(), targets.data<int32_t>(),
+                                                           row_max.data<scalar_t>(), stats.data<scalar_t>(), d.N,
+                                                           d.Vl, d.valid, d.vocab_start));
+}
+
+void rescale_on_device(const Tensor& row_max, Tensor& stats, const VocabCrossEntropyDims& d) {
+  if (stats.device().is_cuda()) {
+#if NANODIST_WITH_CUDA
+    cuda::vocab_parallel_ce_rescale(row_max.data<float>(), stats.data<float>(), d.N);
+    return;
+#else
+    ND_FAIL("vocab_parallel_cross_entropy: this nanodist was built without CUDA");
+#endif
+  }
+  ND_DISPATCH_CPU_FLOAT(stats.dtype(), "vocab_parallel_cross_entropy",
+                        cpu::vocab_parallel_ce_rescale(row_max.data<scalar_t>(), stats.data<scalar_t>(), d.N));
+}
+
+// Writes the loss and saved (N + 1): row_lse, then count.
+void loss_on_device(const Tensor& row_max, const Tensor& stats, const Tensor& targets, Tensor& loss, Tensor& saved,
+                    const VocabCrossEntropyDims& d) {
+  if (loss.device().is_cuda()) {
+    float* lse = saved.data<float>();
+    ND_DISPATCH_CUDA_FLOAT(loss.dtype(), "vocab_parallel_cross_entropy",
+                           cuda::vocab_parallel_ce_loss(row_max.data<float>(), stats.data<float>(),
+                                                        targets.data<int32_t>(), loss.data<scalar_t>(), lse,
+                                                        lse + d.N, d.N, d.V));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(loss.dtype(), "vocab_parallel_cross_entropy", {
+    scalar_t* lse = saved.data<scalar_t>();
+    cpu::vocab_parallel_ce_loss(row_max.data<scalar_t>(), stats.data<scalar_t>(), targets.data<int32_t>(),
+                                loss.data<scalar_t>(), lse, lse + d.N, d.N, d.V);
+  });
+}
+
+void backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor& targets, const Tensor& saved,
+                        Tensor& dlogits, bool accumulate, const VocabCrossEntropyDims& d) {
+  if (logits.device().is_cuda()) {
+    const float* lse = saved.data<float>();
+    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy backward",
+                           cuda::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse,
+                                                            lse + d.N, dloss.data<scalar_t>(),
+                                                            dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
+                                                            d.vocab_start, accumulate));
+    return;
+  }
+  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy backward", {
+    const scalar_t* lse = saved.data<scalar_t>();
+    cpu::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
+                                    dloss.data<scalar_t>(), dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
+                                    d.vocab_start, accumulate);
+  });
+}
+
+}  // namespace
+
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
+                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                      const RowStatsReduce& sum_over_ranks) {
+  const Tensor& x = logits.data();
+  const VocabCrossEntropyDims d = dims_of(x, targets, vocab_start, vocab_size);
+  // Every rank sees the same targets, so a bad one raises on all of them before any reduction.
+  if (x.device().is_cpu()) cpu::count_cross_entropy_targets(targets.data<int32_t>(), d.N, d.V);
+  const DType stats_dtype = x.device().is_cuda() ? DType::F32 : x.dtype();
+  Tensor row_max = Tensor::empty({2, d.N}, stats_dtype, x.device());
+  Tensor stats = Tensor::empty({2, d.N}, stats_dtype, x.device());
+  local_stats_on_device(x, targets, row_max, stats, d);
+  Tensor global_max = row_max.select(1);
+  max_over_ranks(global_max);
+  rescale_on_device(row_max, stats, d);
+  sum_over_ranks(stats);
+  Tensor loss = Tensor::empty({}, x.dtype(), x.device());
+  Tensor saved = Tensor::empty({d.N + 1}, stats_dtype, x.device());
+  loss_on_device(row_max, stats, targets, loss, saved, d);
+  return make_result(loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
+    if (!inputs[0].requires_grad()) return;
+    Variable& in = inputs[0];
+    // A first gradient is written, not added: no zero-filled (N, Vl) buffer beforehand.
+    const bool fresh = !in.has_grad();
+    if (fresh) in.impl()->grad = Tensor::empty(in.shape(), in.dtype(), in.device());
+    backward_on_device(grad_out, in.data(), targets, saved, in.grad_buffer(), !fresh, d);
+  });
+}
+
+}  // namespace nd::ops

@@ -1,0 +1,45 @@
+// Differentiable ops for the tensor-parallel layers (Megatron style). None communicates: the
+// all-reduces around them belong to dist/ (dist/tp_mappings.h), which passes them in where an op
+// needs one in its middle (the vocabulary-parallel cross-entropy). Implementations:
+// autograd/ops/add_bias.cpp, vocab_parallel_embedding.cpp, vocab_parallel_cross_entropy.cpp.
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "autograd/variable.h"
+
+namespace nd::ops {
+
+// x (..., N) + b (N) on every row: the bias of a row-parallel linear layer, added once after the
+// all-reduce of the ranks' partial products.
+Variable add_bias(const Variable& x, const Variable& b);
+
+// x (B, T, C) + wpe[t] for t < T, wpe (Tmax, C) with T <= Tmax: the position embedding, added
+// after the all-reduce of the vocabulary-parallel token embedding.
+Variable add_positions(const Variable& x, const Variable& wpe);
+
+// idx (B, T) i32 global token ids in [0, vocab_rows); wte (Vl, C) holds rows [vocab_start,
+// vocab_start + Vl) of the token embedding -> (B, T, C): the row of each id this rank holds, zeros
+// for the others. An id outside [0, vocab_rows) is an nd::Error (unchecked inside a
+// TrustedTokenIdsGuard, like ops::embedding).
+Variable vocab_parallel_embedding(const Tensor& idx, const Variable& wte, int64_t vocab_start, int64_t vocab_rows);
+
+// An in-place reduction of a per-row statistics buffer over the ranks of a tensor-parallel group.
+using RowStatsReduce = std::function<void(Tensor& buffer)>;
+
+// logits (B, T, Vl): columns [vocab_start, vocab_start + Vl) of the padded vocabulary; targets
+// (B, T) i32 global ids in [0, vocab_size) or -1 (ignored), the same on every rank. -> scalar mean
+// over the targets that are not -1 of -log softmax(full logits[:vocab_size])[target], the same
+// on every rank, without gathering the logits: max_over_ranks reduces an (N) buffer by maximum,
+// sum_over_ranks a (2, N) one by sum. Backward is local. Padding columns (global id >= vocab_size)
+// take no probability and get zero gradient. On the CPU a target outside [0, vocab_size) other
+// than -1 is an nd::Error (raised before any reduction); on the GPU it makes the loss NaN.
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
+                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                      const RowStatsReduce& sum_over_ranks);
+
+// Adds dout into in's gradient: a non-leaf without a gradient yet takes dout's buffer itself (no
+// copy; dout is the consumer's gradient, dropped after its node ran); otherwise dout is added.
+void pass_gradient(const Tensor& dout, Variable& in);
+
+}  // namespace nd::ops

@@ -1,0 +1,56 @@
+// The tensor-parallel mappings. allreduce_for_tp is the single place where they meet a
+// collective; the Comm's ordering contract (dist/comm.h) makes each result ready for the compute
+// work queued after it.
+#include "dist/tp_mappings.h"
+
+#include "autograd/parallel_ops.h"
+#include "dist/ring_allreduce.h"
+
+namespace nd::dist {
+
+void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl) {
+  if (comm.size() == 1) return;
+  if (impl == AllreduceImpl::Ring && op != ReduceOp::Max) {
+    ring_allreduce(comm, buffer, op);
+  } else {
+    comm.allreduce(buffer, op);
+  }
+}
+
+Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
+  if (!tp.active()) return x;
+  Comm* comm = tp.comm;
+  const AllreduceImpl impl = tp.impl;
+  return make_result(x.data(), {x}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (!in[0].requires_grad()) return;
+    // grad_out is this node's own gradient, dropped after this closure: reduce it in place.
+    Tensor summed = grad_out;
+    allreduce_for_tp(*comm, summed, ReduceOp::Sum, impl);
+    ops::pass_gradient(summed, in[0]);
+  });
+}
+
+Variable reduce_from_tp(const Variable& x, const TensorParallel& tp) {
+  if (!tp.active()) return x;
+  Tensor summed = x.data();
+  allreduce_for_tp(*tp.comm, summed, ReduceOp::Sum, tp.impl);
+  return make_result(summed, {x}, [](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (in[0].requires_grad()) ops::pass_gradient(grad_out, in[0]);
+  });
+}
+
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_size,
+                                      const TensorParallel& tp) {
+  ND_CHECK(logits.data().ndim() >= 1, "vocab_parallel_cross_entropy: logits must be (B, T, Vl), got "
+                                          << logits.data().str());
+  const int64_t vocab_start = static_cast<int64_t>(tp.rank()) * logits.shape().back();
+  auto reduce = [&tp](ReduceOp op) {
+    return [&tp, op](Tensor& buffer) {
+      if (tp.active()) allreduce_for_tp(*tp.comm, buffer, op, tp.impl);
+    };
+  };
+  return ops::vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, reduce(ReduceOp::Max),
+                                           reduce(ReduceOp::Sum));
+}
+
+}  // namespace nd::dist

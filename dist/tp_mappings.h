@@ -1,0 +1,47 @@
+// Tensor parallelism's communication (Megatron style): the group a layer's ranks form, the one
+// helper every tensor-parallel collective goes through, and the mirrored autograd pairs
+// copy_to_tp (identity forward, all-reduce of the gradient backward) and reduce_from_tp
+// (all-reduce forward, identity backward), plus the vocabulary-parallel cross-entropy, whose
+// forward all-reduces per-row statistics. At tp = 1 (no comm, or one rank) nothing communicates.
+#pragma once
+#include <cstdint>
+
+#include "autograd/variable.h"
+#include "dist/comm.h"
+#include "dist/ddp.h"
+
+namespace nd::dist {
+
+// The tensor-parallel group of this rank and the all-reduce it uses (--allreduce native|ring).
+struct TensorParallel {
+  Comm* comm = nullptr;  // nullptr or a one-rank comm: tp = 1
+  AllreduceImpl impl = AllreduceImpl::Native;
+
+  int size() const { return comm ? comm->size() : 1; }
+  int rank() const { return comm ? comm->rank() : 0; }
+  bool active() const { return size() > 1; }
+};
+
+// In place on `buffer` (on comm.device(), contiguous): the reduction over the group, ready for
+// the compute stream when this returns. Ring takes Sum and Avg; Max always runs on the backend's
+// own all-reduce (MPI or NCCL). Every tensor-parallel collective goes through here.
+void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl);
+
+// x (any shape), replicated on the group's ranks -> x itself; backward all-reduces (sums) the
+// gradient over the group. Put before a column-parallel layer.
+Variable copy_to_tp(const Variable& x, const TensorParallel& tp);
+
+// x, this rank's partial sum -> the sum over the group; backward passes the gradient through.
+// x's buffer is reduced in place and becomes the result (no copy), so x must be an op output
+// that nothing else reads, such as a row-parallel product or the vocabulary-parallel embedding.
+Variable reduce_from_tp(const Variable& x, const TensorParallel& tp);
+
+// logits (B, T, Vl), this rank's columns [rank * Vl, (rank + 1) * Vl) of the padded vocabulary;
+// targets (B, T) in [0, vocab_size) or -1, the same on every rank of the group -> the scalar mean
+// cross-entropy over the full vocabulary [0, vocab_size), equal on every rank: all-reduces of each
+// row's max (one collective) and of its sum of exponentials and target logit (packed, one more);
+// backward is local. See ops::vocab_parallel_cross_entropy.
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_size,
+                                      const TensorParallel& tp);
+
+}  // namespace nd::dist

@@ -1,0 +1,20 @@
+// Broadcast add of a row vector on the GPU (see kernels/cpu/bias_add.h, the reference): out = x + b
+// over every row, and the gradient of b as a deterministic column sum.
+#pragma once
+#include "kernels/cuda/stream_type.h"
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace nd::cuda {
+
+// x (M, N), b (N) -> out (M, N) = x[m] + b, summed in f32. out may be x. T = float or bf16.
+template <typename T>
+void bias_add_forward(const T* x, const T* b, T* out, int64_t M, int64_t N, cudaStream_t stream = nullptr);
+
+// dout (M, N) -> db (N) += sum over rows of dout, rows summed in a fixed order.
+template <typename T>
+void bias_add_backward(const T* dout, T* db, int64_t M, int64_t N, cudaStream_t stream = nullptr);
+
+}  // namespace nd::cuda

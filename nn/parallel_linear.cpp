@@ -1,0 +1,40 @@
+// The tensor-parallel linear layers: initialisation by drawing whole and slicing, and the
+// row-parallel forward (partial product, all-reduce, then the bias once).
+#include "nn/parallel_linear.h"
+
+#include "autograd/parallel_ops.h"
+
+namespace nd::nn {
+
+Tensor draw_shard(const Shape& full_shape, double std, Generator& gen, Placement at, const dist::ShardSpec& spec,
+                  const dist::TensorParallel& tp) {
+  Tensor full = Tensor::randn(full_shape, gen, 0.0, std, at.dtype, at.device);
+  if (!tp.active() || !spec.sharded()) return full;
+  return dist::shard_of(full.to(Device::cpu()), spec, tp.rank(), tp.size()).to(at.device);
+}
+
+ColumnParallelLinear::ColumnParallelLinear(int64_t in, int64_t out, bool has_bias, double init_std, Generator& gen,
+                                           Placement at, const dist::TensorParallel& tp, int parts)
+    : tp_(tp) {
+  const dist::ShardSpec rows{0, parts};
+  weight = register_parameter("weight", draw_shard({out, in}, init_std, gen, at, rows, tp), rows);
+  if (has_bias)
+    bias = register_parameter("bias", Tensor::zeros(dist::shard_shape({out}, rows, tp.size()), at.dtype, at.device),
+                              rows);
+}
+
+RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, bool has_bias, double init_std, Generator& gen,
+                                     Placement at, const dist::TensorParallel& tp)
+    : tp_(tp) {
+  const dist::ShardSpec columns{1, 1};
+  weight = register_parameter("weight", draw_shard({out, in}, init_std, gen, at, columns, tp), columns);
+  if (has_bias) bias = register_parameter("bias", Tensor::zeros({out}, at.dtype, at.device));
+}
+
+Variable RowParallelLinear::forward(const Variable& x) const {
+  if (!tp_.active()) return ops::linear(x, weight, bias);
+  Variable sum = dist::reduce_from_tp(ops::linear(x, weight, Variable()), tp_);
+  return bias.defined() ? ops::add_bias(sum, bias) : sum;
+}
+
+}  // namespace nd::nn

@@ -1,0 +1,51 @@
+// Megatron's tensor-parallel linear layers. ColumnParallelLinear splits the output features over
+// the group (each rank computes its columns of the output); RowParallelLinear splits the input
+// features (each rank computes a partial sum, all-reduced). A column-parallel layer feeding a
+// row-parallel one needs no communication between them. Weights are drawn whole from the
+// generator, as the unsplit Linear draws them, and sliced, so any tp starts from the tp = 1 model;
+// at tp = 1 both are exactly Linear.
+#pragma once
+#include "dist/tp_mappings.h"
+#include "nn/layers.h"
+
+namespace nd::nn {
+
+class ColumnParallelLinear : public Module {
+ public:
+  // Full weight (out, in) ~ N(0, init_std), of which this rank keeps rows: with parts > 1 the
+  // output packs `parts` equal blocks (c_attn: q, k, v), each split on its own, so the shard is
+  // [block 0 rows of this rank; block 1 rows; ...]. weight (out / tp, in); bias (out / tp) = 0.
+  ColumnParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
+                       const dist::TensorParallel& tp, int parts = 1);
+  // x (..., in), the same on every rank -> (..., out / tp), this rank's output features.
+  Variable forward(const Variable& x) const { return ops::linear(dist::copy_to_tp(x, tp_), weight, bias); }
+
+  Variable weight;
+  Variable bias;  // undefined without bias
+
+ private:
+  dist::TensorParallel tp_;
+};
+
+class RowParallelLinear : public Module {
+ public:
+  // Full weight (out, in) ~ N(0, init_std), of which this rank keeps columns: weight (out, in / tp).
+  // bias (out) = 0, replicated, added once after the all-reduce.
+  RowParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
+                    const dist::TensorParallel& tp);
+  // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank.
+  Variable forward(const Variable& x) const;
+
+  Variable weight;
+  Variable bias;  // undefined without bias
+
+ private:
+  dist::TensorParallel tp_;
+};
+
+// A parameter of `full_shape` drawn as the unsplit layer draws it (N(0, std) from gen), then this
+// rank's shard of it by `spec`, placed at `at`.
+Tensor draw_shard(const Shape& full_shape, double std, Generator& gen, Placement at, const dist::ShardSpec& spec,
+                  const dist::TensorParallel& tp);
+
+}  // namespace nd::nn

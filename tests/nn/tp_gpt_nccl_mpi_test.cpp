@@ -1,0 +1,112 @@
+// Tensor parallelism on NCCL under mpirun, one rank per GPU: the mappings against closed-form sums
+// with the native and the ring all-reduce, and the tensor-parallel GPT (f32, with and without
+// dropout) against the tp = 1 GPT on the same GPU: loss and gradients gathered over the group.
+// Skips where there is no GPU or fewer GPUs than ranks.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+#include "autograd/ops.h"
+#include "dist/world.h"
+#include "nn/gpt.h"
+#include "tests/dist/collective_inputs.h"
+#include "tests/nn/tp_test_util.h"
+
+namespace nd::nn {
+namespace {
+
+using dist::TensorParallel;
+
+bool enough_gpus() {
+  if (!cuda_available()) return false;
+  int gpus = 0, size = 1;
+#if NANODIST_WITH_CUDA
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
+#endif
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  int enough = gpus >= size ? 1 : 0, all = 0;
+  MPI_Allreduce(&enough, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return all == 1;
+}
+
+#define SKIP_WITHOUT_GPUS() \
+  if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank"
+
+// One NCCL world for the binary, never destroyed (see tests/dist/nccl_ring_mpi_test.cpp).
+dist::Comm& gpu_world() {
+  static dist::Comm* comm = dist::make_world_comm(Device::cuda(0), false).release();
+  return *comm;
+}
+
+template <typename Check>
+void for_each_group(Check check) {
+  for (int tp : test::tensor_parallel_sizes(gpu_world().size())) {
+    std::unique_ptr<dist::Comm> group = test::make_tp_group(gpu_world(), tp);
+    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
+      SCOPED_TRACE(testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
+      check(TensorParallel{group.get(), impl});
+    }
+  }
+}
+
+TEST(TensorParallelNccl, MappingsSumOverTheGroup) {
+  SKIP_WITHOUT_GPUS();
+  for_each_group([](const TensorParallel& tp) {
+    const int64_t n = 1000;
+    const Device gpu = gpu_world().device();
+    Variable x(test::rank_input(0, n, DType::F32, 1, gpu), true);
+    Variable y = dist::copy_to_tp(x, tp);
+    y.backward(test::rank_input(tp.rank(), n, DType::F32, 2, gpu));
+    EXPECT_EQ(test::count_mismatches(x.grad().to_double_vector(), test::sum_over_ranks(tp.size(), n, 2), 0, "dx"), 0);
+    Variable w(test::rank_input(tp.rank(), n, DType::F32, 3, gpu), true);
+    Variable sum = dist::reduce_from_tp(ops::add(w, Variable(Tensor::zeros({n}, DType::F32, gpu))), tp);
+    EXPECT_EQ(test::count_mismatches(sum.data().to_double_vector(), test::sum_over_ranks(tp.size(), n, 3), 0, "y"),
+              0);
+  });
+}
+
+void check_gpt(const TensorParallel& tp, float dropout) {
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 4;
+  c.n_embd = 64;
+  c.block_size = 16;
+  c.vocab_size = 65;
+  c.padded_vocab_size = padded_vocab_rows(c.vocab_size, tp.size(), true);
+  c.dropout = dropout;
+  const Device gpu = gpu_world().device();
+  Generator g1(3), g2(3);
+  GPT full(c, g1, gpu);
+  GPT split(c, g2, gpu, DType::F32, tp);
+  Tensor idx = test::random_ids({4, 16}, c.vocab_size, 4).to(gpu);
+  Tensor targets = test::random_ids({4, 16}, c.vocab_size, 5).to(gpu);
+  Generator d1(9), d2(9);
+  GPT::Output want = full.forward(idx, &targets, d1);
+  GPT::Output got = split.forward(idx, &targets, d2);
+  want.loss.backward();
+  got.loss.backward();
+  const double want_loss = want.loss.data().item();
+  EXPECT_NEAR(got.loss.data().item(), want_loss, 1e-5 * want_loss);
+  const NamedParameters fp = full.named_parameters(), sp = split.named_parameters();
+  const NamedShardSpecs specs = split.named_shard_specs();
+  for (size_t i = 0; i < fp.size(); ++i) {
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, sp[i].second.grad(), specs[i].second);
+    EXPECT_EQ(test::count_far(gathered, fp[i].second.grad().to(Device::cpu()), 1e-6, 1e-4, fp[i].first + " grad"), 0);
+  }
+}
+
+TEST(TensorParallelNccl, GPTEqualsTheOneRankModel) {
+  SKIP_WITHOUT_GPUS();
+  for_each_group([](const TensorParallel& tp) { check_gpt(tp, 0.0f); });
+}
+
+TEST(TensorParallelNccl, GPTEqualsTheOneRankModelWithDropout) {
+  SKIP_WITHOUT_GPUS();
+  for_each_group([](const TensorParallel& tp) { check_gpt(tp, 0.1f); });
+}
+
+}  // namespace
+}  // namespace nd::nn

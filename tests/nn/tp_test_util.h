@@ -1,0 +1,56 @@
+// Helpers of the tensor-parallel tests: the tensor-parallel groups a world of N ranks can form
+// (consecutive ranks, Comm::split(rank / tp, rank)), and comparisons of a rank's shard or full
+// tensor against the tp = 1 reference, counting mismatches as |got - want| > atol + rtol |want|.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/tensor_shard.h"
+#include "tensor/random.h"
+
+namespace nd::test {
+
+// Every tp > 1 that divides the world size.
+inline std::vector<int> tensor_parallel_sizes(int world_size) {
+  std::vector<int> sizes;
+  for (int tp = 2; tp <= world_size; ++tp)
+    if (world_size % tp == 0) sizes.push_back(tp);
+  return sizes;
+}
+
+// Collective over world: this rank's group of tp consecutive ranks.
+inline std::unique_ptr<dist::Comm> make_tp_group(dist::Comm& world, int tp) {
+  return world.split(world.rank() / tp, world.rank());
+}
+
+inline int64_t count_far(const Tensor& got, const Tensor& want, double atol, double rtol, const std::string& what) {
+  EXPECT_EQ(got.shape(), want.shape()) << what;
+  if (got.shape() != want.shape()) return 1;
+  std::vector<double> g = got.to_double_vector(), w = want.to_double_vector();
+  int64_t wrong = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::fabs(g[i] - w[i]) <= atol + rtol * std::fabs(w[i])) continue;
+    if (wrong < 5) ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", expected " << w[i];
+    ++wrong;
+  }
+  return wrong;
+}
+
+// `shard` (any device) against rank `rank`'s shard of the full CPU tensor `full`.
+inline int64_t count_far_from_shard(const Tensor& shard, const Tensor& full, const dist::ShardSpec& spec, int rank,
+                                    int tp, double atol, double rtol, const std::string& what) {
+  return count_far(shard.to(Device::cpu()), dist::shard_of(full.to(Device::cpu()), spec, rank, tp), atol, rtol, what);
+}
+
+inline Tensor random_ids(const Shape& shape, int vocab, uint64_t seed) {
+  Generator g(seed);
+  std::vector<int32_t> ids(shape_numel(shape));
+  for (auto& id : ids) id = static_cast<int32_t>(g.next_u64() % vocab);
+  return Tensor::from_vector(ids, shape);
+}
+
+}  // namespace nd::test
