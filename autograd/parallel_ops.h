@@ -38,6 +38,10 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
                                       int64_t vocab_size, const RowStatsReduce& max_over_ranks,
                                       const RowStatsReduce& sum_over_ranks);
 
+// The gradient buffer of `v` for kernels that add into it: zero-filled first when this is the
+// first contribution since zero_grad (the buffer then holds no gradient yet).
+Tensor accumulating_grad(Variable& v);
+
 // Adds dout into in's gradient: a non-leaf without a gradient yet takes dout's buffer itself (no
 // copy; dout is the consumer's gradient, dropped after its node ran); otherwise dout is added.
 void pass_gradient(const Tensor& dout, Variable& in);

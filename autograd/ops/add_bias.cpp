@@ -7,7 +7,6 @@
 #include "kernels/cpu/bias_add.h"
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/bias_add.h"
-#include "kernels/cuda/dispatch.h"
 
 namespace nd::ops {
 
@@ -15,24 +14,14 @@ namespace {
 
 // out (M, N) = x + the first N elements of b, b contiguous.
 void bias_add_forward_on_device(const Tensor& x, const Tensor& b, Tensor& out, int64_t M, int64_t N) {
-  if (x.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(x.dtype(), "add_bias",
-                           cuda::bias_add_forward(x.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), M, N));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(x.dtype(), "add_bias",
-                        cpu::bias_add_forward(x.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), M, N));
+  ND_DISPATCH_KERNEL(x, "add_bias",
+                     backend::bias_add_forward(x.data<scalar_t>(), b.data<scalar_t>(), out.data<scalar_t>(), M, N));
 }
 
 // The first N elements of db += column sums of dout (M, N).
-void bias_add_backward_on_device(const Tensor& dout, Tensor& db, int64_t M, int64_t N) {
-  if (dout.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "add_bias backward",
-                           cuda::bias_add_backward(dout.data<scalar_t>(), db.data<scalar_t>(), M, N));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "add_bias backward",
-                        cpu::bias_add_backward(dout.data<scalar_t>(), db.data<scalar_t>(), M, N));
+void bias_add_backward_on_device(const Tensor& dout, const Tensor& db, int64_t M, int64_t N) {
+  ND_DISPATCH_KERNEL(dout, "add_bias backward",
+                     backend::bias_add_backward(dout.data<scalar_t>(), db.data<scalar_t>(), M, N));
 }
 
 void check_same_placement(const Tensor& x, const Tensor& b, const char* what) {
@@ -45,7 +34,7 @@ Variable broadcast_add(const Variable& x, const Variable& b, int64_t M, int64_t 
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   bias_add_forward_on_device(x.data(), b.data(), out, M, N);
   return make_result(out, {x, b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
-    if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, in[1].grad_buffer(), M, N);
+    if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, accumulating_grad(in[1]), M, N);
     if (in[0].requires_grad()) pass_gradient(grad_out, in[0]);
   });
 }
@@ -57,22 +46,25 @@ void pass_gradient(const Tensor& dout, Variable& in) {
     in.impl()->grad = dout;
     return;
   }
-  Tensor& grad = in.grad_buffer();
-  if (dout.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(dout.dtype(), "gradient accumulation",
-                           cuda::accumulate(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(dout.dtype(), "gradient accumulation",
-                        cpu::add_inplace(grad.data<scalar_t>(), dout.data<scalar_t>(), dout.numel()));
+  // add's backward with one destination: written on the first contribution, added on later ones.
+  const GradSlot slot = in.grad_slot();
+  ND_DISPATCH_KERNEL(
+      dout, "gradient accumulation",
+      backend::add_backward(dout.data<scalar_t>(), grad_dest<scalar_t>(slot), GradDest<scalar_t>{}, dout.numel()));
+}
+
+Tensor accumulating_grad(Variable& v) {
+  GradSlot slot = v.grad_slot();
+  if (!slot.accumulate) slot.buffer.zero_();
+  return slot.buffer;
 }
 
 Variable add_bias(const Variable& x, const Variable& b) {
   ND_CHECK(x.data().ndim() >= 1, "add_bias: x must have at least one dimension, got " << x.data().str());
   const int64_t N = x.shape().back();
-  ND_CHECK(b.data().ndim() == 1 && b.shape()[0] == N,
-           "add_bias: b " << shape_str(b.shape()) << " does not match x " << shape_str(x.shape()) << ": expected ["
-                          << N << "]");
+  ND_CHECK(b.data().ndim() == 1 && b.shape()[0] == N, "add_bias: b " << shape_str(b.shape()) << " does not match x "
+                                                                     << shape_str(x.shape()) << ": expected [" << N
+                                                                     << "]");
   check_same_placement(x.data(), b.data(), "add_bias: b");
   return broadcast_add(x, b, N == 0 ? 0 : x.data().numel() / N, N);
 }

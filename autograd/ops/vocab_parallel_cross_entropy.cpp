@@ -8,7 +8,6 @@
 #include "autograd/parallel_ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/vocab_parallel_cross_entropy.h"
-#include "kernels/cuda/dispatch.h"
 #include "kernels/cuda/vocab_parallel_cross_entropy.h"
 
 namespace nd::ops {
@@ -37,68 +36,40 @@ VocabCrossEntropyDims dims_of(const Tensor& logits, const Tensor& targets, int64
   return {targets.numel(), Vl, valid, vocab_start, V};
 }
 
+// Per-row statistics are StatType<scalar_t>: f32 on the GPU (and for f32 on the CPU), f64 for the
+// f64 reference.
 void local_stats_on_device(const Tensor& logits, const Tensor& targets, Tensor& row_max, Tensor& stats,
                            const VocabCrossEntropyDims& d) {
-  if (logits.device().is_cuda()) {
-    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy",
-                           cuda::vocab_parallel_ce_local_stats(logits.data<scalar_t>(), targets.data<int32_t>(),
-                                                               row_max.data<float>(), stats.data<float>(), d.N, d.Vl,
-                                                               d.valid, d.vocab_start));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy",
-                        cpu::vocab_parallel_ce_local_stats(logits.data<scalar_t>(), targets.data<int32_t>(),
-                                                           row_max.data<scalar_t>(), stats.data<scalar_t>(), d.N,
-                                                           d.Vl, d.valid, d.vocab_start));
+  ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy",
+                     backend::vocab_parallel_ce_local_stats(logits.data<scalar_t>(), targets.data<int32_t>(),
+                                                            row_max.data<StatType<scalar_t>>(),
+                                                            stats.data<StatType<scalar_t>>(), d.N, d.Vl, d.valid,
+                                                            d.vocab_start));
 }
 
-void rescale_on_device(const Tensor& row_max, Tensor& stats, const VocabCrossEntropyDims& d) {
-  if (stats.device().is_cuda()) {
-#if NANODIST_WITH_CUDA
-    cuda::vocab_parallel_ce_rescale(row_max.data<float>(), stats.data<float>(), d.N);
-    return;
-#else
-    ND_FAIL("vocab_parallel_cross_entropy: this nanodist was built without CUDA");
-#endif
-  }
-  ND_DISPATCH_CPU_FLOAT(stats.dtype(), "vocab_parallel_cross_entropy",
-                        cpu::vocab_parallel_ce_rescale(row_max.data<scalar_t>(), stats.data<scalar_t>(), d.N));
+void rescale_on_device(const Tensor& logits, const Tensor& row_max, Tensor& stats, const VocabCrossEntropyDims& d) {
+  ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy",
+                     backend::vocab_parallel_ce_rescale(row_max.data<StatType<scalar_t>>(),
+                                                        stats.data<StatType<scalar_t>>(), d.N));
 }
 
 // Writes the loss and saved (N + 1): row_lse, then count.
 void loss_on_device(const Tensor& row_max, const Tensor& stats, const Tensor& targets, Tensor& loss, Tensor& saved,
                     const VocabCrossEntropyDims& d) {
-  if (loss.device().is_cuda()) {
-    float* lse = saved.data<float>();
-    ND_DISPATCH_CUDA_FLOAT(loss.dtype(), "vocab_parallel_cross_entropy",
-                           cuda::vocab_parallel_ce_loss(row_max.data<float>(), stats.data<float>(),
-                                                        targets.data<int32_t>(), loss.data<scalar_t>(), lse,
-                                                        lse + d.N, d.N, d.V));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(loss.dtype(), "vocab_parallel_cross_entropy", {
-    scalar_t* lse = saved.data<scalar_t>();
-    cpu::vocab_parallel_ce_loss(row_max.data<scalar_t>(), stats.data<scalar_t>(), targets.data<int32_t>(),
-                                loss.data<scalar_t>(), lse, lse + d.N, d.N, d.V);
+  ND_DISPATCH_KERNEL(loss, "vocab_parallel_cross_entropy", {
+    StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+    backend::vocab_parallel_ce_loss(row_max.data<StatType<scalar_t>>(), stats.data<StatType<scalar_t>>(),
+                                    targets.data<int32_t>(), loss.data<scalar_t>(), lse, lse + d.N, d.N, d.V);
   });
 }
 
 void backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor& targets, const Tensor& saved,
                         Tensor& dlogits, bool accumulate, const VocabCrossEntropyDims& d) {
-  if (logits.device().is_cuda()) {
-    const float* lse = saved.data<float>();
-    ND_DISPATCH_CUDA_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy backward",
-                           cuda::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse,
-                                                            lse + d.N, dloss.data<scalar_t>(),
-                                                            dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
-                                                            d.vocab_start, accumulate));
-    return;
-  }
-  ND_DISPATCH_CPU_FLOAT(logits.dtype(), "vocab_parallel_cross_entropy backward", {
-    const scalar_t* lse = saved.data<scalar_t>();
-    cpu::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
-                                    dloss.data<scalar_t>(), dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
-                                    d.vocab_start, accumulate);
+  ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy backward", {
+    const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+    backend::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
+                                        dloss.data<scalar_t>(), dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
+                                        d.vocab_start, accumulate);
   });
 }
 
@@ -117,7 +88,7 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
   local_stats_on_device(x, targets, row_max, stats, d);
   Tensor global_max = row_max.select(1);
   max_over_ranks(global_max);
-  rescale_on_device(row_max, stats, d);
+  rescale_on_device(x, row_max, stats, d);
   sum_over_ranks(stats);
   Tensor loss = Tensor::empty({}, x.dtype(), x.device());
   Tensor saved = Tensor::empty({d.N + 1}, stats_dtype, x.device());
@@ -126,9 +97,8 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
     if (!inputs[0].requires_grad()) return;
     Variable& in = inputs[0];
     // A first gradient is written, not added: no zero-filled (N, Vl) buffer beforehand.
-    const bool fresh = !in.has_grad();
-    if (fresh) in.impl()->grad = Tensor::empty(in.shape(), in.dtype(), in.device());
-    backward_on_device(grad_out, in.data(), targets, saved, in.grad_buffer(), !fresh, d);
+    GradSlot slot = in.grad_slot();
+    backward_on_device(grad_out, in.data(), targets, saved, slot.buffer, slot.accumulate, d);
   });
 }
 

@@ -9,9 +9,6 @@
 
 namespace nd::cpu {
 
-namespace {
-
-// The number of targets that are not -1; an nd::Error names the first target outside [0, V).
 int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V) {
   // Serial on purpose: the check throws, which must not happen inside an OpenMP region.
   int64_t count = 0;
@@ -25,8 +22,6 @@ int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V
   }
   return count;
 }
-
-}  // namespace
 
 template <typename T>
 void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,

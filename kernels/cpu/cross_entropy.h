@@ -17,6 +17,9 @@ template <typename T>
 void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
                            int64_t N, int64_t Vp, int64_t V);
 
+// The number of targets that are not -1; an nd::Error names the first target outside [0, V).
+int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V);
+
 // dloss (1), the gradient of the mean loss -> dlogits (N, Vp) (+)= (softmax(logits[row, :V]) -
 // onehot(target)) * dloss / count. Ignored rows and padding columns get zero.
 template <typename T>

@@ -2,6 +2,7 @@
 // multiple of the pack and aligned pointers), else over elements. The backward is the linear
 // layer's deterministic column sum.
 #include "kernels/cuda/bias_add.h"
+#include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/linear.h"
 
@@ -61,7 +62,7 @@ template <typename T>
 void bias_add_backward(const T* dout, T* db, int64_t M, int64_t N, cudaStream_t stream) {
   ND_CHECK(M >= 0 && N >= 0, "bias_add_backward: bad shape M=" << M << " N=" << N);
   if (db == nullptr || M * N == 0) return;
-  column_sum_accumulate(dout, db, M, N, stream);
+  row_sum_into(dout, GradDest<T>{db, true}, M, N, stream);
 }
 
 #define ND_INSTANTIATE_BIAS_ADD(T)                                                               \

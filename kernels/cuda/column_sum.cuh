@@ -92,4 +92,29 @@ void column_sums(const Values& values, const ColumnDests<T, kOut>& dests, int64_
   device_free(partial, device);  // reused only by later work on this stream
 }
 
+// The rows of dout (M, N) as column_sums values: the bias gradient of a linear or a broadcast add.
+template <typename T>
+struct DoutValues {
+  const T* dout;
+  int64_t N;
+  template <int kStep>
+  __device__ __forceinline__ void row(int64_t r, int c, float (&v)[1][kStep]) const {
+    load_f32(dout + r * N + c, v[0]);
+  }
+};
+
+// db (N) (+)= the sum over rows of dout (M, N), rows in a fixed order (deterministic).
+template <typename T>
+void row_sum_into(const T* dout, GradDest<T> db, int64_t M, int64_t N, cudaStream_t stream) {
+  int64_t slabs = std::min<int64_t>(std::min<int64_t>(ceil_div(M, 256), 128), M);
+  int64_t rows_per_slab = ceil_div(M, slabs);
+  ColumnDests<T, 1> dests{{db}};
+  int n = static_cast<int>(N);
+  if (N % Pack16<T>::kSize == 0 && aligned16(dout)) {
+    column_sums<1, Pack16<T>::kSize>(DoutValues<T>{dout, N}, dests, M, n, rows_per_slab, stream);
+  } else {
+    column_sums<1, 1>(DoutValues<T>{dout, N}, dests, M, n, rows_per_slab, stream);
+  }
+}
+
 }  // namespace nd::cuda

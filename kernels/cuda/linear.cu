@@ -10,17 +10,6 @@ namespace nd::cuda {
 
 namespace {
 
-// The one column sum of db: the rows of dout.
-template <typename T>
-struct DoutValues {
-  const T* dout;
-  int64_t N;
-  template <int kStep>
-  __device__ __forceinline__ void row(int64_t r, int c, float (&v)[1][kStep]) const {
-    load_f32(dout + r * N + c, v[0]);
-  }
-};
-
 void check_dims(const char* what, int64_t M, int64_t N, int64_t K) {
   ND_CHECK(M >= 0 && N > 0 && N < (int64_t{1} << 30) && K > 0,
            what << ": bad shape M=" << M << " N=" << N << " K=" << K);
@@ -49,20 +38,6 @@ void gemm_into(GradDest<T> D, bool trans_b, int64_t m, int64_t n, int64_t k, con
   gemm(p, stream);
 }
 
-// db (N) (+)= the sum over rows of dout (M, N), rows in a fixed order.
-template <typename T>
-void bias_grad(const T* dout, GradDest<T> db, int64_t M, int64_t N, cudaStream_t stream) {
-  int64_t slabs = std::min<int64_t>(std::min<int64_t>(ceil_div(M, 256), 128), M);
-  int64_t rows_per_slab = ceil_div(M, slabs);
-  ColumnDests<T, 1> dests{{db}};
-  int n = static_cast<int>(N);
-  if (N % Pack16<T>::kSize == 0 && aligned16(dout)) {
-    column_sums<1, Pack16<T>::kSize>(DoutValues<T>{dout, N}, dests, M, n, rows_per_slab, stream);
-  } else {
-    column_sums<1, 1>(DoutValues<T>{dout, N}, dests, M, n, rows_per_slab, stream);
-  }
-}
-
 }  // namespace
 
 template <typename T>
@@ -89,7 +64,7 @@ void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, Grad
   }
   if (dx.ptr) gemm_into(dx, false, K, M, N, w, K, dout, N, stream);
   if (dw.ptr) gemm_into(dw, true, K, N, M, x, K, dout, N, stream);
-  if (db.ptr) bias_grad(dout, db, M, N, stream);
+  if (db.ptr) row_sum_into(dout, db, M, N, stream);
 }
 
 #define ND_INSTANTIATE_LINEAR(T)                                                                            \
