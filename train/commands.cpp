@@ -103,6 +103,8 @@ const char* subcommands_help() {
          "  prepare        text to token files (train.bin, val.bin, tokenizer.txt)\n"
          "  train          train a GPT on prepared data (CPU, GPU, or many GPUs under mpirun)\n"
          "  sample         generate text from a checkpoint\n"
+         "  ablate         failure-mode ablations against a control, over seeds, with verdicts\n"
+         "  sweep          scaling-law ladder of model sizes with a fitted power law\n"
          "  bench-comm     collective bandwidth curves (run under mpirun)\n"
          "  bench-kernels  per-kernel speed against the machine's ceilings (CUDA builds)\n";
 }

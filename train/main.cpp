@@ -1,4 +1,4 @@
-// nanodist: one binary, subcommands prepare | train | sample | bench-comm | bench-kernels.
+// nanodist: one binary, subcommands prepare | train | sample | ablate | sweep | bench-comm | bench-kernels.
 // Every error ends here as one line `nanodist: error: <what> (<where>)` and a non-zero exit.
 #include <cstring>
 #include <exception>
@@ -6,6 +6,7 @@
 #include <string>
 
 #include "dist/comm_bench.h"
+#include "experiments/commands.h"
 #include "tensor/error.h"
 #include "train/commands.h"
 
@@ -28,6 +29,8 @@ int dispatch(int argc, char** argv) {
   if (command == "prepare") return nd::train::run_prepare_command(count, args);
   if (command == "train") return nd::train::run_train_command(count, args);
   if (command == "sample") return nd::train::run_sample_command(count, args);
+  if (command == "ablate") return nd::experiments::run_ablate_command(count, args);
+  if (command == "sweep") return nd::experiments::run_sweep_command(count, args);
   if (command == "bench-comm") return nd::dist::run_bench_comm_cli(count, argv + 1);
   if (command == "bench-kernels") {
 #ifdef ND_HAVE_KERNEL_BENCH
@@ -36,7 +39,7 @@ int dispatch(int argc, char** argv) {
     ND_FAIL("bench-kernels needs a CUDA build (configure with -DNANODIST_CUDA=ON)");
 #endif
   }
-  ND_FAIL("unknown command '" << command << "' (commands: prepare, train, sample, bench-comm, bench-kernels)");
+  ND_FAIL("unknown command '" << command << "' (commands: prepare, train, sample, ablate, sweep, bench-comm, bench-kernels)");
 }
 
 }  // namespace
