@@ -40,7 +40,11 @@ Error error_of(const std::vector<std::string>& words) {
 
 TEST(Subcommands, NamesAreUniqueAndEachHasASummary) {
   const std::vector<Subcommand>& table = subcommands();
-  ASSERT_EQ(table.size(), 5u);
+  // The commands of the command-line contract, in the order `nanodist --help` lists them.
+  const std::vector<std::string> expected = {"prepare", "train", "sample", "ablate", "sweep", "bench-comm",
+                                             "bench-kernels"};
+  ASSERT_EQ(table.size(), expected.size());
+  for (size_t i = 0; i < table.size(); ++i) EXPECT_EQ(table[i].name, expected[i]);
   for (size_t i = 0; i < table.size(); ++i) {
     EXPECT_FALSE(std::string(table[i].summary).empty()) << table[i].name;
     for (size_t j = i + 1; j < table.size(); ++j) EXPECT_STRNE(table[i].name, table[j].name);

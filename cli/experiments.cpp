@@ -1,0 +1,45 @@
+// `nanodist ablate` and `nanodist sweep`: the parsed flags with the --experiment file applied,
+// one world communicator for the whole experiment (every run trains on it), and the driver.
+#include <iostream>
+#include <memory>
+
+#include "cli/subcommand.h"
+#include "dist/world.h"
+#include "experiments/ablate.h"
+#include "experiments/sweep.h"
+
+namespace nd::cli {
+namespace {
+
+using Driver = experiments::QueueOutcome (*)(const experiments::ExperimentArgs&, dist::Comm&, std::ostream*);
+
+int run_experiment(const FlagSet& set, Driver driver, const ParsedFlags& flags) {
+  experiments::ExperimentArgs args = experiments::experiment_args_from(set, flags);
+  // Every rank joins the world communicator once (NCCL on GPUs picks this rank's device).
+  std::unique_ptr<dist::Comm> comm =
+      dist::make_world_comm(parse_device(args.flags.get_string("device")), /*ring_transfers=*/false);
+  driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr);
+  return 0;
+}
+
+int run_ablate(const ParsedFlags& flags) {
+  return run_experiment(experiments::ablate_flag_set(), experiments::run_ablate, flags);
+}
+
+int run_sweep(const ParsedFlags& flags) {
+  return run_experiment(experiments::sweep_flag_set(), experiments::run_sweep, flags);
+}
+
+}  // namespace
+
+Subcommand ablate_command() {
+  return {"ablate", "failure-mode ablations (warmup, clipping, LayerNorm, residuals, lr) against a control",
+          experiments::ablate_flag_set, run_ablate};
+}
+
+Subcommand sweep_command() {
+  return {"sweep", "a ladder of model sizes and a fitted power law L(N) = (E +) a N^-alpha",
+          experiments::sweep_flag_set, run_sweep};
+}
+
+}  // namespace nd::cli

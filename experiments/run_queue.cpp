@@ -1,0 +1,68 @@
+// Skip, resume or train each planned run; one progress line before and after each.
+#include "experiments/run_queue.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <ostream>
+
+#include "experiments/run_metrics.h"
+#include "tensor/error.h"
+#include "train/trainer.h"
+
+namespace nd::experiments {
+
+RunStatus run_status(const std::string& run_dir) {
+  const std::string path = run_dir + "/metrics.jsonl";
+  if (!std::filesystem::exists(path)) return RunStatus::New;
+  return read_run_metrics(path).finished ? RunStatus::Finished : RunStatus::Unfinished;
+}
+
+QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
+                       std::ostream* progress) {
+  QueueOutcome outcome;
+  const bool lead = comm.rank() == 0;
+  auto say = [&](const std::string& line) {
+    if (lead && progress) *progress << line << std::endl;
+  };
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const PlannedRun& run = runs[i];
+    const std::string head = command + " [" + std::to_string(i + 1) + "/" + std::to_string(runs.size()) + "] " +
+                             run.label;
+    int64_t status = lead ? static_cast<int64_t>(run_status(run.config.out_dir)) : 0;
+    comm.host_allreduce(&status, 1, dist::HostReduce::Max);  // rank 0's answer for everyone
+    if (static_cast<RunStatus>(status) == RunStatus::Finished) {
+      say(head + ": finished before, skipped");
+      ++outcome.skipped;
+      continue;
+    }
+    train::TrainConfig config = run.config;
+    config.resume = static_cast<RunStatus>(status) == RunStatus::Unfinished;
+    std::ofstream log;
+    if (lead) {
+      std::error_code ec;
+      std::filesystem::create_directories(config.out_dir, ec);
+      ND_CHECK(!ec, "cannot create " << config.out_dir << ": " << ec.message());
+      const std::string log_path = config.out_dir + "/train.log";
+      log.open(log_path, config.resume ? std::ios::app : std::ios::trunc);
+      ND_CHECK(log.is_open(), "cannot write " << log_path);
+    }
+    say(head + (config.resume ? ": resuming" : ": training") + " (" + std::to_string(config.max_iters) +
+        " steps, log in " + config.out_dir + "/train.log)");
+    train::RunContext context;
+    context.comm = &comm;
+    context.log = lead ? &log : nullptr;
+    train::TrainResult r = train::run_training(config, context);
+    char line[200];
+    std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",
+                  static_cast<long long>(r.steps_done), r.last_val_loss, r.best_val_loss,
+                  r.diverged ? " | diverged" : "");
+    say(head + line);
+    ++outcome.trained;
+  }
+  return outcome;
+}
+
+}  // namespace nd::experiments

@@ -1,0 +1,34 @@
+// The runs of an experiment, trained one after another by every rank together through the
+// trainer library (one communicator for the whole experiment). A run whose metrics.jsonl ends
+// with the final record is finished and skipped; one that started but did not finish restarts
+// with --resume (from its newest checkpoint, or from scratch when it has none).
+#pragma once
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "dist/comm.h"
+#include "train/config.h"
+
+namespace nd::experiments {
+
+struct PlannedRun {
+  std::string label;          // "no-warmup/seed1", for progress lines
+  train::TrainConfig config;  // out_dir is the run's own directory
+};
+
+enum class RunStatus { New, Unfinished, Finished };
+RunStatus run_status(const std::string& run_dir);
+
+struct QueueOutcome {
+  int trained = 0;  // runs trained (or completed) by this call
+  int skipped = 0;  // runs found finished
+};
+
+// `command` prefixes the progress lines ("ablate"); `progress` is written on rank 0 only
+// (nullptr = silent). Each run's step and eval lines go to RUN_DIR/train.log. Rank 0 decides
+// which runs are finished and tells the others, so every rank trains the same runs.
+QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
+                       std::ostream* progress);
+
+}  // namespace nd::experiments

@@ -1,0 +1,116 @@
+// sweep.csv, fit.json and report.md from the points and the fit.
+#include "experiments/sweep_report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "data/atomic_file.h"
+#include "train/metrics.h"
+
+namespace nd::experiments {
+namespace {
+
+using train::json_number;
+
+std::string fixed(double v, const char* fmt) {
+  if (!std::isfinite(v)) return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+std::string quoted(const std::string& s, char quote_escape) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out += quote_escape;
+    if (c == '\\' && quote_escape == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : ""; }
+
+std::string csv(const std::vector<SweepPoint>& points) {
+  std::ostringstream out;
+  out << "name,n_layer,n_head,n_embd,params,non_embedding_params,steps,tokens,tokens_per_param,final_val_loss,"
+         "best_val_loss,in_fit,pure_prediction,pure_error_pct,offset_prediction,offset_error_pct,breaks_law,why\n";
+  for (const SweepPoint& p : points)
+    out << p.name << "," << p.n_layer << "," << p.n_head << "," << p.n_embd << "," << p.params << ","
+        << p.non_embedding_params << "," << p.steps << "," << p.tokens << "," << csv_number(p.tokens_per_param) << ","
+        << csv_number(p.final_val_loss) << "," << csv_number(p.best_val_loss) << "," << (p.in_fit ? 1 : 0) << ","
+        << csv_number(p.pure_prediction) << "," << csv_number(p.pure_error_pct) << ","
+        << csv_number(p.offset_prediction) << "," << csv_number(p.offset_error_pct) << "," << (p.breaks_law ? 1 : 0)
+        << "," << quoted(p.why, '"') << "\n";
+  return out.str();
+}
+
+std::string law_json(const PowerLawFit& f, const BootstrapInterval& ci, double max_error_pct) {
+  std::ostringstream out;
+  out << "{\"ok\":" << (f.ok ? "true" : "false") << ",\"a\":" << json_number(f.a) << ",\"alpha\":"
+      << json_number(f.alpha);
+  if (f.with_offset) out << ",\"E\":" << json_number(f.E);
+  out << ",\"alpha_interval\":[" << json_number(ci.lo) << "," << json_number(ci.hi) << "],\"bootstrap_resamples\":"
+      << ci.resamples << ",\"huber_objective\":" << json_number(f.objective) << ",\"max_abs_error_pct\":"
+      << json_number(max_error_pct) << "}";
+  return out.str();
+}
+
+std::string json(const std::vector<SweepPoint>& points, const SweepFit& fit) {
+  std::ostringstream out;
+  out << "{\"x\":\"non_embedding_params\",\"y\":\"final_val_loss\",\"huber_delta\":" << json_number(fit.huber_delta)
+      << ",\n\"power_law\":" << law_json(fit.pure, fit.pure_alpha, fit.pure_max_error_pct)
+      << ",\n\"power_law_offset\":" << law_json(fit.offset, fit.offset_alpha, fit.offset_max_error_pct)
+      << ",\n\"points\":[";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const SweepPoint& p = points[i];
+    out << (i ? "," : "") << "\n{\"name\":" << quoted(p.name, '\\') << ",\"n_layer\":" << p.n_layer
+        << ",\"n_embd\":" << p.n_embd << ",\"n_head\":" << p.n_head << ",\"params\":" << p.params
+        << ",\"non_embedding_params\":" << p.non_embedding_params << ",\"steps\":" << p.steps
+        << ",\"tokens\":" << p.tokens << ",\"tokens_per_param\":" << json_number(p.tokens_per_param)
+        << ",\"final_val_loss\":" << json_number(p.final_val_loss) << ",\"best_val_loss\":"
+        << json_number(p.best_val_loss) << ",\"in_fit\":" << (p.in_fit ? "true" : "false")
+        << ",\"pure_error_pct\":" << json_number(p.pure_error_pct) << ",\"offset_error_pct\":"
+        << json_number(p.offset_error_pct) << ",\"breaks_law\":" << (p.breaks_law ? "true" : "false")
+        << ",\"why\":" << quoted(p.why, '\\') << "}";
+  }
+  out << "\n]}\n";
+  return out.str();
+}
+
+std::string markdown(const std::vector<SweepPoint>& points, const SweepFit& fit) {
+  std::ostringstream md;
+  md << "# Scaling sweep\n\nN = non-embedding parameters; L = final val loss. Fits minimise the Huber loss (delta "
+     << fit.huber_delta << ") of log residuals (Hoffmann et al. 2022); alpha intervals are 95% bootstrap "
+     << "percentiles.\n\n";
+  md << "- L(N) = a N^-alpha: a = " << fixed(fit.pure.a, "%.5g") << ", alpha = " << fixed(fit.pure.alpha, "%.4f")
+     << " [" << fixed(fit.pure_alpha.lo, "%.4f") << ", " << fixed(fit.pure_alpha.hi, "%.4f") << "] ("
+     << fit.pure_alpha.resamples << " resamples); largest error of a fitted point "
+     << fixed(fit.pure_max_error_pct, "%.2f%%") << "\n";
+  md << "- L(N) = E + a N^-alpha: E = " << fixed(fit.offset.E, "%.5g") << ", a = " << fixed(fit.offset.a, "%.5g")
+     << ", alpha = " << fixed(fit.offset.alpha, "%.4f") << " [" << fixed(fit.offset_alpha.lo, "%.4f") << ", "
+     << fixed(fit.offset_alpha.hi, "%.4f") << "] (" << fit.offset_alpha.resamples
+     << " resamples); largest error of a fitted point " << fixed(fit.offset_max_error_pct, "%.2f%%") << "\n\n";
+  md << "| model | layers x width | N | steps | tokens | tokens/param | final val loss | error a N^-alpha | "
+        "error E + a N^-alpha | in fit | breaks the law |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  for (const SweepPoint& p : points)
+    md << "| " << p.name << " | " << p.n_layer << " x " << p.n_embd << " | " << p.non_embedding_params << " | "
+       << p.steps << " | " << p.tokens << " | " << fixed(p.tokens_per_param, "%.3g") << " | "
+       << fixed(p.final_val_loss, "%.4f") << " | " << fixed(p.pure_error_pct, "%+.2f%%") << " | "
+       << fixed(p.offset_error_pct, "%+.2f%%") << " | " << (p.in_fit ? "yes" : "no") << " | "
+       << (p.breaks_law ? "**yes**: " + p.why : (p.why.empty() ? "no" : p.why)) << " |\n";
+  md << "\nA point breaks the law when a model with fewer parameters reaches a lower loss; such points are left out "
+        "of the fit and their error is against the law of the others.\n";
+  return md.str();
+}
+
+}  // namespace
+
+void write_sweep_report(const std::string& out_dir, const std::vector<SweepPoint>& points, const SweepFit& fit) {
+  write_file_atomically(out_dir + "/sweep.csv", csv(points));
+  write_file_atomically(out_dir + "/fit.json", json(points, fit));
+  write_file_atomically(out_dir + "/report.md", markdown(points, fit));
+}
+
+}  // namespace nd::experiments

@@ -1,0 +1,99 @@
+// nanodist sweep end to end on three tiny sizes: each model's budget in steps from
+// --tokens-per-param, its non-embedding parameter count against the closed form, sweep.csv and
+// fit.json against the runs' metrics.jsonl, and a rerun that skips every finished size.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "dist/world.h"
+#include "experiments/sweep.h"
+#include "experiment_fixture.h"
+
+namespace nd::experiments {
+namespace {
+
+using namespace testing;
+using train::testing::TempDir;
+
+// GPT-2 block with biases: qkv 3C^2+3C, attention projection C^2+C, MLP 8C^2+5C, two
+// LayerNorms 4C; plus the final LayerNorm 2C.
+int64_t closed_form_non_embedding(int64_t layers, int64_t c) { return layers * (12 * c * c + 13 * c) + 2 * c; }
+
+std::vector<std::string> split(const std::string& line) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string cell; std::getline(in, cell, ',');) out.push_back(cell);
+  return out;
+}
+
+TEST(Sweep, ThreeSizesEndToEnd) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  const double tokens_per_param = 0.25;
+  ExperimentArgs args = tiny_args(sweep_flag_set(), "sweep", dir / "data", dir / "out",
+                                  {"--ladder", "1x8,1x16,2x16", "--head-dim", "8", "--tokens-per-param", "0.25",
+                                   "--bootstrap", "50"});
+  std::ostringstream log;
+  QueueOutcome first = run_sweep(args, *comm, &log);
+  EXPECT_EQ(first.trained, 3);
+
+  const std::vector<std::string> rows = lines_of(dir / "out/sweep.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::string> header = split(rows[0]);
+  auto column = [&](const std::string& name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  const std::string fit = read_text(dir / "out/fit.json");
+  const int64_t tokens_per_step = 4 * 16;
+  const std::vector<std::pair<int, int>> shapes = {{1, 8}, {1, 16}, {2, 16}};
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto [layers, width] = shapes[i];
+    const std::vector<std::string> row = split(rows[i + 1]);
+    const std::string name = std::to_string(layers) + "x" + std::to_string(width);
+    EXPECT_EQ(row[0], name);
+    const int64_t n = closed_form_non_embedding(layers, width);
+    EXPECT_EQ(std::stoll(row[column("non_embedding_params")]), n) << name;
+    const int64_t steps = (static_cast<int64_t>(tokens_per_param * n) + tokens_per_step - 1) / tokens_per_step;
+    RunFile run = read_run_file(dir / ("out/" + name + "/metrics.jsonl"));
+    ASSERT_TRUE(run.finished);
+    EXPECT_EQ(std::stoll(row[column("steps")]), steps) << name;
+    EXPECT_EQ(std::stoll(row[column("tokens")]), steps * tokens_per_step);
+    EXPECT_NEAR(std::stod(row[column("tokens_per_param")]), static_cast<double>(steps * tokens_per_step) / n, 1e-6);
+    EXPECT_NEAR(std::stod(row[column("final_val_loss")]), run.val_losses.back(), 1e-6) << name;
+    EXPECT_NEAR(std::stod(row[column("best_val_loss")]), run.best_val_loss, 1e-6);
+    const size_t at = fit.find("\"name\":\"" + name + "\"");
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_NEAR(number_after(fit, "final_val_loss", at), run.val_losses.back(), 1e-6);
+  }
+  for (const char* law : {"\"power_law\"", "\"power_law_offset\""}) {
+    const size_t at = fit.find(law);
+    ASSERT_NE(at, std::string::npos);
+    EXPECT_TRUE(std::isfinite(number_after(fit, "alpha", at))) << law;
+    EXPECT_TRUE(std::isfinite(number_after(fit, "a", at))) << law;
+  }
+  EXPECT_TRUE(std::filesystem::exists(dir / "out/report.md"));
+  EXPECT_NE(log.str().find("sweep: L = "), std::string::npos) << log.str();
+
+  QueueOutcome second = run_sweep(args, *comm, nullptr);
+  EXPECT_EQ(second.trained, 0);
+  EXPECT_EQ(second.skipped, 3);
+}
+
+TEST(Sweep, BudgetAndLadderErrors) {
+  EXPECT_EQ(steps_for_budget(1000, 20, 64), 313);  // ceil(20000 / 64)
+  EXPECT_EQ(steps_for_budget(10, 0.001, 64), 1);
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  const std::string base = "sweep --data " + (dir / "data") + " --out " + (dir / "out") + " ";
+  train::testing::expect_cli_error(train::testing::run_nanodist(base, dir.path()), "no model sizes");
+  train::testing::expect_cli_error(
+      train::testing::run_nanodist(base + "--ladder 1x16 --tokens-per-param 2 --max-iters 5", dir.path()),
+      "not both");
+  train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x15 --head-dim 8", dir.path()),
+                                   "not a multiple of --head-dim 8");
+}
+
+}  // namespace
+}  // namespace nd::experiments
