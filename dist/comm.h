@@ -60,6 +60,13 @@ class Comm {
   // In-place reduction of n host values over all ranks (blocking).
   virtual void host_allreduce(int64_t* values, int n, HostReduce op) = 0;
   virtual void host_allreduce(double* values, int n, HostReduce op) = 0;
+
+  // Fault handling (dist/fault_guard.h), called from the watchdog thread while the main thread
+  // may be blocked inside this comm: an asynchronous error the backend has seen ("" = none), and
+  // an abort that makes in-flight operations give up. By default there is neither (MPI: the
+  // process ends and the launcher ends the others).
+  virtual std::string async_error() { return ""; }
+  virtual void abort() {}
 };
 
 // Raises nd::Error on every rank unless all ranks pass the same element count and dtype for

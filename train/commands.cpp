@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "data/prepare.h"
+#include "dist/fault_guard.h"
 #include "dist/world.h"
 #include "nn/gpt.h"
 #include "train/checkpoint_model.h"
@@ -94,6 +95,18 @@ double peak_flops(const Device& device, const std::string& dtype) {
   return dtype == "bf16" ? 989e12 : 67e12;
 }
 
+// The fault guard of a multi-rank run (none for one rank): its line is this command's error line.
+std::unique_ptr<dist::FaultGuard> guard_for(dist::Comm& comm, const TrainConfig& config) {
+  if (comm.size() < 2) return nullptr;
+  dist::FaultOptions options;
+  options.comm_timeout_s = config.comm_timeout;
+  options.heartbeat_timeout_s = config.heartbeat_timeout;
+  return std::make_unique<dist::FaultGuard>(comm, options, [](const std::string& line) {
+    std::fprintf(stderr, "nanodist: error: %s\n", line.c_str());
+    std::fflush(stderr);
+  });
+}
+
 }  // namespace
 
 const char* subcommands_help() {
@@ -164,6 +177,8 @@ int run_train_command(int argc, const char* const* argv) {
   context.comm = comm.get();
   context.peak_flops = peak_flops(parse_device(config.device), config.dtype);
   context.log = comm->rank() == 0 ? &std::cout : nullptr;
+  std::unique_ptr<dist::FaultGuard> guard = guard_for(*comm, config);
+  if (guard) context.watchdog = &guard->watchdog();
   if (comm->rank() == 0) {
     const int dp = config.dp_size(comm->size());
     std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
@@ -174,6 +189,7 @@ int run_train_command(int argc, const char* const* argv) {
               << (dp > 1 ? ", all-reduce " + config.allreduce : std::string()) << std::endl;
   }
   TrainResult result = run_training(config, context);
+  if (guard) guard->finish();
   if (comm->rank() == 0) std::cout << final_summary_line(result) << std::endl;
   return 0;
 }
