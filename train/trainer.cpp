@@ -167,15 +167,15 @@ class Trainer {
     const int world_size = world_ ? world_->size() : 1;
     std::string what, names;
     if (bad_loss_ranks > 0) {
-      what = "the loss (" + std::to_string(step.loss) + " here, non-finite on " + std::to_string(bad_loss_ranks) +
-             " of " + std::to_string(world_size) + " rank(s))";
+      what = "loss (" + std::to_string(step.loss) + " here; non-finite on " + std::to_string(bad_loss_ranks) + " of " +
+             std::to_string(world_size) + " rank(s))";
       names = "loss";
     }
     if (bad_norm) {
-      what += std::string(what.empty() ? "" : " and ") + "the gradient norm (" + std::to_string(step.grad_norm) + ")";
+      what += std::string(what.empty() ? "" : " and ") + "gradient norm (" + std::to_string(step.grad_norm) + ")";
       names += std::string(names.empty() ? "" : ",") + "grad_norm";
     }
-    const std::string at = "step " + std::to_string(counters_.step) + ": " + what + " is not finite";
+    const std::string at = "step " + std::to_string(counters_.step) + ": non-finite " + what;
     if (result.skipped_nonfinite < c_.skip_nonfinite) {
       result.skipped_nonfinite += 1;
       say(at + "; update dropped (" + std::to_string(result.skipped_nonfinite) + " of " +
