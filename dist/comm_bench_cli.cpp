@@ -4,8 +4,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "dist/comm_bench.h"
+#include "dist/fault_guard.h"
 #include "dist/world.h"
 
 namespace nd::dist {
@@ -28,6 +30,10 @@ cxxopts::Options bench_comm_flags() {
       ("slice-bytes", "ring: pipeline slice size (0 = automatic)", cxxopts::value<std::string>()->default_value("0"))
       ("direct-max-bytes", "ring: largest all-reduce sent directly to every rank (-1 = automatic)",
        cxxopts::value<std::string>()->default_value("-1"))
+      ("comm-timeout", "seconds one size may take before the rank aborts and exits (0 = off)",
+       cxxopts::value<double>()->default_value("600"))
+      ("heartbeat-timeout", "seconds without a heartbeat after which a peer rank counts as gone (0 = off)",
+       cxxopts::value<double>()->default_value("15"))
       ("h,help", "print the flags and their defaults");
   return flags;
 }
@@ -63,9 +69,26 @@ int run_bench_comm_cli(int argc, char** argv) {
   options.ring_options.slice_bytes = parse_byte_size(args["slice-bytes"].as<std::string>());
   options.ring_options.direct_max_bytes = parse_signed_bytes(args["direct-max-bytes"].as<std::string>());
   const std::string csv_path = args["csv"].as<std::string>();
+  FaultOptions faults;
+  faults.comm_timeout_s = args["comm-timeout"].as<double>();
+  faults.heartbeat_timeout_s = args["heartbeat-timeout"].as<double>();
+  ND_CHECK(faults.comm_timeout_s >= 0, "--comm-timeout must be >= 0 (0 = off), got " << faults.comm_timeout_s);
+  ND_CHECK(faults.heartbeat_timeout_s >= 0,
+           "--heartbeat-timeout must be >= 0 (0 = off), got " << faults.heartbeat_timeout_s);
 
   std::unique_ptr<Comm> comm = make_world_comm(device, options.ring);
   const bool printer = comm->rank() == 0;
+  // A stuck or vanished peer ends the sweep with one line instead of hanging it; each size is
+  // timed on its own.
+  std::unique_ptr<FaultGuard> guard;
+  std::optional<Watchdog::Scope> watched;
+  if (comm->size() > 1) {
+    guard = std::make_unique<FaultGuard>(*comm, faults, [](const std::string& line) {
+      std::fprintf(stderr, "nanodist: error: %s\n", line.c_str());
+      std::fflush(stderr);
+    });
+    watched.emplace(guard->watchdog().watch("the first size of the sweep"));
+  }
   std::ofstream csv;
   if (printer && !csv_path.empty()) {
     csv.open(csv_path);
@@ -82,11 +105,17 @@ int run_bench_comm_cli(int argc, char** argv) {
   int64_t wrong = 0;
   run_bench_comm(*comm, options, [&](const BenchCommRow& row) {
     wrong += row.wrong;
+    if (guard) {
+      watched.reset();
+      watched.emplace(guard->watchdog().watch("the size after " + std::to_string(row.bytes) + " bytes"));
+    }
     if (!printer) return;
     std::printf("%s\n", format_bench_comm_row(row).c_str());
     std::fflush(stdout);
     if (csv.is_open()) csv << format_bench_comm_csv(row, options, *comm) << "\n" << std::flush;
   });
+  watched.reset();
+  if (guard) guard->finish();
   if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
   return wrong > 0 ? 1 : 0;
 }

@@ -58,7 +58,7 @@ std::string Watchdog::describe_timeout(const Activity& a, double waited_s) const
   char line[512];
   std::snprintf(line, sizeof(line),
                 "rank %d, step %lld: %s has not completed after %.1f s (limit %.0f s, --comm-timeout %.0f); "
-                "a peer is stuck or gone, aborting the communicator",
+                "a peer is stuck or gone, so this rank gives up",
                 rank_, static_cast<long long>(step_), a.what.c_str(), waited_s, a.limit_s, timeout_s_);
   return line;
 }

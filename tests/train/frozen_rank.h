@@ -27,7 +27,7 @@ inline FrozenRankOutcome freeze_a_rank(int np, int frozen, const std::string& fl
   Child job(command, dir / "out.txt", dir / "err.txt");
   FrozenRankOutcome outcome;
   // Step 1 prints its line once every rank has joined and trained.
-  bool training = wait_until([&] { return job.out().find("step") != std::string::npos || !job.running(); }, 20.0);
+  bool training = wait_until([&] { return job.out().find("| loss ") != std::string::npos || !job.running(); }, 20.0);
   EXPECT_TRUE(training && job.running()) << job.out() << job.err();
   if (!training || !job.running()) return outcome;
   pid_t rank = find_rank_process(job.pid(), frozen);
