@@ -25,10 +25,16 @@ std::string parent_directory(const std::string& path) {
   return path.substr(0, slash);
 }
 
+// DIR/name -> DIR/.name.tmp.<pid>: hidden, and never matching a pattern for `name`'s kind.
+std::string temporary_name(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  size_t name_start = slash == std::string::npos ? 0 : slash + 1;
+  return path.substr(0, name_start) + "." + path.substr(name_start) + ".tmp." + std::to_string(::getpid());
+}
+
 }  // namespace
 
-AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)), temp_path_(path_ + ".tmp." + std::to_string(::getpid())) {
+AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)), temp_path_(temporary_name(path_)) {
   fd_ = ::open(temp_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   ND_CHECK_INPUT(fd_ >= 0, "cannot create " << temp_path_ << " to write " << path_ << ": " << errno_text());
 }

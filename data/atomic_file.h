@@ -1,5 +1,6 @@
 // Writes a file so that a crash never leaves a half-written file under the real name: the bytes
-// go to "<path>.tmp.<pid>", which is flushed, fsynced and then renamed over <path>.
+// go to "<dir>/.<name>.tmp.<pid>" (hidden, matching no pattern of the real names), which is
+// flushed, fsynced and then renamed over <path>; the directory is fsynced after the rename.
 #pragma once
 #include <cstddef>
 #include <string>

@@ -111,6 +111,13 @@ class Comm {
   virtual void host_allreduce(int64_t* values, int n, HostReduce op) = 0;
   virtual void host_allreduce(double* values, int n, HostReduce op) = 0;
 
+  // Fault handling (dist/fault_guard.h), called from the watchdog thread while the main thread
+  // may be blocked inside this comm: an asynchronous error the backend has seen ("" = none), and
+  // an abort that makes in-flight operations give up. By default there is neither (MPI: the
+  // process ends and the launcher ends the others).
+  virtual std::string async_error() { return ""; }
+  virtual void abort() {}
+
   // The contract's two halves for a collective built from send/recv: order_after_compute()
   // before its first transfer, record_work() after its last (no-ops on host backends).
   virtual void order_after_compute() {}

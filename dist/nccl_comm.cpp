@@ -3,6 +3,8 @@
 #include "dist/nccl_comm.h"
 
 #if NANODIST_WITH_CUDA
+#include <thread>
+
 #include "dist/mpi_check.h"
 #include "dist/nccl_check.h"
 #include "dist/world.h"
@@ -14,17 +16,23 @@ namespace {
 
 ncclDataType_t nccl_reduce_type(DType dtype) {
   switch (dtype) {
-    case DType::F32: return ncclFloat32;
-    case DType::BF16: return ncclBfloat16;
-    default: ND_FAIL("NCCL reductions take f32 or bf16, not " << dtype_name(dtype));
+    case DType::F32:
+      return ncclFloat32;
+    case DType::BF16:
+      return ncclBfloat16;
+    default:
+      ND_FAIL("NCCL reductions take f32 or bf16, not " << dtype_name(dtype));
   }
 }
 
 ncclRedOp_t nccl_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return ncclSum;
-    case ReduceOp::Avg: return ncclAvg;
-    case ReduceOp::Max: return ncclMax;
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
   }
   ND_FAIL("unknown reduce op " << static_cast<int>(op));
 }
@@ -35,6 +43,22 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 // ring's all-reduce gained 10-20% at 64 MB..4 GB on 4 GPUs, 5-10% on 2.
 constexpr int kP2pCtas = 64;
 
+// A non-blocking communicator answers ncclInProgress while a call is still being carried out
+// (set-up, connections); the host polls until it is done and returns the call's real result.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
+  while (rc == ncclInProgress) {
+    std::this_thread::yield();
+    ncclResult_t query = ncclCommGetAsyncError(comm, &rc);
+    if (query != ncclSuccess) return query;
+  }
+  return rc;
+}
+
+ncclConfig_t non_blocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
 // Events behind CommWorks in flight at once before one is reused (DDP's buckets of one step).
 constexpr size_t kWorkEvents = 64;
 
@@ -67,11 +91,14 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
-  NCCL_CHECK(ncclCommInitRank(&nccl_, size_, id, rank_));
+  ncclConfig_t config = non_blocking_config();
+  ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config);
+  NCCL_CHECK(settle(nccl_, rc));
   if (wide_p2p) {
-    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-    config.minCTAs = config.maxCTAs = kP2pCtas;
-    NCCL_CHECK(ncclCommSplit(nccl_, 0, rank_, &p2p_, &config));
+    ncclConfig_t wide = non_blocking_config();
+    wide.minCTAs = wide.maxCTAs = kP2pCtas;
+    rc = ncclCommSplit(nccl_, 0, rank_, &p2p_, &wide);
+    NCCL_CHECK(settle(p2p_, rc));  // the new communicator reports when it is ready
   } else {
     p2p_ = nccl_;
   }
@@ -87,8 +114,11 @@ NcclComm::~NcclComm() {
   scratch_ = Tensor();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   for (cudaEvent_t e : work_events_) cudaEventDestroy(e);
-  if (p2p_ && p2p_ != nccl_) ncclCommDestroy(p2p_);
-  if (nccl_) ncclCommDestroy(nccl_);
+  for (ncclComm_t c : {p2p_ != nccl_ ? p2p_ : nullptr, nccl_}) {
+    if (!c) continue;
+    settle(c, ncclCommFinalize(c));
+    ncclCommDestroy(c);
+  }
   if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
   int finalized = 0;
   MPI_Finalized(&finalized);
@@ -98,13 +128,13 @@ NcclComm::~NcclComm() {
 void NcclComm::send(const Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "send buffer");
   check_peer(*this, peer, "send");
-  NCCL_CHECK(ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
+  NCCL_CHECK(settle(p2p_, ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
 }
 
 void NcclComm::recv(Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "recv buffer");
   check_peer(*this, peer, "recv");
-  NCCL_CHECK(ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
+  NCCL_CHECK(settle(p2p_, ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
 }
 
 void NcclComm::group_start() {
@@ -115,7 +145,9 @@ void NcclComm::group_start() {
 void NcclComm::post_group() {
   ND_CHECK(group_depth_ > 0, "group end without a group start");
   --group_depth_;
-  NCCL_CHECK(ncclGroupEnd());
+  ncclResult_t rc = ncclGroupEnd();
+  if (rc == ncclInProgress) rc = settle(p2p_, settle(nccl_, rc));
+  NCCL_CHECK(rc);
 }
 
 CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
@@ -123,7 +155,8 @@ CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   ncclDataType_t type = nccl_reduce_type(buffer.dtype());
   agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_));
+  NCCL_CHECK(settle(
+      nccl_, ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_)));
   return record_work();
 }
 
@@ -135,7 +168,8 @@ CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
   ncclDataType_t type = nccl_reduce_type(input.dtype());
   agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op), nccl_, stream_));
+  NCCL_CHECK(settle(nccl_, ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op),
+                                             nccl_, stream_)));
   return record_work();
 }
 
@@ -146,7 +180,8 @@ CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
            "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
   agree_on_layout(Collective::AllGather, input, 0);
   order_after_compute();
-  NCCL_CHECK(ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_));
+  NCCL_CHECK(
+      settle(nccl_, ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_)));
   return record_work();
 }
 
@@ -155,7 +190,8 @@ CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
   check_peer(*this, root, "broadcast root");
   agree_on_layout(Collective::Broadcast, buffer, root);
   order_after_compute();
-  NCCL_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_));
+  NCCL_CHECK(settle(
+      nccl_, ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_)));
   return record_work();
 }
 
@@ -198,6 +234,24 @@ void NcclComm::host_allreduce(int64_t* values, int n, HostReduce op) {
 
 void NcclComm::host_allreduce(double* values, int n, HostReduce op) {
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op == HostReduce::Sum ? MPI_SUM : MPI_MAX, mpi_));
+}
+
+std::string NcclComm::async_error() {
+  if (aborted_) return "";
+  for (ncclComm_t c : {nccl_, p2p_}) {
+    ncclResult_t state = ncclSuccess;
+    if (c && ncclCommGetAsyncError(c, &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress)
+      return std::string(ncclGetErrorString(state)) + " " + ncclGetLastError(c);
+  }
+  return "";
+}
+
+// Called from the watchdog thread just before the process ends: in-flight kernels give up, so
+// the GPU is free at once. The communicators are not used again.
+void NcclComm::abort() {
+  if (aborted_.exchange(true)) return;
+  if (p2p_ && p2p_ != nccl_) ncclCommAbort(p2p_);
+  if (nccl_) ncclCommAbort(nccl_);
 }
 
 cudaEvent_t NcclComm::event(size_t i) {

@@ -9,6 +9,7 @@
 #include <mpi.h>
 #include <nccl.h>
 
+#include <atomic>
 #include <vector>
 
 #include "dist/comm.h"
@@ -49,6 +50,11 @@ class NcclComm : public Comm {
   void host_allreduce(int64_t* values, int n, HostReduce op) override;
   void host_allreduce(double* values, int n, HostReduce op) override;
 
+  // The communicators are non-blocking (NCCL's config.blocking = 0), so that the watchdog can
+  // read their asynchronous errors and abort them while the main thread waits.
+  std::string async_error() override;
+  void abort() override;
+
   // Makes the comm stream wait (on the GPU, not the host) for all work queued so far on the
   // device's compute stream.
   void order_after_compute() override;
@@ -73,6 +79,7 @@ class NcclComm : public Comm {
   int size_ = 1;
   int device_index_ = 0;
   int group_depth_ = 0;
+  std::atomic<bool> aborted_{false};
   cudaStream_t stream_ = nullptr;
   cudaStream_t side_stream_ = nullptr;
   std::vector<cudaEvent_t> events_;

@@ -41,7 +41,10 @@ void ensure_mpi_initialized() {
   int initialized = 0;
   MPI_CHECK(MPI_Initialized(&initialized));
   if (initialized) return;
-  MPI_CHECK(MPI_Init(nullptr, nullptr));
+  // FUNNELED: only the main thread calls MPI; the watchdog and heartbeat threads (fault_guard.h)
+  // never do, so MPI needs no locking of its own.
+  int provided = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided));
   std::atexit(&finalize_mpi_at_exit);
 }
 

@@ -1,4 +1,4 @@
-// Checkpoint write (temporary name, H5Fflush, fsync, rename) and read, and the directory
+// Checkpoint write (built in memory, then temporary name, fsync, rename) and read, and the directory
 // bookkeeping: naming, listing complete files, keeping the newest N.
 #include "train/checkpoint.h"
 
@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "data/atomic_file.h"
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -19,20 +20,10 @@ namespace {
 
 const char* kStateGroup = "/state";
 
-void fsync_path(const std::string& path, bool directory) {
-  int fd = ::open(path.c_str(), (directory ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC);
-  ND_CHECK(fd >= 0 || directory, "cannot reopen " << path << " to fsync it: " << std::strerror(errno));
-  if (fd < 0) return;
-  int status = ::fsync(fd);
-  ::close(fd);
-  ND_CHECK(status == 0 || directory, "cannot fsync " << path << ": " << std::strerror(errno));
-}
-
-std::string parent_directory(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos) return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
+// AtomicFileWriter writes OUT/ckpt_000250.h5 as OUT/.ckpt_000250.h5.tmp.<pid> first: the leading
+// dot and the suffix keep it out of list_checkpoints() and out of a `ckpt_*.h5` glob alike.
+const char* kTemporaryPrefix = ".ckpt_";
+const char* kTemporaryMarker = ".h5.tmp.";
 
 // "ckpt_000250.h5" -> 250; -1 for any other name (temporaries included).
 int64_t step_of_checkpoint_name(const std::string& name) {
@@ -81,21 +72,41 @@ void write_contents(Hdf5File& file, const CheckpointData& data) {
 
 }  // namespace
 
+// The file is built in memory, then written by AtomicFileWriter (temporary, fsync, rename,
+// directory fsync): HDF5 never holds a half-written file on disk, so a full disk is a plain
+// write error and leaves no HDF5 state behind.
 void write_checkpoint(const std::string& path, const CheckpointData& data) {
-  std::string temp = path + ".tmp." + std::to_string(::getpid());
   try {
-    Hdf5File file = Hdf5File::create(temp);
-    write_contents(file, data);
-    file.flush();
-    file.close();
-    fsync_path(temp, false);
-    ND_CHECK(std::rename(temp.c_str(), path.c_str()) == 0,
-             "cannot rename " << temp << " to " << path << ": " << std::strerror(errno));
-  } catch (...) {
-    std::remove(temp.c_str());
-    throw;
+    std::vector<char> image;
+    {
+      int64_t bytes = static_cast<int64_t>(data.tokenizer_text.size());
+      for (const NamedTensors* group : {&data.params, &data.m, &data.v})
+        for (const auto& named : *group) bytes += named.second.numel() * 4;
+      Hdf5File file = Hdf5File::create_in_memory(path, bytes);
+      write_contents(file, data);
+      image = file.image();
+    }
+    AtomicFileWriter writer(path);
+    writer.write(image.data(), image.size());
+    writer.commit();
+  } catch (const Error& e) {
+    ND_FAIL("cannot write checkpoint " << path << ": " << e.message());
   }
-  fsync_path(parent_directory(path), true);
+}
+
+int remove_checkpoint_temporaries(const std::string& out_dir) {
+  int removed = 0;
+  DIR* dir = ::opendir(out_dir.c_str());
+  if (dir == nullptr) return 0;
+  std::vector<std::string> stale;
+  while (dirent* entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind(kTemporaryPrefix, 0) == 0 && name.find(kTemporaryMarker) != std::string::npos)
+      stale.push_back(out_dir + "/" + name);
+  }
+  ::closedir(dir);
+  for (const std::string& path : stale) removed += std::remove(path.c_str()) == 0 ? 1 : 0;
+  return removed;
 }
 
 CheckpointData read_checkpoint(const std::string& path) {

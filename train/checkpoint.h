@@ -4,8 +4,9 @@
 //   /optimizer/m/<name>    f32 AdamW first moments;  /optimizer/v/<name> second moments
 //   /state                 attributes: step, optimizer_step, dropout RNG, data loader step, ...
 //   /tokenizer             the tokenizer file's text, so `sample` needs only the checkpoint
-// Written under a temporary name in the same directory, flushed, fsynced and renamed, so a crash
-// never leaves a half-written file under the real name `ckpt_<step>.h5`.
+// Written under a temporary name in the same directory (`.ckpt_<step>.h5.tmp.<pid>`, which no
+// listing or `ckpt_*.h5` glob matches), flushed, fsynced and renamed, then the directory fsynced,
+// so a crash (kill -9 included) never leaves a half-written file under the real name.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -40,7 +41,8 @@ struct CheckpointData {
   std::string tokenizer_text;
 };
 
-// Writes `data` atomically to `path`; nd::Error (and no file under `path`) on failure.
+// Writes `data` atomically to `path`; nd::Error "cannot write checkpoint <path>: <why>" (and no
+// file under `path`, no temporary left) on failure, e.g. a full disk.
 void write_checkpoint(const std::string& path, const CheckpointData& data);
 // Reads a whole checkpoint; nd::Error naming the file when it is missing or malformed.
 CheckpointData read_checkpoint(const std::string& path);
@@ -52,6 +54,8 @@ std::string checkpoint_path(const std::string& out_dir, int64_t step);
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir);
 // The newest complete checkpoint, or "" when there is none.
 std::string newest_checkpoint(const std::string& out_dir);
+// Removes the temporaries a killed writer left in `out_dir`; returns how many.
+int remove_checkpoint_temporaries(const std::string& out_dir);
 // Removes all but the newest `keep` checkpoints (keep 0 = keep all).
 void prune_checkpoints(const std::string& out_dir, int keep);
 // A checkpoint file, or the newest checkpoint of a directory; nd::Error when there is none.

@@ -134,6 +134,12 @@ const std::vector<Binding>& train_bindings() {
           "with --max-seconds: time the first steps, then set --max-iters, --warmup-iters and "
           "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
+    b.add("comm-timeout", &C::comm_timeout,
+          "seconds a step or collective may wait before the rank aborts its communicator and exits (0 = off)");
+    b.add("heartbeat-timeout", &C::heartbeat_timeout,
+          "seconds without a heartbeat after which a peer rank counts as frozen or gone (0 = off)");
+    b.add("skip-nonfinite", &C::skip_nonfinite,
+          "updates with a non-finite loss or gradient norm that may be dropped before the run stops");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
     b.add("ckpt-interval", &C::ckpt_interval, "checkpoint every N steps (0 = only at the end)");
@@ -194,6 +200,9 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
   ND_CHECK_INPUT(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
   ND_CHECK_INPUT(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
+  ND_CHECK_INPUT(c.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << c.comm_timeout);
+  ND_CHECK_INPUT(c.heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << c.heartbeat_timeout);
+  ND_CHECK_INPUT(c.skip_nonfinite >= 0, "--skip-nonfinite must be >= 0, got " << c.skip_nonfinite);
   ND_CHECK_INPUT(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
   ND_CHECK_INPUT(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
   ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);

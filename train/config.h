@@ -53,6 +53,12 @@ struct TrainConfig {
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
+  // faults (dist/fault_guard.h): seconds a step or collective may take before the rank aborts, and
+  // seconds a silent peer is given before it is declared gone (0 = off); updates with a
+  // non-finite loss or gradient norm that may be dropped before the run stops.
+  double comm_timeout = 600.0;
+  double heartbeat_timeout = 15.0;
+  int skip_nonfinite = 0;
   // state
   bool resume = false;
   int ckpt_interval = 0;

@@ -101,6 +101,27 @@ Hdf5File Hdf5File::create(const std::string& path) {
   return Hdf5File(id, path);
 }
 
+Hdf5File Hdf5File::create_in_memory(const std::string& name, int64_t expected_bytes) {
+  silence_hdf5_errors();
+  Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  // backing_store 0: nothing is ever written to `name`. The slack covers HDF5's own metadata.
+  const size_t increment = static_cast<size_t>(std::max<int64_t>(expected_bytes, 0)) + (1 << 20);
+  ND_CHECK(access.ok() && H5Pset_fapl_core(access.get(), increment, 0) >= 0,
+           "cannot set up an in-memory HDF5 file for " << name);
+  hid_t id = H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
+  ND_CHECK(id >= 0, "cannot create an in-memory HDF5 file for " << name);
+  return Hdf5File(id, name);
+}
+
+std::vector<char> Hdf5File::image() {
+  flush();
+  ssize_t size = H5Fget_file_image(id_, nullptr, 0);
+  ND_CHECK(size > 0, "cannot get the image of HDF5 file " << path_);
+  std::vector<char> bytes(static_cast<size_t>(size));
+  ND_CHECK(H5Fget_file_image(id_, bytes.data(), bytes.size()) == size, "cannot copy the image of HDF5 file " << path_);
+  return bytes;
+}
+
 Hdf5File Hdf5File::open_read(const std::string& path) {
   silence_hdf5_errors();
   ND_CHECK_INPUT(std::ifstream(path).good(), "cannot open " << path << ": no such readable file");

@@ -17,6 +17,12 @@ class Hdf5File {
  public:
   static Hdf5File create(const std::string& path);     // truncates an existing file
   static Hdf5File open_read(const std::string& path);  // nd::Error if missing or not HDF5
+  // A file that lives in memory only (HDF5's core driver); `name` is for messages. image() gives
+  // its bytes, which the caller writes out itself: a failed write then leaves no half-closed
+  // HDF5 file behind, and the error names the system's reason (a full disk, a size limit).
+  // `expected_bytes` sizes the memory it grows by (one step when the guess is right).
+  static Hdf5File create_in_memory(const std::string& name, int64_t expected_bytes);
+  std::vector<char> image();  // flushes, then copies the whole file image
   Hdf5File(Hdf5File&& other) noexcept;
   Hdf5File& operator=(Hdf5File&&) = delete;
   Hdf5File(const Hdf5File&) = delete;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <iterator>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -73,8 +75,25 @@ std::string final_json(double best_val_loss, int64_t params, int64_t tokens) {
   return out.str();
 }
 
+namespace {
+
+// A process killed in the middle of a line leaves it unfinished; a resumed run cuts it off
+// before appending, so every line stays one JSON object.
+void drop_unfinished_last_line(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.empty() || text.back() == '\n') return;
+  size_t keep = text.find_last_of('\n');
+  std::error_code ec;
+  std::filesystem::resize_file(path, keep == std::string::npos ? 0 : keep + 1, ec);
+}
+
+}  // namespace
+
 void MetricsWriter::open(const std::string& path, bool append) {
   path_ = path;
+  if (append) drop_unfinished_last_line(path);
   out_.open(path, append ? std::ios::app : std::ios::trunc);
   ND_CHECK_INPUT(out_.is_open(), "cannot write " << path << " (is the output directory writable?)");
 }

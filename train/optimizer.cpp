@@ -1,6 +1,8 @@
 // AdamW bookkeeping; the arithmetic runs in the device kernels behind optimizer_dispatch.h.
 #include "train/optimizer.h"
 
+#include <cmath>
+
 #include "train/optimizer_dispatch.h"
 
 namespace nd::train {
@@ -56,7 +58,13 @@ AdamWHyper hyper_of(const AdamWOptions& options, double lr, int64_t step) {
 double AdamW::step(double lr, double grad_clip) {
   begin_step(lr);
   enqueue_update(grad_clip);
-  return last_grad_norm();
+  return finish_step();
+}
+
+double AdamW::finish_step() {
+  double norm = last_grad_norm();
+  if (!std::isfinite(norm)) --step_count_;
+  return norm;
 }
 
 bool AdamW::on_gpu() const { return !states_.empty() && states_.front().param.data().device().is_cuda(); }

@@ -44,8 +44,10 @@ class AdamW {
 
   // One update at learning rate `lr`: computes the global norm once, scales gradients by
   // min(1, grad_clip / (norm + 1e-6)) inside the update when grad_clip > 0, and returns the
-  // norm before clipping (for logging). Parameters without a gradient are left alone.
-  // Same as begin_step(lr); enqueue_update(grad_clip); return last_grad_norm().
+  // norm before clipping (for logging). Parameters without a gradient are left alone. When the
+  // norm is not finite (a NaN or inf gradient) nothing is updated on any device: parameters,
+  // moments and the step count stay as they were.
+  // Same as begin_step(lr); enqueue_update(grad_clip); return finish_step().
   double step(double lr, double grad_clip);
 
   // step() in three parts, so a training step can be captured into a CUDA graph: begin_step
@@ -55,6 +57,8 @@ class AdamW {
   void begin_step(double lr);
   void enqueue_update(double grad_clip);
   double last_grad_norm() const;
+  // last_grad_norm(), after which a step whose update was dropped (non-finite norm) is uncounted.
+  double finish_step();
 
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps) { step_count_ = steps; }

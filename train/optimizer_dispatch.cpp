@@ -51,6 +51,8 @@ double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, dou
                        std::shared_ptr<DeviceOptimizerState>& device_state) {
   if (common_device(states).is_cuda()) return cuda_clip_and_update(states, h, grad_clip, device_state);
   double norm = global_grad_norm(states);
+  // A NaN or inf gradient would poison every parameter and moment: the update is dropped.
+  if (!std::isfinite(norm)) return norm;
   float grad_scale = static_cast<float>(clip_scale(norm, grad_clip));
   for (ParamState& s : states) {
     if (!s.param.has_grad()) continue;

@@ -14,7 +14,8 @@ namespace nd::train {
 double global_grad_norm(const std::vector<ParamState>& states);
 
 // The global gradient norm, then one AdamW update of every state that has a gradient with the
-// gradients scaled by clip_scale(norm, grad_clip); returns the norm before clipping. On the GPU
+// gradients scaled by clip_scale(norm, grad_clip); returns the norm before clipping. A non-finite
+// norm updates nothing (on the GPU the clip factor becomes NaN and AdamW skips). On the GPU
 // the norm, the clip factor and the update stay on the device (two launches for the norm, one
 // for AdamW); `device_state` caches their launch data between steps.
 double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,

@@ -22,7 +22,13 @@ std::string save_run(const RunParts& run, const RunCounters& counters) {
   s.tokens = counters.tokens;
   data.tokenizer_text = run.tokenizer_text;
   std::string path = checkpoint_path(run.config.out_dir, counters.step);
-  write_checkpoint(path, data);
+  try {
+    write_checkpoint(path, data);
+  } catch (const Error& e) {
+    std::string kept = newest_checkpoint(run.config.out_dir);
+    ND_FAIL(e.message() << (kept.empty() ? std::string("; no earlier checkpoint exists")
+                                         : "; the newest complete checkpoint stays " + kept));
+  }
   prune_checkpoints(run.config.out_dir, run.config.keep);
   return path;
 }

@@ -92,7 +92,7 @@ StepResult TrainStep::run(const std::vector<Batch>& batches, double lr, Generato
   double sum = 0.0;
   for (double l : losses) sum += l;
   result.loss = sum / options_.grad_accum;
-  result.grad_norm = optimizer_.last_grad_norm();
+  result.grad_norm = optimizer_.finish_step();
   if (device_.is_cuda()) result.cuda_mallocs = device_memory_stats(device_.index).cuda_mallocs - mallocs_before;
   return result;
 }

@@ -1,7 +1,8 @@
 // The training loop: each iteration runs one TrainStep (train_step.h: the same step on every
 // device), then logs, evaluates (evaluation.h) and checkpoints (run_state.h) on their intervals.
-// Every rank leaves the loop at the same step: a non-finite loss or the time limit anywhere
-// stops all of them.
+// Every rank leaves the loop at the same step: a non-finite loss or gradient norm (beyond
+// --skip-nonfinite dropped updates) or the time limit anywhere stops all of them. With a watchdog
+// (RunContext) every step, eval and checkpoint is timed.
 #include "train/trainer.h"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <ostream>
 
 #include "data/loader.h"
@@ -19,6 +21,7 @@
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
 #include "train/lr_schedule.h"
+#include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/model_config.h"
 #include "train/optimizer.h"
@@ -35,6 +38,10 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
+
+// A checkpoint write may take this long per byte beyond --comm-timeout before the ranks waiting
+// for it give up: 20 MB/s, a slow network disk.
+constexpr double kSlowDiskBytesPerSecond = 20e6;
 
 // Dropout draws from its own Philox stream, apart from parameter init (stream 0).
 constexpr uint64_t kDropoutStream = 1;
@@ -75,6 +82,7 @@ class Trainer {
       ddp.bucket_mb = c_.bucket_mb;
       ddp.impl = dist::parse_allreduce_impl(c_.allreduce);
       ddp_ = std::make_unique<dist::DistributedDataParallel>(*dp_, model_->parameters(), ddp);
+      auto watched = watch("the parameter broadcast from rank 0");
       ddp_->broadcast_parameters();
     }
     AdamWOptions options;
@@ -85,7 +93,10 @@ class Trainer {
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
 
-    if (is_logger()) prepare_output_dir(c_.out_dir);
+    if (is_logger()) {
+      prepare_output_dir(c_.out_dir);
+      remove_checkpoint_temporaries(c_.out_dir);  // left by a run that was killed while writing
+    }
     if (c_.resume) resume();
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
 
@@ -111,15 +122,24 @@ class Trainer {
           (c_.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
     bool evaluated_now = false, saved_now = false;
     while (counters_.step < c_.max_iters) {
-      double loss = train_step(result);
+      StepResult step;
+      // Ranks with a non-finite loss, with a non-finite norm, out of time: agreed by all ranks.
+      int64_t agreed[3] = {0, 0, 0};
+      {
+        auto watched = watch("training step " + std::to_string(counters_.step + 1) +
+                             " (forward, backward, gradient all-reduce, update)");
+        step = train_step(result);
+        agreed[0] = std::isfinite(step.loss) ? 0 : 1;
+        agreed[1] = std::isfinite(step.grad_norm) ? 0 : 1;
+        agreed[2] = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds ? 1 : 0;
+        if (world_->size() > 1) world_->host_allreduce(agreed, 3, dist::HostReduce::Sum);
+      }
       if (c_.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
         fit_schedule(seconds_since(loop_start));
       evaluated_now = saved_now = false;
-      bool diverged = !std::isfinite(loss);
-      bool out_of_time = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds;
-      if (any_rank(diverged || out_of_time, world_)) {
-        result.diverged = diverged;
-        if (result.diverged) say("loss is not finite at step " + std::to_string(counters_.step) + "; stopping");
+      if (agreed[0] > 0 || agreed[1] > 0) {
+        if (!handle_nonfinite(step, agreed[0], agreed[1] > 0, result)) break;
+      } else if (agreed[2] > 0) {
         break;
       }
       if (c_.eval_interval > 0 && counters_.step % c_.eval_interval == 0) {
@@ -148,6 +168,48 @@ class Trainer {
  private:
   bool is_logger() const { return rank_ == 0; }
 
+  // Times `what` until the returned scope ends (nothing without a watchdog).
+  std::optional<dist::Watchdog::Scope> watch(const std::string& what, double extra_s = 0.0) {
+    if (!ctx_.watchdog) return std::nullopt;
+    ctx_.watchdog->set_step(counters_.step);
+    return ctx_.watchdog->watch(what, extra_s);
+  }
+
+  // A step whose loss (on `bad_loss_ranks` ranks) or gradient norm is not finite. The optimizer
+  // has already dropped its update (AdamW skips a non-finite norm on every device); the run goes
+  // on while --skip-nonfinite allows (true), else stops without writing these weights (false).
+  bool handle_nonfinite(const StepResult& step, int64_t bad_loss_ranks, bool bad_norm, TrainResult& result) {
+    const int world_size = world_->size();
+    std::string what, names;
+    if (bad_loss_ranks > 0) {
+      what = "loss (" + std::to_string(step.loss) + " here; non-finite on " + std::to_string(bad_loss_ranks) + " of " +
+             std::to_string(world_size) + " rank(s))";
+      names = "loss";
+    }
+    if (bad_norm) {
+      what += std::string(what.empty() ? "" : " and ") + "gradient norm (" + std::to_string(step.grad_norm) + ")";
+      names += std::string(names.empty() ? "" : ",") + "grad_norm";
+    }
+    const std::string at = "step " + std::to_string(counters_.step) + ": non-finite " + what;
+    if (result.skipped_nonfinite < c_.skip_nonfinite) {
+      result.skipped_nonfinite += 1;
+      say(at + "; update dropped (" + std::to_string(result.skipped_nonfinite) + " of " +
+          std::to_string(c_.skip_nonfinite) + " allowed by --skip-nonfinite)");
+      metrics_.write_line(nonfinite_json(names, result.skipped_nonfinite, false));
+      return true;
+    }
+    result.diverged = true;
+    say(at + "; stopping without a checkpoint of these weights" +
+        (c_.skip_nonfinite > 0 ? " (" + std::to_string(result.skipped_nonfinite) + " update(s) dropped before)" : ""));
+    metrics_.write_line(nonfinite_json(names, result.skipped_nonfinite, true));
+    return false;
+  }
+
+  std::string nonfinite_json(const std::string& names, int64_t skipped, bool stopped) const {
+    return "{\"step\":" + std::to_string(counters_.step) + ",\"nonfinite\":\"" + names +
+           "\",\"skipped_nonfinite\":" + std::to_string(skipped) + (stopped ? ",\"stopped\":true}" : "}");
+  }
+
   uint64_t parameters_hash() const {
     uint64_t h = 1469598103934665603ull;
     for (const Variable& p : model_->parameters()) {
@@ -167,8 +229,8 @@ class Trainer {
                     world_->size()};
   }
 
-  // One optimizer step; returns this rank's mean micro-batch loss.
-  double train_step(TrainResult& result) {
+  // One optimizer step: this rank's mean micro-batch loss and the global gradient norm.
+  StepResult train_step(TrainResult& result) {
     auto start = Clock::now();
     double lr = schedule_.at(static_cast<int>(counters_.step));
     std::vector<Batch> batches;
@@ -202,7 +264,7 @@ class Trainer {
       say(format_step_line(m));
       metrics_.write_line(step_json(m));
     }
-    return step.loss;
+    return step;
   }
 
   // Time left: the mean step time of this run so far times the steps left, and never past the
@@ -243,6 +305,7 @@ class Trainer {
   }
 
   void evaluate(TrainResult& result) {
+    auto watched = watch("the evaluation at step " + std::to_string(counters_.step));
     model_->set_training(false);
     double train_loss = mean_eval_loss(*model_, *train_eval_, c_.eval_iters, dp_);
     double val_loss = mean_eval_loss(*model_, *val_eval_, c_.eval_iters, dp_);
@@ -257,8 +320,13 @@ class Trainer {
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
   }
 
-  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective.
+  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective. The
+  // watchdog gives the write time for its size on a slow disk on top of --comm-timeout.
   void save_checkpoint(TrainResult& result) {
+    const double bytes = 12.0 * static_cast<double>(model_->num_parameters());  // params, m, v in f32
+    auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (rank 0 writes " +
+                             std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB, the others wait for it)",
+                         bytes / kSlowDiskBytesPerSecond);
     if (is_logger()) {
       result.last_checkpoint = save_run(run_parts(), counters_);
       say("saved " + result.last_checkpoint);

@@ -10,6 +10,7 @@
 
 #include "autograd/variable.h"
 #include "dist/comm.h"
+#include "dist/watchdog.h"
 #include "train/config.h"
 
 namespace nd::train {
@@ -23,6 +24,9 @@ struct RunContext {
   std::ostream* log = nullptr;  // step and eval lines (rank 0 only); nullptr = silent
   // The device's peak FLOP/s for MFU; 0 = unknown (the step line shows GFLOP/s instead).
   double peak_flops = 0.0;
+  // Times each step, eval, checkpoint and collective outside a step (dist/watchdog.h); nullptr =
+  // nothing is timed.
+  dist::Watchdog* watchdog = nullptr;
 };
 
 struct TrainResult {
@@ -33,7 +37,8 @@ struct TrainResult {
   double last_val_loss = 0;
   int64_t params = 0;
   int64_t tokens = 0;               // training tokens over all ranks, resumed ones included
-  bool diverged = false;            // stopped on a non-finite loss
+  bool diverged = false;            // stopped on a non-finite loss or gradient norm
+  int64_t skipped_nonfinite = 0;    // updates dropped for a non-finite value (--skip-nonfinite)
   std::string last_checkpoint;
   // FNV-1a over the bytes of every parameter at the end: equal hashes = bit-identical models
   // (data-parallel ranks must agree).

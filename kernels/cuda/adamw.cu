@@ -17,6 +17,7 @@ __global__ void adamw_kernel(const AdamWSlot<T>* slots, float beta1, float beta2
   AdamWSlot<T> s = slots[blockIdx.y];
   const float lr = step_scalars->lr, bias1 = step_scalars->bias1, sqrt_bias2 = step_scalars->sqrt_bias2;
   float scale = grad_scale ? *grad_scale : 1.0f;
+  if (!isfinite(scale)) return;  // a non-finite gradient norm: the update is dropped
   float decay = 1.0f - lr * s.weight_decay;
   float step_size = lr / bias1;
   int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;

@@ -38,9 +38,10 @@ AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t 
 // For every slot, in the order of operations of nd::cpu::adamw_update (torch.optim.AdamW):
 //   w *= 1 - lr wd; g = grad * grad_scale; m += (1 - b1)(g - m); v = b2 v + (1 - b2) g^2;
 //   w -= lr / (1 - b1^step) * m / (sqrt(v) / sqrt(1 - b2^step) + eps); param = w.
-// grad_scale (1) lives on the device (e.g. from global_norm's clip scale); null means 1. The weight
-// decay is each slot's (hyper.weight_decay is not read). This overload uploads the step scalars
-// itself (not capturable).
+// grad_scale (1) lives on the device (e.g. from global_norm's clip scale); null means 1. A
+// non-finite grad_scale (global_norm's answer to a non-finite norm) leaves every slot untouched.
+// The weight decay is each slot's (hyper.weight_decay is not read). This overload uploads the
+// step scalars itself (not capturable).
 template <typename T>
 void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& hyper, const float* grad_scale,
                   cudaStream_t stream = nullptr);

@@ -49,7 +49,9 @@ __global__ void finish_norm_kernel(const float* partial, int64_t count, float* n
   if (threadIdx.x == 0) {
     float total = static_cast<float>(sqrt(scratch[0]));
     *norm = total;
-    if (clip_scale) *clip_scale = max_norm > 0.0f ? fminf(1.0f, max_norm / (total + 1e-6f)) : 1.0f;
+    // A non-finite norm gives a NaN factor, on which AdamW skips its update.
+    if (clip_scale)
+      *clip_scale = !isfinite(total) ? nanf("") : max_norm > 0.0f ? fminf(1.0f, max_norm / (total + 1e-6f)) : 1.0f;
   }
 }
 

@@ -18,7 +18,8 @@ struct NormSlot {
 };
 
 // norm (1) = sqrt(sum over slots of sum x^2). When clip_scale is not null it gets
-// min(1, max_norm / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_), or 1 when max_norm <= 0.
+// min(1, max_norm / (norm + 1e-6)) (torch.nn.utils.clip_grad_norm_), or 1 when max_norm <= 0;
+// NaN when the norm is not finite (adamw_update then leaves everything as it was).
 template <typename T>
 void global_norm(const DeviceSlots<NormSlot<T>>& slots, float* norm, float* clip_scale, float max_norm,
                  cudaStream_t stream = nullptr);

@@ -55,7 +55,7 @@ TEST(TokenFile, RoundTripU16) {
   EXPECT_EQ(static_cast<unsigned char>(bytes[1024 + 2 * 2]), 64);
   EXPECT_EQ(static_cast<unsigned char>(bytes[1024 + 2 * 4]), 300 & 0xff);
   EXPECT_EQ(static_cast<unsigned char>(bytes[1024 + 2 * 4 + 1]), 300 >> 8);
-  EXPECT_FALSE(std::filesystem::exists(dir.file("a.bin.tmp." + std::to_string(::getpid()))));
+  EXPECT_FALSE(std::filesystem::exists(dir.file(".a.bin.tmp." + std::to_string(::getpid()))));
 }
 
 TEST(TokenFile, RoundTripI32) {

@@ -132,5 +132,46 @@ TEST(AdamW, ParametersWithoutGradientAreLeftAlone) {
               1e-6);
 }
 
+// A NaN or inf gradient drops the whole update: parameters, moments and the step count stay, so
+// the next finite step is exactly the one a run that never saw the bad gradient would take.
+TEST(AdamW, NonFiniteGradientDropsTheUpdate) {
+  for (float bad : {std::nanf(""), INFINITY}) {
+    Params P, Q;
+    Generator gen(5);
+    for (Variable* v : {&P.w, &P.e, &P.b}) fill_random(v->data(), gen, 0.5);
+    for (auto [p, q] : {std::pair{&P.w, &Q.w}, {&P.e, &Q.e}, {&P.b, &Q.b}}) q->data().copy_from(p->data());
+    AdamW opt(P.named(), AdamWOptions{}), clean(Q.named(), AdamWOptions{});
+    std::vector<Variable*> ps = {&P.w, &P.e, &P.b}, qs = {&Q.w, &Q.e, &Q.b};
+    auto set_grads = [&](uint64_t seed) {
+      Generator g(seed);
+      for (size_t k = 0; k < ps.size(); ++k) {
+        Tensor grad = Tensor::empty(ps[k]->shape(), ps[k]->dtype(), ps[k]->device());
+        fill_random(grad, g, 0.1);
+        ps[k]->set_grad(grad);
+        qs[k]->set_grad(grad.clone());
+      }
+    };
+    set_grads(11);
+    opt.step(1e-2, 1.0);
+    clean.step(1e-2, 1.0);
+    auto before = P.w.data().to_double_vector();
+    auto m_before = opt.state("w").m.to_double_vector();
+    set_grads(12);
+    Tensor e_grad = P.e.grad();  // shares the gradient's storage
+    e_grad.data<float>()[3] = bad;  // one bad element anywhere
+    double norm = opt.step(1e-2, 1.0);
+    EXPECT_FALSE(std::isfinite(norm));
+    EXPECT_EQ(opt.step_count(), 1) << "a dropped update is not counted";
+    EXPECT_EQ(P.w.data().to_double_vector(), before);
+    EXPECT_EQ(opt.state("w").m.to_double_vector(), m_before);
+    for (double x : P.e.data().to_double_vector()) EXPECT_TRUE(std::isfinite(x));
+    set_grads(13);
+    opt.step(1e-2, 1.0);
+    clean.step(1e-2, 1.0);
+    for (size_t k = 0; k < ps.size(); ++k)
+      EXPECT_EQ(ps[k]->data().to_double_vector(), qs[k]->data().to_double_vector()) << "tensor " << k;
+  }
+}
+
 }  // namespace
 }  // namespace nd::train

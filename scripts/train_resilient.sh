@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Runs `mpirun -np N nanodist train ... --resume` and, when it fails (a rank killed, frozen and
+# caught by the watchdog, a node gone), runs it again from the newest complete checkpoint, up to
+# --max-restarts times. Each attempt uses as many ranks as are available now (--ranks-available,
+# by default the GPUs nvidia-smi lists for --device cuda, else N), rounded down to a divisor of
+# N, and multiplies --grad-accum by N / ranks so the global batch stays the same; checkpoints
+# hold full tensors, so a run resumes on any data-parallel size. Says what it did and why.
+#
+# usage: scripts/train_resilient.sh --np N [--max-restarts 3] [--ranks-available CMD]
+#            [--mpirun "mpirun"] [--nanodist build/nanodist] -- TRAIN_FLAGS...
+# (--grad-accum must be given among TRAIN_FLAGS, not only in a --config file, when it is not 1)
+set -uo pipefail
+np=""; max_restarts=3; ranks_cmd=""; mpirun="mpirun"
+nanodist="$(cd "$(dirname "$0")/.." && pwd)/build/nanodist"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --np) np=$2; shift 2 ;;
+    --max-restarts) max_restarts=$2; shift 2 ;;
+    --ranks-available) ranks_cmd=$2; shift 2 ;;
+    --mpirun) mpirun=$2; shift 2 ;;
+    --nanodist) nanodist=$2; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    *) echo "train_resilient.sh: unknown argument $1 (train flags go after --)" >&2; exit 2 ;;
+  esac
+done
+say() { echo "train_resilient: $*"; }
+[[ "$np" =~ ^[1-9][0-9]*$ ]] || { echo "train_resilient.sh: --np N is required (N >= 1)" >&2; exit 2; }
+[[ "$max_restarts" =~ ^[0-9]+$ ]] || { echo "train_resilient.sh: --max-restarts must be >= 0" >&2; exit 2; }
+[[ -x "$nanodist" ]] || { echo "train_resilient.sh: $nanodist not found (build first)" >&2; exit 2; }
+
+# The train flags without --grad-accum and --resume (set per attempt); remember both values.
+accum=1; out=""; device=cpu; flags=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+  a=${args[$i]}
+  case "$a" in
+    --grad-accum) accum=${args[$((i + 1))]}; i=$((i + 1)) ;;
+    --grad-accum=*) accum=${a#*=} ;;
+    --resume) ;;
+    --resume=*) ;;
+    --out) out=${args[$((i + 1))]}; flags+=("$a" "$out"); i=$((i + 1)) ;;
+    --out=*) out=${a#*=}; flags+=("$a") ;;
+    --device) device=${args[$((i + 1))]}; flags+=("$a" "$device"); i=$((i + 1)) ;;
+    --device=*) device=${a#*=}; flags+=("$a") ;;
+    *) flags+=("$a") ;;
+  esac
+done
+[[ -n "$out" ]] || { echo "train_resilient.sh: the train flags need --out DIR (where the checkpoints are)" >&2; exit 2; }
+
+ranks_available() {
+  if [[ -n "$ranks_cmd" ]]; then
+    bash -c "$ranks_cmd"
+  elif [[ "$device" == cuda* ]] && command -v nvidia-smi >/dev/null; then
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU'
+  else
+    echo "$np"
+  fi
+}
+
+newest_checkpoint() { ls "$out"/ckpt_*.h5 2>/dev/null | sort | tail -n 1; }
+
+attempt=0
+while :; do
+  available=$(ranks_available)
+  [[ "$available" =~ ^[0-9]+$ ]] || available=0
+  ranks=$(( available < np ? available : np ))
+  while (( ranks > 0 && np % ranks != 0 )); do ranks=$((ranks - 1)); done
+  if (( ranks == 0 )); then
+    say "no ranks available (asked: $np); giving up"
+    exit 1
+  fi
+  run_accum=$(( accum * np / ranks ))
+  ckpt=$(newest_checkpoint)
+  say "attempt $((attempt + 1)): $ranks rank(s) of $np, --grad-accum $run_accum (global batch kept), from ${ckpt:-the start}"
+  start=$(date +%s.%N)
+  $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume
+  rc=$?
+  took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  if (( rc == 0 )); then
+    say "attempt $((attempt + 1)) finished after $took s; $attempt restart(s) in all"
+    exit 0
+  fi
+  if (( attempt >= max_restarts )); then
+    say "attempt $((attempt + 1)) failed (exit $rc) after $took s; giving up after $attempt restart(s)"
+    exit "$rc"
+  fi
+  ckpt=$(newest_checkpoint)
+  say "attempt $((attempt + 1)) failed (exit $rc) after $took s; restarting from ${ckpt:-the start (no checkpoint yet)}"
+  attempt=$((attempt + 1))
+done

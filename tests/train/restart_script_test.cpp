@@ -1,0 +1,59 @@
+// scripts/train_resilient.sh end to end on the CPU: a 2-rank run loses rank 1 to SIGKILL while
+// only one rank is still available; the script says why it restarts, resumes from the newest
+// checkpoint on 1 rank with --grad-accum doubled (same global batch) and finishes the run.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "process_helpers.h"
+#include "train/checkpoint.h"
+#include "train_fixture.h"
+
+namespace nd::train::testing {
+namespace {
+
+TEST(RestartScript, ResumesOnTheRanksLeftAfterAKilledRank) {
+  TempDir dir;
+  write_tiny_data(dir / "data", 3000);
+  std::ofstream(dir / "ranks") << "2\n";
+  const int steps = 4000;
+  std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 bash " +
+                        std::string(ND_SOURCE_DIR) + "/scripts/train_resilient.sh --np 2 --max-restarts 2" +
+                        " --ranks-available 'cat " + (dir / "ranks") + "' --mpirun '" + ND_MPIEXEC +
+                        " --oversubscribe' --nanodist " + ND_NANODIST_BIN + " -- --data " + (dir / "data") +
+                        " --out " + (dir / "out") +
+                        " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --batch-size 2 --eval-interval 0"
+                        " --eval-iters 1 --warmup-iters 1 --log-interval 1000 --ckpt-interval 100 --max-iters " +
+                        std::to_string(steps) + " --lr-decay-iters " + std::to_string(steps);
+  Child script(command, dir / "out.txt", dir / "err.txt");
+  auto newest_step = [&] {
+    auto all = list_checkpoints(dir / "out");
+    return all.empty() ? int64_t{0} : all.back().first;
+  };
+  ASSERT_TRUE(wait_until([&] { return newest_step() >= 200 || !script.running(); }, 30.0)) << script.out();
+  ASSERT_TRUE(script.running()) << "the run ended before the fault: " << script.out() << script.err();
+  std::ofstream(dir / "ranks") << "1\n";
+  pid_t rank = find_rank_process(script.pid(), 1);
+  ASSERT_GT(rank, 0);
+  script.also_clean_up(rank);
+  const int64_t killed_after = newest_step();
+  ::kill(rank, SIGKILL);
+  ASSERT_TRUE(script.wait(40.0)) << script.out();
+  const std::string out = script.out();
+  EXPECT_EQ(script.exit_code(), 0) << out << script.err();
+  EXPECT_NE(out.find("train_resilient: attempt 1: 2 rank(s) of 2, --grad-accum 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("train_resilient: attempt 1 failed (exit "), std::string::npos) << out;
+  EXPECT_NE(out.find("; restarting from " + dir / "out/ckpt_"), std::string::npos) << out;
+  EXPECT_NE(out.find("train_resilient: attempt 2: 1 rank(s) of 2, --grad-accum 2 (global batch kept)"),
+            std::string::npos)
+      << out;
+  size_t resumed = out.find("resumed from ");
+  ASSERT_NE(resumed, std::string::npos) << out;
+  int64_t resumed_at = std::stoll(out.substr(out.find(" at step ", resumed) + 9));
+  EXPECT_GE(resumed_at, killed_after) << out;
+  EXPECT_NE(out.find("train_resilient: attempt 2 finished after "), std::string::npos) << out;
+  EXPECT_EQ(newest_step(), steps);
+}
+
+}  // namespace
+}  // namespace nd::train::testing
