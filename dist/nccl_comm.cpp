@@ -95,10 +95,14 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config);
   NCCL_CHECK(settle(nccl_, rc));
   if (wide_p2p) {
-    ncclConfig_t wide = non_blocking_config();
+    // Its own communicator (not a split: a split of a non-blocking parent handed back no handle
+    // on NCCL 2.28), blocking, with more CTAs for the ring's send/recv.
+    ncclUniqueId wide_id;
+    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&wide_id));
+    MPI_CHECK(MPI_Bcast(&wide_id, sizeof(wide_id), MPI_BYTE, 0, mpi_));
+    ncclConfig_t wide = NCCL_CONFIG_INITIALIZER;
     wide.minCTAs = wide.maxCTAs = kP2pCtas;
-    rc = ncclCommSplit(nccl_, 0, rank_, &p2p_, &wide);
-    NCCL_CHECK(settle(p2p_, rc));  // the new communicator reports when it is ready
+    NCCL_CHECK(ncclCommInitRankConfig(&p2p_, size_, wide_id, rank_, &wide));
   } else {
     p2p_ = nccl_;
   }
