@@ -50,7 +50,7 @@ run_one() {
       --tp "$tp" --batch-size "$batch" --grad-accum 1 --grad-clip 0 --allreduce "$impl" --max-iters "$steps" \
       --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
     local mem
-    mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}')
+    mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)
     echo -e "$name\t$np\t$tp\t$impl\t${mem:--}\t$run/metrics.jsonl" >>"$out/results.tsv"
   else
     echo "$name failed; last lines of $log:"; tail -n 5 "$log"
