@@ -209,7 +209,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
-  ND_CHECK_INPUT(c.tp == 1, "--tp " << c.tp << ": tensor parallelism is not implemented yet; use --tp 1");
+  ND_CHECK_INPUT(c.n_embd % c.tp == 0, "--n-embd " << c.n_embd << " is not divisible by --tp " << c.tp);
 }
 
 }  // namespace nd::train

@@ -25,9 +25,11 @@ nn::GPTConfig model_config_for(const TrainConfig& c, int64_t vocab_size) {
   m.n_embd = c.n_embd;
   m.block_size = c.block_size;
   m.vocab_size = static_cast<int>(vocab_size);
-  // On the GPU the logits' last dimension is padded to a multiple of 128 (50257 -> 50304) so
-  // the output GEMM and the cross-entropy rows stay aligned; padding is never predicted.
-  if (parse_device(c.device).is_cuda()) m.padded_vocab_size = static_cast<int>((vocab_size + 127) / 128 * 128);
+  // On the GPU the logits' last dimension is padded to a multiple of 128 x tp (50257 -> 50304 at
+  // tp 1) so the output GEMM and the cross-entropy rows stay aligned, and under tp every rank holds
+  // an equal block of rows; padding is never predicted. The CPU at tp 1 keeps the vocabulary.
+  const bool on_cuda = parse_device(c.device).is_cuda();
+  if (on_cuda || c.tp > 1) m.padded_vocab_size = nn::padded_vocab_rows(static_cast<int>(vocab_size), c.tp, on_cuda);
   m.dropout = static_cast<float>(c.dropout);
   m.bias = c.bias;
   m.use_layernorm = !c.no_layernorm;
@@ -91,7 +93,6 @@ void check_same_model(const nn::GPTConfig& ckpt, const nn::GPTConfig& model, con
   compare("n_head", ckpt.n_head, model.n_head);
   compare("n_embd", ckpt.n_embd, model.n_embd);
   compare("block_size", ckpt.block_size, model.block_size);
-  compare("padded_vocab_size", ckpt.vocab_rows(), model.vocab_rows());
   compare("bias", ckpt.bias, model.bias);
   compare("use_layernorm", ckpt.use_layernorm, model.use_layernorm);
   compare("use_residual", ckpt.use_residual, model.use_residual);

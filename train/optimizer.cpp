@@ -38,7 +38,13 @@ ParamState& AdamW::state(const std::string& name) {
   ND_FAIL("AdamW has no parameter " << name);
 }
 
-double AdamW::grad_norm() const { return global_grad_norm(states_); }
+double AdamW::grad_norm() const { return global_grad_norm(states_, tp_); }
+
+void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names) {
+  for (ParamState& s : states_) s.sharded = false;
+  for (const std::string& name : sharded_names) state(name).sharded = true;
+  tp_ = tp;
+}
 
 namespace {
 
@@ -80,9 +86,9 @@ void AdamW::begin_step(double lr) {
 void AdamW::enqueue_update(double grad_clip) {
   AdamWHyper hyper = hyper_of(options_, step_lr_, step_count_);
   if (on_gpu()) {
-    cuda_enqueue_clip_and_update(states_, hyper, grad_clip, device_state_);
+    cuda_enqueue_clip_and_update(states_, hyper, grad_clip, tp_, device_state_);
   } else {
-    host_grad_norm_ = clip_and_update(states_, hyper, grad_clip, device_state_);
+    host_grad_norm_ = clip_and_update(states_, hyper, grad_clip, tp_, device_state_);
   }
 }
 

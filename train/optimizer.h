@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
+#include "dist/comm.h"
 
 namespace nd::train {
 
@@ -27,6 +28,9 @@ struct ParamState {
   // update runs on the master and writes the rounded value back to the parameter.
   Tensor master;
   bool decay = false;  // in the weight-decay group
+  // Split over the tensor-parallel group (each rank holds a different shard): its squares are
+  // summed over the group for the global norm; a replicated one counts once.
+  bool sharded = false;
 };
 
 struct DeviceOptimizerState;  // per-device launch data, built on the first GPU step
@@ -60,6 +64,11 @@ class AdamW {
   // last_grad_norm(), after which a step whose update was dropped (non-finite norm) is uncounted.
   double finish_step();
 
+  // Tensor parallelism: `tp` (the group, outliving this optimizer) and the names of the sharded
+  // parameters. The global norm then sums the sharded parameters' squares over the group and
+  // the replicated ones once, so it equals the unsplit model's. nd::Error on an unknown name.
+  void set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names);
+
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps) { step_count_ = steps; }
   const AdamWOptions& options() const { return options_; }
@@ -72,6 +81,7 @@ class AdamW {
 
   AdamWOptions options_;
   std::vector<ParamState> states_;
+  dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)
   double host_grad_norm_ = 0.0;  // the CPU update's norm (the GPU's stays on the device)

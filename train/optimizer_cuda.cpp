@@ -181,7 +181,11 @@ void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamW
 }
 
 void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
-                                  std::shared_ptr<DeviceOptimizerState>& device_state) {
+                                  dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& device_state) {
+  ND_CHECK(grad_clip <= 0.0 || !splits_norm(states, tp),
+           "--grad-clip " << grad_clip << " with --tp " << tp->size()
+                          << " on the GPU: the tensor-parallel global norm is not implemented there yet; "
+                             "use --grad-clip 0");
   if (is_bf16(states)) return enqueue_update_as<bf16>(states, h, grad_clip, device_state);
   enqueue_update_as<float>(states, h, grad_clip, device_state);
 }
@@ -193,10 +197,10 @@ double cuda_read_grad_norm(const std::vector<ParamState>& states,
   return read_back(device_state->scalars.data<float>(), compute_stream(device));
 }
 
-double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
                             std::shared_ptr<DeviceOptimizerState>& device_state) {
   cuda_upload_step_scalars(states, h, device_state);
-  cuda_enqueue_clip_and_update(states, h, grad_clip, device_state);
+  cuda_enqueue_clip_and_update(states, h, grad_clip, tp, device_state);
   return cuda_read_grad_norm(states, device_state);
 }
 
@@ -206,7 +210,8 @@ struct DeviceOptimizerState {};
 
 double cuda_global_grad_norm(const std::vector<ParamState>&) { ND_FAIL("this nanodist was built without CUDA"); }
 
-double cuda_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, std::shared_ptr<DeviceOptimizerState>&) {
+double cuda_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, dist::Comm*,
+                            std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 
@@ -215,7 +220,7 @@ void cuda_upload_step_scalars(const std::vector<ParamState>&, const AdamWHyper&,
   ND_FAIL("this nanodist was built without CUDA");
 }
 
-void cuda_enqueue_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double,
+void cuda_enqueue_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, dist::Comm*,
                                   std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }

@@ -39,18 +39,32 @@ Device common_device(const std::vector<ParamState>& states) {
 
 }  // namespace
 
-double global_grad_norm(const std::vector<ParamState>& states) {
-  if (common_device(states).is_cuda()) return cuda_global_grad_norm(states);
-  double sum = 0.0;
+bool splits_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
+  if (tp == nullptr || tp->size() == 1) return false;
   for (const ParamState& s : states)
-    if (s.param.has_grad()) sum += cpu::sum_of_squares(s.param.grad().data<float>(), s.param.grad().numel());
-  return std::sqrt(sum);
+    if (s.sharded) return true;
+  return false;
 }
 
-double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+double global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
+  if (common_device(states).is_cuda()) {
+    ND_CHECK(!splits_norm(states, tp), "the global gradient norm under tensor parallelism is not implemented on "
+                                       "the GPU yet");
+    return cuda_global_grad_norm(states);
+  }
+  // [0]: the sharded states' squares (summed over the group), [1]: the replicated ones (once).
+  double sums[2] = {0.0, 0.0};
+  for (const ParamState& s : states)
+    if (s.param.has_grad())
+      sums[s.sharded ? 0 : 1] += cpu::sum_of_squares(s.param.grad().data<float>(), s.param.grad().numel());
+  if (splits_norm(states, tp)) tp->host_allreduce(&sums[0], 1, dist::HostReduce::Sum);
+  return std::sqrt(sums[0] + sums[1]);
+}
+
+double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
                        std::shared_ptr<DeviceOptimizerState>& device_state) {
-  if (common_device(states).is_cuda()) return cuda_clip_and_update(states, h, grad_clip, device_state);
-  double norm = global_grad_norm(states);
+  if (common_device(states).is_cuda()) return cuda_clip_and_update(states, h, grad_clip, tp, device_state);
+  double norm = global_grad_norm(states, tp);
   // A NaN or inf gradient would poison every parameter and moment: the update is dropped.
   if (!std::isfinite(norm)) return norm;
   float grad_scale = static_cast<float>(clip_scale(norm, grad_clip));

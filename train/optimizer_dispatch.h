@@ -10,29 +10,38 @@
 
 namespace nd::train {
 
-// sqrt of the sum of squares of every gradient (states without a gradient count as zero).
-double global_grad_norm(const std::vector<ParamState>& states);
+// True when `tp` has more than one rank and some state is sharded over it.
+bool splits_norm(const std::vector<ParamState>& states, dist::Comm* tp);
+
+// sqrt of the sum of squares of every gradient (states without a gradient count as zero). With a
+// tensor-parallel group `tp` of more than one rank (collective over it), the squares of the
+// sharded states are summed over the group and the replicated ones counted once: the norm of the
+// unsplit model, the same on every rank of the group. nullptr: no tensor parallelism.
+double global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp = nullptr);
 
 // The global gradient norm, then one AdamW update of every state that has a gradient with the
 // gradients scaled by clip_scale(norm, grad_clip); returns the norm before clipping. A non-finite
 // norm updates nothing (on the GPU the clip factor becomes NaN and AdamW skips). On the GPU
 // the norm, the clip factor and the update stay on the device (two launches for the norm, one
 // for AdamW); `device_state` caches their launch data between steps.
-double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
+double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip, dist::Comm* tp,
                        std::shared_ptr<DeviceOptimizerState>& device_state);
 
 // The GPU half (train/optimizer_cuda.cpp); nd::Error in a build without CUDA.
 double cuda_global_grad_norm(const std::vector<ParamState>& states);
-double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
+double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip, dist::Comm* tp,
                             std::shared_ptr<DeviceOptimizerState>& device_state);
 
 // cuda_clip_and_update in three parts, for CUDA graph capture: the upload of this step's lr and
 // bias corrections (a host-to-device copy, outside the graph), the kernels (norm, clip factor,
 // AdamW; capturable once `device_state` matches the current addresses), and the norm read back.
+// Under tensor parallelism (tp of more than one rank holding sharded states) the GPU norm is not
+// split yet: clipping (grad_clip > 0) raises nd::Error, and without it the norm read back is
+// this rank's own.
 void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& hyper,
                               std::shared_ptr<DeviceOptimizerState>& device_state);
 void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
-                                  std::shared_ptr<DeviceOptimizerState>& device_state);
+                                  dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& device_state);
 double cuda_read_grad_norm(const std::vector<ParamState>& states,
                            const std::shared_ptr<DeviceOptimizerState>& device_state);
 

@@ -6,10 +6,12 @@
 
 namespace nd::train {
 
-std::string save_run(const RunParts& run, const RunCounters& counters) {
+std::string save_run(const RunParts& run, const RunCounters& counters, bool write) {
+  if (!write && !run.model.tensor_parallel().active()) return "";
   CheckpointData data;
+  store_model(run.model, &run.optimizer, data);  // collective over the tp group
+  if (!write) return "";
   data.config = config_attributes(run.model_config, run.config);
-  store_model(run.model, &run.optimizer, data);
   CheckpointState& s = data.state;
   s.step = counters.step;
   s.optimizer_step = run.optimizer.step_count();

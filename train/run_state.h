@@ -32,8 +32,11 @@ struct RunParts {
   int world_size;
 };
 
-// Writes OUT/ckpt_<step>.h5 atomically and prunes to --keep; returns its path. One rank calls it.
-std::string save_run(const RunParts& run, const RunCounters& counters);
+// Writes OUT/ckpt_<step>.h5 atomically and prunes to --keep; returns its path. Under tensor
+// parallelism every rank calls it (the full tensors are gathered over each tp group at once) and
+// only the rank passing `write` writes (returning "" elsewhere); without it one rank may call it
+// alone.
+std::string save_run(const RunParts& run, const RunCounters& counters, bool write = true);
 
 // Loads the newest complete checkpoint in --out into the run; returns its path, or "" when the
 // directory holds none yet. nd::Error when it holds another model or another tokenizer.

@@ -76,7 +76,9 @@ class Trainer {
 
     model_config_ = model_config_for(c_, data_.vocab_size);
     Generator init_gen(c_.seed);
-    model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype));
+    // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
+    model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
+                                       dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce)});
     if (dp_size > 1) {
       dist::DDPOptions ddp;
       ddp.bucket_mb = c_.bucket_mb;
@@ -90,6 +92,12 @@ class Trainer {
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
     optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), options);
+    if (grid_->tp_size() > 1) {
+      std::vector<std::string> sharded;
+      for (const auto& [name, spec] : model_->named_shard_specs())
+        if (spec.sharded()) sharded.push_back(name);
+      optimizer_->set_tensor_parallel(&grid_->tp(), sharded);
+    }
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
 
@@ -156,7 +164,8 @@ class Trainer {
       if (!saved_now) save_checkpoint(result);
     }
     result.steps_done = counters_.step;
-    result.params_hash = parameters_hash();
+    result.params_hash = parameters_hash(/*replicated_only=*/false);
+    result.replicated_params_hash = parameters_hash(/*replicated_only=*/true);
     if (model_->device().is_cuda())
       result.peak_device_bytes = static_cast<int64_t>(device_memory_stats(model_->device().index).peak_bytes);
     result.best_val_loss = counters_.best_val_loss;
@@ -210,10 +219,13 @@ class Trainer {
            "\",\"skipped_nonfinite\":" + std::to_string(skipped) + (stopped ? ",\"stopped\":true}" : "}");
   }
 
-  uint64_t parameters_hash() const {
+  uint64_t parameters_hash(bool replicated_only) const {
     uint64_t h = 1469598103934665603ull;
-    for (const Variable& p : model_->parameters()) {
-      Tensor host = p.data().to(Device::cpu());
+    auto specs = model_->named_shard_specs();
+    auto named = model_->named_parameters();
+    for (size_t i = 0; i < named.size(); ++i) {
+      if (replicated_only && specs.at(i).second.sharded()) continue;
+      Tensor host = named[i].second.data().to(Device::cpu());
       const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
       for (size_t i = 0; i < host.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
     }
@@ -320,15 +332,18 @@ class Trainer {
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
   }
 
-  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective. The
+  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective (the
+  // tensor-parallel gather comes before the write). The
   // watchdog gives the write time for its size on a slow disk on top of --comm-timeout.
   void save_checkpoint(TrainResult& result) {
     const double bytes = 12.0 * static_cast<double>(model_->num_parameters());  // params, m, v in f32
     auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (rank 0 writes " +
                              std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB, the others wait for it)",
                          bytes / kSlowDiskBytesPerSecond);
+    // Every rank takes part in gathering the tensor-parallel shards; rank 0 writes.
+    std::string path = save_run(run_parts(), counters_, is_logger());
     if (is_logger()) {
-      result.last_checkpoint = save_run(run_parts(), counters_);
+      result.last_checkpoint = path;
       say("saved " + result.last_checkpoint);
     }
     if (world_->size() > 1) world_->barrier();

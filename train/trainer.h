@@ -43,6 +43,9 @@ struct TrainResult {
   // FNV-1a over the bytes of every parameter at the end: equal hashes = bit-identical models
   // (data-parallel ranks must agree).
   uint64_t params_hash = 0;
+  // The same over the parameters that tensor parallelism replicates (LayerNorms, row-parallel
+  // biases, wpe): equal on every rank of a tp group.
+  uint64_t replicated_params_hash = 0;
   // The most device memory this rank's tensors held at once (caching allocator); 0 on the CPU.
   int64_t peak_device_bytes = 0;
   // Steps this run took as replays of a captured CUDA graph (--cuda-graph), and the cudaMalloc

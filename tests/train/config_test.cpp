@@ -189,7 +189,15 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   c = ok;
   c.tp = 2;
   EXPECT_NE(error_of_config(c, 3).find("not divisible by --tp 2"), std::string::npos);
-  EXPECT_NE(error_of_config(c, 2).find("tensor parallelism is not implemented"), std::string::npos);
+  EXPECT_EQ(error_of_config(c, 2), "");
+  EXPECT_EQ(error_of_config(c, 4), "");
+  c.tp = 3;
+  c.n_head = 3;
+  c.n_embd = 48;
+  EXPECT_EQ(error_of_config(c, 3), "");
+  c.n_embd = 40;
+  c.n_head = 4;
+  EXPECT_NE(error_of_config(c, 3).find("--n-head 4 is not divisible by --tp 3"), std::string::npos);
 
   c = ok;
   c.data_dir = "";

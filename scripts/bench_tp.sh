@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Tensor-parallel throughput and memory on random tokens: GPT-2 large (774M, B=8 shared by the tp
+# ranks, T=1024, bf16) at tp 1 (1 GPU) and tp 2 (mpirun -np 2) with NCCL's all-reduce and our ring,
+# and GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same global batch). Prints the median
+# tokens/s of steps 10..STEPS, the peak GPU memory of rank 0 (the train summary line), and the
+# ratios tp2/tp1 (tokens/s and memory per GPU) and tp2/dp2. --grad-clip 0 everywhere: the GPU's
+# global gradient norm is not split over tp ranks yet, so clipping is refused at tp > 1 there.
+# --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
+#
+# usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist]
+#                            [--device cpu --tiny] [--extra "flags passed to nanodist train"]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --steps) steps=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --bin) bin=$2; shift 2 ;;
+    --extra) extra=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --tiny) tiny=1; shift ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$bin" ]] || { echo "bench_tp.sh: $bin not found (build first)" >&2; exit 1; }
+[[ "$device" == cuda || "$tiny" == 1 ]] || { echo "bench_tp.sh: --device $device needs --tiny" >&2; exit 2; }
+[[ "$(id -u)" -ne 0 ]] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+mkdir -p "$out/logs"
+data="$out/data"
+if [[ "$tiny" == 1 ]]; then
+  # Stands in for both models: the shapes split over 2 ranks, the sizes run in seconds.
+  large="--n-layer 2 --n-head 4 --n-embd 32 --block-size 64 --dtype f32 --device $device"
+  small=$large; vocab=256; tokens=200000
+  [[ "$steps" -gt 15 ]] && steps=15
+else
+  large="--config configs/gpt2_774m.conf"; small="--config configs/gpt2_124m.conf"; vocab=50257; tokens=4000000
+fi
+[[ -f "$data/train.bin" ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
+
+: >"$out/results.tsv"
+# name, model flags, ranks, tp, batch per data-parallel group, all-reduce
+run_one() {
+  local name=$1 model=$2 np=$3 tp=$4 batch=$5 impl=$6
+  local run="$out/runs/$name" log="$out/logs/$name.log"
+  rm -rf "$run"
+  # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
+  if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
+      --tp "$tp" --batch-size "$batch" --grad-accum 1 --grad-clip 0 --allreduce "$impl" --max-iters "$steps" \
+      --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
+    local mem
+    mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)
+    echo -e "$name\t$np\t$tp\t$impl\t${mem:--}\t$run/metrics.jsonl" >>"$out/results.tsv"
+  else
+    echo "$name failed; last lines of $log:"; tail -n 5 "$log"
+  fi
+}
+run_one large_tp1 "$large" 1 1 8 native
+run_one large_tp2_native "$large" 2 2 8 native
+run_one large_tp2_ring "$large" 2 2 8 ring
+run_one small_tp2_native "$small" 2 2 32 native
+run_one small_dp2_native "$small" 2 1 16 native
+run_one small_tp2_ring "$small" 2 2 32 ring
+run_one small_dp2_ring "$small" 2 1 16 ring
+
+python3 - "$out/results.tsv" "$steps" <<'PY' | tee "$out/summary.txt"
+import json, statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+last = int(sys.argv[2])
+def median_tok(path):
+    recs = [r for r in map(json.loads, open(path)) if "tok_per_s" in r and 10 <= r["step"] <= last]
+    return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
+res = {name: (int(np), int(tp), impl, None if mem == "-" else float(mem), median_tok(path))
+       for name, np, tp, impl, mem, path in rows}
+print(f"{'run':<18} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
+for name, (np, tp, impl, mem, tok) in res.items():
+    print(f"{name:<18} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
+def ratio(a, b, i):
+    if a not in res or b not in res or res[a][i] is None or res[b][i] is None: return "-"
+    return f"{res[a][i] / res[b][i]:.3f}"
+print()
+for impl in ("native", "ring"):
+    print(f"GPT-2 large tp2/tp1 ({impl}): tokens/s x{ratio(f'large_tp2_{impl}', 'large_tp1', 4)}, "
+          f"peak memory per GPU x{ratio(f'large_tp2_{impl}', 'large_tp1', 3)}")
+for impl in ("native", "ring"):
+    print(f"GPT-2 124M tp2/dp2 ({impl}): tokens/s x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 4)}, "
+          f"peak memory per GPU x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 3)}")
+PY
