@@ -11,7 +11,7 @@
 
 #include "dist/world.h"
 #include "train/checkpoint.h"
-#include "train/train_fixture.h"
+#include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 
 namespace nd::train {
@@ -20,29 +20,8 @@ namespace {
 constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3 and 4 ranks
 constexpr int kSteps = 20;
 
-class DDPTest : public ::testing::Test {
+class DDPTest : public testing::MpiDataTest {
  protected:
-  void SetUp() override {
-    comm_ = dist::make_world_comm(Device::cpu());
-    // Rank 0 owns the temporary directory; the others learn its path.
-    std::string path;
-    if (comm_->rank() == 0) {
-      dir_ = std::make_unique<testing::TempDir>();
-      testing::write_tiny_data(*dir_ / "data");
-      path = dir_->path();
-    }
-    int len = static_cast<int>(path.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path.resize(len);
-    MPI_Bcast(path.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    root_ = path;
-  }
-
-  void TearDown() override {
-    MPI_Barrier(MPI_COMM_WORLD);  // nobody may still read the files rank 0 removes
-    dir_.reset();
-  }
-
   TrainConfig config(const std::string& out, int ranks) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
     c.batch_size = kGlobalBatch / ranks;
@@ -84,9 +63,6 @@ class DDPTest : public ::testing::Test {
     EXPECT_EQ(hi, -lo) << "parameters differ between ranks";
   }
 
-  std::unique_ptr<dist::Comm> comm_;
-  std::unique_ptr<testing::TempDir> dir_;
-  std::string root_;
 };
 
 TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {

@@ -11,7 +11,7 @@
 
 #include "dist/world.h"
 #include "train/checkpoint.h"
-#include "train/train_fixture.h"
+#include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 
 namespace nd::train {
@@ -21,28 +21,8 @@ constexpr int kTp = 2;
 constexpr int kGlobalBatch = 4;
 constexpr int kSteps = 20;
 
-class TpTrainingTest : public ::testing::Test {
+class TpTrainingTest : public testing::MpiDataTest {
  protected:
-  void SetUp() override {
-    comm_ = dist::make_world_comm(Device::cpu());
-    std::string path;
-    if (comm_->rank() == 0) {
-      dir_ = std::make_unique<testing::TempDir>();
-      testing::write_tiny_data(*dir_ / "data");
-      path = dir_->path();
-    }
-    int len = static_cast<int>(path.size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    path.resize(len);
-    MPI_Bcast(path.data(), len, MPI_CHAR, 0, MPI_COMM_WORLD);
-    root_ = path;
-  }
-
-  void TearDown() override {
-    MPI_Barrier(MPI_COMM_WORLD);
-    dir_.reset();
-  }
-
   bool grid_fits() const { return comm_->size() % kTp == 0; }
 
   // A tiny model whose heads, width and padded vocabulary split over two ranks; `ranks` ranks at
@@ -135,9 +115,6 @@ class TpTrainingTest : public ::testing::Test {
     comm_->barrier();
   }
 
-  std::unique_ptr<dist::Comm> comm_;
-  std::unique_ptr<testing::TempDir> dir_;
-  std::string root_;
 };
 
 TEST_F(TpTrainingTest, NativeAllreduceMatchesOneRank) { trains_like_one_rank("native"); }
