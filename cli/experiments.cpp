@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
 #include "dist/world.h"
 #include "experiments/ablate.h"
@@ -18,7 +19,11 @@ int run_experiment(const FlagSet& set, Driver driver, const ParsedFlags& flags) 
   // Every rank joins the world communicator once (NCCL on GPUs picks this rank's device).
   std::unique_ptr<dist::Comm> comm =
       dist::make_world_comm(parse_device(args.flags.get_string("device")), /*ring_transfers=*/false);
+  // The whole experiment is watched: a frozen or lost rank ends it instead of hanging it.
+  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, args.flags.get_double("comm-timeout"),
+                                                            args.flags.get_double("heartbeat-timeout"));
   driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr);
+  if (guard) guard->finish();
   return 0;
 }
 

@@ -6,7 +6,7 @@
 
 #include "cli/subcommand.h"
 #include "cli/train_flags.h"
-#include "dist/fault_guard.h"
+#include "cli/fault_guard_for.h"
 #include "dist/world.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -29,18 +29,6 @@ std::string final_summary_line(const TrainResult& r) {
     out += line;
   }
   return out;
-}
-
-// The fault guard of a multi-rank run (none for one rank): its line is this command's error line.
-std::unique_ptr<dist::FaultGuard> guard_for(dist::Comm& comm, const TrainConfig& config) {
-  if (comm.size() < 2) return nullptr;
-  dist::FaultOptions options;
-  options.comm_timeout_s = config.comm_timeout;
-  options.heartbeat_timeout_s = config.heartbeat_timeout;
-  return std::make_unique<dist::FaultGuard>(comm, options, [](const std::string& line) {
-    std::fprintf(stderr, "nanodist: error: %s\n", line.c_str());
-    std::fflush(stderr);
-  });
 }
 
 // Dense peak FLOP/s of the GPU for the dtype the model computes in, for MFU; 0 (the step line
@@ -69,7 +57,7 @@ int run_train(const ParsedFlags& flags) {
   context.comm = comm.get();
   context.peak_flops = peak_flops(parse_device(config.device), config.dtype);
   context.log = comm->rank() == 0 ? &std::cout : nullptr;
-  std::unique_ptr<dist::FaultGuard> guard = guard_for(*comm, config);
+  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, config.comm_timeout, config.heartbeat_timeout);
   if (guard) context.watchdog = &guard->watchdog();
   if (comm->rank() == 0) {
     const int dp = config.dp_size(comm->size());
