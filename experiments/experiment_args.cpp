@@ -13,19 +13,10 @@ namespace nd::experiments {
 namespace {
 
 using cli::FlagSet;
+using cli::flag;
 using cli::FlagSpec;
 using train::FlagType;
 using cli::ParsedFlags;
-
-FlagSpec flag(const char* name, const char* default_value, const char* help, FlagType type, const char* group) {
-  FlagSpec s;
-  s.name = name;
-  s.default_value = default_value;
-  s.help = help;
-  s.type = type;
-  s.group = group;
-  return s;
-}
 
 // Every train flag (the base every run starts from) under the experiment's own usage line.
 FlagSet with_train_flags(const char* command, const char* usage) {
@@ -61,14 +52,14 @@ FlagSet ablate_flag_set() {
       "--data DIR --out DIR [--experiment FILE] [--variants a,b,...] [--seeds 3] [train flags]\n"
       "Runs the control and each variant over --seeds seeds into OUT/<variant>/seed<k>/, skipping finished runs, "
       "and writes OUT/report.md and OUT/report.json.");
-  const char* g = "ablate";
-  set.add(flag("experiment", "", "experiment file: base settings, then [variant] sections of overrides", FlagType::String, g))
+  set.group("ablate")
+      .add(flag("experiment", "", "experiment file: base settings, then [variant] sections of overrides"))
       .add(flag("variants", "",
                 "variants to run beside the control (default: all of the experiment file's, else the built-in "
                 "no-warmup,short-warmup,no-clip,no-layernorm,no-residual,no-layernorm-no-residual,lr-x10,lr-x100)",
-                FlagType::String, g))
+                FlagType::String))
       .add(flag("seeds", "3", "seeds per variant: --seed, --seed+1, ... (same data order and init across variants)",
-                FlagType::Int, g));
+                FlagType::Int));
   return set;
 }
 
@@ -79,18 +70,18 @@ FlagSet sweep_flag_set() {
       "[train flags]\n"
       "Trains each model size into OUT/<size>/, skipping finished runs, fits L(N) = a N^-alpha and "
       "L(N) = E + a N^-alpha over non-embedding parameters, and writes OUT/sweep.csv, fit.json and report.md.");
-  const char* g = "sweep";
-  set.add(flag("experiment", "", "experiment file: base settings, then one [size] section per model", FlagType::String, g))
+  set.group("sweep")
+      .add(flag("experiment", "", "experiment file: base settings, then one [size] section per model"))
       .add(flag("ladder", "", "model sizes as LAYERSxWIDTH, comma-separated (instead of the file's sections)",
-                FlagType::String, g))
+                FlagType::String))
       .add(flag("head-dim", "64", "width of an attention head for --ladder sizes (heads = width / head-dim)",
-                FlagType::Int, g))
+                FlagType::Int))
       .add(flag("tokens-per-param", "0",
                 "training tokens per non-embedding parameter; sets each model's --max-iters and --lr-decay-iters "
                 "(0 = use --max-iters)",
-                FlagType::Float, g))
-      .add(flag("bootstrap", "1000", "bootstrap resamples for the interval of alpha", FlagType::Int, g))
-      .add(flag("huber-delta", "0.001", "Huber loss threshold on log-loss residuals of the fit", FlagType::Float, g));
+                FlagType::Float))
+      .add(flag("bootstrap", "1000", "bootstrap resamples for the interval of alpha", FlagType::Int))
+      .add(flag("huber-delta", "0.001", "Huber loss threshold on log-loss residuals of the fit", FlagType::Float));
   return set;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/bench_comm.h"
+#include "cli/run_words.h"
 #include "cli/subcommand.h"
 #include "dist/world.h"
 #include "tensor/error.h"
@@ -15,16 +16,11 @@
 namespace nd::cli {
 namespace {
 
-int run(std::vector<std::string> words) {
-  words.insert(words.begin(), "nanodist");
-  std::vector<const char*> argv;
-  for (const std::string& w : words) argv.push_back(w.c_str());
-  return run_command_line(static_cast<int>(argv.size()), argv.data());
-}
+using testing::run_words;
 
 bool input_error(const std::vector<std::string>& words) {
   try {
-    run(words);
+    run_words(words);
   } catch (const Error& e) {
     return e.is_input();
   }
@@ -44,8 +40,8 @@ TEST(CommBench, ByteSizes) {
 TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
   auto probe = dist::make_world_comm(Device::cpu());
   const std::string path = "comm_bench_test_" + std::to_string(probe->size()) + ".csv";
-  EXPECT_EQ(run({"bench-comm", "--op", "allreduce", "--impl", "ring", "--max-bytes", "4K", "--iters", "2", "--warmup",
-                 "1", "--csv", path}),
+  EXPECT_EQ(run_words({"bench-comm", "--op", "allreduce", "--impl", "ring", "--max-bytes", "4K", "--iters", "2",
+                       "--warmup", "1", "--csv", path}),
             0);
   if (probe->rank() == 0) {
     std::ifstream csv(path);

@@ -9,28 +9,24 @@
 #include <vector>
 
 #include "cli/error_line.h"
+#include "cli/run_words.h"
 #include "cli/subcommand.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
 namespace {
 
-int run(std::vector<std::string> words) {
-  words.insert(words.begin(), "nanodist");
-  std::vector<const char*> argv;
-  for (const std::string& w : words) argv.push_back(w.c_str());
-  return run_command_line(static_cast<int>(argv.size()), argv.data());
-}
+using testing::run_words;
 
 std::string stdout_of(const std::vector<std::string>& words, int* status) {
   ::testing::internal::CaptureStdout();
-  *status = run(words);
+  *status = run_words(words);
   return ::testing::internal::GetCapturedStdout();
 }
 
 Error error_of(const std::vector<std::string>& words) {
   try {
-    run(words);
+    run_words(words);
   } catch (const Error& e) {
     return e;
   }

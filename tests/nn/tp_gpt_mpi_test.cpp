@@ -73,27 +73,16 @@ void check_equals_one_rank(const TensorParallel& tp, float dropout) {
   }
 }
 
-template <typename Check>
-void for_each_group(Check check) {
-  for (int tp : test::tensor_parallel_sizes(world().size())) {
-    std::unique_ptr<dist::Comm> group = test::make_tp_group(world(), tp);
-    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
-      SCOPED_TRACE(testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
-      check(TensorParallel{group.get(), impl});
-    }
-  }
-}
-
 TEST(TensorParallelGPT, EqualsTheOneRankModel) {
-  for_each_group([](const TensorParallel& tp) { check_equals_one_rank(tp, 0.0f); });
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.0f); });
 }
 
 TEST(TensorParallelGPT, EqualsTheOneRankModelWithDropout) {
-  for_each_group([](const TensorParallel& tp) { check_equals_one_rank(tp, 0.1f); });
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.1f); });
 }
 
 TEST(TensorParallelGPT, ShardSpecsNameTheSplit) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     Generator gen(1);
     GPT model(tiny_config(tp.size(), 0.0f), gen, Device::cpu(), DType::F32, tp);
     std::map<std::string, dist::ShardSpec> specs;
@@ -139,7 +128,7 @@ void expect_construction_error(const GPTConfig& c, const TensorParallel& tp, con
 }
 
 TEST(TensorParallelGPT, ATpThatDoesNotDivideTheModelIsAnError) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     GPTConfig c = tiny_config(tp.size(), 0.0f);
     c.padded_vocab_size = 0;  // 65 rows
     expect_construction_error(c, tp, "does not divide the 65 vocabulary rows");

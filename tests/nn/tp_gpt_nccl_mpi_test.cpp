@@ -41,20 +41,9 @@ dist::Comm& gpu_world() {
   return *comm;
 }
 
-template <typename Check>
-void for_each_group(Check check) {
-  for (int tp : test::tensor_parallel_sizes(gpu_world().size())) {
-    std::unique_ptr<dist::Comm> group = test::make_tp_group(gpu_world(), tp);
-    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
-      SCOPED_TRACE(testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
-      check(TensorParallel{group.get(), impl});
-    }
-  }
-}
-
 TEST(TensorParallelNccl, MappingsSumOverTheGroup) {
   SKIP_WITHOUT_GPUS();
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) {
     const int64_t n = 1000;
     const Device gpu = gpu_world().device();
     Variable x(test::rank_input(0, n, DType::F32, 1, gpu), true);
@@ -100,12 +89,12 @@ void check_gpt(const TensorParallel& tp, float dropout) {
 
 TEST(TensorParallelNccl, GPTEqualsTheOneRankModel) {
   SKIP_WITHOUT_GPUS();
-  for_each_group([](const TensorParallel& tp) { check_gpt(tp, 0.0f); });
+  test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) { check_gpt(tp, 0.0f); });
 }
 
 TEST(TensorParallelNccl, GPTEqualsTheOneRankModelWithDropout) {
   SKIP_WITHOUT_GPUS();
-  for_each_group([](const TensorParallel& tp) { check_gpt(tp, 0.1f); });
+  test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) { check_gpt(tp, 0.1f); });
 }
 
 }  // namespace

@@ -47,19 +47,8 @@ void expect_parameters_are_slices(const Module& full, const Module& split, const
 }
 
 // Runs `check(tp)` for every tensor-parallel group the world can form.
-template <typename Check>
-void for_each_group(Check check) {
-  for (int tp : test::tensor_parallel_sizes(world().size())) {
-    std::unique_ptr<dist::Comm> group = test::make_tp_group(world(), tp);
-    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
-      SCOPED_TRACE(testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
-      check(TensorParallel{group.get(), impl});
-    }
-  }
-}
-
 TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     for (int parts : {1, 3}) {
       Generator g1(5), g2(5);
       ColumnParallelLinear full(8, 36, true, 0.5, g1, Placement{}, TensorParallel{}, parts);
@@ -80,7 +69,7 @@ TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
 }
 
 TEST(TensorParallelLayers, RowParallelLinearSumsItsInputRows) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     Generator g1(8), g2(8);
     RowParallelLinear full(36, 8, true, 0.5, g1, Placement{}, TensorParallel{});
     RowParallelLinear split(36, 8, true, 0.5, g2, Placement{}, tp);
@@ -122,15 +111,16 @@ void check_replicated_io_layer(const TensorParallel& tp) {
 }
 
 TEST(TensorParallelLayers, AttentionSplitByHeadsWithDropout) {
-  for_each_group([](const TensorParallel& tp) { check_replicated_io_layer<CausalSelfAttention>(tp); });
+  test::for_each_tp_group(world(),
+                          [](const TensorParallel& tp) { check_replicated_io_layer<CausalSelfAttention>(tp); });
 }
 
 TEST(TensorParallelLayers, MLPColumnThenRowWithDropout) {
-  for_each_group([](const TensorParallel& tp) { check_replicated_io_layer<MLP>(tp); });
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_replicated_io_layer<MLP>(tp); });
 }
 
 TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     const int64_t Vp = 6 * tp.size(), C = 4;
     Tensor wte = random({Vp, C}, 16), wpe = random({7, C}, 17);
     Tensor idx = test::random_ids({3, 5}, static_cast<int>(Vp), 18);
@@ -152,7 +142,7 @@ TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
 }
 
 TEST(TensorParallelLayers, ATpThatDoesNotDivideTheHeadsIsAnError) {
-  for_each_group([](const TensorParallel& tp) {
+  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
     Generator gen(1);
     const BlockShape shape{10 * tp.size() + 5, 5, 1, true, 0.0f};
     try {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/tensor_shard.h"
+#include "dist/tp_mappings.h"
 #include "tensor/random.h"
 
 namespace nd::test {
@@ -25,6 +26,18 @@ inline std::vector<int> tensor_parallel_sizes(int world_size) {
 // Collective over world: this rank's group of tp consecutive ranks.
 inline std::unique_ptr<dist::Comm> make_tp_group(dist::Comm& world, int tp) {
   return world.split(world.rank() / tp, world.rank());
+}
+
+// Runs check(TensorParallel) for every tp group `world` can form, with native and ring all-reduce.
+template <typename Check>
+void for_each_tp_group(dist::Comm& world, Check check) {
+  for (int tp : tensor_parallel_sizes(world.size())) {
+    std::unique_ptr<dist::Comm> group = make_tp_group(world, tp);
+    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
+      SCOPED_TRACE(::testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
+      check(dist::TensorParallel{group.get(), impl});
+    }
+  }
 }
 
 inline int64_t count_far(const Tensor& got, const Tensor& want, double atol, double rtol, const std::string& what) {

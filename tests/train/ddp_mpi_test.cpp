@@ -34,13 +34,6 @@ class DDPTest : public testing::MpiDataTest {
     return c;
   }
 
-  // Loss of each step averaged over the ranks of `comm` (each rank's loss covers its rows).
-  std::vector<double> mean_losses(const TrainResult& r, dist::Comm& comm) const {
-    std::vector<double> losses = r.step_losses;
-    comm.host_allreduce(losses.data(), static_cast<int>(losses.size()), dist::HostReduce::Sum);
-    for (double& l : losses) l /= comm.size();
-    return losses;
-  }
 
   // The single-rank run with the whole batch, computed by every rank alone.
   std::vector<double> reference_losses() const {
@@ -72,7 +65,7 @@ TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {
   TrainConfig c = config("native", comm_->size());
   c.allreduce = "native";
   TrainResult r = run_training(c, ctx);
-  expect_close(mean_losses(r, *comm_), reference);
+  expect_close(mean_losses(r.step_losses, *comm_), reference);
   expect_same_parameters(r);
 }
 
@@ -90,7 +83,7 @@ TEST_F(DDPTest, RingAllreduceMatchesOneRank) {
     TrainConfig ref = config("reference_accum_" + std::to_string(comm_->rank()), 1);
     ref.batch_size = kGlobalBatch / 2;
     ref.grad_accum = 2;
-    expect_close(mean_losses(r, *comm_), run_training(ref).step_losses);
+    expect_close(mean_losses(r.step_losses, *comm_), run_training(ref).step_losses);
   }
   expect_same_parameters(r);
   (void)reference;
@@ -124,7 +117,7 @@ TEST_F(DDPTest, CheckpointResumesOnFewerRanks) {
       sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
       TrainResult r = run_training(resumed, sub_ctx);
       EXPECT_EQ(r.first_step, kSteps / 2);
-      expect_close(ranks > 1 ? mean_losses(r, *sub) : r.step_losses, reference, kSteps / 2);
+      expect_close(ranks > 1 ? mean_losses(r.step_losses, *sub) : r.step_losses, reference, kSteps / 2);
     }
     comm_->barrier();
   }

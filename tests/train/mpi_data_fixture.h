@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dist/world.h"
 #include "train/train_fixture.h"
@@ -32,6 +33,15 @@ class MpiDataTest : public ::testing::Test {
   void TearDown() override {
     MPI_Barrier(MPI_COMM_WORLD);  // nobody may still read the files rank 0 removes
     dir_.reset();
+  }
+
+  // Each step's loss averaged over the ranks of `comm`: each rank's loss covers its rows (under
+  // tp, every rank of a group holds its data-parallel group's loss, so this is the dp mean).
+  static std::vector<double> mean_losses(const std::vector<double>& step_losses, dist::Comm& comm) {
+    std::vector<double> losses = step_losses;
+    comm.host_allreduce(losses.data(), static_cast<int>(losses.size()), dist::HostReduce::Sum);
+    for (double& l : losses) l /= comm.size();
+    return losses;
   }
 
   std::unique_ptr<dist::Comm> comm_;

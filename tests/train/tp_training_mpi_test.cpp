@@ -44,14 +44,6 @@ class TpTrainingTest : public testing::MpiDataTest {
     return c;
   }
 
-  // Each step's loss averaged over the ranks of `comm`: every rank of a tp group holds the loss of
-  // its data-parallel group's rows, so the mean over all ranks is the mean over the dp groups.
-  std::vector<double> mean_losses(const TrainResult& r, dist::Comm& comm) const {
-    std::vector<double> losses = r.step_losses;
-    comm.host_allreduce(losses.data(), static_cast<int>(losses.size()), dist::HostReduce::Sum);
-    for (double& l : losses) l /= comm.size();
-    return losses;
-  }
 
   // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
   std::vector<double> reference_losses() const {
@@ -81,7 +73,7 @@ class TpTrainingTest : public testing::MpiDataTest {
     TrainConfig c = config(allreduce, comm_->size(), kTp);
     c.allreduce = allreduce;
     TrainResult r = run_training(c, ctx);
-    expect_close(mean_losses(r, *comm_), reference);
+    expect_close(mean_losses(r.step_losses, *comm_), reference);
     EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
     // The shards differ inside a tp group (otherwise nothing was split)...
     std::unique_ptr<dist::Comm> tp_group = comm_->split(comm_->rank() / kTp, comm_->rank());
@@ -110,7 +102,7 @@ class TpTrainingTest : public testing::MpiDataTest {
       sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
       TrainResult r = run_training(resumed, sub_ctx);
       EXPECT_EQ(r.first_step, kSteps / 2);
-      expect_close(ranks > 1 ? mean_losses(r, *sub) : r.step_losses, reference, kSteps / 2);
+      expect_close(ranks > 1 ? mean_losses(r.step_losses, *sub) : r.step_losses, reference, kSteps / 2);
     }
     comm_->barrier();
   }
