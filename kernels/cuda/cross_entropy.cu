@@ -2,6 +2,7 @@
 // over 16-byte packs of the row, merges them across the block, and writes the row's lse and loss;
 // a one-block kernel then averages the row losses in a fixed order (deterministic).
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/softmax_grad_row.cuh"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/token_errors.cuh"
 #include "tensor/storage.h"
@@ -122,43 +123,12 @@ template <typename T>
 __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* targets, const float* row_lse,
                                               const float* count, const T* dloss, T* dlogits, int64_t Vp, int64_t V,
                                               bool vec, bool accumulate) {
-  constexpr int kPack = Pack16<T>::kSize;
   int64_t r = blockIdx.x;
   int32_t t = targets[r];
   bool counted = t >= 0 && t < V;  // invalid targets already made the loss NaN
   if (!counted && accumulate) return;
   float scale = counted ? to_f32(*dloss) / *count : 0.0f;
-  float lse2 = row_lse[r] * kLog2e;
-  const T* row = logits + r * Vp;
-  T* drow = dlogits + r * Vp;
-  int64_t end = accumulate ? V : Vp;
-  auto grad = [&](int64_t c, float x) {
-    if (!counted || c >= V) return 0.0f;
-    return (exp2f(x * kLog2e - lse2) - (c == t ? 1.0f : 0.0f)) * scale;
-  };
-  if (vec) {
-    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < end;
-         c += static_cast<int64_t>(blockDim.x) * kPack) {
-      Pack16<T> x = load16(row + c);
-      Pack16<T> d;
-      if (accumulate) d = load16(drow + c);
-#pragma unroll
-      for (int k = 0; k < kPack; ++k) {
-        float g = grad(c + k, to_f32(x.v[k]));
-        if (accumulate) {
-          if (c + k < V) d.v[k] = from_f32<T>(to_f32(d.v[k]) + g);
-        } else {
-          d.v[k] = from_f32<T>(g);
-        }
-      }
-      store16(drow + c, d);
-    }
-  } else {
-    for (int64_t c = threadIdx.x; c < end; c += blockDim.x) {
-      float g = grad(c, to_f32(row[c]));
-      drow[c] = from_f32<T>(accumulate ? to_f32(drow[c]) + g : g);
-    }
-  }
+  softmax_grad_row(logits + r * Vp, dlogits + r * Vp, Vp, V, t, row_lse[r], scale, counted, vec, accumulate);
 }
 
 void check_dims(const char* what, int64_t N, int64_t Vp, int64_t V) {

@@ -1,5 +1,5 @@
 // Embedding kernels. Backward of wte: CUB radix-sorts (token id, position) pairs (stable, so equal
-// ids keep position order); the sorted list is cut into chunks of kChunk positions; a block per
+// ids keep position order); the sorted list is cut into chunks of positions (sorted_row_sum.cuh); a block per
 // chunk sums each run of equal ids into an f32 partial row; a block per run start then adds the
 // run's partials in order into dwte. Every sum has one fixed order: the result is deterministic.
 // An id outside [0, V) is recorded (token_errors.h), embeds as wpe alone and gets no gradient.
@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/sorted_row_sum.cuh"
 #include "kernels/cuda/token_errors.cuh"
 #include "tensor/storage.h"
 
@@ -14,7 +15,6 @@ namespace nd::cuda {
 
 namespace {
 
-constexpr int kChunk = 32;
 constexpr int kThreads = 256;
 
 template <typename T>
@@ -40,43 +40,6 @@ __global__ void sort_input_kernel(const int32_t* idx, int32_t* keys, int32_t* po
   int32_t id = idx[i];
   keys[i] = id >= 0 && id < V ? id : static_cast<int32_t>(V);
   positions[i] = static_cast<int32_t>(i);
-}
-
-// Block = one chunk of sorted positions; partial[i] (C floats) = sum of the run starting at i.
-template <typename T>
-__global__ void chunk_partial_kernel(const int32_t* sorted_ids, const int32_t* sorted_pos, const T* dout,
-                                     float* partial, int64_t n, int C) {
-  int64_t begin = static_cast<int64_t>(blockIdx.x) * kChunk;
-  int64_t end = min(n, begin + kChunk);
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float acc = 0.0f;
-    int64_t start = begin;
-    for (int64_t i = begin; i < end; ++i) {
-      if (i > start && sorted_ids[i] != sorted_ids[i - 1]) {
-        partial[start * C + c] = acc;
-        acc = 0.0f;
-        start = i;
-      }
-      acc += to_f32(dout[static_cast<int64_t>(sorted_pos[i]) * C + c]);
-    }
-    partial[start * C + c] = acc;
-  }
-}
-
-// Block = one sorted position; only the first position of each id works: it adds that id's partials
-// (one per chunk the id spans) in order into dwte[id]. The key V (bad ids) is skipped.
-template <typename T>
-__global__ void run_sum_kernel(const int32_t* sorted_ids, const float* partial, T* dwte, int64_t n, int C, int64_t V) {
-  int64_t i = blockIdx.x;
-  if (i > 0 && sorted_ids[i] == sorted_ids[i - 1]) return;
-  int32_t id = sorted_ids[i];
-  if (id == V) return;
-  T* row = dwte + static_cast<int64_t>(id) * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float acc = partial[i * C + c];
-    for (int64_t p = (i / kChunk + 1) * kChunk; p < n && sorted_ids[p] == id; p += kChunk) acc += partial[p * C + c];
-    row[c] = from_f32<T>(to_f32(row[c]) + acc);
-  }
 }
 
 // dwpe[s] (+)= sum over b of dout[b, s], b in order, for the P rows of dwpe (rows s >= S get 0).
@@ -155,10 +118,11 @@ void embedding_backward(const int32_t* idx, const T* dout, GradDest<T> dwte, Gra
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, keys, sorted_ids, positions, sorted_pos,
                                              static_cast<int>(n), 0, bits, stream));
-  chunk_partial_kernel<T>
-      <<<static_cast<unsigned>(ceil_div(n, kChunk)), threads, 0, stream>>>(sorted_ids, sorted_pos, dout, partial, n, c);
+  const int32_t skip = static_cast<int32_t>(V);
+  chunk_partial_kernel<T><<<static_cast<unsigned>(ceil_div(n, kRowSumChunk)), threads, 0, stream>>>(
+      sorted_ids, sorted_pos, dout, partial, n, c, skip);
   CUDA_CHECK(cudaGetLastError());
-  run_sum_kernel<T><<<static_cast<unsigned>(n), threads, 0, stream>>>(sorted_ids, partial, dwte.ptr, n, c, V);
+  run_sum_kernel<T><<<static_cast<unsigned>(n), threads, 0, stream>>>(sorted_ids, partial, dwte.ptr, n, c, skip);
   CUDA_CHECK(cudaGetLastError());
   device_free(scratch, device);  // reused only by later work on this stream
 }

@@ -3,6 +3,7 @@
 // across the block and reads the target's logit; rescale: a thread per row; loss: one block sums
 // the rows in a fixed order (deterministic); backward: a block per row.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/softmax_grad_row.cuh"
 #include "kernels/cuda/vocab_parallel_cross_entropy.h"
 
 namespace nd::cuda {
@@ -110,44 +111,14 @@ template <typename T>
 __global__ void backward_kernel(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
                                 const T* dloss, T* dlogits, int64_t Vl, int64_t valid, int64_t vocab_start, bool vec,
                                 bool accumulate) {
-  constexpr int kPack = Pack16<T>::kSize;
   const int64_t r = blockIdx.x;
   const int32_t t = targets[r];
   const bool counted = t != -1 && *count > 0.0f;
   if (!counted && accumulate) return;
   const float scale = counted ? to_f32(*dloss) / *count : 0.0f;
   const int64_t local_target = static_cast<int64_t>(t) - vocab_start;
-  const float lse2 = row_lse[r] * kLog2e;
-  const T* row = logits + r * Vl;
-  T* drow = dlogits + r * Vl;
-  const int64_t end = accumulate ? valid : Vl;
-  auto grad = [&](int64_t c, float x) {
-    if (!counted || c >= valid) return 0.0f;
-    return (exp2f(x * kLog2e - lse2) - (c == local_target ? 1.0f : 0.0f)) * scale;
-  };
-  if (vec) {
-    for (int64_t c = static_cast<int64_t>(threadIdx.x) * kPack; c < end;
-         c += static_cast<int64_t>(blockDim.x) * kPack) {
-      Pack16<T> x = load16(row + c);
-      Pack16<T> d;
-      if (accumulate) d = load16(drow + c);
-#pragma unroll
-      for (int k = 0; k < kPack; ++k) {
-        const float g = grad(c + k, to_f32(x.v[k]));
-        if (accumulate) {
-          if (c + k < valid) d.v[k] = from_f32<T>(to_f32(d.v[k]) + g);
-        } else {
-          d.v[k] = from_f32<T>(g);
-        }
-      }
-      store16(drow + c, d);
-    }
-  } else {
-    for (int64_t c = threadIdx.x; c < end; c += blockDim.x) {
-      const float g = grad(c, to_f32(row[c]));
-      drow[c] = from_f32<T>(accumulate ? to_f32(drow[c]) + g : g);
-    }
-  }
+  softmax_grad_row(logits + r * Vl, dlogits + r * Vl, Vl, valid, local_target, row_lse[r], scale, counted, vec,
+                   accumulate);
 }
 
 void check_dims(const char* what, int64_t N, int64_t Vl, int64_t valid, int64_t vocab_start) {

@@ -1,13 +1,14 @@
 // Vocabulary-parallel embedding kernels. Forward: a block per position copies its row of wte or
 // writes zeros. Backward of wte: each position gets its local row (ids of other ranks get the
 // sentinel Vl, which sorts last); CUB radix-sorts (local row, position) pairs stably; a block per
-// chunk of kChunk sorted positions sums each run of equal rows into an f32 partial row; a block per
+// chunk of sorted positions (sorted_row_sum.cuh) sums each run of equal rows into an f32 partial row; a block per
 // run start adds the run's partials in order into dwte. Fixed summation order: deterministic.
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/sorted_row_sum.cuh"
 #include "kernels/cuda/vocab_parallel_embedding.h"
 #include "tensor/storage.h"
 
@@ -15,7 +16,6 @@ namespace nd::cuda {
 
 namespace {
 
-constexpr int kChunk = 32;
 constexpr int kThreads = 256;
 
 template <typename T>
@@ -39,46 +39,6 @@ __global__ void local_rows_kernel(const int32_t* idx, int32_t* local, int32_t* p
   const int64_t row = static_cast<int64_t>(idx[i]) - vocab_start;
   local[i] = static_cast<int32_t>(row < 0 || row >= Vl ? Vl : row);
   positions[i] = static_cast<int32_t>(i);
-}
-
-// Block = one chunk of sorted positions; partial[i] (C floats) = sum of the run starting at i.
-// The sentinel rows sort last and are never summed.
-template <typename T>
-__global__ void chunk_partial_kernel(const int32_t* sorted_rows, const int32_t* sorted_pos, const T* dout,
-                                     float* partial, int64_t n, int C, int32_t sentinel) {
-  const int64_t begin = static_cast<int64_t>(blockIdx.x) * kChunk;
-  int64_t end = min(n, begin + kChunk);
-  while (end > begin && sorted_rows[end - 1] == sentinel) --end;
-  if (end == begin) return;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float acc = 0.0f;
-    int64_t start = begin;
-    for (int64_t i = begin; i < end; ++i) {
-      if (i > start && sorted_rows[i] != sorted_rows[i - 1]) {
-        partial[start * C + c] = acc;
-        acc = 0.0f;
-        start = i;
-      }
-      acc += to_f32(dout[static_cast<int64_t>(sorted_pos[i]) * C + c]);
-    }
-    partial[start * C + c] = acc;
-  }
-}
-
-// Block = one sorted position; the first position of each row adds that row's partials (one per
-// chunk the row spans) in order into dwte[row].
-template <typename T>
-__global__ void run_sum_kernel(const int32_t* sorted_rows, const float* partial, T* dwte, int64_t n, int C,
-                               int32_t sentinel) {
-  const int64_t i = blockIdx.x;
-  const int32_t row = sorted_rows[i];
-  if (row == sentinel || (i > 0 && row == sorted_rows[i - 1])) return;
-  T* g = dwte + static_cast<int64_t>(row) * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    float acc = partial[i * C + c];
-    for (int64_t p = (i / kChunk + 1) * kChunk; p < n && sorted_rows[p] == row; p += kChunk) acc += partial[p * C + c];
-    g[c] = from_f32<T>(to_f32(g[c]) + acc);
-  }
 }
 
 int key_bits(int64_t keys) {
@@ -140,7 +100,7 @@ void vocab_parallel_embedding_backward(const int32_t* idx, const T* dout, T* dwt
   CUDA_CHECK(cudaGetLastError());
   CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp, sort_bytes, local, sorted_rows, positions, sorted_pos,
                                              static_cast<int>(n), 0, bits, stream));
-  chunk_partial_kernel<T><<<static_cast<unsigned>(ceil_div(n, kChunk)), threads_for(C), 0, stream>>>(
+  chunk_partial_kernel<T><<<static_cast<unsigned>(ceil_div(n, kRowSumChunk)), threads_for(C), 0, stream>>>(
       sorted_rows, sorted_pos, dout, partial, n, c, sentinel);
   CUDA_CHECK(cudaGetLastError());
   run_sum_kernel<T><<<static_cast<unsigned>(n), threads_for(C), 0, stream>>>(sorted_rows, partial, dwte, n, c,
