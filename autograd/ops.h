@@ -25,6 +25,14 @@ Variable layernorm(const Variable& x, const Variable& w, const Variable& b, floa
 // GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 Variable gelu(const Variable& x);
 
+// The MLP's two linears around GELU as one op: x (..., K), fc_w (H, K), fc_b (H) or undefined,
+// proj_w (N, H), proj_b (N) or undefined -> linear(gelu(linear(x, fc_w, fc_b)), proj_w, proj_b),
+// shape (..., N). On the GPU the GELU runs in the fc GEMM's epilogue and its gradient in the
+// epilogue of proj's input-gradient GEMM (cuBLASLt), with separate kernels where cuBLASLt has no
+// such epilogue; on the CPU it is those three ops' kernels in a row.
+Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b, const Variable& proj_w,
+                  const Variable& proj_b);
+
 // qkv (B, T, 3C) with q, k, v packed along the last dimension, each split into n_head heads of
 // C / n_head -> (B, T, C): causal dropout(softmax(q kᵀ / sqrt(hs))) v per head, heads concatenated.
 // The dropout on the probabilities (B, n_head, T, T) is inverted dropout with p = `dropout` and

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/fusions.h"
 #include "nn/parallel_linear.h"
 
 namespace nd::nn {
@@ -63,7 +64,7 @@ Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen)
 }
 
 MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp)
-    : dropout_(shape.dropout) {
+    : dropout_(shape.dropout), tp_(tp) {
   check_tensor_parallel_shape(shape.n_embd, shape.n_head, tp.size());
   c_fc_ = register_module("c_fc", std::make_shared<ColumnParallelLinear>(shape.n_embd, 4 * shape.n_embd, shape.bias,
                                                                           kInitStd, gen, at, tp));
@@ -73,8 +74,14 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
 }
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
-  Variable h = ops::gelu(c_fc_->forward(x));
-  return ops::dropout(c_proj_->forward(h), dropout_, dropout_gen, training());
+  Variable y = fusions().gelu_mlp ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+  return ops::dropout(y, dropout_, dropout_gen, training());
+}
+
+Variable MLP::fused_forward(const Variable& x) const {
+  Variable in = dist::copy_to_tp(x, tp_);
+  if (!tp_.active()) return ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->bias);
+  return c_proj_->reduce_partial(ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, Variable()));
 }
 
 }  // namespace nd::nn

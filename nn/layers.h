@@ -69,11 +69,17 @@ class CausalSelfAttention : public Module {
 class MLP : public Module {
  public:
   MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
-  // x (B, T, C) -> (B, T, C)
+  // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
+  // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
+  // c_proj(gelu(c_fc(x))) by ops::gelu_mlp: under tp each rank's op gives c_proj's partial product
+  // and the bias comes once, after the all-reduce.
+  Variable fused_forward(const Variable& x) const;
+
   float dropout_;
+  dist::TensorParallel tp_;
   std::shared_ptr<ColumnParallelLinear> c_fc_;
   std::shared_ptr<RowParallelLinear> c_proj_;
 };

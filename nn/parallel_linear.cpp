@@ -33,7 +33,11 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, bool has_bias, dou
 
 Variable RowParallelLinear::forward(const Variable& x) const {
   if (!tp_.active()) return ops::linear(x, weight, bias);
-  Variable sum = dist::reduce_from_tp(ops::linear(x, weight, Variable()), tp_);
+  return reduce_partial(ops::linear(x, weight, Variable()));
+}
+
+Variable RowParallelLinear::reduce_partial(const Variable& partial) const {
+  Variable sum = dist::reduce_from_tp(partial, tp_);
   return bias.defined() ? ops::add_bias(sum, bias) : sum;
 }
 

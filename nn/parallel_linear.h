@@ -35,6 +35,9 @@ class RowParallelLinear : public Module {
                     const dist::TensorParallel& tp);
   // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank.
   Variable forward(const Variable& x) const;
+  // The output from this rank's partial product x · weightᵀ without the bias (under tp > 1): the
+  // sum over the group, plus the bias once. For a product made by another op (ops::gelu_mlp).
+  Variable reduce_partial(const Variable& partial) const;
 
   Variable weight;
   Variable bias;  // undefined without bias

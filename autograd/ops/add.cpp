@@ -1,11 +1,23 @@
 // ops::add: a + b of one shape (the residual connection). Backward passes the gradient through
-// to both inputs unchanged, so the closure keeps nothing.
+// to both inputs unchanged, so the closure keeps nothing. With the residual_grad fusion on
+// (autograd/fusions.h), a first input that is an op output with no gradient yet takes the
+// gradient buffer itself, so only b's copy is written.
 #include "autograd/dispatch.h"
+#include "autograd/fusions.h"
 #include "autograd/ops.h"
+#include "autograd/parallel_ops.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
 
 namespace nd::ops {
+
+namespace {
+
+// a's gradient can be grad_out's buffer: a is not a leaf (whose buffer may be a DDP bucket view)
+// and holds no gradient yet, and grad_out is dropped once this node ran.
+bool takes_buffer(const Variable& a) { return a.requires_grad() && !a.is_leaf() && !a.has_grad(); }
+
+}  // namespace
 
 Variable add(const Variable& a, const Variable& b) {
   ND_CHECK(a.shape() == b.shape(),
@@ -18,9 +30,12 @@ Variable add(const Variable& a, const Variable& b) {
                      backend::add_forward(a.data().data<scalar_t>(), b.data().data<scalar_t>(),
                                           out.data<scalar_t>(), out.numel()));
   return make_result(out, {a, b}, [](const Tensor& grad_out, std::vector<Variable>& in) {
-    // Slots taken in order: for a + a the second one adds to what the first wrote.
-    const GradSlot da = in[0].grad_slot();
+    // Slots taken in order: for a + a the second one adds to what the first wrote (or took).
+    const bool pass_a = fusions().residual_grad && takes_buffer(in[0]);
+    if (pass_a) pass_gradient(grad_out, in[0]);
+    const GradSlot da = pass_a ? GradSlot() : in[0].grad_slot();
     const GradSlot db = in[1].grad_slot();
+    if (!da.wanted() && !db.wanted()) return;
     ND_DISPATCH_KERNEL(grad_out, "add backward",
                        backend::add_backward(grad_out.data<scalar_t>(), grad_dest<scalar_t>(da),
                                              grad_dest<scalar_t>(db), grad_out.numel()));

@@ -2,44 +2,37 @@
 // batch of M rows; backward reads x and w from the inputs and needs nothing saved.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/ops/linear_dims.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
 namespace nd::ops {
 
-namespace {
-
-struct LinearDims {
-  int64_t M, N, K;
-};
-
-LinearDims linear_dims(const Tensor& x, const Tensor& w, const Tensor* b) {
-  ND_CHECK(x.ndim() >= 1, "linear: x must have at least one dimension, got " << x.str());
-  ND_CHECK(w.ndim() == 2, "linear: w must be (out_features, in_features), got " << w.str());
-  ND_CHECK(x.size(-1) == w.size(1), "linear: x " << shape_str(x.shape()) << " has last dimension " << x.size(-1)
+LinearDims linear_dims(const char* op, const Tensor& x, const Tensor& w, const Tensor* b) {
+  ND_CHECK(x.ndim() >= 1, op << ": x must have at least one dimension, got " << x.str());
+  ND_CHECK(w.ndim() == 2, op << ": w must be (out_features, in_features), got " << w.str());
+  ND_CHECK(x.size(-1) == w.size(1), op << ": x " << shape_str(x.shape()) << " has last dimension " << x.size(-1)
                                                  << " but w " << shape_str(w.shape()) << " has in_features "
                                                  << w.size(1));
-  ND_CHECK(w.dtype() == x.dtype(), "linear: w " << w.str() << " and x " << x.str() << " differ in dtype");
-  ND_CHECK(w.device() == x.device(), "linear: w " << w.str() << " and x " << x.str() << " are on different devices");
+  ND_CHECK(w.dtype() == x.dtype(), op << ": w " << w.str() << " and x " << x.str() << " differ in dtype");
+  ND_CHECK(w.device() == x.device(), op << ": w " << w.str() << " and x " << x.str() << " are on different devices");
   if (b != nullptr) {
-    ND_CHECK(b->ndim() == 1 && b->size(0) == w.size(0), "linear: b " << shape_str(b->shape()) << " does not match w "
+    ND_CHECK(b->ndim() == 1 && b->size(0) == w.size(0), op << ": b " << shape_str(b->shape()) << " does not match w "
                                                                      << shape_str(w.shape()) << ": expected ["
                                                                      << w.size(0) << "]");
-    ND_CHECK(b->dtype() == x.dtype(), "linear: b " << b->str() << " and x " << x.str() << " differ in dtype");
+    ND_CHECK(b->dtype() == x.dtype(), op << ": b " << b->str() << " and x " << x.str() << " differ in dtype");
     ND_CHECK(b->device() == x.device(),
-             "linear: b " << b->str() << " and x " << x.str() << " are on different devices");
+             op << ": b " << b->str() << " and x " << x.str() << " are on different devices");
   }
   int64_t M = 1;
   for (int i = 0; i + 1 < x.ndim(); ++i) M *= x.size(i);
   return {M, w.size(0), w.size(1)};
 }
 
-}  // namespace
-
 Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   const bool has_bias = b.defined();
   const Tensor& xd = x.data();
-  const LinearDims d = linear_dims(xd, w.data(), has_bias ? &b.data() : nullptr);
+  const LinearDims d = linear_dims("linear", xd, w.data(), has_bias ? &b.data() : nullptr);
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());

@@ -1,5 +1,6 @@
 // cuBLASLt wrapper: per device a handle and workspace created on first use and kept for the
-// process; per problem key the descriptors and the heuristic's best algorithm, cached.
+// process; per problem key the descriptors and the heuristic's best algorithm (or that it has
+// none), cached.
 #include <cublasLt.h>
 
 #include <map>
@@ -21,13 +22,16 @@ struct DeviceBlas {
   void* workspace = nullptr;
 };
 
-// What decides the algorithm: types, transposes, sizes, leading dimensions, epilogue, beta, alignment.
-using PlanKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int>;
+// What decides the algorithm: types, transposes, sizes, leading dimensions, epilogue (with or
+// without a bias vector, the aux leading dimension), beta, and the alignment of every pointer.
+using PlanKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, int64_t, int64_t, int64_t, bool, bool, int,
+                           int64_t, int64_t>;
 
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo;
+  bool found = false;  // false: cuBLASLt offered no algorithm (try_gemm falls back)
 };
 
 std::mutex g_mutex;
@@ -44,7 +48,8 @@ DeviceBlas& blas_of(int device) {
   return b;
 }
 
-// The largest power of two (<= 256) that divides the address: cuBLASLt picks kernels by it.
+// The largest power of two (<= 256) that divides the address: cuBLASLt picks kernels by it. A null
+// pointer (no such operand) counts as 256.
 int alignment_of(const void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
   int align = 256;
@@ -57,6 +62,31 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
 }
 
+// The bias vector of the epilogue: the bias added, or the bias gradient written.
+const void* bias_vector(const GemmProblem& p) { return p.bias ? p.bias : p.bias_grad; }
+
+cublasLtEpilogue_t epilogue_of(const GemmProblem& p) {
+  switch (p.epilogue) {
+    case GemmEpilogue::GeluAux:
+      return p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
+    case GemmEpilogue::DGelu:
+      return p.bias_grad ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
+    case GemmEpilogue::Plain:
+      break;
+  }
+  return p.bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+// The per-call pointers of the epilogue. cuBLASLt's heuristic also reads them, for their alignment.
+void set_epilogue_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
+  if (const void* bias = bias_vector(p))
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
+  if (p.epilogue != GemmEpilogue::Plain) {
+    void* aux = p.aux;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux, sizeof(aux)));
+  }
+}
+
 Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int align_b, int align_d) {
   Plan plan;
   cudaDataType_t type = cuda_type(p.dtype);
@@ -64,13 +94,20 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (p.bias) {
-    cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  cublasLtEpilogue_t epilogue = epilogue_of(p);
+  if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
+  if (bias_vector(p)) {
     cudaDataType_t bias_type = type;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
   }
+  if (p.epilogue != GemmEpilogue::Plain) {
+    int64_t ldaux = p.ldaux;
+    // aux keeps its default type, D's: the GELU input is stored as the unfused linear would store it.
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux)));
+  }
+  set_epilogue_pointers(plan.op, p);
   // Stored shapes: A is (m, k) or its transpose (k, m); likewise B.
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb));
@@ -87,42 +124,66 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof(ad)));
   cublasLtMatmulHeuristicResult_t result;
   int found = 0;
-  CUBLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, 1, &result,
-                                              &found));
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, 1,
+                                                         &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  ND_CHECK(found > 0, "gemm: cuBLASLt has no algorithm for m=" << p.m << " n=" << p.n << " k=" << p.k << " "
-                                                                << dtype_name(p.dtype));
-  plan.algo = result.algo;
+  // An epilogue this GPU, type or layout cannot fuse is "not supported": no algorithm, not an error.
+  if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(status);
+  plan.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan.found) plan.algo = result.algo;
   return plan;
 }
 
-}  // namespace
-
-void gemm(const GemmProblem& p, cudaStream_t stream) {
+void check_problem(const GemmProblem& p) {
   ND_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative size m=" << p.m << " n=" << p.n << " k=" << p.k);
   if (p.m == 0 || p.n == 0) return;
   ND_CHECK(p.k > 0, "gemm: inner dimension k = 0 (m=" << p.m << " n=" << p.n << ")");
   ND_CHECK(p.A && p.B && p.D, "gemm: null matrix pointer");
   ND_CHECK(p.lda >= (p.trans_a ? p.k : p.m) && p.ldb >= (p.trans_b ? p.n : p.k) && p.ldd >= p.m,
            "gemm: leading dimensions lda=" << p.lda << " ldb=" << p.ldb << " ldd=" << p.ldd << " too small");
+  ND_CHECK(!(p.bias && p.bias_grad), "gemm: a bias and a bias gradient in one product");
+  ND_CHECK(!p.bias_grad || p.epilogue == GemmEpilogue::DGelu, "gemm: a bias gradient needs the DGelu epilogue");
+  ND_CHECK(!p.bias || p.epilogue != GemmEpilogue::DGelu, "gemm: the DGelu epilogue adds no bias");
+  if (p.epilogue != GemmEpilogue::Plain) {
+    ND_CHECK(p.aux && p.ldaux >= p.m, "gemm: a GELU epilogue needs aux with ldaux >= m=" << p.m << ", got ldaux="
+                                                                                          << p.ldaux);
+    ND_CHECK(p.beta == 0.0f, "gemm: a GELU epilogue takes beta = 0, got " << p.beta);
+  }
+}
+
+// Runs p; false when cuBLASLt has no algorithm for it (nothing ran).
+bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
+  check_problem(p);
+  if (p.m == 0 || p.n == 0) return true;
+  if (p.epilogue != GemmEpilogue::Plain && p.ldaux % 8 != 0) return false;
   stream = stream_or_default(stream);
   int device = current_cuda_device();
   int align_a = alignment_of(p.A), align_b = alignment_of(p.B), align_d = alignment_of(p.D);
-  PlanKey key{static_cast<int>(p.dtype), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd, p.bias != nullptr,
-              p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18)};
+  int64_t align_epilogue = alignment_of(bias_vector(p)) | (int64_t{alignment_of(p.aux)} << 9);
+  PlanKey key{static_cast<int>(p.dtype), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
+              bias_vector(p) != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
+              static_cast<int64_t>(p.epilogue) | (p.ldaux << 2), align_epilogue};
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceBlas& blas = blas_of(device);
   auto it = g_plans->find({device, key});
   if (it == g_plans->end())
     it = g_plans->emplace(std::make_pair(device, key), make_plan(p, blas.handle, align_a, align_b, align_d)).first;
   Plan& plan = it->second;
-  if (p.bias) {
-    const void* bias = p.bias;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
-  }
+  if (!plan.found) return false;
+  set_epilogue_pointers(plan.op, p);
   float alpha = 1.0f, beta = p.beta;
   CUBLAS_CHECK(cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D, plan.d, p.D,
                               plan.d, &plan.algo, blas.workspace, kWorkspaceBytes, stream));
+  return true;
 }
+
+}  // namespace
+
+void gemm(const GemmProblem& p, cudaStream_t stream) {
+  ND_CHECK(run_gemm(p, stream), "gemm: cuBLASLt has no algorithm for m=" << p.m << " n=" << p.n << " k=" << p.k
+                                                                          << " " << dtype_name(p.dtype));
+}
+
+bool try_gemm(const GemmProblem& p, cudaStream_t stream) { return run_gemm(p, stream); }
 
 }  // namespace nd::cuda

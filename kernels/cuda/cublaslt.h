@@ -1,7 +1,7 @@
 // The one matrix-multiply entry point of the CUDA backend: cuBLASLt with one handle and one 32 MiB
 // workspace per device, and the chosen algorithm cached per problem shape (no heuristic query in
 // the steady state). f32 runs in true f32 (no TF32), so it can match the CPU reference; bf16 runs
-// on tensor cores with f32 accumulation.
+// on tensor cores with f32 accumulation. Epilogues fuse a bias, or GPT-2's GELU and its gradient.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -11,8 +11,17 @@
 
 namespace nd::cuda {
 
-// Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then + bias (m) on every
-// column when bias is not null. A, B, D, bias share `dtype` (F32 or BF16).
+// What the GEMM does to its product P = op(A) · op(B) (+ beta · D) before writing D.
+enum class GemmEpilogue {
+  Plain,    // D = P (+ bias on every column where bias is set)
+  GeluAux,  // aux = P (+ bias), D = gelu(aux): cuBLASLt's GELU_AUX(_BIAS), the forward of a linear + GELU
+  DGelu,    // D = P * gelu'(aux), and where bias_grad is set bias_grad = row sums of D: DGELU(_BGRAD)
+};
+
+// Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then the epilogue. A, B,
+// D, bias, aux and bias_grad share `dtype` (F32 or BF16). aux is (m, n) with leading dimension
+// ldaux, which cuBLASLt wants a multiple of 8; bias and bias_grad are (m). The GELU epilogues take
+// beta = 0, and bias_grad is written, never added to.
 struct GemmProblem {
   DType dtype = DType::F32;
   bool trans_a = false, trans_b = false;
@@ -25,8 +34,18 @@ struct GemmProblem {
   int64_t ldd = 0;
   float beta = 0.0f;
   const void* bias = nullptr;
+  GemmEpilogue epilogue = GemmEpilogue::Plain;
+  void* aux = nullptr;  // GeluAux: written; DGelu: read
+  int64_t ldaux = 0;
+  void* bias_grad = nullptr;  // DGelu only
 };
 
+// Runs the product; an nd::Error when cuBLASLt has no algorithm for it.
 void gemm(const GemmProblem& p, cudaStream_t stream = nullptr);
+
+// Runs the product and returns true, or runs nothing and returns false when cuBLASLt has no
+// algorithm for its epilogue at this type, layout and alignment (or ldaux breaks cuBLASLt's rule),
+// so the caller can fall back to separate kernels. The answer is cached with the plan.
+bool try_gemm(const GemmProblem& p, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

@@ -1,9 +1,13 @@
 // Linear forward/backward. Row-major (M, K) data is column-major (K, M), so each product below is
 // written for cuBLASLt's column-major view: outᵀ = w · xᵀ, dxᵀ = wᵀ · doutᵀ, dwᵀ = xᵀ · dout.
-// db is the deterministic column sum of column_sum.cuh.
+// db is the deterministic column sum of column_sum.cuh. The GELU variants fall back to the plain
+// product and the elementwise GELU kernels where cuBLASLt offers no epilogue.
+#include <type_traits>
+
 #include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cublaslt.h"
+#include "kernels/cuda/gelu.h"
 #include "kernels/cuda/linear.h"
 
 namespace nd::cuda {
@@ -28,6 +32,12 @@ GemmProblem gemm_problem(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
   p.D = D, p.ldd = m;
   return p;
 }
+
+// The GELU epilogues serve bf16, the benchmarked type. f32 keeps the separate kernels: it is the
+// precise path, held to the CPU reference within 1e-5, and cuBLASLt does not say how exactly its
+// epilogue computes tanh.
+template <typename T>
+constexpr bool kGeluEpilogue = std::is_same<T, bf16>::value;
 
 // A gradient product: beta 0 overwrites D unread (the first contribution), 1 adds.
 template <typename T>
@@ -67,10 +77,62 @@ void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, Grad
   if (db.ptr) row_sum_into(dout, db, M, N, stream);
 }
 
+template <typename T>
+bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int64_t M, int64_t N, int64_t K,
+                         cudaStream_t stream) {
+  check_dims("linear_gelu_forward", M, N, K);
+  if (M == 0) return true;
+  ND_CHECK(x && w && out && pre, "linear_gelu_forward: null pointer");
+  // outᵀ (N, M) = gelu(w · xᵀ + b) with preᵀ, the GELU input, beside it: both column-major with ld N.
+  GemmProblem p = gemm_problem(true, false, N, M, K, w, K, x, K, out);
+  p.bias = b;
+  p.epilogue = GemmEpilogue::GeluAux;
+  p.aux = pre;
+  p.ldaux = N;
+  if (kGeluEpilogue<T> && try_gemm(p, stream)) return true;
+  linear_forward(x, w, b, pre, M, N, K, stream);
+  gelu_forward(pre, out, M * N, stream);
+  return false;
+}
+
+template <typename T>
+bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
+                           int64_t K, cudaStream_t stream) {
+  check_dims("linear_dgelu_backward", M, N, K);
+  stream = stream_or_default(stream);
+  if (M == 0) {
+    if (db.ptr && !db.accumulate) CUDA_CHECK(cudaMemsetAsync(db.ptr, 0, K * sizeof(T), stream));
+    return true;
+  }
+  ND_CHECK(dout && w && pre && dpre, "linear_dgelu_backward: null pointer");
+  // dpreᵀ (K, M) = (wᵀ · doutᵀ) * gelu'(preᵀ), column-major with ld K; the aux operand is only read.
+  GemmProblem p = gemm_problem(false, false, K, M, N, w, K, dout, N, dpre);
+  p.epilogue = GemmEpilogue::DGelu;
+  p.aux = const_cast<T*>(pre);
+  p.ldaux = K;
+  // BGRAD writes the bias gradient, so it serves a first contribution; a later one is a column sum.
+  if (kGeluEpilogue<T> && db.ptr && !db.accumulate) {
+    p.bias_grad = db.ptr;
+    if (try_gemm(p, stream)) return true;
+    p.bias_grad = nullptr;
+  }
+  bool fused = kGeluEpilogue<T> && try_gemm(p, stream);
+  if (!fused) {
+    gemm(gemm_problem(false, false, K, M, N, w, K, dout, N, dpre), stream);
+    gelu_backward(pre, dpre, GradDest<T>{dpre, false}, M * K, stream);  // in place: each element read, then written
+  }
+  if (db.ptr) row_sum_into(static_cast<const T*>(dpre), db, M, K, stream);
+  return fused;
+}
+
 #define ND_INSTANTIATE_LINEAR(T)                                                                            \
   template void linear_forward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t, cudaStream_t); \
   template void linear_backward<T>(const T*, const T*, const T*, GradDest<T>, GradDest<T>, GradDest<T>, int64_t, \
-                                   int64_t, int64_t, cudaStream_t)
+                                   int64_t, int64_t, cudaStream_t);                                            \
+  template bool linear_gelu_forward<T>(const T*, const T*, const T*, T*, T*, int64_t, int64_t, int64_t,          \
+                                       cudaStream_t);                                                            \
+  template bool linear_dgelu_backward<T>(const T*, const T*, const T*, T*, GradDest<T>, int64_t, int64_t, int64_t, \
+                                         cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_LINEAR);
 
 }  // namespace nd::cuda

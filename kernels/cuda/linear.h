@@ -1,6 +1,7 @@
 // Linear layer on the GPU: out = x · wᵀ + b through cuBLASLt (bias fused in the epilogue), and the
 // gradients: dx and dw by cuBLASLt writing (beta = 0) or accumulating (beta = 1), db by a
-// deterministic column sum.
+// deterministic column sum. The MLP's pair with GPT-2's GELU between the linears runs the GELU in
+// the first GEMM's epilogue and its gradient in the epilogue of the second's input-gradient GEMM.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -21,5 +22,21 @@ void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64
 template <typename T>
 void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t M,
                      int64_t N, int64_t K, cudaStream_t stream = nullptr);
+
+// x (M, K), w (N, K), b (N) or null -> pre (M, N) = x · wᵀ + b and out (M, N) = gelu(pre) (GPT-2's
+// tanh form). True when cuBLASLt ran the GELU in the GEMM's epilogue (GELU_AUX_BIAS, bf16 only);
+// false when separate kernels did: in f32, or where cuBLASLt has no epilogue for the shape or
+// alignment (N not a multiple of 8, say).
+template <typename T>
+bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int64_t M, int64_t N, int64_t K,
+                         cudaStream_t stream = nullptr);
+
+// The input gradient of a linear whose input was gelu(pre): dout (M, N), w (N, K), pre (M, K) ->
+// dpre (M, K) = (dout · w) * gelu'(pre), written, and db (K) (+)= column sums of dpre (the bias
+// gradient of the linear that made pre). True when the GELU gradient ran in the GEMM's epilogue
+// (DGELU, with BGRAD for a first contribution to db); false when separate kernels did it.
+template <typename T>
+bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
+                           int64_t K, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda
