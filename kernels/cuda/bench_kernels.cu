@@ -168,6 +168,29 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
   }
 
   {
+    // The MLP's GELU in the GEMM epilogues (ops::gelu_mlp), against "linear fc fwd" + "gelu fwd", and
+    // against the dx product of "linear fc proj bwd" + "gelu bwd" + the fc bias's column sum.
+    const int64_t H = 4 * C;
+    Tensor x = bench.random({M, C}, dt), w = bench.random({H, C}, dt, 0.05f), b = bench.random({H}, dt);
+    Tensor pre = Tensor::empty({M, H}, dt, Device::cuda(0)), out = Tensor::empty({M, H}, dt, Device::cuda(0));
+    Tensor dout = bench.random({M, C}, dt, 0.01f), w2 = bench.random({C, H}, dt, 0.05f);
+    Tensor dpre = Tensor::empty({M, H}, dt, Device::cuda(0)), db = bench.random({H}, dt);
+    const double flops = 2.0 * M * H * C;
+    bool fused = false;
+    double s = bench.time([&] {
+      fused = linear_gelu_forward(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), pre.data<T>(), M, H, C);
+    });
+    bench.report(std::string("linear fc+gelu fwd") + (fused ? " (epilogue)" : " (separate)"), dims({M, C, H}), s,
+                 es * (M * C + H * C + 2.0 * M * H), flops);
+    s = bench.time([&] {
+      fused = linear_dgelu_backward(dout.data<T>(), w2.data<T>(), pre.data<T>(), dpre.data<T>(),
+                                    GradDest<T>{db.data<T>(), false}, M, C, H);
+    });
+    bench.report(std::string("linear fc proj dx+dgelu bwd") + (fused ? " (epilogue)" : " (separate)"),
+                 dims({M, H, C}), s, es * (M * C + C * H + 2.0 * M * H), flops);
+  }
+
+  {
     int64_t n = M * 4 * C;
     Tensor x = bench.random({n}, dt, 3.0f), out = Tensor::empty({n}, dt, Device::cuda(0));
     Tensor dout = bench.random({n}, dt), dx = bench.random({n}, dt);

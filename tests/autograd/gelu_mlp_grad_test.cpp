@@ -48,7 +48,8 @@ TEST(GeluMlp, GradcheckWithFrozenInputs) {
 }
 
 TEST(GeluMlp, LargeShapeGradientsAlongRandomDirections) {
-  double err = test::directional_error(mlp(true, true), mlp_inputs(50, {4, 32, 48}, 192, 48), std::vector<bool>(5, true));
+  double err =
+      test::directional_error(mlp(true, true), mlp_inputs(50, {4, 32, 48}, 192, 48), std::vector<bool>(5, true));
   EXPECT_LT(err, 1e-7);
 }
 
@@ -76,9 +77,10 @@ TEST(GeluMlp, EqualsTheUnfusedOpsBitForBitInF32) {
 
 TEST(GeluMlp, BadInputsNameTheShapes) {
   Variable x(Tensor::zeros({2, 3, 5})), fc_w(Tensor::zeros({8, 5})), proj_w(Tensor::zeros({4, 8}));
-  test::expect_error_mentioning([&] { ops::gelu_mlp(x, Variable(Tensor::zeros({8, 6})), Variable(), proj_w, Variable()); },
+  Variable fc_w_bad(Tensor::zeros({8, 6})), proj_w_bad(Tensor::zeros({4, 7}));
+  test::expect_error_mentioning([&] { ops::gelu_mlp(x, fc_w_bad, Variable(), proj_w, Variable()); },
                                 {"gelu_mlp (fc)", "[2, 3, 5]", "[8, 6]"});
-  test::expect_error_mentioning([&] { ops::gelu_mlp(x, fc_w, Variable(), Variable(Tensor::zeros({4, 7})), Variable()); },
+  test::expect_error_mentioning([&] { ops::gelu_mlp(x, fc_w, Variable(), proj_w_bad, Variable()); },
                                 {"gelu_mlp (proj)", "[4, 7]"});
   test::expect_error_mentioning(
       [&] { ops::gelu_mlp(x, fc_w, Variable(Tensor::zeros({7})), proj_w, Variable()); }, {"[7]", "[8, 5]"});
