@@ -127,8 +127,12 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, 1,
                                                          &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
-  // An epilogue this GPU, type or layout cannot fuse is "not supported": no algorithm, not an error.
-  if (status != CUBLAS_STATUS_NOT_SUPPORTED) CUBLAS_CHECK(status);
+  // An epilogue this GPU, type or layout cannot fuse is refused as "not supported" (or, for some
+  // combinations, "invalid value"): for the GELU epilogues that means no algorithm, and the caller
+  // falls back; a plain product must always have one.
+  const bool refused = status == CUBLAS_STATUS_NOT_SUPPORTED ||
+                       (status == CUBLAS_STATUS_INVALID_VALUE && p.epilogue != GemmEpilogue::Plain);
+  if (!refused) CUBLAS_CHECK(status);
   plan.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
   if (plan.found) plan.algo = result.algo;
   return plan;
