@@ -22,6 +22,7 @@ struct Subcommand {
 Subcommand prepare_command();
 Subcommand train_command();
 Subcommand sample_command();
+Subcommand eval_command();
 Subcommand ablate_command();
 Subcommand sweep_command();
 Subcommand bench_comm_command();

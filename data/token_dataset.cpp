@@ -48,7 +48,8 @@ std::vector<std::string> glob_files(const std::string& pattern) {
 }
 
 // llm.c shards of both splits, each split in name order, all with one magic.
-TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::string& where, int64_t vocab_size) {
+TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::string& where, int64_t vocab_size,
+                              DatasetSplits splits) {
   std::vector<std::string> train_files, val_files;
   for (const std::string& f : files) {
     Split s = split_of(f);
@@ -56,8 +57,9 @@ TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::
                                                          << "\"train\" or \"val\" must be a word of its name");
     (s == Split::Train ? train_files : val_files).push_back(f);
   }
-  ND_CHECK_INPUT(!train_files.empty(), "no training shards (*_train_*.bin) in " << where);
-  ND_CHECK_INPUT(!val_files.empty(), "no validation shards (*_val_*.bin) in " << where);
+  const bool want_train = splits != DatasetSplits::Val, want_val = splits != DatasetSplits::Train;
+  ND_CHECK_INPUT(!want_train || !train_files.empty(), "no training shards (*_train_*.bin) in " << where);
+  ND_CHECK_INPUT(!want_val || !val_files.empty(), "no validation shards (*_val_*.bin) in " << where);
   int32_t first_magic = 0;
   std::string first_file;
   auto open_split = [&](std::vector<std::string> names) {
@@ -73,52 +75,57 @@ TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::
     }
     return shards;
   };
-  std::vector<TokenShard> train = open_split(train_files), val = open_split(val_files);
+  std::vector<TokenShard> train, val;
+  if (want_train) train = open_split(train_files);
+  if (want_val) val = open_split(val_files);
   TokenDataset data;
   data.vocab_size = vocab_size > 0 ? vocab_size : llmc_default_vocab_size(first_magic);
-  data.train = std::make_shared<const TokenSource>(std::move(train), data.vocab_size);
-  data.val = std::make_shared<const TokenSource>(std::move(val), data.vocab_size);
+  if (want_train) data.train = std::make_shared<const TokenSource>(std::move(train), data.vocab_size);
+  if (want_val) data.val = std::make_shared<const TokenSource>(std::move(val), data.vocab_size);
   data.format = llmc_format_name(first_magic) + " shards (" + std::to_string(train_files.size()) + " train, " +
                 std::to_string(val_files.size()) + " val)";
   return data;
 }
 
-TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size) {
+TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   TokenDataset data;
-  data.train = TokenSource::of(TokenFile::open_shared(dir + "/train.bin"));
-  data.val = TokenSource::of(TokenFile::open_shared(dir + "/val.bin"));
+  if (splits != DatasetSplits::Val) data.train = TokenSource::of(TokenFile::open_shared(dir + "/train.bin"));
+  if (splits != DatasetSplits::Train) data.val = TokenSource::of(TokenFile::open_shared(dir + "/val.bin"));
   data.tokenizer_text = read_whole_file(dir + "/tokenizer.txt");
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_text(data.tokenizer_text, dir + "/tokenizer.txt");
-  data.vocab_size = data.train->vocab_size();
-  ND_CHECK_INPUT(data.val->vocab_size() == data.vocab_size,
+  const std::string first = dir + (data.train ? "/train.bin" : "/val.bin");
+  data.vocab_size = (data.train ? data.train : data.val)->vocab_size();
+  ND_CHECK_INPUT(!data.train || !data.val || data.val->vocab_size() == data.vocab_size,
            "vocabulary mismatch: " << dir << "/train.bin has " << data.vocab_size << " tokens, val.bin has "
                                    << data.val->vocab_size());
-  ND_CHECK_INPUT(tokenizer->vocab_size() == data.vocab_size, "vocabulary mismatch: " << dir << "/train.bin has "
+  ND_CHECK_INPUT(tokenizer->vocab_size() == data.vocab_size, "vocabulary mismatch: " << first << " has "
                                                                                << data.vocab_size
                                                                                << " tokens, tokenizer.txt has "
                                                                                << tokenizer->vocab_size());
   ND_CHECK_INPUT(vocab_size == 0 || vocab_size == data.vocab_size,
-           "--vocab-size " << vocab_size << " disagrees with " << dir << "/train.bin, whose header says "
+           "--vocab-size " << vocab_size << " disagrees with " << first << ", whose header says "
                            << data.vocab_size << " (leave --vocab-size at 0 for nanodist data)");
   data.format = "nanodist " + tokenizer->kind();
   return data;
 }
 
-TokenDataset open_nanogpt(const std::string& dir, int64_t vocab_size) {
+TokenDataset open_nanogpt(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   ND_CHECK_INPUT(vocab_size > 0, dir << "/train.bin has no header (nanoGPT's raw uint16 tokens), so nothing records its "
                                << "vocabulary: pass --vocab-size (50257 for GPT-2 BPE; shakespeare_char: "
                                << "vocab_size in its meta.pkl)");
   TokenDataset data;
   data.vocab_size = vocab_size;
-  data.train = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/train.bin")},
+  if (splits != DatasetSplits::Val)
+    data.train = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/train.bin")},
+                                                     vocab_size);
+  if (splits != DatasetSplits::Train)
+    data.val = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/val.bin")},
                                                    vocab_size);
-  data.val = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/val.bin")},
-                                                 vocab_size);
   data.format = "nanoGPT uint16";
   return data;
 }
 
-TokenDataset open_glob(const std::string& pattern, int64_t vocab_size) {
+TokenDataset open_glob(const std::string& pattern, int64_t vocab_size, DatasetSplits splits) {
   std::vector<std::string> files = glob_files(pattern);
   ND_CHECK_INPUT(!files.empty(), "no file matches " << pattern);
   fs::path p(pattern);
@@ -129,38 +136,45 @@ TokenDataset open_glob(const std::string& pattern, int64_t vocab_size) {
     for (const std::string& f : glob_files(twin))
       if (std::find(files.begin(), files.end(), f) == files.end()) files.push_back(f);
   }
-  return open_llmc_shards(files, pattern, vocab_size);
+  return open_llmc_shards(files, pattern, vocab_size, splits);
 }
 
-TokenDataset open_directory(const std::string& dir, int64_t vocab_size) {
+TokenDataset open_directory(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   std::error_code ec;
-  if (fs::exists(dir + "/tokenizer.txt", ec)) return open_nanodist(dir, vocab_size);
+  if (records_vocab_size(dir)) return open_nanodist(dir, vocab_size, splits);
   bool pair = fs::exists(dir + "/train.bin", ec) || fs::exists(dir + "/val.bin", ec);
   if (pair) {
-    int32_t magic = peek_magic(dir + "/train.bin");
-    ND_CHECK_INPUT(magic != kTokenFileMagic, dir << "/train.bin is a nanodist token file but " << dir
+    const std::string probe = dir + (splits == DatasetSplits::Val ? "/val.bin" : "/train.bin");
+    int32_t magic = peek_magic(probe);
+    ND_CHECK_INPUT(magic != kTokenFileMagic, probe << " is a nanodist token file but " << dir
                                            << "/tokenizer.txt is missing (rerun nanodist prepare)");
-    if (is_llmc_magic(magic)) return open_llmc_shards({dir + "/train.bin", dir + "/val.bin"}, dir, vocab_size);
-    return open_nanogpt(dir, vocab_size);
+    if (is_llmc_magic(magic))
+      return open_llmc_shards({dir + "/train.bin", dir + "/val.bin"}, dir, vocab_size, splits);
+    return open_nanogpt(dir, vocab_size, splits);
   }
   std::vector<std::string> shards;
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".bin") shards.push_back(e.path().string());
   ND_CHECK_INPUT(!shards.empty(), dir << " holds no token files: expected train.bin + val.bin (nanodist prepare or "
                                 << "nanoGPT) or llm.c shards *_train_*.bin + *_val_*.bin");
-  return open_llmc_shards(shards, dir, vocab_size);
+  return open_llmc_shards(shards, dir, vocab_size, splits);
 }
 
 }  // namespace
 
-TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size) {
+bool records_vocab_size(const std::string& data) {
+  std::error_code ec;
+  return fs::exists(data + "/tokenizer.txt", ec);
+}
+
+TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size, DatasetSplits splits) {
   ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
-  if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size);
+  if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size, splits);
   std::error_code ec;
   ND_CHECK_INPUT(fs::is_directory(data, ec),
            "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
                              << ", or point --data at llm.c shards)");
-  return open_directory(data, vocab_size);
+  return open_directory(data, vocab_size, splits);
 }
 
 }  // namespace nd

@@ -15,9 +15,13 @@
 
 namespace nd {
 
+// Which splits to open. Eval reads one split and neither reads nor requires the other (an llm.c
+// val shard downloaded alone, without the gigabytes of its train shards, is enough).
+enum class DatasetSplits { Both, Train, Val };
+
 struct TokenDataset {
-  std::shared_ptr<const TokenSource> train;
-  std::shared_ptr<const TokenSource> val;
+  std::shared_ptr<const TokenSource> train;  // null when not opened (DatasetSplits::Val)
+  std::shared_ptr<const TokenSource> val;    // null when not opened (DatasetSplits::Train)
   // DIR/tokenizer.txt verbatim; empty when the data has no nanodist tokenizer (llm.c, nanoGPT):
   // such a run trains, but its ids cannot be turned back into text.
   std::string tokenizer_text;
@@ -28,6 +32,11 @@ struct TokenDataset {
 // vocab_size: 0 = what the data records (ours), the tokenizer's own for llm.c (50257 GPT-2,
 // 128256 Llama 3); required for nanoGPT's files; where the data records one they must agree.
 // nd::Error naming the file on anything missing, malformed, or out of the vocabulary.
-TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size = 0);
+TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size = 0,
+                                DatasetSplits splits = DatasetSplits::Both);
+
+// True when `data` is a directory made by nanodist prepare, whose files record their vocabulary
+// (the other formats take it from the caller).
+bool records_vocab_size(const std::string& data);
 
 }  // namespace nd

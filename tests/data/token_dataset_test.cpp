@@ -123,6 +123,37 @@ TEST(TokenDataset, OurOwnFormatStillReadsAndChecksTheVocabFlag) {
   expect_error_containing([&] { open_token_dataset(dir.path.string()); }, "tokenizer.txt is missing");
 }
 
+TEST(TokenDataset, OneSplitAloneNeedsOnlyItsOwnFiles) {
+  TempDir dir;
+  PrepareOptions options;
+  options.out_dir = dir.path.string();
+  options.val_fraction = 0.2;
+  prepare_text("the king and the queen of rome shall speak now to thee\n", "tiny", options);
+  const TokenDataset both = open_token_dataset(dir.path.string());
+  std::filesystem::remove(dir.path / "train.bin");
+  TokenDataset val = open_token_dataset(dir.path.string(), 0, DatasetSplits::Val);
+  EXPECT_EQ(val.train, nullptr);
+  EXPECT_EQ(all_tokens(*val.val), all_tokens(*both.val));
+  EXPECT_EQ(val.vocab_size, both.vocab_size);
+  expect_error_containing([&] { open_token_dataset(dir.path.string()); }, "train.bin");
+  expect_error_containing([&] { open_token_dataset(dir.path.string(), 0, DatasetSplits::Train); }, "train.bin");
+
+  TempDir ng;  // nanoGPT: val.bin alone
+  auto v = some_tokens(70, 65, 10);
+  testing::write_nanogpt_bin(ng.file("val.bin"), v);
+  TokenDataset ng_val = open_token_dataset(ng.path.string(), 65, DatasetSplits::Val);
+  EXPECT_EQ(ng_val.train, nullptr);
+  EXPECT_EQ(all_tokens(*ng_val.val), as_i32(v));
+
+  TempDir llmc;  // llm.c: train shards alone
+  auto t = some_tokens(300, 50257, 1);
+  testing::write_gpt2_shard(llmc.file("fineweb_train_000001.bin"), t);
+  TokenDataset llmc_train = open_token_dataset(llmc.path.string(), 0, DatasetSplits::Train);
+  EXPECT_EQ(llmc_train.val, nullptr);
+  EXPECT_EQ(all_tokens(*llmc_train.train), as_i32(t));
+  expect_error_containing([&] { open_token_dataset(llmc.path.string()); }, "no validation shards");
+}
+
 TEST(TokenSource, WindowsAcrossShardBoundariesMatchTheConcatenation) {
   TempDir dir;
   auto a = some_tokens(20, 50257, 11), b = some_tokens(17, 50257, 12), c = some_tokens(25, 50257, 13);

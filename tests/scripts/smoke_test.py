@@ -190,11 +190,29 @@ def test_export_hf(ctx, tmp):
         merges = f.read().splitlines()
     expect(merges[0] == "#version: 0.2" and len(merges) > 1, "merges.txt")
 
+    # `nanodist eval` over each val split, for scripts/hf_eval_loss.py to score the same tokens.
+    sys.path.insert(0, os.path.dirname(script))
+    from hf_eval_loss import read_token_file
+
+    eval_json = {}
+    for source, out in ((run_dir, hf), (bpe, hf_bpe)):
+        val = source + "_data/val.bin"
+        line = run([ctx.nanodist, "eval", "--ckpt", source, "--data", source + "_data", "--json"]).stdout
+        expect(json.loads(line)["tokens"] == len(read_token_file(val)) - 1, f"{val}: {line}")
+        eval_json[out] = os.path.join(tmp, os.path.basename(out) + "_eval.json")
+        with open(eval_json[out], "w") as f:
+            f.write(line)
+
     have = {m: importlib.util.find_spec(m) is not None for m in ("torch", "transformers")}
     if have["transformers"] and have["torch"]:
+        loss_script = os.path.join(ctx.source, "scripts", "hf_eval_loss.py")
         for run_dir, out in ((run_dir, hf), (bpe, hf_bpe)):
             r = run([sys.executable, script, run_dir, out, "--no-install", "--check"])
             expect("max |transformers - gpt_torch|" in r.stdout and "tokenizer:" in r.stdout, r.stdout)
+            print(r.stdout.strip())
+            # The exported model scores the val split as `nanodist eval` does.
+            r = run([sys.executable, loss_script, out, run_dir + "_data/val.bin", "--expect", eval_json[out]])
+            expect("|transformers - nanodist|" in r.stdout, r.stdout)
             print(r.stdout.strip())
     elif have["transformers"]:
         for run_dir, out in ((run_dir, hf), (bpe, hf_bpe)):
