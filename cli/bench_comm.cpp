@@ -5,7 +5,10 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <string>
 
+#include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
 #include "dist/world.h"
 #include "tensor/error.h"
@@ -29,8 +32,27 @@ FlagSet bench_comm_flags() {
       .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
-      .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"));
+      .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
+      .add(flag("pipeline", "0",
+                "GPU: 1 = step by step on one NCCL communicator, 2..8 = that many pipes on communicators of "
+                "their own (0 = automatic)",
+                FlagType::Int))
+      .add(flag("pipe-ctas", "0", "GPU: CTAs of each pipe's communicator, 1..64 (0 = 64 / pipes, at least 8)",
+                FlagType::Int))
+      .group("faults")
+      .add(flag("comm-timeout", "600", "seconds one size may take before the rank aborts and exits (0 = off)",
+                FlagType::Float))
+      .add(flag("heartbeat-timeout", "15",
+                "seconds without a heartbeat after which a peer rank counts as frozen or gone (0 = off)",
+                FlagType::Float));
   return set;
+}
+
+// "native", "ring", or "ring-pN" for the pipelined GPU ring on N pipes (its own curve in a plot).
+std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
+  if (!options.ring) return "native";
+  const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
+  return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
 }
 
 int run_bench_comm_command(const ParsedFlags& flags) {
@@ -49,9 +71,22 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   options.ring_options.slice_bytes = parse_byte_size(flags.get_string("slice-bytes"));
   const std::string direct = flags.get_string("direct-max-bytes");
   options.ring_options.direct_max_bytes = direct == "-1" ? -1 : parse_byte_size(direct);
+  const int64_t pipeline = flags.get_int("pipeline"), pipe_ctas = flags.get_int("pipe-ctas");
+  ND_CHECK_INPUT(pipeline >= 0 && pipeline <= 8, "--pipeline " << pipeline << " must be from 0 to 8");
+  ND_CHECK_INPUT(pipe_ctas >= 0 && pipe_ctas <= 64, "--pipe-ctas " << pipe_ctas << " must be from 0 to 64");
+  options.ring_options.pipeline = static_cast<int>(pipeline);
+  options.ring_options.pipe_ctas = static_cast<int>(pipe_ctas);
+  const double comm_timeout = flags.get_double("comm-timeout"), heartbeat_timeout = flags.get_double("heartbeat-timeout");
+  ND_CHECK_INPUT(comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << comm_timeout);
+  ND_CHECK_INPUT(heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << heartbeat_timeout);
   const std::string csv_path = flags.get_string("csv");
 
   std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring);
+  // A stuck or vanished peer ends the sweep with one line instead of hanging it; each size is
+  // timed on its own.
+  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, comm_timeout, heartbeat_timeout);
+  std::optional<dist::Watchdog::Scope> watched;
+  if (guard) watched.emplace(guard->watchdog().watch("the first size of the sweep"));
   const bool printer = comm->rank() == 0;
   std::ofstream csv;
   if (printer && !csv_path.empty()) {
@@ -61,7 +96,7 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   }
   if (printer) {
     std::printf("# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
-                dist::bench_op_name(options.op), impl.c_str(), comm->size(), comm->backend(),
+                dist::bench_op_name(options.op), impl_name(options, *comm).c_str(), comm->size(), comm->backend(),
                 comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters);
     std::printf("%s\n", bench_comm_header().c_str());
     std::fflush(stdout);
@@ -69,11 +104,17 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   int64_t wrong = 0;
   dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
     wrong += row.wrong;
+    if (guard) {
+      watched.reset();
+      watched.emplace(guard->watchdog().watch("the size after " + std::to_string(row.bytes) + " bytes"));
+    }
     if (!printer) return;
     std::printf("%s\n", format_bench_comm_row(row).c_str());
     std::fflush(stdout);
     if (csv.is_open()) csv << format_bench_comm_csv(row, options, *comm) << "\n" << std::flush;
   });
+  watched.reset();
+  if (guard) guard->finish();
   if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
   return wrong > 0 ? 1 : 0;
 }
@@ -121,7 +162,7 @@ std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::Ben
                                   const dist::Comm& comm) {
   char line[512];
   std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld", dist::bench_op_name(options.op),
-                options.ring ? "ring" : "native", comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
+                impl_name(options, comm).c_str(), comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
                 static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
                 row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
   return line;

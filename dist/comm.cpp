@@ -78,6 +78,11 @@ void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int deta
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
   if (collective == Collective::Broadcast) {
     ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
+  } else if (collective == Collective::RingAllReduce || collective == Collective::RingReduceScatter ||
+             collective == Collective::RingAllGather) {
+    ND_CHECK(same(1), name << ": ranks pass different reduce ops or ring pipelines (this rank "
+                           << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", " << detail / 16 % 16
+                           << " pipe(s) of " << detail / 256 << " CTAs)");
   } else {
     ND_CHECK(same(1), name << ": ranks pass different reduce ops (this rank "
                            << reduce_op_name(static_cast<ReduceOp>(detail)) << ")");

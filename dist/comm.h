@@ -124,7 +124,8 @@ class Comm {
   virtual CommWork record_work() { return CommWork(); }
 
   // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
-  // collective with the same element count (of `buffer`), dtype and `detail` (reduce op, root).
+  // collective with the same element count (of `buffer`), dtype and `detail` (reduce op, root;
+  // for the ring collectives op + 16 * (pipes + 16 * pipe CTAs), dist/ring_allreduce.cpp).
   // The agreement is one small host allreduce, held the first time this rank calls a layout on
   // this comm; later calls with a layout it has already agreed on skip it (nothing per step).
   // Caught, on every rank: a disagreement where every rank is at a layout new to it (ranks with

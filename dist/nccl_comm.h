@@ -10,9 +10,12 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <memory>
+#include <mutex>
 #include <vector>
 
 #include "dist/comm.h"
+#include "dist/nccl_pipes.h"
 
 namespace nd::dist {
 
@@ -68,6 +71,10 @@ class NcclComm : public Comm {
   cudaEvent_t event(size_t i);
   // A device buffer of at least `numel` elements of `dtype`, reused across calls (staging).
   Tensor scratch(int64_t numel, DType dtype);
+  // The pipes of the pipelined ring (dist/nccl_pipes.h): `count` communicators of `ctas` CTAs,
+  // made on first use and remade when count or ctas change. Collective: every rank asks for the
+  // same pipes at the same point (the ring agrees on them in its layout check first).
+  NcclPipes& ring_pipes(int count, int ctas);
 
  private:
   MPI_Comm mpi_ = MPI_COMM_NULL;
@@ -88,6 +95,11 @@ class NcclComm : public Comm {
   std::vector<cudaEvent_t> work_events_;
   size_t next_work_event_ = 0;
   Tensor scratch_;
+  // Replaced only by the main thread; the watchdog thread reads it (async_error, abort) under
+  // the mutex, which is never held across a collective call.
+  std::shared_ptr<NcclPipes> pipes_;
+  std::mutex pipes_mutex_;
+  std::shared_ptr<NcclPipes> current_pipes();
 };
 
 // Picks this process's GPU from its local rank (OMPI_COMM_WORLD_LOCAL_RANK, else the rank in

@@ -37,14 +37,13 @@ void reduce_into(const Tensor& dst, const Tensor& src, float scale, cudaStream_t
 // Blocks for a reduction that runs beside a transfer: half the SMs. A grid that fills the GPU
 // delays the next NCCL transfer kernel (one CTA per channel, up to 64), whose CTAs wait for
 // SMs; on 4 H200 that cost 8% at 1 GB, and half the SMs still reduce far faster than the link.
-int overlapped_reduce_blocks(int device) {
+int sm_count(int device) {
   int sms = 0;
   CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return std::max(1, sms / 2);
+  return sms;
 }
 
-// Lane `lane` of `lanes` runs the ring in direction +1 (lane 0) or -1 (lane 1).
-int lane_dir(int lane) { return lane == 0 ? 1 : -1; }
+int overlapped_reduce_blocks(int device) { return std::max(1, sm_count(device) / 2); }
 
 // Slice s (of nslices) of lane `lane`'s part of chunk `chunk`, as buffer positions; every rank
 // cuts alike, so a sender's slice and its receiver's have the same length.
@@ -155,6 +154,65 @@ void cuda_direct_allreduce(Comm& base, Tensor& flat, ReduceOp op) {
     cuda::reduce_rows(flat.data<float>(), rows.data<float>(), n, count, scale, r, stream);
   } else {
     cuda::reduce_rows(flat.data<bf16>(), rows.data<bf16>(), n, count, scale, r, stream);
+  }
+}
+
+// The pipes run one after another on the host, step by step (every pipe's step before any
+// pipe's next step), so each rank launches the pipes' kernels in the same order. Inside a pipe
+// everything is stream-ordered: the reduction of a step sits between its receive and the send
+// that forwards its result, with no events; between pipes nothing is ordered, so one pipe's
+// reduction, launch and ramp overlap another's transfer. Forked from and joined to the comm
+// stream, so the ring keeps the ordering contract of a single-stream collective.
+void cuda_pipelined_ring(Comm& base, Tensor& flat, ReduceOp op, const GpuPipePlan& plan, RingHalves halves) {
+  NcclComm& comm = as_nccl(base);
+  const int r = comm.rank(), n = comm.size(), lanes = plan.lanes, pipes = plan.pipes;
+  const int64_t count = flat.numel();
+  ND_CHECK(lanes == 1 || lanes == 2, "GPU ring: " << lanes << " lanes (expected 1 or 2)");
+  ND_CHECK(pipes >= 2, "GPU pipelined ring: " << pipes << " pipes (expected 2 or more)");
+  CUDA_CHECK(cudaSetDevice(comm.device().index));
+  // A pipe's kernel spins until its peers' kernels of the same pipe run, and those wait behind
+  // their pipe's reduction: unless every pipe's CTAs fit at once with SMs to spare for the
+  // reductions, two ranks could each hold the SMs the other's next kernel needs.
+  const int sms = sm_count(comm.device().index);
+  ND_CHECK(pipes * plan.ctas <= sms - 2, "ring pipeline: " << pipes << " pipes x " << plan.ctas << " CTAs need more than the "
+                                                          << sms << " SMs of this GPU less 2 for the reductions");
+  const bool reduce_scatter = halves != RingHalves::AllGather, all_gather = halves != RingHalves::ReduceScatter;
+  // Chunk 0 is the longest chunk, its lane-0 part the longest part, pipe 0's piece the longest.
+  const int64_t longest = slice_of(slice_of(ring_chunk(count, n, 0), lanes, 0), pipes, 0).size;
+  Tensor staging;
+  if (reduce_scatter) staging = comm.scratch(pipes * lanes * longest, flat.dtype()).view({pipes, lanes, longest});
+  NcclPipes& pipe_comms = comm.ring_pipes(pipes, plan.ctas);
+  const int reduce_blocks = std::max(1, sms / 2);
+
+  CUDA_CHECK(cudaEventRecord(comm.event(0), comm.stream()));
+  for (int p = 0; p < pipes; ++p) CUDA_CHECK(cudaStreamWaitEvent(pipe_comms.stream(p), comm.event(0), 0));
+  const int first = reduce_scatter ? 0 : n - 1, last = all_gather ? 2 * (n - 1) : n - 1;
+  for (int step = first; step < last; ++step) {
+    for (int p = 0; p < pipes; ++p) {
+      RingTransfer moves[2];
+      Tensor landing[2];
+      comm.group_start();
+      for (int lane = 0; lane < lanes; ++lane) {
+        const RingTransfer& t = moves[lane] = ring_transfer(count, r, n, step, lanes, lane, pipes, p);
+        landing[lane] = t.reduce ? staging.select(p).select(lane).narrow(0, t.recv.size)
+                                 : flat.narrow(t.recv.begin, t.recv.size);
+        // Empty pieces are skipped alike on both sides; with 2 ranks both lanes reach the one
+        // peer, and NCCL matches them in posting order, which is lane order on both ranks.
+        if (t.send.size > 0) pipe_comms.send(p, flat.narrow(t.send.begin, t.send.size), t.send_to);
+        if (t.recv.size > 0) pipe_comms.recv(p, landing[lane], t.recv_from);
+      }
+      comm.post_group();
+      const bool last_reduction = step == n - 2;
+      const float scale = (last_reduction && op == ReduceOp::Avg) ? 1.0f / static_cast<float>(n) : 1.0f;
+      for (int lane = 0; lane < lanes; ++lane)
+        if (moves[lane].reduce && moves[lane].recv.size > 0)
+          reduce_into(flat.narrow(moves[lane].recv.begin, moves[lane].recv.size), landing[lane], scale,
+                      pipe_comms.stream(p), reduce_blocks);
+    }
+  }
+  for (int p = 0; p < pipes; ++p) {
+    CUDA_CHECK(cudaEventRecord(comm.event(1 + p), pipe_comms.stream(p)));
+    CUDA_CHECK(cudaStreamWaitEvent(comm.stream(), comm.event(1 + p), 0));
   }
 }
 

@@ -2,11 +2,12 @@
 # Collective bandwidth curves on the GPUs of this machine: for each rank count (default: 2, 4
 # and all GPUs found), runs `nanodist bench-comm` with NCCL (native) and with our ring, 8 B to
 # 4 GB, and writes one CSV per (op, impl, ranks, dtype) into the output folder. Plot them with
-# scripts/plot_bandwidth.py.
+# scripts/plot_bandwidth.py. --pipelines "1 2 4" runs the ring once per pipe count (bench-comm
+# --pipeline; 1 = step by step), each into its own CSV (impl ring, ring-p2, ring-p4).
 #
 # usage: scripts/bandwidth_curve.sh [--out DIR] [--np "2 4"] [--ops "allreduce"] [--dtype f32]
 #                                   [--min-bytes 8] [--max-bytes 4G] [--iters 20] [--warmup 5]
-#                                   [--bin build/nanodist]
+#                                   [--pipelines "0"] [--bin build/nanodist]
 set -euo pipefail
 
 out=bandwidth
@@ -17,6 +18,7 @@ min_bytes=8
 max_bytes=4G
 iters=20
 warmup=5
+pipelines=0
 bin=build/nanodist
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -28,8 +30,9 @@ while [[ $# -gt 0 ]]; do
     --max-bytes) max_bytes=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --pipelines) pipelines=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "bandwidth_curve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -55,12 +58,22 @@ for np in $nps; do
     continue
   fi
   for op in $ops; do
-    for impl in native ring; do
-      csv="$out/${op}_${impl}_${np}gpu_${dtype}.csv"
-      echo "== $op $impl on $np GPU(s) -> $csv"
+    runs="native"
+    for p in $pipelines; do runs="$runs ring:$p"; done
+    for run in $runs; do
+      impl=${run%%:*}
+      name=$impl
+      flags=()
+      if [[ $impl == ring ]]; then
+        p=${run#*:}
+        [[ $p -ge 2 ]] && name="ring-p$p"
+        flags=(--pipeline "$p")
+      fi
+      csv="$out/${op}_${name}_${np}gpu_${dtype}.csv"
+      echo "== $op $name on $np GPU(s) -> $csv"
       mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$bin" bench-comm --op "$op" --impl "$impl" \
         --device cuda --dtype "$dtype" --min-bytes "$min_bytes" --max-bytes "$max_bytes" \
-        --iters "$iters" --warmup "$warmup" --csv "$csv" || status=1
+        --iters "$iters" --warmup "$warmup" --csv "$csv" "${flags[@]}" || status=1
     done
   done
 done

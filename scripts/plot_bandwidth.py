@@ -54,8 +54,8 @@ def main():
     for (op, impl, nranks, dtype), points in sorted(curves.items()):
         color = colors.setdefault((op, nranks, dtype), f"C{len(colors) % 10}")
         sizes = [p[0] for p in points]
-        style = "-" if impl == "native" else "--"
-        name = "NCCL" if impl == "native" else "ring (ours)"
+        style = "-" if impl == "native" else ("--" if impl == "ring" else ":")
+        name = "NCCL" if impl == "native" else f"{impl} (ours)"
         label = f"{op} {name}, {nranks} ranks, {dtype}"
         ax.plot(sizes, [p[1] for p in points], style, marker="o", markersize=3, color=color, label=label)
         lat.plot(sizes, [p[3] for p in points], style, marker="o", markersize=3, color=color, label=label)

@@ -1,10 +1,13 @@
 // The NCCL backend and the GPU ring under mpirun (one rank per GPU): ring against NCCL's own
 // all-reduce and the closed form, through every GPU path (direct, one slice on one stream,
-// many slices on two streams, one and two lanes); the halves alone; broadcast, split and
+// many slices on two streams, one and two lanes, the pipelined ring on 2 and 3 pipes of their
+// own communicators); the halves alone; broadcast, split and
 // grouped send/recv; collectives whose layouts differ between ranks raise on every rank, as
 // they do on MPI, instead of hanging in NCCL.
 // Skips where there is no GPU, or fewer GPUs than ranks on the node.
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "dist/ring_allreduce.h"
 #include "dist/world.h"
@@ -111,6 +114,56 @@ TEST(NcclRing, LargeSlicesOnCappedReductionGrid) {
   RingOptions options;
   options.slice_bytes = 3 << 20;
   check_ring(options, 12000007, "ring, large slices");
+}
+
+// Pieces of every size down to empty ones (count 1 leaves most pipes nothing), one and two
+// lanes, and pipes remade when their count or CTAs change.
+TEST(NcclRing, PipelinedMatchesNcclAndClosedForm) {
+  SKIP_WITHOUT_GPU();
+  const int n = gpu_world().size();
+  for (int pipes : {2, 3}) {
+    for (int lanes : {1, 2}) {
+      RingOptions options;
+      options.direct_max_bytes = 0;
+      options.pipeline = pipes;
+      options.lanes = lanes;
+      const std::string path = "pipelined, " + std::to_string(pipes) + " pipes, " + std::to_string(lanes) + " lane(s)";
+      for (int64_t count : {int64_t{1}, int64_t(n), int64_t{100003}, int64_t{(4 << 20) + 3}})
+        check_ring(options, count, path.c_str());
+    }
+  }
+  RingOptions few_ctas;
+  few_ctas.pipeline = 2;
+  few_ctas.pipe_ctas = 4;
+  check_ring(few_ctas, 3000017, "pipelined, 2 pipes of 4 CTAs");
+  RingOptions four;
+  four.pipeline = 4;
+  check_ring(four, 1000003, "pipelined, 4 pipes of 16 CTAs");
+}
+
+TEST(NcclRing, PipelinedHalvesAlone) {
+  SKIP_WITHOUT_GPU();
+  Comm& comm = gpu_world();
+  const int n = comm.size(), r = comm.rank();
+  const int64_t count = 300007;
+  RingOptions options;
+  options.pipeline = 3;
+  Tensor buffer = rank_input(r, count, DType::BF16, 33, comm.device());
+  ring_reduce_scatter(comm, buffer, ReduceOp::Sum, options);
+  RingChunk mine = ring_chunk(count, n, r);
+  EXPECT_EQ(count_mismatches(buffer.narrow(mine.begin, mine.size).to_double_vector(),
+                             sum_over_ranks(n, mine.size, 33, mine.begin), 0.0, "owned chunk"),
+            0);
+  Tensor gathered = Tensor::full({count}, -100.0, DType::F32, comm.device());
+  gathered.narrow(mine.begin, mine.size)
+      .copy_from(rank_input(r, count, DType::F32, 34, comm.device()).narrow(mine.begin, mine.size));
+  ring_all_gather(comm, gathered, options);
+  std::vector<double> want(count);
+  for (int owner = 0; owner < n; ++owner) {
+    RingChunk c = ring_chunk(count, n, owner);
+    for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, 34);
+  }
+  EXPECT_EQ(count_mismatches(gathered.to_double_vector(), want, 0.0, "gathered"), 0);
 }
 
 TEST(NcclRing, DirectPath) {
