@@ -40,9 +40,7 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
   if (training && dropout > 0.0f && gen != nullptr) {
     const int64_t all_heads = total_heads > 0 ? total_heads : d.NH;
     drop.p = dropout;
-    drop.seed = gen->seed();
-    drop.stream = gen->stream();
-    drop.first = gen->advance(static_cast<uint64_t>(d.B * all_heads * d.T * d.T));
+    drop.set_counters(gen->reserve(static_cast<uint64_t>(d.B * all_heads * d.T * d.T)));
     if (total_heads > 0) {
       drop.first_head = first_head;
       drop.local_heads = d.NH;
