@@ -3,6 +3,7 @@
 
 #include "autograd/ops.h"
 #include "tensor/memory_stats.h"
+#include "tensor/op_timer.h"
 
 namespace nd::train {
 namespace {
@@ -62,7 +63,11 @@ void TrainStep::load_inputs(const std::vector<Batch>& batches, const Generator& 
 // Queues the whole step on the model's device without waiting for it. Only the last micro-step's
 // backward communicates; the earlier ones accumulate locally.
 void TrainStep::enqueue(Generator& dropout_gen) {
-  model_.zero_grad();
+  {
+    if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "all gradients"});
+    op_timer::Scope timed("zero_grad", losses_);
+    model_.zero_grad();
+  }
   const int accum = options_.grad_accum;
   for (int micro = 0; micro < accum; ++micro) {
     nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen);
@@ -71,6 +76,8 @@ void TrainStep::enqueue(Generator& dropout_gen) {
     out.loss.backward(loss_scale_);
   }
   if (ddp_) ddp_->finish_gradient_sync();
+  if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
+  op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);
 }
 

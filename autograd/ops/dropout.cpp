@@ -15,10 +15,13 @@ Variable dropout(const Variable& x, float p, Generator& gen, bool training) {
   // Element i's draw is philox_uniform(seed, rng.start() + i, stream).
   const PhiloxCounters rng = gen.reserve(static_cast<uint64_t>(xd.numel()));
   Tensor out = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
+  const double bytes = 2.0 * static_cast<double>(xd.nbytes());  // read x, write out
+  if (op_timer::enabled()) op_timer::note_next({0.0, bytes, ""});
   ND_DISPATCH_KERNEL(xd, "dropout",
                      backend::dropout_forward(xd.data<scalar_t>(), out.data<scalar_t>(), xd.numel(), p, rng));
-  return make_result(out, {x}, [p, rng](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, {x}, [p, rng, bytes](const Tensor& grad_out, std::vector<Variable>& in) {
     const GradSlot dx = in[0].grad_slot();
+    if (op_timer::enabled()) op_timer::note_next({0.0, dx.accumulate ? 1.5 * bytes : bytes, ""});
     ND_DISPATCH_KERNEL(grad_out, "dropout backward",
                        backend::dropout_backward(grad_out.data<scalar_t>(), grad_dest<scalar_t>(dx), grad_out.numel(),
                                                  p, rng));
