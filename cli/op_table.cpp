@@ -21,8 +21,11 @@ std::string format_op_table(const train::TrainResult& result) {
     const double ms = row.ms / steps;
     timed_ms += ms;
     char rate[32] = "-";
-    if (row.flops > 0 && row.ms > 0)
-      std::snprintf(rate, sizeof(rate), "%.1f TFLOP/s", row.flops / (row.ms * 1e-3) / 1e12);
+    const double flops_per_s = row.ms > 0 ? row.flops / (row.ms * 1e-3) : 0.0;
+    if (flops_per_s >= 1e12)
+      std::snprintf(rate, sizeof(rate), "%.1f TFLOP/s", flops_per_s / 1e12);
+    else if (flops_per_s > 0)
+      std::snprintf(rate, sizeof(rate), "%.1f GFLOP/s", flops_per_s / 1e9);
     else if (row.bytes > 0 && row.ms > 0)
       std::snprintf(rate, sizeof(rate), "%.0f GB/s", row.bytes / (row.ms * 1e-3) / 1e9);
     std::snprintf(line, sizeof(line), "%-52s %7.0f %10.3f %6.1f%% %14s\n", row.name.c_str(),
