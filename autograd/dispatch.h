@@ -2,11 +2,13 @@
 // (kernels/kernel_args.h), so an op writes each kernel call once, as backend::<kernel>(...), and
 // ND_DISPATCH_KERNEL runs it with `backend` bound to the namespace of the tensor's device and
 // `scalar_t` to the element type of its dtype (CPU: f32, or f64 for the gradient checks; CUDA: f32
-// or bf16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error.
+// or bf16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error. With
+// NANODIST_KERNEL_TIMES set, the op timer (tensor/op_timer.h) times each call as `what`.
 #pragma once
 #include "autograd/variable.h"
 #include "kernels/kernel_args.h"
 #include "tensor/dtype_dispatch.h"
+#include "tensor/op_timer.h"
 
 #if NANODIST_WITH_CUDA
 #define ND_DISPATCH_CUDA_FLOAT_(dtype, what, ...) \
@@ -18,6 +20,7 @@
 #define ND_DISPATCH_KERNEL(tensor, what, ...)                                                       \
   do {                                                                                              \
     const ::nd::Tensor& nd_dispatch_tensor_ = (tensor);                                             \
+    ::nd::op_timer::Scope nd_op_timer_scope_(what, nd_dispatch_tensor_);                             \
     if (nd_dispatch_tensor_.device().is_cuda()) {                                                   \
       namespace backend = ::nd::cuda;                                                               \
       ND_DISPATCH_CUDA_FLOAT_(nd_dispatch_tensor_.dtype(), what, __VA_ARGS__);                      \

@@ -7,6 +7,7 @@
 #include "cli/subcommand.h"
 #include "cli/train_flags.h"
 #include "cli/fault_guard_for.h"
+#include "cli/op_table.h"
 #include "dist/world.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -70,7 +71,7 @@ int run_train(const ParsedFlags& flags) {
   }
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();
-  if (comm->rank() == 0) std::cout << final_summary_line(result) << std::endl;
+  if (comm->rank() == 0) std::cout << format_op_table(result) << final_summary_line(result) << std::endl;
   return 0;
 }
 

@@ -5,7 +5,9 @@ Per step: a fresh batch of uniform random ids (B, T+1) on the device, forward + 
 under bf16 autocast, backward, global-norm clipping to 1.0, fused AdamW. Each step is timed
 between torch.cuda.synchronize() calls; the result is the median over steps FIRST..STEPS
 (1-based, so compilation and warm-up stay out). Attention uses F.scaled_dot_product_attention.
-Prints one line: "bench_torch: {json}" with tok_per_s, ms, mfu (null without --peak-tflops).
+Prints one line: "bench_torch: {json}" with tok_per_s, ms, mfu (null without --peak-tflops) and, on
+a GPU, the peak device memory of the run: torch.cuda.max_memory_allocated (bytes in live tensors,
+what nanodist's "peak GPU memory" counts) and max_memory_reserved (what the caching allocator took).
 
   python3 scripts/bench_torch.py --model gpt2 --batch-size 32 --block-size 1024 [--compile]
   python3 scripts/bench_torch.py --model char --device cpu --dtype f32 --tiny --steps 12   (smoke test)
@@ -23,10 +25,12 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_torch import GPT, GPTConfig, decay_and_no_decay  # noqa: E402
 
-# (n_layer, n_head, n_embd, data vocabulary, lr, beta2) as in configs/gpt2_124m.conf and
-# configs/shakespeare_char.conf.
+# (n_layer, n_head, n_embd, data vocabulary, lr, beta2) as in configs/gpt2_124m.conf,
+# gpt2_350m.conf, gpt2_774m.conf and shakespeare_char.conf.
 MODELS = {
     "gpt2": dict(n_layer=12, n_head=12, n_embd=768, vocab=50257, lr=6e-4, beta2=0.95),
+    "gpt2-350m": dict(n_layer=24, n_head=16, n_embd=1024, vocab=50257, lr=3e-4, beta2=0.95),
+    "gpt2-774m": dict(n_layer=36, n_head=20, n_embd=1280, vocab=50257, lr=2.5e-4, beta2=0.95),
     "char": dict(n_layer=6, n_head=6, n_embd=384, vocab=65, lr=1e-3, beta2=0.99),
 }
 # A model small enough for a CPU smoke test in seconds.
@@ -113,10 +117,13 @@ def main():
     ms = statistics.median(window)
     tok_per_s = statistics.median(B * T / (m / 1000.0) for m in window)
     mfu = tok_per_s * flops_token / (args.peak_tflops * 1e12) if args.peak_tflops > 0 else None
+    peak_allocated = torch.cuda.max_memory_allocated(device) if on_cuda else None
+    peak_reserved = torch.cuda.max_memory_reserved(device) if on_cuda else None
     result = dict(model=args.model, mode="compile" if args.compile else "eager", device=str(device),
                   dtype=args.dtype, batch_size=B, block_size=T, n_layer=config.n_layer, n_embd=config.n_embd,
                   vocab_rows=vocab_rows, params=n_params, steps=f"{args.first}-{args.steps}", tok_per_s=tok_per_s,
-                  ms=ms, mfu=mfu, final_loss=float(loss.detach()), torch=torch.__version__)
+                  ms=ms, mfu=mfu, peak_allocated_bytes=peak_allocated,
+                  peak_reserved_bytes=peak_reserved, final_loss=float(loss.detach()), torch=torch.__version__)
     print("bench_torch: " + json.dumps(result), flush=True)
 
 

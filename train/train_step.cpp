@@ -3,6 +3,7 @@
 
 #include "autograd/ops.h"
 #include "tensor/memory_stats.h"
+#include "tensor/op_timer.h"
 
 namespace nd::train {
 namespace {
@@ -10,6 +11,26 @@ namespace {
 // Eager steps before the capture: the first creates gradients, optimizer state and cuBLAS plans,
 // later ones leave the caching allocator holding every block a step needs.
 constexpr int kEagerStepsBeforeCapture = 3;
+
+// Anchors the dropout generator to the step's counter for one step, and detaches it whatever
+// happens (a step that throws leaves the generator usable).
+class AnchorForStep {
+ public:
+  AnchorForStep(Generator& gen, const uint64_t* counter) : gen_(gen) { gen_.anchor(counter); }
+  ~AnchorForStep() { gen_.anchor(nullptr); }
+  AnchorForStep(const AnchorForStep&) = delete;
+  AnchorForStep& operator=(const AnchorForStep&) = delete;
+
+ private:
+  Generator& gen_;
+};
+
+// The generator's offset as the two i32 words of the u64 that the kernels read (little-endian).
+Tensor offset_words(uint64_t offset) {
+  return Tensor::from_vector(std::vector<int32_t>{static_cast<int32_t>(static_cast<uint32_t>(offset)),
+                                                  static_cast<int32_t>(static_cast<uint32_t>(offset >> 32))},
+                             Shape{2});
+}
 
 }  // namespace
 
@@ -23,24 +44,30 @@ TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataPara
   }
   loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, model.dtype(), device_);
   losses_ = Tensor::zeros({options.grad_accum}, model.dtype(), device_);
+  step_counter_ = Tensor::zeros({2}, DType::I32, device_);
   uploader_ = std::make_unique<PinnedUploader>(device_);
   if (device_.is_cuda()) graph_ = std::make_unique<StepGraph>(device_.index);
   use_graph_ = options.cuda_graph && device_.is_cuda();
 }
 
-void TrainStep::load_inputs(const std::vector<Batch>& batches) {
+void TrainStep::load_inputs(const std::vector<Batch>& batches, const Generator& dropout_gen) {
   ND_CHECK(static_cast<int>(batches.size()) == options_.grad_accum,
            "a step takes " << options_.grad_accum << " micro-batches, got " << batches.size());
   for (int micro = 0; micro < options_.grad_accum; ++micro) {
     uploader_->upload(2 * micro, batches[micro].inputs, inputs_[micro]);
     uploader_->upload(2 * micro + 1, batches[micro].targets, targets_[micro]);
   }
+  uploader_->upload(2 * options_.grad_accum, offset_words(dropout_gen.offset()), step_counter_);
 }
 
 // Queues the whole step on the model's device without waiting for it. Only the last micro-step's
 // backward communicates; the earlier ones accumulate locally.
 void TrainStep::enqueue(Generator& dropout_gen) {
-  model_.zero_grad();
+  {
+    if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "all gradients"});
+    op_timer::Scope timed("zero_grad", losses_);
+    model_.zero_grad();
+  }
   const int accum = options_.grad_accum;
   for (int micro = 0; micro < accum; ++micro) {
     nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen);
@@ -49,6 +76,8 @@ void TrainStep::enqueue(Generator& dropout_gen) {
     out.loss.backward(loss_scale_);
   }
   if (ddp_) ddp_->finish_gradient_sync();
+  if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
+  op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);
 }
 
@@ -56,8 +85,11 @@ void TrainStep::enqueue(Generator& dropout_gen) {
 // not yet run). On failure anywhere, no rank uses a graph again.
 bool TrainStep::capture_agreed(Generator& dropout_gen, std::string* note) {
   const int64_t mallocs_before = device_memory_stats(device_.index).cuda_mallocs;
+  const uint64_t offset_before = dropout_gen.offset();
   std::string why;
   bool captured = graph_->capture([&] { enqueue(dropout_gen); }, &why);
+  graph_draws_ = dropout_gen.offset() - offset_before;
+  dropout_gen.set_offset(offset_before);  // the replay, or the eager step after a failure, draws them
   int64_t failed = captured ? 0 : 1;
   if (world_ && world_->size() > 1) world_->host_allreduce(&failed, 1, dist::HostReduce::Max);
   if (failed) {
@@ -75,17 +107,22 @@ bool TrainStep::capture_agreed(Generator& dropout_gen, std::string* note) {
 StepResult TrainStep::run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen) {
   StepResult result;
   const int64_t mallocs_before = device_.is_cuda() ? device_memory_stats(device_.index).cuda_mallocs : 0;
-  load_inputs(batches);
+  load_inputs(batches, dropout_gen);
   optimizer_.begin_step(lr);
-  if (graph_ && graph_->ready()) {
-    graph_->replay();
-    result.replayed = true;
-  } else if (use_graph_ && eager_steps_ >= kEagerStepsBeforeCapture &&
-             capture_agreed(dropout_gen, &result.graph_note)) {
-    graph_->replay();
-  } else {
-    enqueue(dropout_gen);
-    ++eager_steps_;
+  {
+    AnchorForStep anchored(dropout_gen, step_counter());
+    if (graph_ && graph_->ready()) {
+      graph_->replay();
+      dropout_gen.advance(graph_draws_);
+      result.replayed = true;
+    } else if (use_graph_ && eager_steps_ >= kEagerStepsBeforeCapture &&
+               capture_agreed(dropout_gen, &result.graph_note)) {
+      graph_->replay();
+      dropout_gen.advance(graph_draws_);
+    } else {
+      enqueue(dropout_gen);
+      ++eager_steps_;
+    }
   }
   std::vector<double> losses = losses_.to_double_vector();  // the one wait for the step
   ops::check_recorded_token_ids(device_);  // a bad id a GPU kernel met in this step

@@ -3,7 +3,9 @@
 // seeded with 1/accum), then the gradient sync, clipping and AdamW. The micro-step losses land
 // in one buffer on the model's device that is read back once per step. On a GPU the sequence
 // queues no host synchronisation, so after a few eager steps it is captured once as a CUDA graph
-// and replayed; the CPU runs it eagerly.
+// and replayed; the CPU runs it eagerly. Dropout's first Philox counter of the step is an input
+// of the step too: it sits in the model's memory, and every dropout kernel reads it when it runs,
+// so a replay draws the masks the eager step would draw.
 #pragma once
 #include <memory>
 #include <string>
@@ -23,7 +25,7 @@ struct StepOptions {
   double grad_clip = 1.0;
   int batch_size = 1;
   int block_size = 1;
-  // Capture the step as a CUDA graph (GPU only; the trainer turns it off with dropout).
+  // Capture the step as a CUDA graph (GPU only).
   bool cuda_graph = false;
 };
 
@@ -48,7 +50,8 @@ class TrainStep {
 
  private:
   void enqueue(Generator& dropout_gen);
-  void load_inputs(const std::vector<Batch>& batches);
+  void load_inputs(const std::vector<Batch>& batches, const Generator& dropout_gen);
+  const uint64_t* step_counter() const { return static_cast<const uint64_t*>(step_counter_.raw_data()); }
   bool capture_agreed(Generator& dropout_gen, std::string* note);
 
   nn::GPT& model_;
@@ -60,6 +63,8 @@ class TrainStep {
   std::vector<Tensor> inputs_, targets_;  // (B, T) i32 per micro-step, fixed addresses
   Tensor loss_scale_;                     // scalar 1/accum: each backward adds grad / accum
   Tensor losses_;                         // (accum) one loss per micro-step
+  Tensor step_counter_;  // 8 bytes (2 x i32, a u64): the dropout generator's offset at the step's start
+  uint64_t graph_draws_ = 0;  // dropout counters the captured step reserves
   std::unique_ptr<PinnedUploader> uploader_;  // GPU only
   std::unique_ptr<StepGraph> graph_;          // GPU only
   bool use_graph_ = false;

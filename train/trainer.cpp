@@ -49,11 +49,14 @@ constexpr uint64_t kDropoutStream = 1;
 // --fit-schedule times this many steps after the first (which pays for set-up) of a run.
 constexpr int kTimedSteps = 5;
 
+// The op timer leaves out this many first steps of a run (set-up, cuBLAS plans, allocations).
+constexpr int kOpTimerWarmupSteps = 2;
+
 // Why a CUDA graph cannot run this job, or "" when it can.
 std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
-  if (c.dropout > 0) return "dropout " + std::to_string(c.dropout) + " draws new random numbers every step";
+  if (op_timer::enabled()) return "NANODIST_KERNEL_TIMES times the ops of eager steps";
   return "";
 }
 
@@ -259,6 +262,16 @@ class Trainer {
     double seconds = seconds_since(start);
     const int64_t run_step = counters_.step - result.first_step;
     if (run_step >= 2 && run_step <= kTimedSteps + 1) timed_seconds_ += seconds;
+    if (op_timer::enabled()) {
+      result.op_times = op_timer::collect();
+      if (run_step <= kOpTimerWarmupSteps) {
+        op_timer::reset();
+        result.op_times.clear();
+      } else {
+        result.op_timed_steps += 1;
+        result.op_timed_ms += 1000.0 * seconds;
+      }
+    }
 
     const int64_t s = counters_.step;
     if (s % c_.log_interval == 0 || s == 1 || s == c_.max_iters) {
@@ -319,8 +332,10 @@ class Trainer {
   void evaluate(TrainResult& result) {
     auto watched = watch("the evaluation at step " + std::to_string(counters_.step));
     model_->set_training(false);
+    op_timer::pause(true);
     double train_loss = mean_eval_loss(*model_, *train_eval_, c_.eval_iters, dp_);
     double val_loss = mean_eval_loss(*model_, *val_eval_, c_.eval_iters, dp_);
+    op_timer::pause(false);
     model_->set_training(true);
     if (val_loss < counters_.best_val_loss) counters_.best_val_loss = val_loss;
     result.last_val_loss = val_loss;

@@ -11,6 +11,7 @@
 #include "autograd/variable.h"
 #include "dist/comm.h"
 #include "dist/watchdog.h"
+#include "tensor/op_timer.h"
 #include "train/config.h"
 
 namespace nd::train {
@@ -52,6 +53,11 @@ struct TrainResult {
   // calls made during those steps (none expected: the graph's memory is reserved at capture).
   int64_t cuda_graph_replays = 0;
   int64_t replay_cuda_mallocs = 0;
+  // With NANODIST_KERNEL_TIMES set (tensor/op_timer.h): the op times summed over the timed steps
+  // (every step after the first two), how many, and their summed wall time.
+  std::vector<op_timer::Row> op_times;
+  int64_t op_timed_steps = 0;
+  double op_timed_ms = 0.0;
 };
 
 // Runs training as configured; nd::Error on bad input (missing or malformed data, a checkpoint

@@ -40,9 +40,7 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
   if (training && dropout > 0.0f && gen != nullptr) {
     const int64_t all_heads = total_heads > 0 ? total_heads : d.NH;
     drop.p = dropout;
-    drop.seed = gen->seed();
-    drop.stream = gen->stream();
-    drop.first = gen->advance(static_cast<uint64_t>(d.B * all_heads * d.T * d.T));
+    drop.set_counters(gen->reserve(static_cast<uint64_t>(d.B * all_heads * d.T * d.T)));
     if (total_heads > 0) {
       drop.first_head = first_head;
       drop.local_heads = d.NH;
@@ -50,14 +48,20 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
     }
   }
   Tensor out = Tensor::empty({d.B, d.T, d.C}, x.dtype(), x.device());
+  // Causal: half of the (T, T) products. Forward q kᵀ and p v; backward recomputes q kᵀ and adds
+  // d(p) = dO vᵀ, dv, dq and dk: 2 and 5 products of 2 B T² C FLOPs, halved.
+  const double products = static_cast<double>(d.B) * static_cast<double>(d.T) * static_cast<double>(d.T) *
+                          static_cast<double>(d.C);
+  if (op_timer::enabled()) op_timer::note_next({2.0 * products, 0.0, ""});
   // Backward recomputes the probabilities from each row's log-sum-exp (B, NH, T).
   Tensor lse = Tensor::empty({d.B, d.NH, d.T}, stat_dtype(x.dtype()), x.device());
   ND_DISPATCH_KERNEL(x, "attention",
                      backend::attention_forward(x.data<scalar_t>(), out.data<scalar_t>(),
                                                 lse.data<StatType<scalar_t>>(), d.B, d.T, d.C, d.NH, drop));
-  return make_result(out, {qkv}, [out, lse, d, drop](const Tensor& grad_out, std::vector<Variable>& inputs) {
+  return make_result(out, {qkv}, [out, lse, d, drop, products](const Tensor& grad_out, std::vector<Variable>& inputs) {
     const Tensor& x = inputs[0].data();
     const GradSlot dqkv = inputs[0].grad_slot();
+    if (op_timer::enabled()) op_timer::note_next({5.0 * products, 0.0, ""});
     ND_DISPATCH_KERNEL(x, "attention backward",
                        backend::attention_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), out.data<scalar_t>(),
                                                    lse.data<StatType<scalar_t>>(), grad_dest<scalar_t>(dqkv), d.B,

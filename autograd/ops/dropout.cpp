@@ -1,6 +1,6 @@
 // ops::dropout: inverted dropout whose mask is a function of Philox counters. The forward
-// reserves numel counters from the generator; the closure keeps (seed, first, stream, p) and
-// backward recomputes the same mask instead of storing it.
+// reserves numel counters from the generator; the closure keeps them and p, and backward
+// recomputes the same mask instead of storing it.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/dropout.h"
@@ -8,30 +8,23 @@
 
 namespace nd::ops {
 
-namespace {
-
-// Which counters a call used: element i's draw is philox_uniform(seed, first + i, stream).
-struct DropoutDraw {
-  float p;
-  uint64_t seed, first, stream;
-};
-
-}  // namespace
-
 Variable dropout(const Variable& x, float p, Generator& gen, bool training) {
   ND_CHECK(p >= 0.0f && p <= 1.0f, "dropout: p must lie in [0, 1], got " << p << " for x " << x.data().str());
   if (!training || p == 0.0f) return x;
   const Tensor& xd = x.data();
-  const DropoutDraw r{p, gen.seed(), gen.advance(static_cast<uint64_t>(xd.numel())), gen.stream()};
+  // Element i's draw is philox_uniform(seed, rng.start() + i, stream).
+  const PhiloxCounters rng = gen.reserve(static_cast<uint64_t>(xd.numel()));
   Tensor out = Tensor::empty(xd.shape(), xd.dtype(), xd.device());
+  const double bytes = 2.0 * static_cast<double>(xd.nbytes());  // read x, write out
+  if (op_timer::enabled()) op_timer::note_next({0.0, bytes, ""});
   ND_DISPATCH_KERNEL(xd, "dropout",
-                     backend::dropout_forward(xd.data<scalar_t>(), out.data<scalar_t>(), xd.numel(), r.p, r.seed,
-                                              r.first, r.stream));
-  return make_result(out, {x}, [r](const Tensor& grad_out, std::vector<Variable>& in) {
+                     backend::dropout_forward(xd.data<scalar_t>(), out.data<scalar_t>(), xd.numel(), p, rng));
+  return make_result(out, {x}, [p, rng, bytes](const Tensor& grad_out, std::vector<Variable>& in) {
     const GradSlot dx = in[0].grad_slot();
+    if (op_timer::enabled()) op_timer::note_next({0.0, dx.accumulate ? 1.5 * bytes : bytes, ""});
     ND_DISPATCH_KERNEL(grad_out, "dropout backward",
                        backend::dropout_backward(grad_out.data<scalar_t>(), grad_dest<scalar_t>(dx), grad_out.numel(),
-                                                 r.p, r.seed, r.first, r.stream));
+                                                 p, rng));
   });
 }
 

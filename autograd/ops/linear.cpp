@@ -36,17 +36,22 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
+  const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
+  if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
   ND_DISPATCH_KERNEL(xd, "linear",
                      backend::linear_forward(xd.data<scalar_t>(), w.data().data<scalar_t>(),
                                              has_bias ? b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
                                              d.M, d.N, d.K));
   std::vector<Variable> inputs = {x, w};
   if (has_bias) inputs.push_back(b);
-  return make_result(out, std::move(inputs), [d](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, std::move(inputs), [d, flops](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
     const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
     const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
+    if (op_timer::enabled())  // one GEMM of the forward's size for dx, one for dw
+      op_timer::note_next({flops * ((dx.wanted() ? 1 : 0) + (dw.wanted() ? 1 : 0)), 0.0,
+                           std::to_string(d.K) + "->" + std::to_string(d.N)});
     ND_DISPATCH_KERNEL(x, "linear backward",
                        backend::linear_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
                                                 grad_dest<scalar_t>(dx), grad_dest<scalar_t>(dw),

@@ -53,7 +53,8 @@ void recompute_probs(const Float* q, const Float* k, const StatType<Float>* lse,
 
 // keep (T, T) of head bh: 1 / (1 - p) where the dropout keeps (i, j), j <= i; 0 elsewhere.
 template <typename Float>
-void draw_keep_scale(Float* keep, const AttentionDropout& dropout, int64_t bh, int64_t T) {
+void draw_keep_scale(Float* keep, const AttentionDropout& draw, int64_t bh, int64_t T) {
+  const AttentionDropout dropout = draw.resolved();
   const Float scale = Float(1) / (Float(1) - static_cast<Float>(dropout.p));  // unused when p == 1
   for (int64_t i = 0; i < T; ++i) {
     const uint64_t counter = dropout.row_counter(bh, T, i);

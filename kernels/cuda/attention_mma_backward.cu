@@ -37,6 +37,7 @@ template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dq_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
               float scale_log2, float scale, AttentionDropout drop, bool accumulate) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sQ = smem;
@@ -108,6 +109,7 @@ template <int HS, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     dkv_kernel(const nd::bf16* dout, const nd::bf16* qkv, const float* lse, const float* delta, nd::bf16* dqkv, Dims d,
                float scale_log2, float scale, AttentionDropout drop, bool accumulate) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   extern __shared__ __align__(16) uint16_t smem[];
   constexpr int kTileElems = kTile * padded<HS>();
   uint16_t* sK = smem;

@@ -19,6 +19,7 @@ constexpr int min_blocks_per_sm() {
 template <int HS, int kRB, int kWarps, bool kDropout>
 __global__ void __launch_bounds__(32 * kWarps, (min_blocks_per_sm<HS, kRB, kWarps>()))
     forward_kernel(const nd::bf16* qkv, nd::bf16* out, float* lse, Dims d, float scale_log2, AttentionDropout drop) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   constexpr int kRowsPerWarp = 16 * kRB;
   constexpr int kBlockRows = kRowsPerWarp * kWarps;
   constexpr int kTileElems = kTile * padded<HS>();

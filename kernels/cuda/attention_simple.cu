@@ -48,6 +48,7 @@ __device__ void load_tile(float (*tile)[kStride], const T* qkv, const Layout& L,
 template <typename T, int kPer, bool kDropout>
 __global__ void __launch_bounds__(kThreads)
     forward_kernel(const T* qkv, T* out, float* lse, Layout L, float scale, AttentionDropout drop) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   __shared__ float k_tile[kRows][kStride];
   __shared__ float v_tile[kRows][kStride];
   int64_t bh = blockIdx.y, b = bh / L.NH, h = bh % L.NH;
@@ -105,6 +106,7 @@ template <typename T, int kPer, bool kDropout>
 __global__ void __launch_bounds__(kThreads) dq_kernel(const T* dout, const T* qkv, const float* lse,
                                                       const float* delta, T* dqkv, Layout L, float scale,
                                                       AttentionDropout drop, bool accumulate) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   __shared__ float k_tile[kRows][kStride];
   __shared__ float v_tile[kRows][kStride];
   int64_t bh = blockIdx.y, b = bh / L.NH, h = bh % L.NH;
@@ -168,6 +170,7 @@ template <typename T, int kPer, bool kDropout>
 __global__ void __launch_bounds__(kThreads) dkv_kernel(const T* dout, const T* qkv, const float* lse,
                                                        const float* delta, T* dqkv, Layout L, float scale,
                                                        AttentionDropout drop, bool accumulate) {
+  if (kDropout) drop = drop.resolved();  // the step's counter, read on the device
   __shared__ float q_tile[kRows][kStride];
   __shared__ float g_tile[kRows][kStride];
   __shared__ float lse_tile[kRows], delta_tile[kRows];

@@ -203,7 +203,7 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     bench.report("add fwd", dims({M, C}), s, 3.0 * es * r, 0);
     s = bench.time([&] { add_backward(dout.data<T>(), GradDest<T>{dx.data<T>(), true}, GradDest<T>{}, r); });
     bench.report("add bwd (accumulate)", dims({M, C}), s, 3.0 * es * r, 0);
-    s = bench.time([&] { dropout_forward(x.data<T>(), out.data<T>(), r, 0.1f, 1, 0, 0); });
+    s = bench.time([&] { dropout_forward(x.data<T>(), out.data<T>(), r, 0.1f, PhiloxCounters{1, 0, 0}); });
     bench.report("dropout fwd", dims({M, C}), s, 2.0 * es * r, 0);
   }
 

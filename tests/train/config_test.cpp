@@ -3,7 +3,9 @@
 // the cross-flag validation.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "cli/train_flags.h"
@@ -116,6 +118,34 @@ TEST(TrainConfig, ShippedShakespeareCharConfigParses) {
   EXPECT_EQ(c.eval_interval, 250);
   EXPECT_EQ(c.eval_iters, 200);
   EXPECT_EQ(c.log_interval, 10);
+}
+
+// Every shipped config (configs/*.conf) parses and passes validation (on the CPU here, so the
+// GPU configs run with --device cpu --dtype f32), and the GPT-2 ones hold the parameter count
+// their name promises: V C + T C + L (12 C^2 + 13 C) + 2 C with GPT-2's 50257-token vocabulary.
+TEST(TrainConfig, EveryShippedConfigParsesAndValidates) {
+  const std::filesystem::path dir = std::filesystem::path(ND_SOURCE_DIR) / "configs";
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".conf") files.push_back(entry.path());
+  ASSERT_GE(files.size(), 5u);
+  const std::map<std::string, double> gpt2_millions = {
+      {"gpt2_124m", 124}, {"gpt2_350m", 350}, {"gpt2_774m", 774}, {"gpt2_1558m", 1558}};
+  int gpt2_seen = 0;
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    TrainConfig c = parse({"--config", file.string(), "--data", "d", "--out", "o", "--device", "cpu", "--dtype", "f32"});
+    EXPECT_NO_THROW(validate_train_config(c, c.tp));
+    auto named = gpt2_millions.find(file.stem().string());
+    if (named == gpt2_millions.end()) continue;
+    ++gpt2_seen;
+    const double C = c.n_embd, L = c.n_layer;
+    const double params = 50257 * C + c.block_size * C + L * (12 * C * C + 13 * C) + 2 * C;
+    EXPECT_NEAR(params / 1e6, named->second, 0.03 * named->second) << "n-layer " << c.n_layer << " n-embd " << c.n_embd;
+    EXPECT_EQ(c.n_embd / c.n_head, 64) << "GPT-2 heads are 64 wide";
+    EXPECT_EQ(c.block_size, 1024);
+  }
+  EXPECT_EQ(gpt2_seen, 4);
 }
 
 TEST(TrainConfig, UnknownKeyNamesKeyAndLine) {
