@@ -227,19 +227,29 @@ void execute(const Plan& plan, cudnnHandle_t handle, int device, std::unordered_
 }  // namespace
 
 bool attention_available(std::string* why) {
-  auto no = [&](const std::string& reason) {
-    if (why) *why = reason;
+  if (!cuda_available()) {
+    if (why) *why = "cuDNN attention needs a CUDA GPU, and this machine has none";
     return false;
-  };
-  if (!cuda_available()) return no("cuDNN attention needs a CUDA GPU, and this machine has none");
-  cudaDeviceProp prop;
-  CUDA_CHECK(cudaGetDeviceProperties(&prop, current_cuda_device()));
-  if (prop.major < 8)
-    return no("cuDNN attention needs a GPU of compute capability 8.0 or newer; " + std::string(prop.name) +
-              " has " + std::to_string(prop.major) + "." + std::to_string(prop.minor));
-  if (cudnnGetVersion() < 90000)
-    return no("cuDNN attention needs libcudnn 9 or newer; this process loaded " + std::to_string(cudnnGetVersion()));
-  return true;
+  }
+  // Asked on every attention call: the answer is worked out once per device.
+  static std::mutex mutex;
+  static std::map<int, std::string> reasons;  // device -> why not, "" = available
+  const int device = current_cuda_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = reasons.find(device);
+  if (it == reasons.end()) {
+    cudaDeviceProp prop;
+    CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+    std::string reason;
+    if (prop.major < 8)
+      reason = "cuDNN attention needs a GPU of compute capability 8.0 or newer; " + std::string(prop.name) + " has " +
+               std::to_string(prop.major) + "." + std::to_string(prop.minor);
+    else if (cudnnGetVersion() < 90000)
+      reason = "cuDNN attention needs libcudnn 9 or newer; this process loaded " + std::to_string(cudnnGetVersion());
+    it = reasons.emplace(device, reason).first;
+  }
+  if (why) *why = it->second;
+  return it->second.empty();
 }
 
 void attention_forward(const bf16* qkv, bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
