@@ -8,6 +8,7 @@
 
 #ifdef NANODIST_WITH_CUDA
 #include "kernels/cuda/bench_kernels.h"
+#include "kernels/cudnn/attention_cudnn.h"
 #include "tensor/cuda_stream.h"
 #endif
 
@@ -60,6 +61,11 @@ int run_bench_kernels_command(const ParsedFlags& flags) {
   std::printf("%-22s %-26s %10s %9s %8s %8s %8s\n", "op", "shape", "time(us)", "GB/s", "TFLOP/s", "%copy", "%gemm");
   std::printf("(%%copy of %.1f TB/s, %%gemm of %.0f TFLOP/s)\n", kCopyBytesPerSecond / 1e12,
               kGemmFlopsPerSecond / 1e12);
+  std::string no_cudnn;
+  if (options.dtype != DType::BF16)
+    std::printf("(no cudnn attn rows: cuDNN attention takes bf16)\n");
+  else if (!cudnn::attention_available(&no_cudnn))
+    std::printf("(no cudnn attn rows: %s)\n", no_cudnn.c_str());
   std::fflush(stdout);
   cuda::run_bench_kernels(options, [](const cuda::KernelBenchRow& r) {
     const double bytes_per_s = r.bytes / r.seconds, flops_per_s = r.flops / r.seconds;

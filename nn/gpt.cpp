@@ -26,7 +26,7 @@ class Group : public Module {
 };
 
 BlockShape block_shape(const GPTConfig& c) {
-  return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout};
+  return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout, c.attention};
 }
 
 // The token embedding is split by vocabulary rows.

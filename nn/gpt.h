@@ -22,6 +22,9 @@ struct GPTConfig {
   bool bias = true;
   bool use_layernorm = true;
   bool use_residual = true;
+  // The attention kernel (ops::attention): a choice of implementation, not part of the model's
+  // shape, so checkpoints do not record it here and check_same_model ignores it.
+  ops::AttentionKernel attention = ops::AttentionKernel::Ours;
 
   int vocab_rows() const { return padded_vocab_size > 0 ? padded_vocab_size : vocab_size; }
   // nd::Error naming the bad field, as a field (n_embd) or as the train flag (--n-embd).

@@ -58,8 +58,9 @@ Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen)
   // tp each local head drops what its global head drops at tp = 1.
   const int local_heads = shape_.n_head / tp_.size();
   Variable y = tp_.active() ? ops::attention(qkv, local_heads, shape_.dropout, &dropout_gen, training(),
-                                             tp_.rank() * local_heads, shape_.n_head)
-                            : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training());
+                                             tp_.rank() * local_heads, shape_.n_head, shape_.attention)
+                            : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training(), 0, 0,
+                                             shape_.attention);
   return ops::dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training());
 }
 

@@ -43,6 +43,7 @@ struct BlockShape {
   int n_layer;  // scales the residual projections' initialisation
   bool bias;
   float dropout;
+  ops::AttentionKernel attention = ops::AttentionKernel::Ours;  // how attention is computed, not the model
 };
 
 class ColumnParallelLinear;

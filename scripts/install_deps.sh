@@ -19,3 +19,11 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
+# With nvcc, the cuDNN attention path (--attention cudnn) compiles against the header-only
+# cudnn-frontend from PyPI; its headers are all we need, so no dependencies come with it.
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  if ! python3 -c "import importlib.metadata as m; m.version('nvidia-cudnn-frontend')" 2>/dev/null; then
+    python3 -m pip install -q --no-deps --disable-pip-version-check --root-user-action=ignore \
+      nvidia-cudnn-frontend || echo "nvidia-cudnn-frontend not installed: nanodist builds without cuDNN attention"
+  fi
+fi

@@ -134,6 +134,9 @@ const std::vector<Binding>& train_bindings() {
           "with --max-seconds: time the first steps, then set --max-iters, --warmup-iters and "
           "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
+    b.add("attention", &C::attention,
+          "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 on a GPU) or auto (cudnn where this build "
+          "and GPU have it and --dtype is bf16, else ours)");
     b.add("comm-timeout", &C::comm_timeout,
           "seconds a step or collective may wait before the rank aborts its communicator and exits (0 = off)");
     b.add("heartbeat-timeout", &C::heartbeat_timeout,

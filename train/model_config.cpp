@@ -5,6 +5,7 @@
 
 #include <sstream>
 
+#include "kernels/cudnn/attention_cudnn.h"
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -34,7 +35,23 @@ nn::GPTConfig model_config_for(const TrainConfig& c, int64_t vocab_size) {
   m.bias = c.bias;
   m.use_layernorm = !c.no_layernorm;
   m.use_residual = !c.no_residual;
+  m.attention = attention_kernel_for(c);
   return m;
+}
+
+ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {
+  ND_CHECK_INPUT(c.attention == "ours" || c.attention == "cudnn" || c.attention == "auto",
+                 "--attention must be ours, cudnn or auto, got '" << c.attention << "'");
+  if (c.attention == "ours") return ops::AttentionKernel::Ours;
+  std::string why;
+  if (!parse_device(c.device).is_cuda())
+    why = "cuDNN attention runs on the GPU, and --device is " + c.device;
+  else if (parse_dtype(c.dtype) != DType::BF16)
+    why = "cuDNN attention takes bf16, and --dtype is " + c.dtype;
+  else if (cudnn::attention_available(&why))
+    return ops::AttentionKernel::Cudnn;
+  ND_CHECK_INPUT(c.attention == "auto", "--attention cudnn: " << why);
+  return ops::AttentionKernel::Ours;
 }
 
 std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTConfig& m, const TrainConfig& train) {

@@ -14,6 +14,11 @@ namespace nd::train {
 // The model `config` trains on a vocabulary of `vocab_size` tokens (padded on the GPU).
 nn::GPTConfig model_config_for(const TrainConfig& config, int64_t vocab_size);
 
+// The attention kernel of --attention: ours; cudnn (an input error naming the reason where it
+// cannot run: CPU, f32, a build or GPU without cuDNN attention); auto = cudnn where it can run,
+// else ours.
+ops::AttentionKernel attention_kernel_for(const TrainConfig& config);
+
 // The model fields (n_layer, ..., vocab_size, padded_vocab_size, use_layernorm, use_residual)
 // followed by every train flag (underscored names), as /config attributes.
 std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTConfig& model, const TrainConfig& train);

@@ -1,10 +1,12 @@
 // ops::attention: causal multi-head self-attention over a packed qkv tensor, with optional dropout
 // on the probabilities. Backward reads qkv from the input, the output, and each row's log-sum-exp
-// that the forward saved; the dropout mask is redrawn from its Philox counters.
+// that the forward saved; the dropout mask is redrawn from its Philox counters. The kernel is ours
+// (CPU or CUDA) or, when asked for, cuDNN's fused attention.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/attention.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cudnn/attention_cudnn.h"
 
 namespace nd::ops {
 
@@ -25,10 +27,18 @@ AttentionDims attention_dims(const Tensor& qkv, int n_head) {
   return {qkv.size(0), qkv.size(1), C, n_head};
 }
 
+// nd::Error unless cuDNN attention can run on x: bf16 on a GPU, a build and GPU that have it.
+void check_cudnn_input(const Tensor& x) {
+  ND_CHECK(x.device().is_cuda() && x.dtype() == DType::BF16,
+           "attention: the cuDNN kernel takes bf16 on a GPU, got " << x.str() << " (use the default kernel there)");
+  std::string why;
+  ND_CHECK(cudnn::attention_available(&why), "attention: " << why);
+}
+
 }  // namespace
 
 Variable attention(const Variable& qkv, int n_head, float dropout, Generator* gen, bool training, int first_head,
-                   int total_heads) {
+                   int total_heads, AttentionKernel kernel) {
   const Tensor& x = qkv.data();
   const AttentionDims d = attention_dims(x, n_head);
   ND_CHECK(dropout >= 0.0f && dropout <= 1.0f,
@@ -55,13 +65,26 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
   if (op_timer::enabled()) op_timer::note_next({2.0 * products, 0.0, ""});
   // Backward recomputes the probabilities from each row's log-sum-exp (B, NH, T).
   Tensor lse = Tensor::empty({d.B, d.NH, d.T}, stat_dtype(x.dtype()), x.device());
-  ND_DISPATCH_KERNEL(x, "attention",
-                     backend::attention_forward(x.data<scalar_t>(), out.data<scalar_t>(),
-                                                lse.data<StatType<scalar_t>>(), d.B, d.T, d.C, d.NH, drop));
-  return make_result(out, {qkv}, [out, lse, d, drop, products](const Tensor& grad_out, std::vector<Variable>& inputs) {
+  if (kernel == AttentionKernel::Cudnn) {
+    check_cudnn_input(x);
+    op_timer::Scope timed("attention (cudnn)", x);
+    cudnn::attention_forward(x.data<bf16>(), out.data<bf16>(), lse.data<float>(), d.B, d.T, d.C, d.NH, drop);
+  } else {
+    ND_DISPATCH_KERNEL(x, "attention",
+                       backend::attention_forward(x.data<scalar_t>(), out.data<scalar_t>(),
+                                                  lse.data<StatType<scalar_t>>(), d.B, d.T, d.C, d.NH, drop));
+  }
+  return make_result(out, {qkv}, [out, lse, d, drop, products, kernel](const Tensor& grad_out,
+                                                                     std::vector<Variable>& inputs) {
     const Tensor& x = inputs[0].data();
     const GradSlot dqkv = inputs[0].grad_slot();
     if (op_timer::enabled()) op_timer::note_next({5.0 * products, 0.0, ""});
+    if (kernel == AttentionKernel::Cudnn) {
+      op_timer::Scope timed("attention backward (cudnn)", x);
+      cudnn::attention_backward(grad_out.data<bf16>(), x.data<bf16>(), out.data<bf16>(), lse.data<float>(),
+                                grad_dest<bf16>(dqkv), d.B, d.T, d.C, d.NH, drop);
+      return;
+    }
     ND_DISPATCH_KERNEL(x, "attention backward",
                        backend::attention_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), out.data<scalar_t>(),
                                                    lse.data<StatType<scalar_t>>(), grad_dest<scalar_t>(dqkv), d.B,

@@ -21,6 +21,7 @@
 #include "kernels/cuda/global_norm.h"
 #include "kernels/cuda/layernorm.h"
 #include "kernels/cuda/linear.h"
+#include "kernels/cudnn/attention_cudnn.h"
 #include "tensor/philox.h"
 #include "tensor/tensor.h"
 
@@ -258,6 +259,23 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
                          GradDest<T>{dqkv.data<T>(), true}, B, T_len, C, NH, drop);
     });
     bench.report("attention bwd dropout", dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
+    // cuDNN's fused attention on the same tensors (bf16, where this build and GPU have it); its
+    // backward overwrites dqkv, as the training step's does.
+    if constexpr (std::is_same<T, nd::bf16>::value) {
+      if (cudnn::attention_available()) {
+        for (const AttentionDropout& d : {AttentionDropout{}, drop}) {
+          const std::string suffix = d.active() ? " dropout" : "";
+          s = bench.time(
+              [&] { cudnn::attention_forward(qkv.data<T>(), out.data<T>(), lse.data<float>(), B, T_len, C, NH, d); });
+          bench.report("cudnn attn fwd" + suffix, dims({B, T_len, NH, C / NH}), s, es * 4.0 * M * C, flops);
+          s = bench.time([&] {
+            cudnn::attention_backward(dout.data<T>(), qkv.data<T>(), out.data<T>(), lse.data<float>(),
+                                      GradDest<T>{dqkv.data<T>(), false}, B, T_len, C, NH, d);
+          });
+          bench.report("cudnn attn bwd" + suffix, dims({B, T_len, NH, C / NH}), s, es * 11.0 * M * C, 2.5 * flops);
+        }
+      }
+    }
   }
 
   {

@@ -100,6 +100,14 @@ TEST_F(Cli, ConfigErrors) {
   expect_cli_error(run_nanodist(tiny_train_args(dir, "--no-such-flag 1"), dir.path()), "no-such-flag");
 }
 
+// cuDNN's attention asked for where it cannot run: one error line with the reason.
+TEST_F(Cli, AttentionCudnnWhereItCannotRun) {
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--attention cudnn"), dir.path()),
+                   "--attention cudnn: cuDNN attention runs on the GPU, and --device is cpu");
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--attention fast"), dir.path()),
+                   "--attention must be ours, cudnn or auto, got 'fast'");
+}
+
 TEST_F(Cli, ResumeFromAnotherModelOrVocabulary) {
   ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
   expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6 --n-layer 2"), dir.path()),

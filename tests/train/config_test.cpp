@@ -10,7 +10,10 @@
 
 #include "cli/train_flags.h"
 #include "tensor/error.h"
+#include "kernels/cudnn/attention_cudnn.h"
+#include "tensor/device.h"
 #include "train/config.h"
+#include "train/model_config.h"
 #include "train_fixture.h"
 
 namespace nd::train {
@@ -241,6 +244,41 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   c = ok;
   c.allreduce = "tree";
   EXPECT_NE(error_of_config(c, 1).find("--allreduce"), std::string::npos);
+}
+
+// --attention: ours by default; auto falls back to ours where cuDNN's cannot run (the CPU, f32);
+// cudnn there is an input error that says why.
+TEST(TrainConfig, AttentionKernelChoice) {
+  TrainConfig c = testing::tiny_config("d", "o");
+  EXPECT_EQ(c.attention, "ours");
+  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);
+  c.attention = "auto";
+  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);  // tiny_config trains on the CPU
+  EXPECT_EQ(model_config_for(c, 65).attention, ops::AttentionKernel::Ours);
+  auto error_of_kernel = [](const TrainConfig& config) -> std::string {
+    try {
+      validate_train_config(config, 1);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  c.attention = "cudnn";
+  EXPECT_NE(error_of_kernel(c).find("--attention cudnn: cuDNN attention runs on the GPU, and --device is cpu"),
+            std::string::npos)
+      << error_of_kernel(c);
+  c.attention = "flash";
+  EXPECT_NE(error_of_kernel(c).find("--attention must be ours, cudnn or auto, got 'flash'"), std::string::npos);
+  if (!cuda_available()) {
+    // A GPU run asked for where there is none (or no cuDNN in the build): the reason, not a crash.
+    c.attention = "cudnn";
+    c.device = "cuda";
+    c.dtype = "bf16";
+    EXPECT_NE(error_of_kernel(c).find("--attention cudnn: "), std::string::npos) << error_of_kernel(c);
+    std::string why;
+    EXPECT_FALSE(cudnn::attention_available(&why));
+    EXPECT_FALSE(why.empty());
+  }
 }
 
 }  // namespace
