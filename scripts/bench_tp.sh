@@ -94,9 +94,9 @@ def median_tok(path):
     return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
 res = {name: (int(np), int(tp), impl, None if mem == "-" else float(mem), median_tok(path))
        for name, np, tp, impl, mem, path in rows}
-print(f"{'run':<18} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
+print(f"{'run':<20} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
 for name, (np, tp, impl, mem, tok) in res.items():
-    print(f"{name:<18} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
+    print(f"{name:<20} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
 def ratio(a, b, i):
     if a not in res or b not in res or res[a][i] is None or res[b][i] is None: return "-"
     return f"{res[a][i] / res[b][i]:.3f}"
