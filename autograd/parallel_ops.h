@@ -1,7 +1,8 @@
 // Differentiable ops for the tensor-parallel layers (Megatron style). None communicates: the
 // all-reduces around them belong to dist/ (dist/tp_mappings.h), which passes them in where an op
-// needs one in its middle (the vocabulary-parallel cross-entropy). Implementations:
-// autograd/ops/add_bias.cpp, vocab_parallel_embedding.cpp, vocab_parallel_cross_entropy.cpp.
+// needs one in its middle (the vocabulary-parallel cross-entropy, the column-parallel linear's
+// input gradient). Implementations: autograd/ops/add_bias.cpp, linear_reduced_dx.cpp,
+// vocab_parallel_embedding.cpp, vocab_parallel_cross_entropy.cpp.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,6 +14,11 @@ namespace nd::ops {
 // x (..., N) + b (N) on every row: the bias of a row-parallel linear layer, added once after the
 // all-reduce of the ranks' partial products.
 Variable add_bias(const Variable& x, const Variable& b);
+
+// x itself (no copy, no pass over it); backward passes the gradient through to x and sums it over
+// rows into b (N), as add_bias would. The row-parallel bias on the ranks whose partial product did
+// not take it (rank 0's linear adds it), so that every rank gets its gradient.
+Variable with_bias_gradient(const Variable& x, const Variable& b);
 
 // x (B, T, C) + wpe[t] for t < T, wpe (Tmax, C) with T <= Tmax: the position embedding, added
 // after the all-reduce of the vocabulary-parallel token embedding.
@@ -37,6 +43,16 @@ using RowStatsReduce = std::function<void(Tensor& buffer)>;
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
                                       int64_t vocab_size, const RowStatsReduce& max_over_ranks,
                                       const RowStatsReduce& sum_over_ranks);
+
+// Starts an in-place reduction (a sum) of `buffer` over a group and returns the function that
+// orders later compute after it (on the GPU: without blocking the host).
+using StartReduce = std::function<std::function<void()>(Tensor& buffer)>;
+
+// ops::linear (x (..., K), w (N, K), b (N) or undefined) whose input gradient is summed over a
+// group: backward computes dx into its own buffer, starts its reduction, computes dw and db while
+// the reduction runs, then waits and passes the sum to x. With copy_to_tp before a linear this is
+// the column-parallel layer, its all-reduce hidden behind the weight-gradient product.
+Variable linear_reduced_dx(const Variable& x, const Variable& w, const Variable& b, const StartReduce& start_reduce);
 
 // The gradient buffer of `v` for kernels that add into it: zero-filled first when this is the
 // first contribution since zero_grad (the buffer then holds no gradient yet).

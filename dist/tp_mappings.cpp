@@ -3,18 +3,22 @@
 // work queued after it.
 #include "dist/tp_mappings.h"
 
+#include <memory>
+
+#include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
 #include "dist/ring_allreduce.h"
 
 namespace nd::dist {
 
+CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl) {
+  if (comm.size() == 1) return CommWork();
+  if (impl == AllreduceImpl::Ring && op != ReduceOp::Max) return ring_allreduce_async(comm, buffer, op);
+  return comm.allreduce_async(buffer, op);
+}
+
 void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl) {
-  if (comm.size() == 1) return;
-  if (impl == AllreduceImpl::Ring && op != ReduceOp::Max) {
-    ring_allreduce(comm, buffer, op);
-  } else {
-    comm.allreduce(buffer, op);
-  }
+  allreduce_for_tp_async(comm, buffer, op, impl).wait();
 }
 
 Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
@@ -27,6 +31,16 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
     Tensor summed = grad_out;
     allreduce_for_tp(*comm, summed, ReduceOp::Sum, impl);
     ops::pass_gradient(summed, in[0]);
+  });
+}
+
+Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp) {
+  if (!tp.active()) return ops::linear(x, w, b);
+  Comm* comm = tp.comm;
+  const AllreduceImpl impl = tp.impl;
+  return ops::linear_reduced_dx(x, w, b, [comm, impl](Tensor& dx) -> std::function<void()> {
+    auto work = std::make_shared<CommWork>(allreduce_for_tp_async(*comm, dx, ReduceOp::Sum, impl));
+    return [work] { work->wait(); };
   });
 }
 

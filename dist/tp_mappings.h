@@ -26,10 +26,17 @@ struct TensorParallel {
 // the compute stream when this returns. Ring takes Sum and Avg; Max always runs on the backend's
 // own all-reduce (MPI or NCCL). Every tensor-parallel collective goes through here.
 void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl);
+// The same, started: the CommWork's wait() makes later compute see the result (dist/comm.h).
+CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl);
 
 // x (any shape), replicated on the group's ranks -> x itself; backward all-reduces (sums) the
 // gradient over the group. Put before a column-parallel layer.
 Variable copy_to_tp(const Variable& x, const TensorParallel& tp);
+
+// linear(copy_to_tp(x), w, b) with w (N / tp, K) and b (N / tp) this rank's rows: the
+// column-parallel layer. Backward all-reduces the input gradient while the weight gradient is
+// computed (ops::linear_reduced_dx), so the collective hides behind the product.
+Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp);
 
 // x, this rank's partial sum -> the sum over the group; backward passes the gradient through.
 // x's buffer is reduced in place and becomes the result (no copy), so x must be an op output

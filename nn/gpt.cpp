@@ -130,7 +130,7 @@ GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* target
   for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
   x = ln_f_->forward(x);
   Output out;
-  out.logits = ops::linear(dist::copy_to_tp(x, tp_), wte_, Variable());
+  out.logits = dist::column_parallel_linear(x, wte_, Variable(), tp_);
   if (targets) out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_);
   return out;
 }

@@ -82,7 +82,8 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
 Variable MLP::fused_forward(const Variable& x) const {
   Variable in = dist::copy_to_tp(x, tp_);
   if (!tp_.active()) return ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->bias);
-  return c_proj_->reduce_partial(ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, Variable()));
+  return c_proj_->reduce_partial(
+      ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->rank_bias()));
 }
 
 }  // namespace nd::nn

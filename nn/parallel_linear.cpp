@@ -1,5 +1,5 @@
 // The tensor-parallel linear layers: initialisation by drawing whole and slicing, and the
-// row-parallel forward (partial product, all-reduce, then the bias once).
+// row-parallel forward (partial products, the bias in rank 0's, all-reduce).
 #include "nn/parallel_linear.h"
 
 #include "autograd/parallel_ops.h"
@@ -33,12 +33,18 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, bool has_bias, dou
 
 Variable RowParallelLinear::forward(const Variable& x) const {
   if (!tp_.active()) return ops::linear(x, weight, bias);
-  return reduce_partial(ops::linear(x, weight, Variable()));
+  return reduce_partial(ops::linear(x, weight, rank_bias()));
 }
+
+// The bias rides in rank 0's product (the GEMM's epilogue), so the sum holds it once with no pass
+// of its own over the output, and no second (B, T, C) activation is kept for backward. Its
+// gradient, the row sum of the output's gradient, is the same on every rank: rank 0's product
+// computes it, the other ranks' with_bias_gradient.
+Variable RowParallelLinear::rank_bias() const { return tp_.rank() == 0 ? bias : Variable(); }
 
 Variable RowParallelLinear::reduce_partial(const Variable& partial) const {
   Variable sum = dist::reduce_from_tp(partial, tp_);
-  return bias.defined() ? ops::add_bias(sum, bias) : sum;
+  return bias.defined() && tp_.rank() != 0 ? ops::with_bias_gradient(sum, bias) : sum;
 }
 
 }  // namespace nd::nn

@@ -17,8 +17,9 @@ class ColumnParallelLinear : public Module {
   // [block 0 rows of this rank; block 1 rows; ...]. weight (out / tp, in); bias (out / tp) = 0.
   ColumnParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
                        const dist::TensorParallel& tp, int parts = 1);
-  // x (..., in), the same on every rank -> (..., out / tp), this rank's output features.
-  Variable forward(const Variable& x) const { return ops::linear(dist::copy_to_tp(x, tp_), weight, bias); }
+  // x (..., in), the same on every rank -> (..., out / tp), this rank's output features. Backward
+  // all-reduces x's gradient while the weight gradient is computed (dist::column_parallel_linear).
+  Variable forward(const Variable& x) const { return dist::column_parallel_linear(x, weight, bias, tp_); }
 
   Variable weight;
   Variable bias;  // undefined without bias
@@ -30,13 +31,15 @@ class ColumnParallelLinear : public Module {
 class RowParallelLinear : public Module {
  public:
   // Full weight (out, in) ~ N(0, init_std), of which this rank keeps columns: weight (out, in / tp).
-  // bias (out) = 0, replicated, added once after the all-reduce.
+  // bias (out) = 0, replicated, added once: by rank 0's product, before the all-reduce.
   RowParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
                     const dist::TensorParallel& tp);
   // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank.
   Variable forward(const Variable& x) const;
-  // The output from this rank's partial product x · weightᵀ without the bias (under tp > 1): the
-  // sum over the group, plus the bias once. For a product made by another op (ops::gelu_mlp).
+  // The bias this rank adds to its partial product: the bias on rank 0, none on the others.
+  Variable rank_bias() const;
+  // The output from this rank's partial product x · weightᵀ + rank_bias() (under tp > 1): the sum
+  // over the group, which holds the bias once. For a product made by another op (ops::gelu_mlp).
   Variable reduce_partial(const Variable& partial) const;
 
   Variable weight;

@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Tensor-parallel throughput and memory on random tokens: GPT-2 large (774M, B=8 shared by the tp
-# ranks, T=1024, bf16) at tp 1 (1 GPU) and tp 2 (mpirun -np 2) with NCCL's all-reduce and our ring,
-# and GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same global batch). Prints the median
-# tokens/s of steps 10..STEPS, the peak GPU memory of rank 0 (the train summary line), and the
-# ratios tp2/tp1 (tokens/s and memory per GPU) and tp2/dp2. --grad-clip 0 everywhere: the GPU's
-# global gradient norm is not split over tp ranks yet, so clipping is refused at tp > 1 there.
+# ranks, T=1024, bf16) at tp 1 (1 GPU) and at each larger size of --tp-sizes (mpirun -np tp) with
+# NCCL's all-reduce and our ring, and GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same
+# global batch). With 4 or more GPUs also GPT-2 124M at dp 2 x tp 2 (B=32 per tp group) vs dp 4
+# (B=16 per rank). Prints the median tokens/s of steps 10..STEPS, the peak GPU memory of rank 0
+# (the train summary line), and the ratios tpN/tp1 (tokens/s and memory per GPU), tp2/dp2 and
+# dp2xtp2/dp4. Gradient clipping stays at the configs' value (the norm is split over tp ranks).
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
 #
-# usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist]
+# usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist] [--tp-sizes "1 2"]
 #                            [--device cpu --tiny] [--extra "flags passed to nanodist train"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0
+steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0; tp_sizes="1 2"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -20,13 +21,23 @@ while [[ $# -gt 0 ]]; do
     --extra) extra=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --tp-sizes) tp_sizes=$2; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ -x "$bin" ]] || { echo "bench_tp.sh: $bin not found (build first)" >&2; exit 1; }
 [[ "$device" == cuda || "$tiny" == 1 ]] || { echo "bench_tp.sh: --device $device needs --tiny" >&2; exit 2; }
+for tp in $tp_sizes; do
+  [[ "$tp" =~ ^[1-9][0-9]*$ ]] || { echo "bench_tp.sh: --tp-sizes takes positive integers, got '$tp'" >&2; exit 2; }
+done
 [[ "$(id -u)" -ne 0 ]] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# GPUs present (the 4-GPU comparison needs 4); the CPU smoke test stands in for any number.
+if [[ "$device" == cuda ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+else
+  gpus=4
+fi
 mkdir -p "$out/logs"
 data="$out/data"
 if [[ "$tiny" == 1 ]]; then
@@ -47,7 +58,7 @@ run_one() {
   rm -rf "$run"
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
-      --tp "$tp" --batch-size "$batch" --grad-accum 1 --grad-clip 0 --allreduce "$impl" --max-iters "$steps" \
+      --tp "$tp" --batch-size "$batch" --grad-accum 1 --allreduce "$impl" --max-iters "$steps" \
       --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
     local mem
     mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)
@@ -57,12 +68,22 @@ run_one() {
   fi
 }
 run_one large_tp1 "$large" 1 1 8 native
-run_one large_tp2_native "$large" 2 2 8 native
-run_one large_tp2_ring "$large" 2 2 8 ring
-run_one small_tp2_native "$small" 2 2 32 native
-run_one small_dp2_native "$small" 2 1 16 native
-run_one small_tp2_ring "$small" 2 2 32 ring
-run_one small_dp2_ring "$small" 2 1 16 ring
+for tp in $tp_sizes; do
+  [[ "$tp" -gt 1 ]] || continue
+  if [[ "$tp" -gt "$gpus" ]]; then echo "tp $tp skipped: $gpus GPU(s)"; continue; fi
+  run_one "large_tp${tp}_native" "$large" "$tp" "$tp" 8 native
+  run_one "large_tp${tp}_ring" "$large" "$tp" "$tp" 8 ring
+done
+for impl in native ring; do
+  run_one "small_tp2_$impl" "$small" 2 2 32 "$impl"
+  run_one "small_dp2_$impl" "$small" 2 1 16 "$impl"
+done
+if [[ "$gpus" -ge 4 ]]; then
+  for impl in native ring; do
+    run_one "small_dp2tp2_$impl" "$small" 4 2 32 "$impl"
+    run_one "small_dp4_$impl" "$small" 4 1 16 "$impl"
+  done
+fi
 
 python3 - "$out/results.tsv" "$steps" <<'PY' | tee "$out/summary.txt"
 import json, statistics, sys
@@ -73,17 +94,25 @@ def median_tok(path):
     return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
 res = {name: (int(np), int(tp), impl, None if mem == "-" else float(mem), median_tok(path))
        for name, np, tp, impl, mem, path in rows}
-print(f"{'run':<18} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
+print(f"{'run':<20} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
 for name, (np, tp, impl, mem, tok) in res.items():
-    print(f"{name:<18} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
+    print(f"{name:<20} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
 def ratio(a, b, i):
     if a not in res or b not in res or res[a][i] is None or res[b][i] is None: return "-"
     return f"{res[a][i] / res[b][i]:.3f}"
 print()
-for impl in ("native", "ring"):
-    print(f"GPT-2 large tp2/tp1 ({impl}): tokens/s x{ratio(f'large_tp2_{impl}', 'large_tp1', 4)}, "
-          f"peak memory per GPU x{ratio(f'large_tp2_{impl}', 'large_tp1', 3)}")
+tps = sorted({tp for _, tp, _, _, _ in res.values() if tp > 1})
+for tp in tps:
+    for impl in ("native", "ring"):
+        name = f"large_tp{tp}_{impl}"
+        if name in res:
+            print(f"GPT-2 large tp{tp}/tp1 ({impl}): tokens/s x{ratio(name, 'large_tp1', 4)}, "
+                  f"peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
 for impl in ("native", "ring"):
     print(f"GPT-2 124M tp2/dp2 ({impl}): tokens/s x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 4)}, "
           f"peak memory per GPU x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 3)}")
+for impl in ("native", "ring"):
+    if f"small_dp2tp2_{impl}" in res:
+        print(f"GPT-2 124M dp2xtp2/dp4 ({impl}): tokens/s x{ratio(f'small_dp2tp2_{impl}', f'small_dp4_{impl}', 4)}, "
+              f"peak memory per GPU x{ratio(f'small_dp2tp2_{impl}', f'small_dp4_{impl}', 3)}")
 PY

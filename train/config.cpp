@@ -213,9 +213,6 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_embd % c.tp == 0, "--n-embd " << c.n_embd << " is not divisible by --tp " << c.tp);
-  ND_CHECK_INPUT(c.tp == 1 || c.grad_clip <= 0 || !device.is_cuda(),
-                 "--grad-clip " << c.grad_clip << " with --tp " << c.tp << " on the GPU: the tensor-parallel "
-                 "global gradient norm is not implemented there yet; use --grad-clip 0");
 }
 
 }  // namespace nd::train

@@ -78,7 +78,7 @@ bool AdamW::on_gpu() const { return !states_.empty() && states_.front().param.da
 void AdamW::begin_step(double lr) {
   ++step_count_;
   step_lr_ = lr;
-  if (on_gpu()) cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), device_state_);
+  if (on_gpu()) cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), tp_, device_state_);
 }
 
 // The GPU kernels read lr and the step from what begin_step uploaded; they are passed again only

@@ -1,6 +1,7 @@
 // The optimizer on the GPU: the global norm, the clip factor and the fused AdamW update all stay
 // on the device (kernels/cuda multi-tensor kernels); the host reads back only the norm, for the
-// log line. The kernels' lists of tensors are uploaded once and reused while no address changes.
+// log line. Under tensor parallelism the sharded gradients' sum of squares is all-reduced over the
+// group on the device (stream-ordered, no host wait) and the replicated ones count once. The kernels' lists of tensors are uploaded once and reused while no address changes.
 // lr and the bias corrections go to the device before the kernels (one small copy from pinned
 // memory), so the kernel launches alone can be captured into a CUDA graph and replayed.
 #include "train/optimizer_dispatch.h"
@@ -8,6 +9,7 @@
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
+#include "dist/comm.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/global_norm.h"
 #include "tensor/cuda_check.h"
@@ -29,19 +31,44 @@ struct DeviceOptimizerState {
   std::vector<const void*> key;  // parameter, gradient and state addresses the lists were built from
   std::unique_ptr<LaunchLists<float>> f32_lists;  // the one of the parameters' type is set
   std::unique_ptr<LaunchLists<bf16>> bf16_lists;
-  Tensor scalars;  // f32 (2) on the device: the norm and the clip factor
+  // f32 (4) on the device: the norm, the clip factor, and the sums of squares of the sharded and
+  // of the replicated gradients (tensor parallelism only).
+  Tensor scalars;
   Tensor step_scalars;  // one cuda::AdamWStepScalars on the device, read by the AdamW kernel
   std::shared_ptr<cuda::AdamWStepScalars> staged;  // pinned host copy it is uploaded from
 };
 
 namespace {
 
-// The states that take part in this step: those with a gradient.
-std::vector<const ParamState*> with_grad(const std::vector<ParamState>& states) {
+// The states that take part in this step: those with a gradient, the sharded ones first when the
+// norm is split over a tensor-parallel group (see split_of).
+std::vector<const ParamState*> with_grad(const std::vector<ParamState>& states, bool sharded_first = false) {
   std::vector<const ParamState*> out;
-  for (const ParamState& s : states)
-    if (s.param.has_grad()) out.push_back(&s);
+  for (int pass = sharded_first ? 0 : 1; pass < 2; ++pass)
+    for (const ParamState& s : states)
+      if (s.param.has_grad() && (!sharded_first || s.sharded == (pass == 0))) out.push_back(&s);
   return out;
+}
+
+// How many of `active` (sharded first) are sharded.
+int split_of(const std::vector<const ParamState*>& active) {
+  int n = 0;
+  while (n < static_cast<int>(active.size()) && active[n]->sharded) ++n;
+  return n;
+}
+
+// norm (scalars[0]) and clip factor (scalars[1]) of the gradients in `slots`. With a tensor-parallel
+// group `tp` the first `split` slots are sharded: their sum of squares (scalars[2]) is summed over
+// the group by the comm (stream-ordered on the compute stream), the rest (scalars[3]) counts once.
+template <typename T>
+void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<T>>& slots, int split, dist::Comm* tp, Tensor& scalars,
+                  float max_norm, cudaStream_t stream) {
+  float* norm = scalars.data<float>();
+  if (tp == nullptr) return cuda::global_norm<T>(slots, norm, norm + 1, max_norm, stream);
+  cuda::sums_of_squares<T>(slots, split, norm + 2, stream);
+  Tensor sharded_sum = scalars.narrow(2, 1);
+  tp->allreduce(sharded_sum, dist::ReduceOp::Sum);
+  cuda::norm_from_sums(norm + 2, norm, norm + 1, max_norm, stream);
 }
 
 template <typename T>
@@ -103,7 +130,7 @@ DeviceOptimizerState& launch_state(const std::vector<const ParamState*>& active,
     fresh->key = key;
     lists_of(*fresh, static_cast<T*>(nullptr)).reset(
         new LaunchLists<T>{{norm_slots<T>(active), device}, {adamw_slots<T>(active, weight_decay), device}});
-    fresh->scalars = Tensor::zeros({2}, DType::F32, Device::cuda(device));
+    fresh->scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
     fresh->step_scalars = Tensor::zeros({sizeof(cuda::AdamWStepScalars) / sizeof(float)}, DType::F32,
                                         Device::cuda(device));
     fresh->staged = state && state->staged ? state->staged : pinned_step_scalars();
@@ -121,18 +148,19 @@ void upload_step_scalars(DeviceOptimizerState& s, const AdamWHyper& h, cudaStrea
 }
 
 template <typename T>
-void upload_step_scalars_as(const std::vector<ParamState>& states, const AdamWHyper& h,
+void upload_step_scalars_as(const std::vector<ParamState>& states, const AdamWHyper& h, dist::Comm* tp,
                             std::shared_ptr<DeviceOptimizerState>& state) {
-  std::vector<const ParamState*> active = with_grad(states);
+  std::vector<const ParamState*> active = with_grad(states, splits_norm(states, tp));
   if (active.empty()) return;
   DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state);
   upload_step_scalars(s, h, compute_stream(active.front()->param.device().index));
 }
 
 template <typename T>
-void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
+void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
                        std::shared_ptr<DeviceOptimizerState>& state) {
-  std::vector<const ParamState*> active = with_grad(states);
+  const bool split = splits_norm(states, tp);
+  std::vector<const ParamState*> active = with_grad(states, split);
   if (active.empty()) return;
   bool rebuilt = false;
   DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state, &rebuilt);
@@ -140,9 +168,9 @@ void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& 
   // New launch data (the first step, whose gradients did not exist at the upload, or moved
   // tensors) holds no step scalars yet. Never the case inside capture: the addresses are settled.
   if (rebuilt) upload_step_scalars(s, h, stream);
-  float* norm = s.scalars.data<float>();
-  float* scale = norm + 1;
-  cuda::global_norm<T>(lists<T>(s).norm, norm, scale, static_cast<float>(grad_clip), stream);
+  enqueue_norm<T>(lists<T>(s).norm, split_of(active), split ? tp : nullptr, s.scalars, static_cast<float>(grad_clip),
+                  stream);
+  const float* scale = s.scalars.data<float>() + 1;
   cuda::adamw_update<T>(lists<T>(s).adamw, h.beta1, h.beta2, h.eps,
                         static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
 }
@@ -152,42 +180,39 @@ bool is_bf16(const std::vector<ParamState>& states) {
 }
 
 template <typename T>
-double global_norm_as(const std::vector<ParamState>& states) {
-  std::vector<const ParamState*> active = with_grad(states);
+double global_norm_as(const std::vector<ParamState>& states, dist::Comm* tp) {
+  const bool split = splits_norm(states, tp);
+  std::vector<const ParamState*> active = with_grad(states, split);
   if (active.empty()) return 0.0;
   int device = states.front().param.device().index;
   cuda::DeviceSlots<cuda::NormSlot<T>> slots(norm_slots<T>(active), device);
-  Tensor norm = Tensor::zeros({1}, DType::F32, Device::cuda(device));
+  Tensor scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
   cudaStream_t stream = compute_stream(device);
-  cuda::global_norm<T>(slots, norm.data<float>(), nullptr, 0.0f, stream);
-  return read_back(norm.data<float>(), stream);
+  enqueue_norm<T>(slots, split_of(active), split ? tp : nullptr, scalars, 0.0f, stream);
+  return read_back(scalars.data<float>(), stream);
 }
 
 }  // namespace
 
-double cuda_global_grad_norm(const std::vector<ParamState>& states) {
-  if (!states.empty() && states.front().param.dtype() == DType::BF16) return global_norm_as<bf16>(states);
-  return global_norm_as<float>(states);
+double cuda_global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
+  if (is_bf16(states)) return global_norm_as<bf16>(states, tp);
+  return global_norm_as<float>(states, tp);
 }
 
-void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& h,
+void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& h, dist::Comm* tp,
                               std::shared_ptr<DeviceOptimizerState>& device_state) {
   for (const ParamState& s : states)
     ND_CHECK(s.param.dtype() == states.front().param.dtype(),
              "AdamW on the GPU needs one parameter dtype, got " << dtype_name(s.param.dtype()) << " and "
                                                                 << dtype_name(states.front().param.dtype()));
-  if (is_bf16(states)) return upload_step_scalars_as<bf16>(states, h, device_state);
-  upload_step_scalars_as<float>(states, h, device_state);
+  if (is_bf16(states)) return upload_step_scalars_as<bf16>(states, h, tp, device_state);
+  upload_step_scalars_as<float>(states, h, tp, device_state);
 }
 
 void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
                                   dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& device_state) {
-  ND_CHECK(grad_clip <= 0.0 || !splits_norm(states, tp),
-           "--grad-clip " << grad_clip << " with --tp " << tp->size()
-                          << " on the GPU: the tensor-parallel global norm is not implemented there yet; "
-                             "use --grad-clip 0");
-  if (is_bf16(states)) return enqueue_update_as<bf16>(states, h, grad_clip, device_state);
-  enqueue_update_as<float>(states, h, grad_clip, device_state);
+  if (is_bf16(states)) return enqueue_update_as<bf16>(states, h, grad_clip, tp, device_state);
+  enqueue_update_as<float>(states, h, grad_clip, tp, device_state);
 }
 
 double cuda_read_grad_norm(const std::vector<ParamState>& states,
@@ -199,7 +224,7 @@ double cuda_read_grad_norm(const std::vector<ParamState>& states,
 
 double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
                             std::shared_ptr<DeviceOptimizerState>& device_state) {
-  cuda_upload_step_scalars(states, h, device_state);
+  cuda_upload_step_scalars(states, h, tp, device_state);
   cuda_enqueue_clip_and_update(states, h, grad_clip, tp, device_state);
   return cuda_read_grad_norm(states, device_state);
 }
@@ -208,14 +233,14 @@ double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h
 
 struct DeviceOptimizerState {};
 
-double cuda_global_grad_norm(const std::vector<ParamState>&) { ND_FAIL("this nanodist was built without CUDA"); }
+double cuda_global_grad_norm(const std::vector<ParamState>&, dist::Comm*) { ND_FAIL("this nanodist was built without CUDA"); }
 
 double cuda_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, dist::Comm*,
                             std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 
-void cuda_upload_step_scalars(const std::vector<ParamState>&, const AdamWHyper&,
+void cuda_upload_step_scalars(const std::vector<ParamState>&, const AdamWHyper&, dist::Comm*,
                               std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }

@@ -47,11 +47,7 @@ bool splits_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
 }
 
 double global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
-  if (common_device(states).is_cuda()) {
-    ND_CHECK(!splits_norm(states, tp), "the global gradient norm under tensor parallelism is not implemented on "
-                                       "the GPU yet");
-    return cuda_global_grad_norm(states);
-  }
+  if (common_device(states).is_cuda()) return cuda_global_grad_norm(states, tp);
   // [0]: the sharded states' squares (summed over the group), [1]: the replicated ones (once).
   double sums[2] = {0.0, 0.0};
   for (const ParamState& s : states)

@@ -28,17 +28,17 @@ double clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper,
                        std::shared_ptr<DeviceOptimizerState>& device_state);
 
 // The GPU half (train/optimizer_cuda.cpp); nd::Error in a build without CUDA.
-double cuda_global_grad_norm(const std::vector<ParamState>& states);
+double cuda_global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp);
 double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip, dist::Comm* tp,
                             std::shared_ptr<DeviceOptimizerState>& device_state);
 
 // cuda_clip_and_update in three parts, for CUDA graph capture: the upload of this step's lr and
 // bias corrections (a host-to-device copy, outside the graph), the kernels (norm, clip factor,
 // AdamW; capturable once `device_state` matches the current addresses), and the norm read back.
-// Under tensor parallelism (tp of more than one rank holding sharded states) the GPU norm is not
-// split yet: clipping (grad_clip > 0) raises nd::Error, and without it the norm read back is
-// this rank's own.
-void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& hyper,
+// Under tensor parallelism (tp of more than one rank holding sharded states) the norm is the
+// unsplit model's, as on the CPU: the sharded states' sum of squares is all-reduced over `tp` on
+// the device, inside the enqueued work (capturable; collective over tp).
+void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& hyper, dist::Comm* tp,
                               std::shared_ptr<DeviceOptimizerState>& device_state);
 void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& hyper, double grad_clip,
                                   dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& device_state);

@@ -1,4 +1,5 @@
-// ops::add_bias and ops::add_positions: a row vector broadcast over rows (kernels/*/bias_add.*).
+// ops::add_bias and ops::add_positions: a row vector broadcast over rows (kernels/*/bias_add.*);
+// ops::with_bias_gradient: only add_bias's backward, for a bias another rank added.
 // The position embedding is the same thing with rows of T * C elements: x (B, T*C) + wpe[:T]
 // flattened. Backward passes the gradient through to x and sums it over rows into the vector.
 #include "autograd/dispatch.h"
@@ -67,6 +68,20 @@ Variable add_bias(const Variable& x, const Variable& b) {
                                                                      << "]");
   check_same_placement(x.data(), b.data(), "add_bias: b");
   return broadcast_add(x, b, N == 0 ? 0 : x.data().numel() / N, N);
+}
+
+Variable with_bias_gradient(const Variable& x, const Variable& b) {
+  ND_CHECK(x.data().ndim() >= 1, "with_bias_gradient: x must have at least one dimension, got " << x.data().str());
+  const int64_t N = x.shape().back();
+  ND_CHECK(b.data().ndim() == 1 && b.shape()[0] == N, "with_bias_gradient: b " << shape_str(b.shape())
+                                                          << " does not match x " << shape_str(x.shape())
+                                                          << ": expected [" << N << "]");
+  check_same_placement(x.data(), b.data(), "with_bias_gradient: b");
+  const int64_t M = N == 0 ? 0 : x.data().numel() / N;
+  return make_result(x.data(), {x, b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, accumulating_grad(in[1]), M, N);
+    if (in[0].requires_grad()) pass_gradient(grad_out, in[0]);
+  });
 }
 
 Variable add_positions(const Variable& x, const Variable& wpe) {

@@ -62,7 +62,7 @@ template <typename T>
 void bias_add_backward(const T* dout, T* db, int64_t M, int64_t N, cudaStream_t stream) {
   ND_CHECK(M >= 0 && N >= 0, "bias_add_backward: bad shape M=" << M << " N=" << N);
   if (db == nullptr || M * N == 0) return;
-  row_sum_into(dout, GradDest<T>{db, true}, M, N, stream);
+  row_sum_into(dout, GradDest<T>{db, true}, M, N, stream_or_default(stream));
 }
 
 #define ND_INSTANTIATE_BIAS_ADD(T)                                                               \

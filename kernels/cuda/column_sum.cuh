@@ -79,6 +79,8 @@ template <int kOut, int kStep, typename T, typename Values>
 void column_sums(const Values& values, const ColumnDests<T, kOut>& dests, int64_t M, int C, int64_t rows_per_slab,
                  cudaStream_t stream) {
   if (M == 0) return;
+  // Never the legacy default stream: it does not wait for the (non-blocking) compute stream.
+  stream = stream_or_default(stream);
   int64_t slabs = ceil_div(M, rows_per_slab);
   int device = current_cuda_device();
   float* partial = static_cast<float*>(device_alloc(kOut * slabs * C * sizeof(float), device));

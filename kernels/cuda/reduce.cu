@@ -76,6 +76,7 @@ void launch_reduce_add(T* dst, const T* src, int64_t n, float scale, int max_blo
   ND_CHECK(max_blocks >= 0, "reduce_add: max_blocks " << max_blocks << " must be >= 0");
   if (n == 0) return;
   ND_CHECK(dst && src, "reduce_add: null pointer");
+  stream = stream_or_default(stream);
   const int64_t cap = max_blocks > 0 ? max_blocks : kMaxBlocks;
   int64_t nvec = aligned16(dst) && aligned16(src) ? n / kVec<T> : 0;
   if (nvec > 0) {
@@ -96,7 +97,7 @@ void launch_reduce_rows(T* dst, const T* rows, int nrows, int64_t n, float scale
   ND_CHECK(n >= 0 && nrows >= 1, "reduce_rows: bad shape (" << nrows << ", " << n << ")");
   ND_CHECK(own_row >= -1 && own_row < nrows, "reduce_rows: own row " << own_row << " of " << nrows);
   if (n == 0) return;
-  reduce_rows_kernel<T><<<grid_for(n), kBlock, 0, stream>>>(dst, rows, nrows, n, scale, own_row);
+  reduce_rows_kernel<T><<<grid_for(n), kBlock, 0, stream_or_default(stream)>>>(dst, rows, nrows, n, scale, own_row);
   CUDA_CHECK(cudaGetLastError());
 }
 

@@ -1,6 +1,7 @@
 // Tensor parallelism on NCCL under mpirun, one rank per GPU: the mappings against closed-form sums
-// with the native and the ring all-reduce, and the tensor-parallel GPT (f32, with and without
-// dropout) against the tp = 1 GPT on the same GPU: loss and gradients gathered over the group.
+// with the native and the ring all-reduce, the tensor-parallel GPT (f32, with and without
+// dropout) against the tp = 1 GPT on the same GPU: loss and gradients gathered over the group, and
+// one clipped AdamW step (the global norm split over the group on the device) against tp = 1.
 // Skips where there is no GPU or fewer GPUs than ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -14,6 +15,7 @@
 #include "nn/gpt.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"
+#include "train/optimizer.h"
 
 namespace nd::nn {
 namespace {
@@ -57,7 +59,7 @@ TEST(TensorParallelNccl, MappingsSumOverTheGroup) {
   });
 }
 
-void check_gpt(const TensorParallel& tp, float dropout) {
+GPTConfig tiny_config(const TensorParallel& tp, float dropout) {
   GPTConfig c;
   c.n_layer = 2;
   c.n_head = 4;
@@ -66,10 +68,13 @@ void check_gpt(const TensorParallel& tp, float dropout) {
   c.vocab_size = 65;
   c.padded_vocab_size = padded_vocab_rows(c.vocab_size, tp.size(), true);
   c.dropout = dropout;
+  return c;
+}
+
+// Forward and backward of one batch through the tp = 1 model and the tensor-parallel one; the loss
+// of the tensor-parallel one must equal the other's.
+void backward_both(const GPTConfig& c, GPT& full, GPT& split) {
   const Device gpu = gpu_world().device();
-  Generator g1(3), g2(3);
-  GPT full(c, g1, gpu);
-  GPT split(c, g2, gpu, DType::F32, tp);
   Tensor idx = test::random_ids({4, 16}, c.vocab_size, 4).to(gpu);
   Tensor targets = test::random_ids({4, 16}, c.vocab_size, 5).to(gpu);
   Generator d1(9), d2(9);
@@ -79,12 +84,52 @@ void check_gpt(const TensorParallel& tp, float dropout) {
   got.loss.backward();
   const double want_loss = want.loss.data().item();
   EXPECT_NEAR(got.loss.data().item(), want_loss, 1e-5 * want_loss);
+}
+
+// Every parameter of `split` (or its gradient), gathered over the group, against `full`'s.
+void expect_gathered_equal(const TensorParallel& tp, const GPT& full, const GPT& split, bool grads) {
   const NamedParameters fp = full.named_parameters(), sp = split.named_parameters();
   const NamedShardSpecs specs = split.named_shard_specs();
   for (size_t i = 0; i < fp.size(); ++i) {
-    Tensor gathered = dist::gather_full_tensor(*tp.comm, sp[i].second.grad(), specs[i].second);
-    EXPECT_EQ(test::count_far(gathered, fp[i].second.grad().to(Device::cpu()), 1e-6, 1e-4, fp[i].first + " grad"), 0);
+    const Tensor& shard = grads ? sp[i].second.grad() : sp[i].second.data();
+    const Tensor& want = grads ? fp[i].second.grad() : fp[i].second.data();
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, shard, specs[i].second);
+    EXPECT_EQ(test::count_far(gathered, want.to(Device::cpu()), 1e-6, 1e-4, fp[i].first + (grads ? " grad" : "")), 0);
   }
+}
+
+void check_gpt(const TensorParallel& tp, float dropout) {
+  const GPTConfig c = tiny_config(tp, dropout);
+  Generator g1(3), g2(3);
+  GPT full(c, g1, gpu_world().device());
+  GPT split(c, g2, gpu_world().device(), DType::F32, tp);
+  backward_both(c, full, split);
+  expect_gathered_equal(tp, full, split, true);
+}
+
+// The global norm of the tensor-parallel model's gradients and one AdamW step clipped to a quarter
+// of it equal the tp = 1 model's: the sharded gradients' squares are summed over the group once,
+// the replicated ones counted once.
+void check_clipped_step(const TensorParallel& tp) {
+  const GPTConfig c = tiny_config(tp, 0.0f);
+  Generator g1(3), g2(3);
+  GPT full(c, g1, gpu_world().device());
+  GPT split(c, g2, gpu_world().device(), DType::F32, tp);
+  backward_both(c, full, split);
+  // eps 1 makes the first update about lr x the clipped gradient (|g| << 1); with a small eps the
+  // first Adam step is sign(g) whatever the clip factor, and a wrong factor would not show.
+  train::AdamWOptions options;
+  options.eps = 1.0;
+  options.weight_decay = 0.0;
+  train::AdamW want(full.named_parameters(), options), got(split.named_parameters(), options);
+  std::vector<std::string> sharded;
+  for (const auto& [name, spec] : split.named_shard_specs())
+    if (spec.sharded()) sharded.push_back(name);
+  got.set_tensor_parallel(tp.comm, sharded);
+  const double norm = want.grad_norm();
+  EXPECT_NEAR(got.grad_norm(), norm, 1e-5 * norm);
+  EXPECT_NEAR(got.step(1.0, norm / 4), want.step(1.0, norm / 4), 1e-5 * norm) << "the pre-clip norm";
+  expect_gathered_equal(tp, full, split, false);
 }
 
 TEST(TensorParallelNccl, GPTEqualsTheOneRankModel) {
@@ -95,6 +140,11 @@ TEST(TensorParallelNccl, GPTEqualsTheOneRankModel) {
 TEST(TensorParallelNccl, GPTEqualsTheOneRankModelWithDropout) {
   SKIP_WITHOUT_GPUS();
   test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) { check_gpt(tp, 0.1f); });
+}
+
+TEST(TensorParallelNccl, ClippedStepEqualsTheOneRankStep) {
+  SKIP_WITHOUT_GPUS();
+  test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) { check_clipped_step(tp); });
 }
 
 }  // namespace
