@@ -10,13 +10,14 @@
 #
 # usage: scripts/bench_train.sh [--peer] [--steps 40] [--models "gpt2 char"] [--out out/bench_train]
 #                               [--batch MODEL=B ...] [--device cuda|cpu] [--tiny] [--peak-tflops T]
-#                               [--bin build/nanodist]
+#                               [--bin build/nanodist] [--flags "nanodist train flags"]
 #   --batch        the batch of one model, for both implementations (e.g. --batch gpt2-774m=16). The
 #                  defaults fit both on an 80 GB GPU with room (H100: 350M at B=16 peaks at 22.5 GiB in
 #                  nanodist, 27.5 GiB in PyTorch eager; 774M at B=8 at 27.3 GiB in nanodist); raise
 #                  them to find the largest common batch
 #   --tiny         2 layers, 2 heads, 64 wide, B=4, T=64 for every model (smoke tests, e.g. on a CPU:
 #                  scripts/bench_train.sh --device cpu --tiny --models char --steps 12 --peer)
+#   --flags        more flags for nanodist's runs only (e.g. --flags "--attention cudnn")
 #   --peak-tflops  the device's dense bf16 peak for MFU; default from nvidia-smi (H100/H200 SXM 989,
 #                  H100 PCIe 756, A100 312), none on a CPU
 set -euo pipefail
@@ -31,6 +32,7 @@ device=cuda
 tiny=0
 peak_tflops=""
 bin=build/nanodist
+flags=""
 python=${PYTHON:-python3}
 declare -A batch_of=()
 while [[ $# -gt 0 ]]; do
@@ -43,11 +45,12 @@ while [[ $# -gt 0 ]]; do
     --tiny) tiny=1; shift ;;
     --peak-tflops) peak_tflops=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
+    --flags) flags=$2; shift 2 ;;
     --batch)
       [[ "$2" =~ ^([a-z0-9-]+)=([0-9]+)$ && "${BASH_REMATCH[2]}" -ge 1 ]] ||
         { echo "bench_train.sh: --batch takes MODEL=B with B >= 1, got '$2'" >&2; exit 2; }
       batch_of[${BASH_REMATCH[1]}]=${BASH_REMATCH[2]}; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench_train.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -151,8 +154,8 @@ for model in $models; do
   log="$out/logs/${model}_nanodist.log"
   rm -rf "$run"
   echo "== $model: nanodist, B=$B T=$T $dtype on $device, $steps steps (log: $log)"
-  # shellcheck disable=SC2086  # $extra holds flag/value pairs
-  if "$bin" train --config "$config" --data "$data" --out "$run" --batch-size "$B" --block-size "$T" $extra \
+  # shellcheck disable=SC2086  # $extra and $flags hold flag/value pairs
+  if "$bin" train --config "$config" --data "$data" --out "$run" --batch-size "$B" --block-size "$T" $extra $flags \
       "${size_flags[@]}" --dtype "$dtype" --device "$device" --max-iters "$steps" --warmup-iters 10 \
       --eval-interval 0 --eval-iters 1 --log-interval 1 >"$log" 2>&1 &&
       line=$(median_of_metrics "$run/metrics.jsonl" "$log"); then
