@@ -95,6 +95,8 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
   ND_CHECK(resamples >= 0 && resamples <= 1000000, base.origin("bootstrap") << " must be in [0, 1e6]");
   const double huber_delta = base.get_double("huber-delta");
   ND_CHECK(huber_delta > 0, base.origin("huber-delta") << " must be > 0");
+  const int64_t lr_base_width = base.get_int("lr-base-width");
+  ND_CHECK(lr_base_width >= 0, base.origin("lr-base-width") << " must be >= 0 (0 = one lr for every size)");
 
   std::vector<VariantSpec> sizes;
   if (base.has("ladder")) {
@@ -120,6 +122,12 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     s.point.n_embd = c.n_embd;
     s.point.non_embedding_params = non_embedding_params(train::model_config_for(c, vocab));
     s.tokens_per_step = static_cast<int64_t>(c.batch_size) * c.block_size * c.grad_accum * c.dp_size(comm.size());
+    if (lr_base_width > 0) {
+      const double scale = static_cast<double>(lr_base_width) / c.n_embd;
+      if (!sets(v, "lr")) c.lr *= scale;
+      if (!sets(v, "min-lr")) c.min_lr *= scale;
+    }
+    s.point.lr = c.lr;
     if (tokens_per_param > 0 && !sets(v, "max-iters"))
       c.max_iters = static_cast<int>(steps_for_budget(s.point.non_embedding_params, tokens_per_param,
                                                       s.tokens_per_step));
@@ -135,7 +143,7 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     for (const PlannedSize& s : plan)
       *progress << "  " << s.point.name << ": " << s.point.n_layer << " layers x " << s.point.n_embd << " wide, "
                 << s.point.non_embedding_params << " non-embedding params, " << s.run.config.max_iters << " steps x "
-                << s.tokens_per_step << " tokens\n";
+                << s.tokens_per_step << " tokens, lr " << s.run.config.lr << "\n";
     progress->flush();
   }
 

@@ -20,6 +20,7 @@ struct SweepPoint {
   int n_layer = 0, n_head = 0, n_embd = 0;
   int64_t params = 0;                // all parameters
   int64_t non_embedding_params = 0;  // N of the law: without token and position embeddings
+  double lr = 0;  // peak learning rate of the run
   int64_t steps = 0;
   int64_t tokens = 0;
   double tokens_per_param = 0;  // tokens / N

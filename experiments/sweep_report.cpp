@@ -34,11 +34,11 @@ std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : ""
 
 std::string csv(const std::vector<SweepPoint>& points) {
   std::ostringstream out;
-  out << "name,n_layer,n_head,n_embd,params,non_embedding_params,steps,tokens,tokens_per_param,final_val_loss,"
+  out << "name,n_layer,n_head,n_embd,params,non_embedding_params,lr,steps,tokens,tokens_per_param,final_val_loss,"
          "best_val_loss,in_fit,pure_prediction,pure_error_pct,offset_prediction,offset_error_pct,breaks_law,why\n";
   for (const SweepPoint& p : points)
     out << p.name << "," << p.n_layer << "," << p.n_head << "," << p.n_embd << "," << p.params << ","
-        << p.non_embedding_params << "," << p.steps << "," << p.tokens << "," << csv_number(p.tokens_per_param) << ","
+        << p.non_embedding_params << "," << csv_number(p.lr) << "," << p.steps << "," << p.tokens << "," << csv_number(p.tokens_per_param) << ","
         << csv_number(p.final_val_loss) << "," << csv_number(p.best_val_loss) << "," << (p.in_fit ? 1 : 0) << ","
         << csv_number(p.pure_prediction) << "," << csv_number(p.pure_error_pct) << ","
         << csv_number(p.offset_prediction) << "," << csv_number(p.offset_error_pct) << "," << (p.breaks_law ? 1 : 0)
@@ -67,7 +67,8 @@ std::string json(const std::vector<SweepPoint>& points, const SweepFit& fit) {
     const SweepPoint& p = points[i];
     out << (i ? "," : "") << "\n{\"name\":" << quoted(p.name, '\\') << ",\"n_layer\":" << p.n_layer
         << ",\"n_embd\":" << p.n_embd << ",\"n_head\":" << p.n_head << ",\"params\":" << p.params
-        << ",\"non_embedding_params\":" << p.non_embedding_params << ",\"steps\":" << p.steps
+        << ",\"non_embedding_params\":" << p.non_embedding_params << ",\"lr\":" << json_number(p.lr)
+        << ",\"steps\":" << p.steps
         << ",\"tokens\":" << p.tokens << ",\"tokens_per_param\":" << json_number(p.tokens_per_param)
         << ",\"final_val_loss\":" << json_number(p.final_val_loss) << ",\"best_val_loss\":"
         << json_number(p.best_val_loss) << ",\"in_fit\":" << (p.in_fit ? "true" : "false")
@@ -92,11 +93,11 @@ std::string markdown(const std::vector<SweepPoint>& points, const SweepFit& fit)
      << ", alpha = " << fixed(fit.offset.alpha, "%.4f") << " [" << fixed(fit.offset_alpha.lo, "%.4f") << ", "
      << fixed(fit.offset_alpha.hi, "%.4f") << "] (" << fit.offset_alpha.resamples
      << " resamples); largest error of a fitted point " << fixed(fit.offset_max_error_pct, "%.2f%%") << "\n\n";
-  md << "| model | layers x width | N | steps | tokens | tokens/param | final val loss | error a N^-alpha | "
-        "error E + a N^-alpha | in fit | breaks the law |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| model | layers x width | N | lr | steps | tokens | tokens/param | final val loss | error a N^-alpha | "
+        "error E + a N^-alpha | in fit | breaks the law |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SweepPoint& p : points)
     md << "| " << p.name << " | " << p.n_layer << " x " << p.n_embd << " | " << p.non_embedding_params << " | "
-       << p.steps << " | " << p.tokens << " | " << fixed(p.tokens_per_param, "%.3g") << " | "
+       << fixed(p.lr, "%.3g") << " | " << p.steps << " | " << p.tokens << " | " << fixed(p.tokens_per_param, "%.3g") << " | "
        << fixed(p.final_val_loss, "%.4f") << " | " << fixed(p.pure_error_pct, "%+.2f%%") << " | "
        << fixed(p.offset_error_pct, "%+.2f%%") << " | " << (p.in_fit ? "yes" : "no") << " | "
        << (p.breaks_law ? "**yes**: " + p.why : (p.why.empty() ? "no" : p.why)) << " |\n";
