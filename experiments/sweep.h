@@ -2,7 +2,7 @@
 // budget (--tokens-per-param R: R x N tokens, N the non-embedding parameters; or a fixed
 // --max-iters), finished runs skipped, then the fits of sweep_analysis.h written as
 // OUT/sweep.csv, OUT/fit.json and OUT/report.md. --lr-base-width W scales each size's lr by
-// W / its width.
+// W / its width; --seeds K trains each size K times and fits the mean final val loss.
 #pragma once
 #include <cstdint>
 #include <iosfwd>

@@ -115,6 +115,37 @@ TEST(Sweep, WidthScaledLearningRate) {
   }
 }
 
+// --seeds 2: each size trains twice (--seed and --seed + 1) into OUT/<size>/seed<k>/, and its point
+// is the mean of the two runs' final val losses with their sample standard deviation.
+TEST(Sweep, SeedsAverageEachSize) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  ExperimentArgs args = tiny_args(sweep_flag_set(), "sweep", dir / "data", dir / "out",
+                                  {"--ladder", "1x8,1x16", "--head-dim", "8", "--seeds", "2", "--max-iters", "6",
+                                   "--bootstrap", "10"});
+  EXPECT_EQ(run_sweep(args, *comm, nullptr).trained, 4);
+  const std::vector<std::string> rows = lines_of(dir / "out/sweep.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  const std::vector<std::string> header = split(rows[0]);
+  auto column = [&](const std::string& name) {
+    const size_t at = static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+    EXPECT_LT(at, header.size()) << name;
+    return at;
+  };
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<std::string> row = split(rows[i + 1]);
+    const std::string name = row[0];
+    const double a = read_run_file(dir / ("out/" + name + "/seed0/metrics.jsonl")).val_losses.back();
+    const double b = read_run_file(dir / ("out/" + name + "/seed1/metrics.jsonl")).val_losses.back();
+    EXPECT_NE(a, b) << name << ": the two seeds trained the same run";
+    EXPECT_EQ(std::stoi(row[column("seeds")]), 2);
+    EXPECT_NEAR(std::stod(row[column("final_val_loss")]), 0.5 * (a + b), 1e-6) << name;
+    EXPECT_NEAR(std::stod(row[column("final_val_loss_spread")]), std::fabs(a - b) / std::sqrt(2.0), 1e-6) << name;
+  }
+  EXPECT_EQ(run_sweep(args, *comm, nullptr).skipped, 4);
+}
+
 TEST(Sweep, BudgetAndLadderErrors) {
   EXPECT_EQ(steps_for_budget(1000, 20, 64), 313);  // ceil(20000 / 64)
   EXPECT_EQ(steps_for_budget(10, 0.001, 64), 1);
@@ -129,6 +160,8 @@ TEST(Sweep, BudgetAndLadderErrors) {
                                    "not a multiple of --head-dim 8");
   train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x16 --lr-base-width -1", dir.path()),
                                    "--lr-base-width");
+  train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x16 --seeds 0", dir.path()),
+                                   "--seeds");
 }
 
 }  // namespace
