@@ -80,6 +80,15 @@ FlagSet sweep_flag_set() {
                 "training tokens per non-embedding parameter; sets each model's --max-iters and --lr-decay-iters "
                 "(0 = use --max-iters)",
                 FlagType::Float))
+      .add(flag("lr-base-width", "0",
+                "scale each size's --lr and --min-lr by this width / the size's width (AdamW lr ~ 1/width, as in "
+                "muP), so --lr is the rate of a model this wide; a size that sets lr or min-lr itself keeps it "
+                "(0 = one lr for every size)",
+                FlagType::Int))
+      .add(flag("seeds", "1",
+                "seeds per size: --seed, --seed+1, ... into OUT/<size>/seed<k>/ (1 = OUT/<size>/); each point is the "
+                "mean final val loss over them",
+                FlagType::Int))
       .add(flag("bootstrap", "1000", "bootstrap resamples for the interval of alpha", FlagType::Int))
       .add(flag("huber-delta", "0.001", "Huber loss threshold on log-loss residuals of the fit", FlagType::Float));
   return set;

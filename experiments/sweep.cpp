@@ -18,10 +18,25 @@ namespace nd::experiments {
 namespace {
 
 struct PlannedSize {
-  PlannedRun run;
-  SweepPoint point;  // name, shape and N filled in
+  std::vector<PlannedRun> runs;  // one per seed
+  SweepPoint point;              // name, shape, N and lr filled in
   int64_t tokens_per_step = 0;
 };
+
+double mean_of(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+// Sample standard deviation; 0 for one value.
+double spread_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean_of(v);
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return std::sqrt(sq / static_cast<double>(v.size() - 1));
+}
 
 bool sets(const VariantSpec& v, const std::string& key) {
   for (const Setting& s : v.settings)
@@ -95,6 +110,10 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
   ND_CHECK(resamples >= 0 && resamples <= 1000000, base.origin("bootstrap") << " must be in [0, 1e6]");
   const double huber_delta = base.get_double("huber-delta");
   ND_CHECK(huber_delta > 0, base.origin("huber-delta") << " must be > 0");
+  const int64_t lr_base_width = base.get_int("lr-base-width");
+  ND_CHECK(lr_base_width >= 0, base.origin("lr-base-width") << " must be >= 0 (0 = one lr for every size)");
+  const int64_t seeds = base.get_int("seeds");
+  ND_CHECK(seeds >= 1 && seeds <= 1000, base.origin("seeds") << " must be in [1, 1000]");
 
   std::vector<VariantSpec> sizes;
   if (base.has("ladder")) {
@@ -120,22 +139,37 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     s.point.n_embd = c.n_embd;
     s.point.non_embedding_params = non_embedding_params(train::model_config_for(c, vocab));
     s.tokens_per_step = static_cast<int64_t>(c.batch_size) * c.block_size * c.grad_accum * c.dp_size(comm.size());
+    if (lr_base_width > 0) {
+      const double scale = static_cast<double>(lr_base_width) / c.n_embd;
+      if (!sets(v, "lr")) c.lr *= scale;
+      if (!sets(v, "min-lr")) c.min_lr *= scale;
+    }
+    s.point.lr = c.lr;
     if (tokens_per_param > 0 && !sets(v, "max-iters"))
       c.max_iters = static_cast<int>(steps_for_budget(s.point.non_embedding_params, tokens_per_param,
                                                       s.tokens_per_step));
     // Each model's cosine decay ends at its own last step unless the decay is set explicitly.
     if (!base.has("lr-decay-iters") && !sets(v, "lr-decay-iters")) c.lr_decay_iters = c.max_iters;
-    s.run = PlannedRun{v.name, c};
+    // One seed trains into OUT/<size>/, several into OUT/<size>/seed<k>/ with --seed + k.
+    for (int64_t k = 0; k < seeds; ++k) {
+      PlannedRun run{v.name, c};
+      if (seeds > 1) {
+        run.label = v.name + "/seed" + std::to_string(k);
+        run.config.seed = c.seed + static_cast<uint64_t>(k);
+      }
+      run.config.out_dir = out_dir + "/" + run.label;
+      s.runs.push_back(run);
+    }
     plan.push_back(s);
   }
   std::vector<PlannedRun> runs;
-  for (const PlannedSize& s : plan) runs.push_back(s.run);
+  for (const PlannedSize& s : plan) runs.insert(runs.end(), s.runs.begin(), s.runs.end());
   if (comm.rank() == 0 && progress) {
-    *progress << "sweep: " << plan.size() << " model size(s) into " << out_dir << "\n";
+    *progress << "sweep: " << plan.size() << " model size(s) x " << seeds << " seed(s) into " << out_dir << "\n";
     for (const PlannedSize& s : plan)
       *progress << "  " << s.point.name << ": " << s.point.n_layer << " layers x " << s.point.n_embd << " wide, "
-                << s.point.non_embedding_params << " non-embedding params, " << s.run.config.max_iters << " steps x "
-                << s.tokens_per_step << " tokens\n";
+                << s.point.non_embedding_params << " non-embedding params, " << s.runs[0].config.max_iters << " steps x "
+                << s.tokens_per_step << " tokens, lr " << s.point.lr << "\n";
     progress->flush();
   }
 
@@ -144,13 +178,20 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
   std::vector<SweepPoint> points;
   for (const PlannedSize& s : plan) {
     SweepPoint p = s.point;
-    RunMetrics m = read_run_metrics(s.run.config.out_dir + "/metrics.jsonl");
-    p.params = m.params;
-    p.tokens = m.tokens;
-    p.steps = m.tokens / s.tokens_per_step;
+    std::vector<double> finals, bests;
+    for (const PlannedRun& run : s.runs) {
+      RunMetrics m = read_run_metrics(run.config.out_dir + "/metrics.jsonl");
+      p.params = m.params;
+      p.tokens = m.tokens;
+      finals.push_back(m.evals.empty() ? std::nan("") : m.evals.back().val_loss);
+      bests.push_back(m.best_val_loss);
+    }
+    p.steps = p.tokens / s.tokens_per_step;
     p.tokens_per_param = static_cast<double>(p.tokens) / static_cast<double>(p.non_embedding_params);
-    p.final_val_loss = m.evals.empty() ? std::nan("") : m.evals.back().val_loss;
-    p.best_val_loss = m.best_val_loss;
+    p.seeds = static_cast<int>(finals.size());
+    p.final_val_loss = mean_of(finals);  // NaN when any seed diverged before an eval
+    p.final_val_loss_spread = spread_of(finals);
+    p.best_val_loss = mean_of(bests);
     points.push_back(p);
   }
   flag_law_breaks(points);

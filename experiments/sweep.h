@@ -1,7 +1,8 @@
 // `nanodist sweep`: a ladder of model sizes, each trained into OUT/<size>/ on its own token
 // budget (--tokens-per-param R: R x N tokens, N the non-embedding parameters; or a fixed
 // --max-iters), finished runs skipped, then the fits of sweep_analysis.h written as
-// OUT/sweep.csv, OUT/fit.json and OUT/report.md.
+// OUT/sweep.csv, OUT/fit.json and OUT/report.md. --lr-base-width W scales each size's lr by
+// W / its width; --seeds K trains each size K times and fits the mean final val loss.
 #pragma once
 #include <cstdint>
 #include <iosfwd>

@@ -20,11 +20,14 @@ struct SweepPoint {
   int n_layer = 0, n_head = 0, n_embd = 0;
   int64_t params = 0;                // all parameters
   int64_t non_embedding_params = 0;  // N of the law: without token and position embeddings
+  double lr = 0;  // peak learning rate of the run
   int64_t steps = 0;
   int64_t tokens = 0;
   double tokens_per_param = 0;  // tokens / N
-  double final_val_loss = 0;    // the last eval's; NaN when the run diverged before one
-  double best_val_loss = 0;
+  int seeds = 1;
+  double final_val_loss = 0;         // the last eval's, mean over seeds; NaN when a run diverged before one
+  double final_val_loss_spread = 0;  // sample standard deviation over seeds (0 for one seed)
+  double best_val_loss = 0;          // mean over seeds
   // Filled by flag_law_breaks and fit_sweep.
   bool breaks_law = false;
   std::string why;    // why it breaks the law, or why it is left out of the fit

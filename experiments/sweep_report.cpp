@@ -34,12 +34,13 @@ std::string csv_number(double v) { return std::isfinite(v) ? json_number(v) : ""
 
 std::string csv(const std::vector<SweepPoint>& points) {
   std::ostringstream out;
-  out << "name,n_layer,n_head,n_embd,params,non_embedding_params,steps,tokens,tokens_per_param,final_val_loss,"
-         "best_val_loss,in_fit,pure_prediction,pure_error_pct,offset_prediction,offset_error_pct,breaks_law,why\n";
+  out << "name,n_layer,n_head,n_embd,params,non_embedding_params,lr,steps,tokens,tokens_per_param,seeds,final_val_loss,"
+         "final_val_loss_spread,best_val_loss,in_fit,pure_prediction,pure_error_pct,offset_prediction,offset_error_pct,breaks_law,why\n";
   for (const SweepPoint& p : points)
     out << p.name << "," << p.n_layer << "," << p.n_head << "," << p.n_embd << "," << p.params << ","
-        << p.non_embedding_params << "," << p.steps << "," << p.tokens << "," << csv_number(p.tokens_per_param) << ","
-        << csv_number(p.final_val_loss) << "," << csv_number(p.best_val_loss) << "," << (p.in_fit ? 1 : 0) << ","
+        << p.non_embedding_params << "," << csv_number(p.lr) << "," << p.steps << "," << p.tokens << "," << csv_number(p.tokens_per_param) << ","
+        << p.seeds << "," << csv_number(p.final_val_loss) << "," << csv_number(p.final_val_loss_spread) << ","
+        << csv_number(p.best_val_loss) << "," << (p.in_fit ? 1 : 0) << ","
         << csv_number(p.pure_prediction) << "," << csv_number(p.pure_error_pct) << ","
         << csv_number(p.offset_prediction) << "," << csv_number(p.offset_error_pct) << "," << (p.breaks_law ? 1 : 0)
         << "," << quoted(p.why, '"') << "\n";
@@ -67,9 +68,11 @@ std::string json(const std::vector<SweepPoint>& points, const SweepFit& fit) {
     const SweepPoint& p = points[i];
     out << (i ? "," : "") << "\n{\"name\":" << quoted(p.name, '\\') << ",\"n_layer\":" << p.n_layer
         << ",\"n_embd\":" << p.n_embd << ",\"n_head\":" << p.n_head << ",\"params\":" << p.params
-        << ",\"non_embedding_params\":" << p.non_embedding_params << ",\"steps\":" << p.steps
+        << ",\"non_embedding_params\":" << p.non_embedding_params << ",\"lr\":" << json_number(p.lr)
+        << ",\"steps\":" << p.steps
         << ",\"tokens\":" << p.tokens << ",\"tokens_per_param\":" << json_number(p.tokens_per_param)
-        << ",\"final_val_loss\":" << json_number(p.final_val_loss) << ",\"best_val_loss\":"
+        << ",\"seeds\":" << p.seeds << ",\"final_val_loss\":" << json_number(p.final_val_loss)
+        << ",\"final_val_loss_spread\":" << json_number(p.final_val_loss_spread) << ",\"best_val_loss\":"
         << json_number(p.best_val_loss) << ",\"in_fit\":" << (p.in_fit ? "true" : "false")
         << ",\"pure_error_pct\":" << json_number(p.pure_error_pct) << ",\"offset_error_pct\":"
         << json_number(p.offset_error_pct) << ",\"breaks_law\":" << (p.breaks_law ? "true" : "false")
@@ -81,7 +84,8 @@ std::string json(const std::vector<SweepPoint>& points, const SweepFit& fit) {
 
 std::string markdown(const std::vector<SweepPoint>& points, const SweepFit& fit) {
   std::ostringstream md;
-  md << "# Scaling sweep\n\nN = non-embedding parameters; L = final val loss. Fits minimise the Huber loss (delta "
+  md << "# Scaling sweep\n\nN = non-embedding parameters; L = final val loss (the mean over seeds, ± their "
+        "standard deviation, when there are several). Fits minimise the Huber loss (delta "
      << fit.huber_delta << ") of log residuals (Hoffmann et al. 2022); alpha intervals are 95% bootstrap "
      << "percentiles.\n\n";
   md << "- L(N) = a N^-alpha: a = " << fixed(fit.pure.a, "%.5g") << ", alpha = " << fixed(fit.pure.alpha, "%.4f")
@@ -92,12 +96,14 @@ std::string markdown(const std::vector<SweepPoint>& points, const SweepFit& fit)
      << ", alpha = " << fixed(fit.offset.alpha, "%.4f") << " [" << fixed(fit.offset_alpha.lo, "%.4f") << ", "
      << fixed(fit.offset_alpha.hi, "%.4f") << "] (" << fit.offset_alpha.resamples
      << " resamples); largest error of a fitted point " << fixed(fit.offset_max_error_pct, "%.2f%%") << "\n\n";
-  md << "| model | layers x width | N | steps | tokens | tokens/param | final val loss | error a N^-alpha | "
-        "error E + a N^-alpha | in fit | breaks the law |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+  md << "| model | layers x width | N | lr | steps | tokens | tokens/param | final val loss (seeds) | error a N^-alpha | "
+        "error E + a N^-alpha | in fit | breaks the law |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const SweepPoint& p : points)
     md << "| " << p.name << " | " << p.n_layer << " x " << p.n_embd << " | " << p.non_embedding_params << " | "
-       << p.steps << " | " << p.tokens << " | " << fixed(p.tokens_per_param, "%.3g") << " | "
-       << fixed(p.final_val_loss, "%.4f") << " | " << fixed(p.pure_error_pct, "%+.2f%%") << " | "
+       << fixed(p.lr, "%.3g") << " | " << p.steps << " | " << p.tokens << " | " << fixed(p.tokens_per_param, "%.3g") << " | "
+       << fixed(p.final_val_loss, "%.4f")
+       << (p.seeds > 1 ? " ± " + fixed(p.final_val_loss_spread, "%.4f") + " (" + std::to_string(p.seeds) + ")" : "")
+       << " | " << fixed(p.pure_error_pct, "%+.2f%%") << " | "
        << fixed(p.offset_error_pct, "%+.2f%%") << " | " << (p.in_fit ? "yes" : "no") << " | "
        << (p.breaks_law ? "**yes**: " + p.why : (p.why.empty() ? "no" : p.why)) << " |\n";
   md << "\nA point breaks the law when a model with fewer parameters reaches a lower loss; such points are left out "

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# The seed findings of nanodist's experiments, reproduced on one GPU in bf16 (about 8 minutes on
+# The seed findings of nanodist's experiments, reproduced on one GPU in bf16 (about 3 minutes on
 # an H100), each from its configs/experiments/*.conf:
-#   1. deep_norm_residual: a 12-layer GPT with LayerNorm and residuals both off is dead;
-#      LayerNorm alone on learns; residuals alone on learn, but noisily.
+#   1. deep_norm_residual: a 12-layer GPT without biases (nanoGPT's default) and with LayerNorm
+#      and residuals both off is dead; LayerNorm alone on learns; residuals alone on learn, but
+#      noisily. Also no-residual at 1 and 2 layers, printed for the depth at which it stalls.
 #   2. large_batch: no warmup at a large batch is silent (trains, no NaN, ends worse than the
 #      control beyond the seed spread); lr x100 with AdamW does not diverge but ends worse.
-#   3. ladder: six sizes at 20 tokens/param fit L = E + a N^-alpha with every point within 2.5%,
-#      alpha with its bootstrap interval.
+#   3. ladder: six sizes (1x32 to 3x80, lr ~ 1/width, under five passes over the data) at 20
+#      tokens/param fit L = E + a N^-alpha with every point within 2.5%, alpha with its interval.
 #   4. starved_ladder: a ladder whose largest model is starved of tokens shows the break.
 # Then plots (scripts/plot_experiment.py) and one PASS/FAIL line per finding; exits 1 if any fails.
 #
@@ -18,7 +19,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ $# -lt 1 ]; then
-  sed -n '2,19p' "$0"
+  sed -n '2,18p' "$0"
   exit 2
 fi
 data=$1
@@ -85,6 +86,10 @@ with open(f"{out}/ladder/fit.json") as f:
     fit = json.load(f)
 law = fit["power_law_offset"]
 pts = [p for p in fit["points"] if p["in_fit"]]
+for p in fit["points"]:
+    print(f"   {p['name']}: N {p['non_embedding_params']}, lr {p['lr']:.3g}, {p['tokens_per_param']:.3g} tokens/param, "
+          f"val {p['final_val_loss']:.4f} +- {p['final_val_loss_spread']:.4f} ({p['seeds']} seeds), "
+          f"error {p['offset_error_pct']:+.2f}%" + ("" if p["in_fit"] else f" (left out: {p['why']})"))
 print(f"   L = {law['E']:.4f} + {law['a']:.4g} N^-{law['alpha']:.4f}, alpha 95% interval "
       f"[{law['alpha_interval'][0]:.4f}, {law['alpha_interval'][1]:.4f}]; largest error {law['max_abs_error_pct']:.2f}%")
 check(len(pts) >= 5 and all(abs(p["offset_error_pct"]) <= 2.5 for p in pts),

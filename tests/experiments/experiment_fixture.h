@@ -54,7 +54,7 @@ inline double number_after(const std::string& text, const std::string& key, size
 
 // What one run's metrics.jsonl says, read line by line.
 struct RunFile {
-  std::vector<double> losses, grad_norms, val_losses;
+  std::vector<double> losses, grad_norms, lrs, val_losses;
   double best_val_loss = 0;
   bool finished = false;
 };
@@ -70,6 +70,7 @@ inline RunFile read_run_file(const std::string& path) {
     } else {
       r.losses.push_back(number_after(line, "loss"));
       r.grad_norms.push_back(number_after(line, "grad_norm"));
+      r.lrs.push_back(number_after(line, "lr"));
     }
   }
   return r;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <sstream>
 
 #include "dist/world.h"
@@ -81,6 +82,70 @@ TEST(Sweep, ThreeSizesEndToEnd) {
   EXPECT_EQ(second.skipped, 3);
 }
 
+// --lr-base-width 16: a size 8 wide trains at twice --lr, one 16 wide at --lr, and a size that
+// sets its own lr keeps it; the peak of each run's logged schedule says what it trained at.
+TEST(Sweep, WidthScaledLearningRate) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  const std::string experiment = dir / "ladder.conf";
+  std::ofstream(experiment) << "[1x8]\nn-layer = 1\nn-embd = 8\nn-head = 1\n"
+                               "[1x16]\nn-layer = 1\nn-embd = 16\nn-head = 2\n"
+                               "[1x16-own-lr]\nn-layer = 1\nn-embd = 16\nn-head = 2\nlr = 3e-3\n";
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  ExperimentArgs args = tiny_args(sweep_flag_set(), "sweep", dir / "data", dir / "out",
+                                  {"--experiment", experiment, "--lr-base-width", "16", "--max-iters", "8",
+                                   "--log-interval", "1", "--bootstrap", "10"});
+  EXPECT_EQ(run_sweep(args, *comm, nullptr).trained, 3);
+  const double base_lr = 1e-2;  // tiny_args' --lr
+  const std::vector<std::pair<std::string, double>> expected = {
+      {"1x8", base_lr * 16 / 8}, {"1x16", base_lr}, {"1x16-own-lr", 3e-3}};
+  const std::vector<std::string> rows = lines_of(dir / "out/sweep.csv");
+  ASSERT_EQ(rows.size(), 4u);
+  const std::vector<std::string> header = split(rows[0]);
+  const size_t lr_column = static_cast<size_t>(std::find(header.begin(), header.end(), "lr") - header.begin());
+  ASSERT_LT(lr_column, header.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    const auto& [name, lr] = expected[i];
+    const RunFile run = read_run_file(dir / ("out/" + name + "/metrics.jsonl"));
+    ASSERT_FALSE(run.lrs.empty()) << name;
+    EXPECT_NEAR(*std::max_element(run.lrs.begin(), run.lrs.end()), lr, 1e-9) << name;
+    const std::vector<std::string> row = split(rows[i + 1]);
+    EXPECT_EQ(row[0], name);
+    EXPECT_NEAR(std::stod(row[lr_column]), lr, 1e-12) << name;
+  }
+}
+
+// --seeds 2: each size trains twice (--seed and --seed + 1) into OUT/<size>/seed<k>/, and its point
+// is the mean of the two runs' final val losses with their sample standard deviation.
+TEST(Sweep, SeedsAverageEachSize) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  ExperimentArgs args = tiny_args(sweep_flag_set(), "sweep", dir / "data", dir / "out",
+                                  {"--ladder", "1x8,1x16", "--head-dim", "8", "--seeds", "2", "--max-iters", "6",
+                                   "--bootstrap", "10"});
+  EXPECT_EQ(run_sweep(args, *comm, nullptr).trained, 4);
+  const std::vector<std::string> rows = lines_of(dir / "out/sweep.csv");
+  ASSERT_EQ(rows.size(), 3u);
+  const std::vector<std::string> header = split(rows[0]);
+  auto column = [&](const std::string& name) {
+    const size_t at = static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+    EXPECT_LT(at, header.size()) << name;
+    return at;
+  };
+  for (size_t i = 0; i < 2; ++i) {
+    const std::vector<std::string> row = split(rows[i + 1]);
+    const std::string name = row[0];
+    const double a = read_run_file(dir / ("out/" + name + "/seed0/metrics.jsonl")).val_losses.back();
+    const double b = read_run_file(dir / ("out/" + name + "/seed1/metrics.jsonl")).val_losses.back();
+    EXPECT_NE(a, b) << name << ": the two seeds trained the same run";
+    EXPECT_EQ(std::stoi(row[column("seeds")]), 2);
+    EXPECT_NEAR(std::stod(row[column("final_val_loss")]), 0.5 * (a + b), 1e-6) << name;
+    EXPECT_NEAR(std::stod(row[column("final_val_loss_spread")]), std::fabs(a - b) / std::sqrt(2.0), 1e-6) << name;
+  }
+  EXPECT_EQ(run_sweep(args, *comm, nullptr).skipped, 4);
+}
+
 TEST(Sweep, BudgetAndLadderErrors) {
   EXPECT_EQ(steps_for_budget(1000, 20, 64), 313);  // ceil(20000 / 64)
   EXPECT_EQ(steps_for_budget(10, 0.001, 64), 1);
@@ -93,6 +158,10 @@ TEST(Sweep, BudgetAndLadderErrors) {
       "not both");
   train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x15 --head-dim 8", dir.path()),
                                    "not a multiple of --head-dim 8");
+  train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x16 --lr-base-width -1", dir.path()),
+                                   "--lr-base-width");
+  train::testing::expect_cli_error(train::testing::run_nanodist(base + "--ladder 1x16 --seeds 0", dir.path()),
+                                   "--seeds");
 }
 
 }  // namespace
