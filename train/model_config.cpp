@@ -48,6 +48,9 @@ ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {
     why = "cuDNN attention runs on the GPU, and --device is " + c.device;
   else if (parse_dtype(c.dtype) != DType::BF16)
     why = "cuDNN attention takes bf16, and --dtype is " + c.dtype;
+  else if (c.attention == "auto" && c.tp > 1 && c.dropout > 0.0)
+    // cuDNN draws its own masks: under tp a head would not drop what it drops at tp = 1.
+    why = "with dropout under --tp, each head keeps its tp = 1 mask only with our kernel";
   else if (cudnn::attention_available(&why))
     return ops::AttentionKernel::Cudnn;
   ND_CHECK_INPUT(c.attention == "auto", "--attention cudnn: " << why);
