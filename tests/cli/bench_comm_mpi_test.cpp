@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cli/bench_comm.h"
@@ -16,16 +17,18 @@
 namespace nd::cli {
 namespace {
 
+using testing::input_error;
 using testing::run_words;
 
-bool input_error(const std::vector<std::string>& words) {
-  try {
-    run_words(words);
-  } catch (const Error& e) {
-    return e.is_input();
-  }
-  return false;
+// The header line of a CSV file and its first row.
+std::pair<std::string, std::string> header_and_first_row(const std::string& path) {
+  std::ifstream csv(path);
+  std::string header, first;
+  std::getline(csv, header);
+  std::getline(csv, first);
+  return {header, first};
 }
+
 
 TEST(CommBench, ByteSizes) {
   EXPECT_EQ(parse_byte_size("8"), 8);
@@ -44,10 +47,7 @@ TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
                        "--warmup", "1", "--csv", path}),
             0);
   if (probe->rank() == 0) {
-    std::ifstream csv(path);
-    std::string header, first;
-    std::getline(csv, header);
-    std::getline(csv, first);
+    const auto [header, first] = header_and_first_row(path);
     EXPECT_EQ(header, bench_comm_csv_header());
     EXPECT_EQ(first.rfind("allreduce,ring,cpu," + std::to_string(probe->size()) + ",8,2,f32,sum,", 0), 0u) << first;
     std::remove(path.c_str());
@@ -72,10 +72,7 @@ TEST(CommBench, CliTakesPipelineAndFaultFlags) {
                        "--heartbeat-timeout", "30", "--csv", path}),
             0);
   if (probe->rank() == 0) {
-    std::ifstream csv(path);
-    std::string header, first;
-    std::getline(csv, header);
-    std::getline(csv, first);
+    const std::string first = header_and_first_row(path).second;
     EXPECT_EQ(first.rfind("allreduce,ring,cpu,", 0), 0u) << first;
     std::remove(path.c_str());
   }

@@ -141,29 +141,36 @@ TEST(NcclRing, PipelinedMatchesNcclAndClosedForm) {
   check_ring(four, 1000003, "pipelined, 4 pipes of 16 CTAs");
 }
 
-TEST(NcclRing, PipelinedHalvesAlone) {
-  SKIP_WITHOUT_GPU();
+// The ring's two halves alone: reduce-scatter (with `options`) leaves each rank its own chunk
+// summed over the ranks (in `scatter` dtype, seed `seed`); all-gather (with `gather_options`) fills
+// every chunk from its owner (in `gather` dtype, seed `seed` + 1), the rest starting at -100.
+void check_halves_alone(int64_t count, const RingOptions& options, const RingOptions& gather_options, DType scatter,
+                        DType gather, int seed) {
   Comm& comm = gpu_world();
   const int n = comm.size(), r = comm.rank();
-  const int64_t count = 300007;
-  RingOptions options;
-  options.pipeline = 3;
-  Tensor buffer = rank_input(r, count, DType::BF16, 33, comm.device());
+  Tensor buffer = rank_input(r, count, scatter, seed, comm.device());
   ring_reduce_scatter(comm, buffer, ReduceOp::Sum, options);
   RingChunk mine = ring_chunk(count, n, r);
   EXPECT_EQ(count_mismatches(buffer.narrow(mine.begin, mine.size).to_double_vector(),
-                             sum_over_ranks(n, mine.size, 33, mine.begin), 0.0, "owned chunk"),
+                             sum_over_ranks(n, mine.size, seed, mine.begin), 0.0, "owned chunk"),
             0);
-  Tensor gathered = Tensor::full({count}, -100.0, DType::F32, comm.device());
+  Tensor gathered = Tensor::full({count}, -100.0, gather, comm.device());
   gathered.narrow(mine.begin, mine.size)
-      .copy_from(rank_input(r, count, DType::F32, 34, comm.device()).narrow(mine.begin, mine.size));
-  ring_all_gather(comm, gathered, options);
+      .copy_from(rank_input(r, count, gather, seed + 1, comm.device()).narrow(mine.begin, mine.size));
+  ring_all_gather(comm, gathered, gather_options);
   std::vector<double> want(count);
   for (int owner = 0; owner < n; ++owner) {
     RingChunk c = ring_chunk(count, n, owner);
-    for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, 34);
+    for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, seed + 1);
   }
   EXPECT_EQ(count_mismatches(gathered.to_double_vector(), want, 0.0, "gathered"), 0);
+}
+
+TEST(NcclRing, PipelinedHalvesAlone) {
+  SKIP_WITHOUT_GPU();
+  RingOptions options;
+  options.pipeline = 3;
+  check_halves_alone(300007, options, options, DType::BF16, DType::F32, 33);
 }
 
 TEST(NcclRing, DirectPath) {
@@ -175,27 +182,9 @@ TEST(NcclRing, DirectPath) {
 
 TEST(NcclRing, HalvesAlone) {
   SKIP_WITHOUT_GPU();
-  Comm& comm = gpu_world();
-  const int n = comm.size(), r = comm.rank();
-  const int64_t count = 200003;
   RingOptions options;
   options.slice_bytes = 8192;
-  Tensor buffer = rank_input(r, count, DType::F32, 31, comm.device());
-  ring_reduce_scatter(comm, buffer, ReduceOp::Sum, options);
-  RingChunk mine = ring_chunk(count, n, r);
-  EXPECT_EQ(count_mismatches(buffer.narrow(mine.begin, mine.size).to_double_vector(),
-                             sum_over_ranks(n, mine.size, 31, mine.begin), 0.0, "owned chunk"),
-            0);
-  Tensor gathered = Tensor::full({count}, -100.0, DType::BF16, comm.device());
-  gathered.narrow(mine.begin, mine.size)
-      .copy_from(rank_input(r, count, DType::BF16, 32, comm.device()).narrow(mine.begin, mine.size));
-  ring_all_gather(comm, gathered);
-  std::vector<double> want(count);
-  for (int owner = 0; owner < n; ++owner) {
-    RingChunk c = ring_chunk(count, n, owner);
-    for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, 32);
-  }
-  EXPECT_EQ(count_mismatches(gathered.to_double_vector(), want, 0.0, "gathered"), 0);
+  check_halves_alone(200003, options, RingOptions{}, DType::F32, DType::BF16, 31);
 }
 
 TEST(NcclComm, GroupedSendRecvBroadcastAndSplit) {

@@ -20,6 +20,7 @@
 namespace nd::train {
 namespace {
 
+using cli::testing::input_error;
 using cli::testing::run_words;
 
 // What `nanodist WORDS...` printed on this rank.
@@ -36,15 +37,6 @@ std::string stdout_of(const std::vector<std::string>& words) {
   std::cout.rdbuf(original);
   EXPECT_EQ(status, 0);
   return captured.str();
-}
-
-bool input_error(const std::vector<std::string>& words) {
-  try {
-    run_words(words);
-  } catch (const Error& e) {
-    return e.is_input();
-  }
-  return false;
 }
 
 double json_number(const std::string& json, const std::string& key) {
