@@ -246,16 +246,15 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("--allreduce"), std::string::npos);
 }
 
-// --attention: auto by default, which falls back to ours where cuDNN's cannot run (the CPU, f32)
+// --attention: ours by default; auto falls back to ours where cuDNN's cannot run (the CPU, f32)
 // and for dropout under tp (cuDNN's masks are not the tp = 1 ones); cudnn there is an input error
 // that says why.
 TEST(TrainConfig, AttentionKernelChoice) {
   TrainConfig c = testing::tiny_config("d", "o");
-  EXPECT_EQ(c.attention, "auto");
-  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);  // tiny_config trains on the CPU
-  c.attention = "ours";
+  EXPECT_EQ(c.attention, "ours");
   EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);
   c.attention = "auto";
+  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);  // tiny_config trains on the CPU
   EXPECT_EQ(model_config_for(c, 65).attention, ops::AttentionKernel::Ours);
   {
     TrainConfig tp_dropout = c;  // decided before cuDNN is asked for: the same on every machine
