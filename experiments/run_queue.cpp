@@ -7,8 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <string>
+#include <vector>
 
 #include "experiments/run_metrics.h"
+#include "experiments/run_settings.h"
 #include "tensor/error.h"
 #include "train/trainer.h"
 
@@ -27,12 +30,30 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
   auto say = [&](const std::string& line) {
     if (lead && progress) *progress << line << std::endl;
   };
+  // Rank 0 reads every folder before the first run trains, so a folder of other settings stops
+  // the experiment before any training time is spent, on every rank at once.
+  std::vector<int64_t> statuses(runs.size() + 1, 0);  // the last entry: 1 = a folder does not match
+  std::string mismatch;
+  if (lead) {
+    for (size_t i = 0; i < runs.size() && mismatch.empty(); ++i) {
+      const train::TrainConfig& config = runs[i].config;
+      const RunStatus status = run_status(config.out_dir);
+      statuses[i] = static_cast<int64_t>(status);
+      if (status != RunStatus::New || std::filesystem::exists(config.out_dir + "/settings.conf"))
+        mismatch = run_settings_mismatch(config, comm.size());
+    }
+    statuses.back() = mismatch.empty() ? 0 : 1;
+  }
+  comm.host_allreduce(statuses.data(), static_cast<int>(statuses.size()), dist::HostReduce::Max);
+  if (statuses.back() != 0) {
+    if (lead) ND_FAIL_INPUT(mismatch);
+    ND_FAIL_INPUT("rank 0 found a run folder trained with other settings (its error line names it)");
+  }
   for (size_t i = 0; i < runs.size(); ++i) {
     const PlannedRun& run = runs[i];
     const std::string head = command + " [" + std::to_string(i + 1) + "/" + std::to_string(runs.size()) + "] " +
                              run.label;
-    int64_t status = lead ? static_cast<int64_t>(run_status(run.config.out_dir)) : 0;
-    comm.host_allreduce(&status, 1, dist::HostReduce::Max);  // rank 0's answer for everyone
+    const int64_t status = statuses[i];
     if (static_cast<RunStatus>(status) == RunStatus::Finished) {
       say(head + ": finished before, skipped");
       ++outcome.skipped;
@@ -48,6 +69,7 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
       const std::string log_path = config.out_dir + "/train.log";
       log.open(log_path, config.resume ? std::ios::app : std::ios::trunc);
       ND_CHECK(log.is_open(), "cannot write " << log_path);
+      if (!config.resume) write_run_settings(config, comm.size());
     }
     say(head + (config.resume ? ": resuming" : ": training") + " (" + std::to_string(config.max_iters) +
         " steps, log in " + config.out_dir + "/train.log)");

@@ -1,7 +1,8 @@
 // The runs of an experiment, trained one after another by every rank together through the
 // trainer library (one communicator for the whole experiment). A run whose metrics.jsonl ends
 // with the final record is finished and skipped; one that started but did not finish restarts
-// with --resume (from its newest checkpoint, or from scratch when it has none).
+// with --resume (from its newest checkpoint, or from scratch when it has none). Either only while
+// the folder's settings.conf (run_settings.h) records the settings asked for now.
 #pragma once
 #include <iosfwd>
 #include <string>
@@ -27,7 +28,9 @@ struct QueueOutcome {
 
 // `command` prefixes the progress lines ("ablate"); `progress` is written on rank 0 only
 // (nullptr = silent). Each run's step and eval lines go to RUN_DIR/train.log. Rank 0 decides
-// which runs are finished and tells the others, so every rank trains the same runs.
+// which runs are finished and tells the others, so every rank trains the same runs. An input
+// error (before any run trains) when a started folder was trained with other settings: the line
+// names the folder and the first differing key.
 QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
                        std::ostream* progress);
 

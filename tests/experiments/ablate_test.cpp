@@ -143,5 +143,45 @@ TEST(AblateCli, BadInputIsOneErrorLine) {
                                    "--out DIR is required");
 }
 
+// Each run folder records the settings it was started with: an unchanged rerun skips every run;
+// after a variant's lr changed, the rerun stops with one line naming that folder and the key,
+// whether the run had finished or was cut short (it would otherwise resume), and trains nothing.
+TEST(AblateCli, RerunWithChangedVariantStops) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  const std::string command = "ablate --data " + (dir / "data") + " --out " + (dir / "out") + " --experiment " +
+                              (dir / "exp.conf") +
+                              " --seeds 1 --max-iters 6 --n-layer 1 --n-head 1 --n-embd 16 --block-size 16 "
+                              "--batch-size 4 --lr 1e-2 --warmup-iters 2 --eval-interval 3 --eval-iters 2";
+  std::ofstream(dir / "exp.conf") << "min-lr = 1e-3\n[fast]\nlr = x2\n";
+  train::testing::CommandResult first = train::testing::run_nanodist(command, dir.path());
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string metrics = dir / "out/fast/seed0/metrics.jsonl";
+  const std::string before = read_text(metrics);
+  ASSERT_TRUE(read_run_file(metrics).finished);
+
+  train::testing::CommandResult again = train::testing::run_nanodist(command, dir.path());
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("[1/2] control/seed0: finished before, skipped"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("[2/2] fast/seed0: finished before, skipped"), std::string::npos) << again.out;
+
+  std::ofstream(dir / "exp.conf") << "min-lr = 1e-3\n[fast]\nlr = x3\n";
+  const std::string expected = "run folder " + (dir / "out/fast/seed0") +
+                               " was trained with other settings: lr 0.02 there vs 0.03 now; pick a fresh --out or "
+                               "delete that folder";
+  train::testing::expect_cli_error(train::testing::run_nanodist(command, dir.path()), expected);
+  EXPECT_EQ(read_text(metrics), before);
+
+  std::vector<std::string> lines = lines_of(metrics);
+  lines.pop_back();
+  {
+    std::ofstream rewrite(metrics);
+    for (const std::string& l : lines) rewrite << l << "\n";
+  }
+  const std::string cut = read_text(metrics);
+  train::testing::expect_cli_error(train::testing::run_nanodist(command, dir.path()), expected);
+  EXPECT_EQ(read_text(metrics), cut) << "an unfinished run of other settings was resumed";
+}
+
 }  // namespace
 }  // namespace nd::experiments

@@ -146,6 +146,44 @@ TEST(Sweep, SeedsAverageEachSize) {
   EXPECT_EQ(run_sweep(args, *comm, nullptr).skipped, 4);
 }
 
+// A rerun reuses a size only while its settings are unchanged: an unchanged rerun skips every size;
+// one where a size's width changed stops before training anything, naming that size's folder and
+// the key, and leaves every run as it was.
+TEST(Sweep, ChangedSizeStopsTheRerun) {
+  TempDir dir;
+  train::testing::write_tiny_data(dir / "data");
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  auto write_sizes = [&](int large_width) {
+    std::ofstream(dir / "sizes.conf") << "[small]\nn-embd = 8\n[mid]\nn-embd = 12\n[large]\nn-embd = "
+                                      << large_width << "\nn-head = 2\n";
+  };
+  auto sweep = [&] {
+    ExperimentArgs args = tiny_args(sweep_flag_set(), "sweep", dir / "data", dir / "out",
+                                    {"--experiment", dir / "sizes.conf", "--max-iters", "6", "--bootstrap", "20"});
+    return run_sweep(args, *comm, nullptr);
+  };
+  write_sizes(16);
+  EXPECT_EQ(sweep().trained, 3);
+  const std::string metrics = dir / "out/large/metrics.jsonl";
+  const std::string before = read_text(metrics);
+  QueueOutcome again = sweep();
+  EXPECT_EQ(again.trained, 0);
+  EXPECT_EQ(again.skipped, 3);
+
+  write_sizes(24);
+  try {
+    sweep();
+    ADD_FAILURE() << "a rerun with another width for 'large' reused its folder";
+  } catch (const Error& e) {
+    const std::string expected = comm->rank() == 0
+                                     ? "run folder " + (dir / "out/large") + " was trained with other settings: " +
+                                           "n-embd 16 there vs 24 now; pick a fresh --out or delete that folder"
+                                     : "rank 0 found a run folder trained with other settings";
+    EXPECT_NE(e.message().find(expected), std::string::npos) << e.message();
+  }
+  EXPECT_EQ(read_text(metrics), before);
+}
+
 TEST(Sweep, BudgetAndLadderErrors) {
   EXPECT_EQ(steps_for_budget(1000, 20, 64), 313);  // ceil(20000 / 64)
   EXPECT_EQ(steps_for_budget(10, 0.001, 64), 1);
