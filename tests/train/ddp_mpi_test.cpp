@@ -5,12 +5,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cmath>
-#include <filesystem>
 #include <memory>
 
 #include "dist/world.h"
-#include "train/checkpoint.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 
@@ -40,22 +37,6 @@ class DDPTest : public testing::MpiDataTest {
     TrainConfig c = config("reference_" + std::to_string(comm_->rank()), 1);
     return run_training(c).step_losses;
   }
-
-  void expect_close(const std::vector<double>& got, const std::vector<double>& want, size_t first = 0) const {
-    ASSERT_EQ(got.size() + first, want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(std::abs(got[i] - want[first + i]), 1e-5 * std::abs(want[first + i]))
-          << "step " << first + i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[first + i];
-  }
-
-  void expect_same_parameters(const TrainResult& r) const {
-    int64_t mine = static_cast<int64_t>(r.params_hash >> 1), lo = mine, hi = mine;
-    comm_->host_allreduce(&hi, 1, dist::HostReduce::Max);
-    lo = -lo;
-    comm_->host_allreduce(&lo, 1, dist::HostReduce::Max);
-    EXPECT_EQ(hi, -lo) << "parameters differ between ranks";
-  }
-
 };
 
 TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {
@@ -66,7 +47,7 @@ TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {
   c.allreduce = "native";
   TrainResult r = run_training(c, ctx);
   expect_close(mean_losses(r.step_losses, *comm_), reference);
-  expect_same_parameters(r);
+  EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
 }
 
 TEST_F(DDPTest, RingAllreduceMatchesOneRank) {
@@ -85,7 +66,7 @@ TEST_F(DDPTest, RingAllreduceMatchesOneRank) {
     ref.grad_accum = 2;
     expect_close(mean_losses(r.step_losses, *comm_), run_training(ref).step_losses);
   }
-  expect_same_parameters(r);
+  EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
   (void)reference;
 }
 
@@ -97,30 +78,11 @@ TEST_F(DDPTest, CheckpointResumesOnFewerRanks) {
   c.ckpt_interval = kSteps / 2;
   c.keep = 0;
   run_training(c, ctx);
-  // Keep only the half-way checkpoint in a fresh directory and resume from it.
-  if (comm_->rank() == 0) {
-    std::filesystem::create_directories(root_ + "/half");
-    std::filesystem::copy_file(checkpoint_path(root_ + "/written", kSteps / 2), checkpoint_path(root_ + "/half", kSteps / 2));
-  }
   comm_->barrier();
-  for (int ranks : {2, 1}) {
-    if (ranks >= comm_->size()) continue;
-    bool member = comm_->rank() < ranks;
-    std::unique_ptr<dist::Comm> sub = comm_->split(member ? 0 : 1, comm_->rank());
-    if (member) {
-      TrainConfig resumed = config("resumed_on_" + std::to_string(ranks), ranks);
-      std::filesystem::path out(resumed.out_dir);
-      if (comm_->rank() == 0) std::filesystem::copy(root_ + "/half", out);
-      sub->barrier();
-      resumed.resume = true;
-      RunContext sub_ctx;
-      sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
-      TrainResult r = run_training(resumed, sub_ctx);
-      EXPECT_EQ(r.first_step, kSteps / 2);
-      expect_close(ranks > 1 ? mean_losses(r.step_losses, *sub) : r.step_losses, reference, kSteps / 2);
-    }
-    comm_->barrier();
-  }
+  for (int ranks : {2, 1})
+    if (ranks < comm_->size())
+      expect_resume_matches(config("resumed_on_" + std::to_string(ranks), ranks), ranks, root_ + "/written",
+                            kSteps / 2, reference);
 }
 
 }  // namespace

@@ -1,14 +1,20 @@
-// A test fixture for trainer tests under mpirun: the world communicator, and a tiny dataset in a
-// temporary directory that rank 0 makes and owns while every rank learns its path.
+// A test fixture for trainer tests under mpirun: the world communicator, a tiny dataset in a
+// temporary directory that rank 0 makes and owns while every rank learns its path, and the checks
+// the data- and tensor-parallel training tests share (losses against the one-rank run, values the
+// same on every rank, a checkpoint resumed on fewer ranks).
 #pragma once
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <cmath>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "dist/world.h"
+#include "train/checkpoint.h"
+#include "train/trainer.h"
 #include "train/train_fixture.h"
 
 namespace nd::train::testing {
@@ -42,6 +48,44 @@ class MpiDataTest : public ::testing::Test {
     comm.host_allreduce(losses.data(), static_cast<int>(losses.size()), dist::HostReduce::Sum);
     for (double& l : losses) l /= comm.size();
     return losses;
+  }
+
+  // got[i] against want[first + i], relative 1e-5 (f32 training against the one-rank run).
+  void expect_close(const std::vector<double>& got, const std::vector<double>& want, size_t first = 0) const {
+    ASSERT_EQ(got.size() + first, want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(std::abs(got[i] - want[first + i]), 1e-5 * std::abs(want[first + i]))
+          << "step " << first + i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[first + i];
+  }
+
+  // True on every rank when `value` is the same on all ranks of `comm`.
+  static bool same_everywhere(uint64_t value, dist::Comm& comm) {
+    int64_t hi = static_cast<int64_t>(value >> 1), lo = -hi;
+    comm.host_allreduce(&hi, 1, dist::HostReduce::Max);
+    comm.host_allreduce(&lo, 1, dist::HostReduce::Max);
+    return hi == -lo;
+  }
+
+  // Runs `resumed` on the first `ranks` ranks (the others wait) from a copy of the checkpoint of
+  // step `step` in `from_dir`, and checks its losses against the uninterrupted `reference`.
+  void expect_resume_matches(TrainConfig resumed, int ranks, const std::string& from_dir, int64_t step,
+                             const std::vector<double>& reference) {
+    bool member = comm_->rank() < ranks;
+    std::unique_ptr<dist::Comm> sub = comm_->split(member ? 0 : 1, comm_->rank());
+    if (member) {
+      if (comm_->rank() == 0) {
+        std::filesystem::create_directories(resumed.out_dir);
+        std::filesystem::copy_file(checkpoint_path(from_dir, step), checkpoint_path(resumed.out_dir, step));
+      }
+      sub->barrier();
+      resumed.resume = true;
+      RunContext sub_ctx;
+      sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
+      TrainResult r = run_training(resumed, sub_ctx);
+      EXPECT_EQ(r.first_step, step);
+      expect_close(ranks > 1 ? mean_losses(r.step_losses, *sub) : r.step_losses, reference, step);
+    }
+    comm_->barrier();
   }
 
   std::unique_ptr<dist::Comm> comm_;

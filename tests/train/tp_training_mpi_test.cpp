@@ -5,12 +5,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cmath>
-#include <filesystem>
 #include <memory>
 
 #include "dist/world.h"
-#include "train/checkpoint.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 
@@ -44,25 +41,9 @@ class TpTrainingTest : public testing::MpiDataTest {
     return c;
   }
 
-
   // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
   std::vector<double> reference_losses() const {
     return run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1)).step_losses;
-  }
-
-  void expect_close(const std::vector<double>& got, const std::vector<double>& want, size_t first = 0) const {
-    ASSERT_EQ(got.size() + first, want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(std::abs(got[i] - want[first + i]), 1e-5 * std::abs(want[first + i]))
-          << "step " << first + i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[first + i];
-  }
-
-  // True on every rank when `value` is the same on all ranks of `comm`.
-  static bool same_everywhere(uint64_t value, dist::Comm& comm) {
-    int64_t hi = static_cast<int64_t>(value >> 1), lo = -hi;
-    comm.host_allreduce(&hi, 1, dist::HostReduce::Max);
-    comm.host_allreduce(&lo, 1, dist::HostReduce::Max);
-    return hi == -lo;
   }
 
   void trains_like_one_rank(const std::string& allreduce) {
@@ -82,31 +63,6 @@ class TpTrainingTest : public testing::MpiDataTest {
     std::unique_ptr<dist::Comm> dp_group = comm_->split(comm_->rank() % kTp, comm_->rank());
     EXPECT_TRUE(same_everywhere(r.params_hash, *dp_group)) << "data-parallel replicas differ";
   }
-
-  // Runs `config` on the first `ranks` ranks (the others wait), from a copy of `from`'s
-  // half-way checkpoint, and checks its losses against the uninterrupted reference.
-  void resume_on(int ranks, int tp, const std::string& from, const std::string& out,
-                 const std::vector<double>& reference) {
-    bool member = comm_->rank() < ranks;
-    std::unique_ptr<dist::Comm> sub = comm_->split(member ? 0 : 1, comm_->rank());
-    if (member) {
-      TrainConfig resumed = config(out, ranks, tp);
-      if (comm_->rank() == 0) {
-        std::filesystem::create_directories(resumed.out_dir);
-        std::filesystem::copy_file(checkpoint_path(root_ + "/" + from, kSteps / 2),
-                                   checkpoint_path(resumed.out_dir, kSteps / 2));
-      }
-      sub->barrier();
-      resumed.resume = true;
-      RunContext sub_ctx;
-      sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
-      TrainResult r = run_training(resumed, sub_ctx);
-      EXPECT_EQ(r.first_step, kSteps / 2);
-      expect_close(ranks > 1 ? mean_losses(r.step_losses, *sub) : r.step_losses, reference, kSteps / 2);
-    }
-    comm_->barrier();
-  }
-
 };
 
 TEST_F(TpTrainingTest, NativeAllreduceMatchesOneRank) { trains_like_one_rank("native"); }
@@ -123,7 +79,7 @@ TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
   c.keep = 0;
   run_training(c, ctx);
   comm_->barrier();
-  resume_on(1, 1, "written_tp2", "resumed_tp1", reference);
+  expect_resume_matches(config("resumed_tp1", 1, 1), 1, root_ + "/written_tp2", kSteps / 2, reference);
 }
 
 TEST_F(TpTrainingTest, TpOneCheckpointResumesAtTpTwo) {
@@ -136,7 +92,7 @@ TEST_F(TpTrainingTest, TpOneCheckpointResumesAtTpTwo) {
     run_training(c);
   }
   comm_->barrier();
-  resume_on(kTp, kTp, "written_tp1", "resumed_tp2", reference);
+  expect_resume_matches(config("resumed_tp2", kTp, kTp), kTp, root_ + "/written_tp1", kSteps / 2, reference);
 }
 
 }  // namespace
