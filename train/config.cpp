@@ -136,7 +136,8 @@ const std::vector<Binding>& train_bindings() {
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
     b.add("attention", &C::attention,
           "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 on a GPU) or auto (cudnn where this build "
-          "and GPU have it and --dtype is bf16, except dropout under --tp; else ours)");
+          "and GPU have it, --dtype is bf16 and the head size a multiple of 8 up to 128, except dropout under "
+          "--tp; else ours)");
     b.add("comm-timeout", &C::comm_timeout,
           "seconds a step or collective may wait before the rank aborts its communicator and exits (0 = off)");
     b.add("heartbeat-timeout", &C::heartbeat_timeout,

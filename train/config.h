@@ -53,11 +53,11 @@ struct TrainConfig {
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
-  // ours | cudnn | auto (train/model_config.h attention_kernel_for). auto: cuDNN's fused attention
-  // wherever it runs (1.7-1.8x our kernel on an H100, docs/PERFORMANCE.md), ours elsewhere. The
-  // GPT-2 configs ask for auto; the default stays ours, the kernel the GPU tests check bit for bit
-  // (graph against eager), until cuDNN's backward is shown deterministic there too.
-  std::string attention = "ours";
+  // ours | cudnn | auto (train/model_config.h attention_kernel_for). auto, the default: cuDNN's
+  // fused attention wherever it runs (1.7-1.8x our kernel on an H100, docs/PERFORMANCE.md; its
+  // backward asked for deterministically, and checked repeatable bit for bit on the GPU), ours
+  // elsewhere: on the CPU, in f32, at head sizes cuDNN does not take, for dropout under --tp.
+  std::string attention = "auto";
   // faults (dist/fault_guard.h): seconds a step or collective may take before the rank aborts, and
   // seconds a silent peer is given before it is declared gone (0 = off); updates with a
   // non-finite loss or gradient norm that may be dropped before the run stops.

@@ -4,6 +4,7 @@
 #include "train/model_config.h"
 
 #include <sstream>
+#include <string>
 
 #include "kernels/cudnn/attention_cudnn.h"
 #include "tensor/error.h"
@@ -48,6 +49,10 @@ ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {
     why = "cuDNN attention runs on the GPU, and --device is " + c.device;
   else if (parse_dtype(c.dtype) != DType::BF16)
     why = "cuDNN attention takes bf16, and --dtype is " + c.dtype;
+  else if (c.n_head <= 0 || c.n_embd % c.n_head != 0 || (c.n_embd / c.n_head) % 8 != 0 ||
+           c.n_embd / c.n_head > 128)
+    why = "cuDNN attention takes head sizes that are multiples of 8 up to 128, and n_embd / n_head is " +
+          (c.n_head > 0 ? std::to_string(c.n_embd / c.n_head) : std::string("undefined"));
   else if (c.attention == "auto" && c.tp > 1 && c.dropout > 0.0)
     // cuDNN draws its own masks: under tp a head would not drop what it drops at tp = 1.
     why = "with dropout under --tp, each head keeps its tp = 1 mask only with our kernel";

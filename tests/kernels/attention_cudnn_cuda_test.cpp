@@ -171,6 +171,32 @@ TEST(AttentionCudnnCuda, DropoutMaskIsSharedByForwardAndBackward) {
   expect_close(dqkv, Tensor::from_vector(expect, {B, T, 3 * C}), 2e-2, 2e-2, "cudnn dropout dqkv");
 }
 
+// At GPT-2 124M's shape (T = 1024, 12 heads of 64), where a non-deterministic backward would sum
+// dq, dk or dv over key or query tiles in a different order from run to run: three backward passes
+// over the same input and output gradient give the same bits, as our kernel's do.
+TEST(AttentionCudnnCuda, BackwardRepeatsBitForBitAtGpt2Shape) {
+  ND_SKIP_WITHOUT_CUDNN();
+  Generator gen(fresh_seed());
+  const int64_t B = 4, T = 1024, NH = 12, C = NH * 64;
+  const Tensor qkv_in = on_gpu(random_input({B, T, 3 * C}, gen, DType::BF16), DType::BF16);
+  const Tensor dout = on_gpu(random_input({B, T, C}, gen, DType::BF16), DType::BF16);
+  std::vector<double> first_out, first_grad;
+  for (int run = 0; run < 3; ++run) {
+    Variable qkv(qkv_in, true);
+    Variable out = ops::attention(qkv, static_cast<int>(NH), 0.0f, nullptr, true, 0, 0, AttentionKernel::Cudnn);
+    out.backward(dout);
+    const std::vector<double> o = out.data().to(Device::cpu()).to_double_vector();
+    const std::vector<double> g = qkv.grad().to(Device::cpu()).to_double_vector();
+    if (run == 0) {
+      first_out = o;
+      first_grad = g;
+      continue;
+    }
+    EXPECT_EQ(o, first_out) << "forward, run " << run;
+    EXPECT_EQ(g, first_grad) << "dqkv, run " << run;
+  }
+}
+
 // The kernel choice reaches every layer of a GPT: bf16 loss and gradients of a tiny model with
 // cuDNN's attention against the same model with ours.
 TEST(AttentionCudnnCuda, GptLossMatchesOurKernel) {

@@ -246,23 +246,39 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("--allreduce"), std::string::npos);
 }
 
-// --attention: ours by default; auto falls back to ours where cuDNN's cannot run (the CPU, f32)
-// and for dropout under tp (cuDNN's masks are not the tp = 1 ones); cudnn there is an input error
-// that says why.
+// --attention: auto by default; auto falls back to ours where cuDNN's cannot run (the CPU, f32,
+// head sizes it does not take) and for dropout under tp (cuDNN's masks are not the tp = 1 ones);
+// cudnn there is an input error that says why.
 TEST(TrainConfig, AttentionKernelChoice) {
   TrainConfig c = testing::tiny_config("d", "o");
-  EXPECT_EQ(c.attention, "ours");
-  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);
-  c.attention = "auto";
+  EXPECT_EQ(c.attention, "auto");
   EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);  // tiny_config trains on the CPU
   EXPECT_EQ(model_config_for(c, 65).attention, ops::AttentionKernel::Ours);
+  c.attention = "ours";
+  EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);
+  c.attention = "auto";
+  // Decided before cuDNN is asked for: the same on every machine.
+  TrainConfig gpu = c;
+  gpu.device = "cuda";
+  gpu.dtype = "bf16";
   {
-    TrainConfig tp_dropout = c;  // decided before cuDNN is asked for: the same on every machine
-    tp_dropout.device = "cuda";
-    tp_dropout.dtype = "bf16";
+    TrainConfig tp_dropout = gpu;
     tp_dropout.tp = 2;
     tp_dropout.dropout = 0.1;
     EXPECT_EQ(attention_kernel_for(tp_dropout), ops::AttentionKernel::Ours);
+  }
+  for (int n_embd : {36, 272}) {  // head sizes 12 (not a multiple of 8) and 136 (above 128)
+    TrainConfig odd_heads = gpu;
+    odd_heads.n_head = n_embd == 36 ? 3 : 2;
+    odd_heads.n_embd = n_embd;
+    EXPECT_EQ(attention_kernel_for(odd_heads), ops::AttentionKernel::Ours) << n_embd;
+    odd_heads.attention = "cudnn";
+    try {
+      attention_kernel_for(odd_heads);
+      ADD_FAILURE() << "--attention cudnn at n_embd " << n_embd << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("--attention cudnn: "), std::string::npos) << e.what();
+    }
   }
   auto error_of_kernel = [](const TrainConfig& config) -> std::string {
     try {

@@ -1,13 +1,15 @@
 // --cuda-graph: the GPU step captured once and replayed gives bit-identical losses, evals and
 // final parameters to the same step run eagerly (same kernels in the same order), with gradient
 // accumulation, in f32 and bf16, also with dropout (each replay reads the step's Philox counter
-// from device memory, so it draws the eager step's masks); replays call no cudaMalloc.
+// from device memory, so it draws the eager step's masks), with our attention kernel and with
+// cuDNN's (whose backward must then be deterministic too); replays call no cudaMalloc.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <sstream>
 
 #include "autograd/ops.h"
+#include "kernels/cudnn/attention_cudnn.h"
 #include "train/train_fixture.h"
 #include "train/trainer.h"
 
@@ -32,10 +34,11 @@ class CudaGraphTraining : public ::testing::Test {
     return c;
   }
 
-  void expect_identical(const std::string& dtype, double dropout = 0.0) {
-    const std::string tag = dtype + (dropout > 0 ? "_dropout" : "");
+  void expect_identical(const std::string& dtype, double dropout = 0.0, const std::string& attention = "ours") {
+    const std::string tag = dtype + (dropout > 0 ? "_dropout_" : "_") + attention;
     TrainConfig eager_config = config("eager_" + tag, dtype, false), graph_config = config("graph_" + tag, dtype, true);
     eager_config.dropout = graph_config.dropout = dropout;
+    eager_config.attention = graph_config.attention = attention;
     TrainResult eager = run_training(eager_config);
     std::ostringstream log;
     RunContext ctx;
@@ -67,6 +70,20 @@ TEST_F(CudaGraphTraining, Bf16ReplaysMatchEagerBitwise) { expect_identical("bf16
 TEST_F(CudaGraphTraining, DropoutReplaysMatchEagerBitwise) { expect_identical("f32", 0.1); }
 
 TEST_F(CudaGraphTraining, Bf16DropoutReplaysMatchEagerBitwise) { expect_identical("bf16", 0.2); }
+
+// cuDNN's fused attention (the default on GPUs that have it): its backward repeats bit for bit, and
+// with dropout its masks follow the step's device-resident Philox counter.
+TEST_F(CudaGraphTraining, Bf16CudnnAttentionReplaysMatchEagerBitwise) {
+  std::string why;
+  if (!cudnn::attention_available(&why)) GTEST_SKIP() << why;
+  expect_identical("bf16", 0.0, "cudnn");
+}
+
+TEST_F(CudaGraphTraining, Bf16CudnnDropoutReplaysMatchEagerBitwise) {
+  std::string why;
+  if (!cudnn::attention_available(&why)) GTEST_SKIP() << why;
+  expect_identical("bf16", 0.2, "cudnn");
+}
 
 // Direct callers still get an nd::Error for an id outside the vocabulary on the GPU: the op records
 // it on the device (no host sync, so it stays capturable) and check_recorded_token_ids raises it.
