@@ -25,13 +25,15 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_torch import GPT, GPTConfig, decay_and_no_decay  # noqa: E402
 
-# (n_layer, n_head, n_embd, data vocabulary, lr, beta2) as in configs/gpt2_124m.conf,
-# gpt2_350m.conf, gpt2_774m.conf and shakespeare_char.conf.
+# (n_layer, n_head, n_embd, data vocabulary, lr, beta2, dropout) as in configs/gpt2_124m.conf,
+# gpt2_350m.conf, gpt2_774m.conf and shakespeare_char.conf (char: without its dropout;
+# char-dropout: with it, 0.2).
 MODELS = {
     "gpt2": dict(n_layer=12, n_head=12, n_embd=768, vocab=50257, lr=6e-4, beta2=0.95),
     "gpt2-350m": dict(n_layer=24, n_head=16, n_embd=1024, vocab=50257, lr=3e-4, beta2=0.95),
     "gpt2-774m": dict(n_layer=36, n_head=20, n_embd=1280, vocab=50257, lr=2.5e-4, beta2=0.95),
     "char": dict(n_layer=6, n_head=6, n_embd=384, vocab=65, lr=1e-3, beta2=0.99),
+    "char-dropout": dict(n_layer=6, n_head=6, n_embd=384, vocab=65, lr=1e-3, beta2=0.99, dropout=0.2),
 }
 # A model small enough for a CPU smoke test in seconds.
 TINY = dict(n_layer=2, n_head=2, n_embd=64)
@@ -83,7 +85,7 @@ def main():
 
     vocab_rows = padded(spec["vocab"]) if on_cuda else spec["vocab"]
     config = GPTConfig(n_layer=spec["n_layer"], n_head=spec["n_head"], n_embd=spec["n_embd"], block_size=T,
-                       vocab_size=vocab_rows, bias=True, dropout=0.0, use_sdpa=True)
+                       vocab_size=vocab_rows, bias=True, dropout=spec.get("dropout", 0.0), use_sdpa=True)
     model = GPT(config).to(device)
     flops_token, n_params = flops_per_token(model, config.n_layer, config.n_embd, T)
     decay, no_decay = decay_and_no_decay(model)

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Training speed of nanodist on random tokens (no dataset needed), bf16 on one GPU: GPT-2 124M
 # (gpt2) at B=32, 350M (gpt2-350m) at B=16 and 774M (gpt2-774m) at B=8, all T=1024, and the
-# shakespeare_char model (char) at B=64, T=256; tokens/s, ms/step and MFU are the median over steps
-# 10..STEPS of metrics.jsonl, and the peak device memory is the run's "peak GPU memory" (bytes in live
-# tensors). With --peer it also times scripts/gpt_torch.py's GPT in PyTorch (eager and torch.compile)
+# shakespeare_char model at B=64, T=256 without its dropout (char) and with it (char-dropout, 0.2);
+# tokens/s, ms/step and MFU are the median over steps 10..STEPS of metrics.jsonl, and the peak
+# device memory is the run's "peak GPU memory" (bytes in live tensors). With --peer it also times scripts/gpt_torch.py's GPT in PyTorch (eager and torch.compile)
 # on the same GPU and shapes, with its torch.cuda.max_memory_allocated, and prints the ratios
 # nanodist/PyTorch of tokens/s and of peak memory. Builds nothing: expects build/nanodist (or --bin).
 # Full logs go to the output folder. `--models "gpt2 gpt2-350m" --peer` took 3.5 minutes on an H100.
@@ -86,7 +86,8 @@ model_spec() {
     gpt2-350m) echo "16 1024 50257 configs/gpt2_350m.conf --grad-accum 1" ;;
     gpt2-774m) echo "8 1024 50257 configs/gpt2_774m.conf --grad-accum 1" ;;
     char) echo "64 256 65 configs/shakespeare_char.conf --dropout 0.0" ;;
-    *) die "unknown model '$1' (gpt2, gpt2-350m, gpt2-774m or char)" ;;
+    char-dropout) echo "64 256 65 configs/shakespeare_char.conf" ;;
+    *) die "unknown model '$1' (gpt2, gpt2-350m, gpt2-774m, char or char-dropout)" ;;
   esac
 }
 for model in $models; do model_spec "$model" >/dev/null; done
@@ -190,14 +191,14 @@ import sys
 path, gpu, dtype, peak, first, last = sys.argv[1:7]
 peak_text = f"peak {float(peak):g} TFLOP/s" if float(peak) > 0 else "no MFU peak"
 print(f"\nbench_train: {gpu}, {dtype}, {peak_text}; median of steps {first}..{last}; mem = peak in live tensors")
-print(f"{'model':<9} {'B':>3} {'T':>5}  {'impl':<14} {'tok/s':>11} {'ms/step':>9} {'MFU':>6} {'mem GiB':>8}"
+print(f"{'model':<12} {'B':>3} {'T':>5}  {'impl':<14} {'tok/s':>11} {'ms/step':>9} {'MFU':>6} {'mem GiB':>8}"
       f"  {'tok/s ours/this':>15} {'mem ours/this':>13}")
 rows = [line.rstrip("\n").split("\t") for line in open(path) if line.strip()]
 ours = {r[0]: r[4].split() for r in rows if r[3] == "nanodist" and r[4] != "failed"}
 names = {"nanodist": "nanodist", "torch_eager": "torch eager", "torch_compile": "torch.compile"}
 for model, B, T, impl, result in rows:
     if result == "failed":
-        print(f"{model:<9} {B:>3} {T:>5}  {names[impl]:<14} {'failed':>11}")
+        print(f"{model:<12} {B:>3} {T:>5}  {names[impl]:<14} {'failed':>11}")
         continue
     tok, ms, mfu, mem = result.split()
     mfu_text = f"{100 * float(mfu):.1f}%" if mfu != "-" else "-"
@@ -207,7 +208,7 @@ for model, B, T, impl, result in rows:
         speed_ratio = f"{float(ours[model][0]) / float(tok):.2f}x"
         if mem != "-" and ours[model][3] != "-":
             mem_ratio = f"{float(ours[model][3]) / float(mem):.2f}x"
-    print(f"{model:<9} {B:>3} {T:>5}  {names[impl]:<14} {float(tok):>11,.0f} {float(ms):>9.2f} {mfu_text:>6} {mem_text:>8}"
+    print(f"{model:<12} {B:>3} {T:>5}  {names[impl]:<14} {float(tok):>11,.0f} {float(ms):>9.2f} {mfu_text:>6} {mem_text:>8}"
           f"  {speed_ratio:>15} {mem_ratio:>13}")
 EOF
 exit "$any_failed"
