@@ -3,8 +3,9 @@
 # (gpt2) at B=32, 350M (gpt2-350m) at B=16 and 774M (gpt2-774m) at B=8, all T=1024, and the
 # shakespeare_char model at B=64, T=256 without its dropout (char) and with it (char-dropout, 0.2);
 # tokens/s, ms/step and MFU are the median over steps 10..STEPS of metrics.jsonl, and the peak
-# device memory is the run's "peak GPU memory" (bytes in live tensors). With --peer it also times scripts/gpt_torch.py's GPT in PyTorch (eager and torch.compile)
-# on the same GPU and shapes, with its torch.cuda.max_memory_allocated, and prints the ratios
+# device memory is the run's "peak GPU memory" (bytes in live tensors). With --peer it also times
+# scripts/gpt_torch.py's GPT in PyTorch (eager and torch.compile) on the same GPU and shapes, with
+# its torch.cuda.max_memory_allocated, and prints the ratios
 # nanodist/PyTorch of tokens/s and of peak memory. Builds nothing: expects build/nanodist (or --bin).
 # Full logs go to the output folder. `--models "gpt2 gpt2-350m" --peer` took 3.5 minutes on an H100.
 #
