@@ -8,7 +8,7 @@
 namespace nd {
 
 struct Fusions {
-  // nn::MLP runs c_fc, GELU and c_proj as one ops::gelu_mlp (cuBLASLt GELU epilogues on the GPU).
+  // nn::MLP runs c_fc, GELU and c_proj as one ops::gelu_mlp (cuBLASLt GELU epilogue on the GPU).
   bool gelu_mlp = true;
   // ops::add's backward hands its gradient buffer to the first input where that input has no
   // gradient yet (the residual stream), instead of copying it: one write of the activations fewer.

@@ -58,12 +58,11 @@ bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int
 }
 
 template <typename T>
-bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
+void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
                            int64_t K) {
   matmul<T>(dout, w, dpre, M, K, N, false, false, T(0));       // (M,N)·(N,K)
   gelu_backward(pre, dpre, GradDest<T>{dpre, false}, M * K);  // in place: each element read, then written
   if (db.ptr != nullptr) row_sum_into(static_cast<const T*>(dpre), db, M, K);
-  return false;
 }
 
 template void linear_forward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t);
@@ -76,9 +75,9 @@ template bool linear_gelu_forward<float>(const float*, const float*, const float
                                          int64_t);
 template bool linear_gelu_forward<double>(const double*, const double*, const double*, double*, double*, int64_t,
                                           int64_t, int64_t);
-template bool linear_dgelu_backward<float>(const float*, const float*, const float*, float*, GradDest<float>, int64_t,
+template void linear_dgelu_backward<float>(const float*, const float*, const float*, float*, GradDest<float>, int64_t,
                                            int64_t, int64_t);
-template bool linear_dgelu_backward<double>(const double*, const double*, const double*, double*, GradDest<double>,
+template void linear_dgelu_backward<double>(const double*, const double*, const double*, double*, GradDest<double>,
                                             int64_t, int64_t, int64_t);
 
 }  // namespace nd::cpu

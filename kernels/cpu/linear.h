@@ -24,9 +24,9 @@ template <typename T>
 bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int64_t M, int64_t N, int64_t K);
 
 // dout (M, N), w (N, K), pre (M, K) -> dpre (M, K) = (dout · w) * gelu'(pre), written, and
-// db (K) (+)= column sums of dpre. Returns false, as above.
+// db (K) (+)= column sums of dpre.
 template <typename T>
-bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
+void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
                            int64_t K);
 
 }  // namespace nd::cpu

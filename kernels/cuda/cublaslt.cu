@@ -62,15 +62,10 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
 }
 
-// The bias vector of the epilogue: the bias added, or the bias gradient written.
-const void* bias_vector(const GemmProblem& p) { return p.bias ? p.bias : p.bias_grad; }
-
 cublasLtEpilogue_t epilogue_of(const GemmProblem& p) {
   switch (p.epilogue) {
     case GemmEpilogue::GeluAux:
       return p.bias ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS : CUBLASLT_EPILOGUE_GELU_AUX;
-    case GemmEpilogue::DGelu:
-      return p.bias_grad ? CUBLASLT_EPILOGUE_DGELU_BGRAD : CUBLASLT_EPILOGUE_DGELU;
     case GemmEpilogue::Plain:
       break;
   }
@@ -79,7 +74,7 @@ cublasLtEpilogue_t epilogue_of(const GemmProblem& p) {
 
 // The per-call pointers of the epilogue. cuBLASLt's heuristic also reads them, for their alignment.
 void set_epilogue_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
-  if (const void* bias = bias_vector(p))
+  if (const void* bias = p.bias)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)));
   if (p.epilogue != GemmEpilogue::Plain) {
     void* aux = p.aux;
@@ -97,7 +92,7 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   cublasLtEpilogue_t epilogue = epilogue_of(p);
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
-  if (bias_vector(p)) {
+  if (p.bias) {
     cudaDataType_t bias_type = type;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
@@ -145,9 +140,6 @@ void check_problem(const GemmProblem& p) {
   ND_CHECK(p.A && p.B && p.D, "gemm: null matrix pointer");
   ND_CHECK(p.lda >= (p.trans_a ? p.k : p.m) && p.ldb >= (p.trans_b ? p.n : p.k) && p.ldd >= p.m,
            "gemm: leading dimensions lda=" << p.lda << " ldb=" << p.ldb << " ldd=" << p.ldd << " too small");
-  ND_CHECK(!(p.bias && p.bias_grad), "gemm: a bias and a bias gradient in one product");
-  ND_CHECK(!p.bias_grad || p.epilogue == GemmEpilogue::DGelu, "gemm: a bias gradient needs the DGelu epilogue");
-  ND_CHECK(!p.bias || p.epilogue != GemmEpilogue::DGelu, "gemm: the DGelu epilogue adds no bias");
   if (p.epilogue != GemmEpilogue::Plain) {
     ND_CHECK(p.aux && p.ldaux >= p.m, "gemm: a GELU epilogue needs aux with ldaux >= m=" << p.m << ", got ldaux="
                                                                                           << p.ldaux);
@@ -163,9 +155,9 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   stream = stream_or_default(stream);
   int device = current_cuda_device();
   int align_a = alignment_of(p.A), align_b = alignment_of(p.B), align_d = alignment_of(p.D);
-  int64_t align_epilogue = alignment_of(bias_vector(p)) | (int64_t{alignment_of(p.aux)} << 9);
+  int64_t align_epilogue = alignment_of(p.bias) | (int64_t{alignment_of(p.aux)} << 9);
   PlanKey key{static_cast<int>(p.dtype), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
-              bias_vector(p) != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
+              p.bias != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
               static_cast<int64_t>(p.epilogue) | (p.ldaux << 2), align_epilogue};
   std::lock_guard<std::mutex> lock(g_mutex);
   DeviceBlas& blas = blas_of(device);

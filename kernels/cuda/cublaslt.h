@@ -15,13 +15,11 @@ namespace nd::cuda {
 enum class GemmEpilogue {
   Plain,    // D = P (+ bias on every column where bias is set)
   GeluAux,  // aux = P (+ bias), D = gelu(aux): cuBLASLt's GELU_AUX(_BIAS), the forward of a linear + GELU
-  DGelu,    // D = P * gelu'(aux), and where bias_grad is set bias_grad = row sums of D: DGELU(_BGRAD)
 };
 
 // Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then the epilogue. A, B,
-// D, bias, aux and bias_grad share `dtype` (F32 or BF16). aux is (m, n) with leading dimension
-// ldaux, which cuBLASLt wants a multiple of 8; bias and bias_grad are (m). The GELU epilogues take
-// beta = 0, and bias_grad is written, never added to.
+// D, bias and aux share `dtype` (F32 or BF16). aux is (m, n) with leading dimension ldaux, which
+// cuBLASLt wants a multiple of 8; bias is (m). The GELU epilogue takes beta = 0.
 struct GemmProblem {
   DType dtype = DType::F32;
   bool trans_a = false, trans_b = false;
@@ -35,9 +33,8 @@ struct GemmProblem {
   float beta = 0.0f;
   const void* bias = nullptr;
   GemmEpilogue epilogue = GemmEpilogue::Plain;
-  void* aux = nullptr;  // GeluAux: written; DGelu: read
+  void* aux = nullptr;  // GeluAux: written
   int64_t ldaux = 0;
-  void* bias_grad = nullptr;  // DGelu only
 };
 
 // Runs the product; an nd::Error when cuBLASLt has no algorithm for it.

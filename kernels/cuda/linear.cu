@@ -96,33 +96,19 @@ bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int
 }
 
 template <typename T>
-bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
+void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
                            int64_t K, cudaStream_t stream) {
   check_dims("linear_dgelu_backward", M, N, K);
   stream = stream_or_default(stream);
   if (M == 0) {
     if (db.ptr && !db.accumulate) CUDA_CHECK(cudaMemsetAsync(db.ptr, 0, K * sizeof(T), stream));
-    return true;
+    return;
   }
   ND_CHECK(dout && w && pre && dpre, "linear_dgelu_backward: null pointer");
-  // dpreᵀ (K, M) = (wᵀ · doutᵀ) * gelu'(preᵀ), column-major with ld K; the aux operand is only read.
-  GemmProblem p = gemm_problem(false, false, K, M, N, w, K, dout, N, dpre);
-  p.epilogue = GemmEpilogue::DGelu;
-  p.aux = const_cast<T*>(pre);
-  p.ldaux = K;
-  // BGRAD writes the bias gradient, so it serves a first contribution; a later one is a column sum.
-  if (kGeluEpilogue<T> && db.ptr && !db.accumulate) {
-    p.bias_grad = db.ptr;
-    if (try_gemm(p, stream)) return true;
-    p.bias_grad = nullptr;
-  }
-  bool fused = kGeluEpilogue<T> && try_gemm(p, stream);
-  if (!fused) {
-    gemm(gemm_problem(false, false, K, M, N, w, K, dout, N, dpre), stream);
-    gelu_backward(pre, dpre, GradDest<T>{dpre, false}, M * K, stream);  // in place: each element read, then written
-  }
+  // dpreᵀ (K, M) = wᵀ · doutᵀ, column-major with ld K, then the GELU gradient in place.
+  gemm(gemm_problem(false, false, K, M, N, w, K, dout, N, dpre), stream);
+  gelu_backward(pre, dpre, GradDest<T>{dpre, false}, M * K, stream);  // in place: each element read, then written
   if (db.ptr) row_sum_into(static_cast<const T*>(dpre), db, M, K, stream);
-  return fused;
 }
 
 #define ND_INSTANTIATE_LINEAR(T)                                                                            \
@@ -131,7 +117,7 @@ bool linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, Gra
                                    int64_t, int64_t, cudaStream_t);                                            \
   template bool linear_gelu_forward<T>(const T*, const T*, const T*, T*, T*, int64_t, int64_t, int64_t,          \
                                        cudaStream_t);                                                            \
-  template bool linear_dgelu_backward<T>(const T*, const T*, const T*, T*, GradDest<T>, int64_t, int64_t, int64_t, \
+  template void linear_dgelu_backward<T>(const T*, const T*, const T*, T*, GradDest<T>, int64_t, int64_t, int64_t, \
                                          cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_LINEAR);
 

@@ -1,8 +1,8 @@
-// The GELU epilogues on the GPU. ops::gelu_mlp against the CPU reference (output and every
+// The GELU epilogue on the GPU. ops::gelu_mlp against the CPU reference (output and every
 // gradient, f32 and bf16, with and without biases, first and later gradient contributions, and a
-// hidden width cuBLASLt cannot fuse); and the fused kernels against the unfused CUDA kernels at
-// GPT-2 124M's MLP shapes: that the epilogue ran in bf16 (and not in f32), equal results, the same
-// bits run to run.
+// hidden width cuBLASLt cannot fuse); and the MLP kernels against the unfused CUDA kernels at
+// GPT-2 124M's MLP shapes: that the forward epilogue ran in bf16 (and not in f32), equal results,
+// the same bits run to run.
 #include "autograd/ops.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/linear.h"
@@ -56,8 +56,8 @@ MlpBuffers random_buffers(DType dtype, int64_t M, int64_t K, int64_t H, int64_t 
           on_gpu(random_input({M, N}, gen, dtype), dtype)};
 }
 
-// The fused forward and input-gradient kernels against linear + gelu and linear's dx + gelu's
-// backward + a column sum; returns whether both ran in cuBLASLt's epilogues.
+// The fused forward and the input-gradient kernel against linear + gelu and linear's dx + gelu's
+// backward + a column sum; returns whether the forward ran in cuBLASLt's epilogue.
 template <typename T>
 bool fused_matches_unfused(DType dtype, int64_t M, int64_t K, int64_t H, int64_t N) {
   Generator gen(fresh_seed());
@@ -75,10 +75,10 @@ bool fused_matches_unfused(DType dtype, int64_t M, int64_t K, int64_t H, int64_t
   expect_close(pre, pre_ref, tol.atol_rel, tol.rtol, "GELU input " + what);
   expect_close(out, out_ref, tol.atol_rel, tol.rtol, "GELU output " + what);
 
-  // First contribution to db (BGRAD where cuBLASLt has it), twice: the same bits both times.
+  // First contribution to db, twice: the same bits both times.
   Tensor dpre = Tensor::empty({M, H}, dtype, gpu), db = Tensor::empty({H}, dtype, gpu);
   Tensor dpre_again = Tensor::empty({M, H}, dtype, gpu), db_again = Tensor::empty({H}, dtype, gpu);
-  bool fused_backward = cuda::linear_dgelu_backward(in.dout.data<T>(), in.w2.data<T>(), pre_ref.data<T>(),
+  cuda::linear_dgelu_backward(in.dout.data<T>(), in.w2.data<T>(), pre_ref.data<T>(),
                                                     dpre.data<T>(), GradDest<T>{db.data<T>(), false}, M, N, H);
   cuda::linear_dgelu_backward(in.dout.data<T>(), in.w2.data<T>(), pre_ref.data<T>(), dpre_again.data<T>(),
                               GradDest<T>{db_again.data<T>(), false}, M, N, H);
@@ -102,12 +102,11 @@ bool fused_matches_unfused(DType dtype, int64_t M, int64_t K, int64_t H, int64_t
                               GradDest<T>{db_again.data<T>(), true}, M, N, H);
   for (double& v : db_ref) v *= 2;
   expect_close(db_again, Tensor::from_vector(db_ref, {H}), tol.atol_rel, tol.rtol, "db accumulated " + what);
-  std::printf("[ fused    ] %s: forward epilogue %s, backward epilogue %s\n", what.c_str(),
-              fused_forward ? "yes" : "no", fused_backward ? "yes" : "no");
-  return fused_forward && fused_backward;
+  std::printf("[ fused    ] %s: forward epilogue %s\n", what.c_str(), fused_forward ? "yes" : "no");
+  return fused_forward;
 }
 
-TEST(GeluMlpCuda, Bf16EpiloguesRunAtGpt2ShapesAndMatchTheUnfusedKernels) {
+TEST(GeluMlpCuda, Bf16EpilogueRunsAtGpt2ShapesAndMatchesTheUnfusedKernels) {
   ND_SKIP_WITHOUT_GPU();
   // GPT-2 124M's MLP on 2 sequences of 1024: K = 768, H = 3072; and a quarter of it (tp = 4).
   EXPECT_TRUE((fused_matches_unfused<bf16>(DType::BF16, 2048, 768, 3072, 768)))
