@@ -160,20 +160,20 @@ TEST(LayernormBackwardCuda, EveryWriteAddSkipChoice) {
 TEST(LayernormBackwardCuda, Shapes) {
   ND_SKIP_WITHOUT_GPU();
   const std::vector<BackwardCase> shapes = {
-      {1, 64, {}, {}, {}},     // one row
-      {5, 768, {}, {}, {}},    // fewer rows than a block has warps
-      {4133, 768, {}, {}, {}}, // many blocks, the last one short
-      {33, 768, {}, {}, {}, 1},  // rows not 16-byte aligned: the scalar path
-      {7, 37, {}, {}, {}},     // odd C
-      {64, 36, {}, {}, {}},    // a multiple of 4 (f32 packs) but not of 8 (bf16 packs)
-      {100, 100, {}, {}, {}},  // most lanes past the end of the row
-      {257, 1001, {}, {}, {}}, // 32 columns per lane, one warp per row
-      {50, 2304, {}, {}, {}},  // teams of 4 warps per row
-      {100, 3001, {}, {}, {}}, // teams of 4 warps, scalar
-      {100, 5000, {}, {}, {}}, // teams of 8 warps: one row per block at a time
-      {40, 8192, {}, {}, {}},  // the widest fused row
-      {6, 8200, {}, {}, {}},   // wider: the dx kernel and column sums
-      {5, 8201, {}, {}, {}},   // wider, scalar
+      {1, 64, {}, {}, {}},        // one row
+      {5, 768, {}, {}, {}},       // fewer rows than a block has warps
+      {4133, 768, {}, {}, {}},    // many blocks, the last one short
+      {33, 768, {}, {}, {}, 1},   // rows not 16-byte aligned: the scalar path
+      {7, 37, {}, {}, {}},        // odd C
+      {64, 36, {}, {}, {}},       // a multiple of 4 (f32 packs) but not of 8 (bf16 packs)
+      {100, 100, {}, {}, {}},     // most lanes past the end of the row
+      {257, 1001, {}, {}, {}},    // 32 columns per lane, one warp per row
+      {50, 2304, {}, {}, {}},     // teams of 4 warps per row
+      {100, 3001, {}, {}, {}},    // teams of 4 warps, scalar
+      {100, 5000, {}, {}, {}},    // teams of 8 warps: one row per block at a time
+      {40, 8192, {}, {}, {}},     // the widest fused row
+      {6, 8200, {}, {}, {}},      // wider: the dx kernel and column sums
+      {5, 8201, {}, {}, {}},      // wider, scalar
   };
   for (DType dtype : kDtypes)
     for (BackwardCase k : shapes)
