@@ -1,11 +1,14 @@
 // Layer norm kernels, 16-byte accesses where rows are aligned. Forward: a warp per row, passes over
-// the row (mean, variance of the centred values, output) re-read from L1/L2. Backward: a warp per
-// row for dx; dw and db by the deterministic column sums of column_sum.cuh.
+// the row (mean, variance of the centred values, output) re-read from L1/L2. Backward in one read of
+// dout and x: dx, plus f32 dw and db sums per block that a second kernel adds in a fixed order
+// (deterministic); rows wider than kFusedMaxColumns take a dx kernel and column_sum.cuh instead.
+#include <algorithm>
 #include <type_traits>
 
 #include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/layernorm_fused_backward.cuh"
 
 namespace nd::cuda {
 
@@ -99,7 +102,8 @@ __global__ void layernorm_dx_kernel(const T* dout, const T* x, const T* w, const
   });
 }
 
-// The two column sums of the parameter gradients: dw sums dout * xhat, db sums dout.
+// The two column sums of the parameter gradients, for rows wider than the fused backward takes:
+// dw sums dout * xhat, db sums dout.
 template <typename T>
 struct DwDbValues {
   const T* dout;
@@ -130,6 +134,35 @@ bool rows_vectorizable(int64_t C, std::initializer_list<const void*> pointers) {
   return true;
 }
 
+// Rows wider than kFusedMaxColumns: a warp per row for dx, then the column sums for dw and db (a
+// second read of dout and x).
+template <typename T>
+void backward_two_pass(const LayernormBackwardArgs<T>& a, bool vec) {
+  if (a.dx.ptr) {
+    unsigned blocks = static_cast<unsigned>(ceil_div(a.N, kWarpsPerBlock));
+    if (vec) {
+      layernorm_dx_kernel<true, T>
+          <<<blocks, kWarpsPerBlock * 32, 0, a.stream>>>(a.dout, a.x, a.w, a.mean, a.rstd, a.dx, a.N, a.C);
+    } else {
+      layernorm_dx_kernel<false, T>
+          <<<blocks, kWarpsPerBlock * 32, 0, a.stream>>>(a.dout, a.x, a.w, a.mean, a.rstd, a.dx, a.N, a.C);
+    }
+    CUDA_CHECK(cudaGetLastError());
+  }
+  if (!a.dw.ptr && !a.db.ptr) return;
+  // Enough slabs for about a thousand blocks (the GPU stays busy), at least 8 rows per slab.
+  int64_t column_blocks = ceil_div(a.C, kPackColumns * (vec ? Pack16<T>::kSize : 1));
+  int64_t slabs = std::max<int64_t>(1, std::min<int64_t>(ceil_div(a.N, 8), 1024 / column_blocks));
+  int64_t rows_per_slab = ceil_div(a.N, slabs);
+  DwDbValues<T> values{a.dout, a.x, a.mean, a.rstd, a.C};
+  ColumnDests<T, 2> dests{{a.dw, a.db}};
+  if (vec) {
+    column_sums<2, Pack16<T>::kSize>(values, dests, a.N, a.C, rows_per_slab, a.stream);
+  } else {
+    column_sums<2, 1>(values, dests, a.N, a.C, rows_per_slab, a.stream);
+  }
+}
+
 }  // namespace
 
 template <typename T>
@@ -156,35 +189,21 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>
   ND_CHECK(N >= 0 && C > 0 && C < (1 << 30), "layernorm_backward: bad shape N=" << N << " C=" << C);
   ND_CHECK(dout && x && w && mean && rstd, "layernorm_backward: null input pointer");
   stream = stream_or_default(stream);
-  int c = static_cast<int>(C);
-  bool vec = rows_vectorizable<T>(C, {dout, x, w, dx.ptr});
-  if (dx.ptr && N > 0) {
-    unsigned blocks = static_cast<unsigned>(ceil_div(N, kWarpsPerBlock));
-    if (vec) {
-      layernorm_dx_kernel<true, T><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(dout, x, w, mean, rstd, dx, N, c);
-    } else {
-      layernorm_dx_kernel<false, T><<<blocks, kWarpsPerBlock * 32, 0, stream>>>(dout, x, w, mean, rstd, dx, N, c);
-    }
-    CUDA_CHECK(cudaGetLastError());
-  }
-  if (!dw.ptr && !db.ptr) return;
-  ColumnDests<T, 2> dests{{dw, db}};
   if (N == 0) {
     // No rows: the sums are zero, which a first contribution still has to write.
-    for (const GradDest<T>& d : dests.d)
+    for (const GradDest<T>& d : {dw, db})
       if (d.ptr && !d.accumulate) CUDA_CHECK(cudaMemsetAsync(d.ptr, 0, C * sizeof(T), stream));
     return;
   }
-  // Enough slabs for about a thousand blocks (the GPU stays busy), at least 8 rows per slab.
-  int64_t columns_per_block = kPackColumns * (vec ? Pack16<T>::kSize : 1);
-  int64_t column_blocks = ceil_div(C, columns_per_block);
-  int64_t slabs = std::max<int64_t>(1, std::min<int64_t>(ceil_div(N, 8), 1024 / column_blocks));
-  int64_t rows_per_slab = ceil_div(N, slabs);
-  DwDbValues<T> values{dout, x, mean, rstd, c};
-  if (vec) {
-    column_sums<2, Pack16<T>::kSize>(values, dests, N, c, rows_per_slab, stream);
+  if (!dx.ptr && !dw.ptr && !db.ptr) return;
+  LayernormBackwardArgs<T> args{dout, x, w, mean, rstd, dx, dw, db, N, static_cast<int>(C), stream};
+  bool vec = rows_vectorizable<T>(C, {dout, x, w, dx.ptr});
+  if (C > kFusedMaxColumns) {
+    backward_two_pass(args, vec);
+  } else if (vec) {
+    layernorm_backward_fused<true>(args);
   } else {
-    column_sums<2, 1>(values, dests, N, c, rows_per_slab, stream);
+    layernorm_backward_fused<false>(args);
   }
 }
 

@@ -16,7 +16,8 @@ void layernorm_forward(const T* x, const T* w, const T* b, T* out, StatType<T>* 
                        int64_t C, float eps, cudaStream_t stream = nullptr);
 
 // dout (N, C), x (N, C), w (C), mean/rstd from the forward -> dx (N, C), dw (C), db (C), each (+)=.
-// dw and db are summed over rows in a fixed order (deterministic).
+// dw and db are summed over rows in a fixed order that depends only on N, C and the GPU's SM count
+// (the same bits run after run on one GPU model).
 template <typename T>
 void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>* mean, const StatType<T>* rstd,
                         GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t N, int64_t C,
