@@ -75,7 +75,6 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
   });
 }
 
-
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab,
                        const LossGradient& gradient) {
   const Tensor& x = logits.data();
