@@ -58,7 +58,9 @@ void Variable::backward(const Tensor& grad_output) {
 
   ND_CHECK(!(is_leaf() && has_grad()),
            "backward() from a leaf that already holds a gradient; call clear_grad() first");
-  impl_->grad = grad_output.clone();
+  // A copy, which a node may take over as its input's gradient, unless the node only reads it.
+  const bool borrow = !is_leaf() && grad_fn()->only_reads_grad_out;
+  impl_->grad = borrow ? grad_output : grad_output.clone();
   impl_->grad_stale = false;
   if (is_leaf()) {
     fire_hook(*this);

@@ -23,7 +23,7 @@ Fusions& current() {
 Fusions parse_fusions(const std::string& text) {
   if (text.empty() || text == "all") return Fusions{};
   Fusions off;
-  off.gelu_mlp = off.residual_grad = false;
+  off.gelu_mlp = off.residual_grad = off.cross_entropy_grad = false;
   if (text == "none") return off;
   std::stringstream list(text);
   std::string name;
@@ -32,9 +32,11 @@ Fusions parse_fusions(const std::string& text) {
       off.gelu_mlp = true;
     } else if (name == "residual_grad") {
       off.residual_grad = true;
+    } else if (name == "cross_entropy_grad") {
+      off.cross_entropy_grad = true;
     } else {
-      ND_FAIL_INPUT("NANODIST_FUSIONS: unknown fusion '" << name
-                                                         << "' (known: gelu_mlp, residual_grad; or all, none)");
+      ND_FAIL_INPUT("NANODIST_FUSIONS: unknown fusion '"
+                    << name << "' (known: gelu_mlp, residual_grad, cross_entropy_grad; or all, none)");
     }
   }
   return off;

@@ -13,6 +13,10 @@ struct Fusions {
   // ops::add's backward hands its gradient buffer to the first input where that input has no
   // gradient yet (the residual stream), instead of copying it: one write of the activations fewer.
   bool residual_grad = true;
+  // The cross-entropy forward writes the logits' gradient as it reads the logits, for a loss whose
+  // backward seed it was told at forward time (ops::LossGradient): the backward makes no pass over
+  // the (B*T, V) logits, and the training step has the gradient written over the logits in place.
+  bool cross_entropy_grad = true;
 };
 
 // The switches in force: NANODIST_FUSIONS, parsed on the first call, or a ScopedFusions' value.

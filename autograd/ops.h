@@ -65,6 +65,28 @@ Variable add(const Variable& a, const Variable& b);
 // loss is NaN).
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab = 0);
 
+// What a loss's backward will be seeded with, told to the loss at forward time so that the forward
+// can write the logits' gradient while it reads the logits (the cross_entropy_grad fusion,
+// autograd/fusions.h). `seed`: the scalar tensor (shape [], the logits' dtype and device) that
+// backward() will be called with, e.g. the trainer's 1 / grad_accum; the forward reads its value
+// from memory when it runs (no host sync, CUDA-graph safe), so it must hold the same value until
+// that backward. `overwrite_logits`: the gradient is written over the logits themselves (saving a
+// (B*T, V) buffer); the caller promises that nothing reads the logits after the loss (a training
+// step, not an evaluation nor a caller that keeps the logits): their contents are then unspecified.
+struct LossGradient {
+  Tensor seed;
+  bool overwrite_logits = false;
+};
+
+// cross_entropy as above, with the gradient written by the forward. The loss's backward is correct
+// for any gradient: seeded with `gradient.seed` itself (the same tensor) it hands the written
+// gradient over and makes no pass over the logits; seeded with anything else it recomputes the
+// gradient from the logits, or, when they were overwritten, rescales it by grad / seed (a seed
+// that was 0 then gives NaN: the gradient is lost). With the fusion off, or when no gradient is
+// recorded (grad mode off, logits not requiring grad), this is cross_entropy and the logits stay.
+Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab,
+                       const LossGradient& gradient);
+
 // Raises the nd::Error of an out-of-range token id (embedding) or target (cross_entropy) that a GPU
 // kernel on `device` met since the last call, naming the op, the id, where it was and the
 // vocabulary size. The GPU ops record such ids on the device instead of checking on the host (a

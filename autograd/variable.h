@@ -74,7 +74,8 @@ class Variable {
 
   void set_grad_hook(std::function<void(Variable&)> hook);
 
-  // Backpropagates from this scalar (gradient 1) or from `grad_output` (same shape as data).
+  // Backpropagates from this scalar (gradient 1) or from `grad_output` (same shape as data; copied
+  // unless this Variable's node only reads it, see Node::only_reads_grad_out).
   void backward();
   void backward(const Tensor& grad_output);
 
@@ -91,6 +92,10 @@ class Variable {
 struct Node {
   std::vector<Variable> inputs;
   std::function<void(const Tensor& grad_out, std::vector<Variable>& inputs)> backward;
+  // The closure only reads grad_out: it neither keeps it nor hands its buffer over as a gradient.
+  // backward(grad_output) from this node's output then passes the caller's tensor itself, not a
+  // copy, so the closure can tell which tensor it was called with (ops::LossGradient).
+  bool only_reads_grad_out = false;
 };
 
 // Wraps an op's output: records a Node when grad mode is on and any input requires grad.

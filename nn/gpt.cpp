@@ -105,17 +105,27 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
 }
 
-GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
+GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
+                         const ops::LossGradient* loss_gradient) const {
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
   ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
            "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
-  if (tp_.active()) return forward_tensor_parallel(idx, targets, dropout_gen);
-  Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
-  for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
-  x = ln_f_->forward(x);
+  ND_CHECK(!loss_gradient || targets, "GPT::forward: a loss_gradient without targets (no loss to seed)");
   Output out;
-  out.logits = ops::linear(x, wte_, Variable());
-  if (targets) out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
+  if (tp_.active()) {
+    out = forward_tensor_parallel(idx, targets, dropout_gen);
+  } else {
+    Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
+    for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
+    x = ln_f_->forward(x);
+    out.logits = ops::linear(x, wte_, Variable());
+    if (targets && loss_gradient)
+      out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size, *loss_gradient);
+    else if (targets)
+      out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
+  }
+  // Overwritten (or to be treated so whichever path ran): nobody may read them.
+  if (loss_gradient && loss_gradient->overwrite_logits) out.logits = Variable();
   return out;
 }
 

@@ -59,11 +59,18 @@ class GPT : public Module {
       const dist::TensorParallel& tp = {});
 
   struct Output {
-    Variable logits;  // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp
+    // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp; undefined
+    // when the loss_gradient asked for the logits to be overwritten by their gradient.
+    Variable logits;
     Variable loss;    // scalar mean cross-entropy, the same on every rank; undefined without targets
   };
   // idx (B, T) i32 on the model's device; targets (B, T) i32 (-1 = ignore) or nullptr.
-  Output forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const;
+  // loss_gradient (with targets only; null = none): the loss's backward seed, told in advance so
+  // that the loss writes the logits' gradient in its forward (ops::cross_entropy with a
+  // LossGradient; the tensor-parallel loss does not use it). With overwrite_logits the gradient is
+  // written over the logits and Output::logits is left undefined, whichever path ran.
+  Output forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
+                 const ops::LossGradient* loss_gradient = nullptr) const;
 
   const GPTConfig& config() const { return config_; }
   Device device() const { return at_.device; }

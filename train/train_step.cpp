@@ -43,6 +43,7 @@ TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataPara
     targets_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
   }
   loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, model.dtype(), device_);
+  loss_gradient_ = {loss_scale_, /*overwrite_logits=*/true};
   losses_ = Tensor::zeros({options.grad_accum}, model.dtype(), device_);
   step_counter_ = Tensor::zeros({2}, DType::I32, device_);
   uploader_ = std::make_unique<PinnedUploader>(device_);
@@ -70,7 +71,7 @@ void TrainStep::enqueue(Generator& dropout_gen) {
   }
   const int accum = options_.grad_accum;
   for (int micro = 0; micro < accum; ++micro) {
-    nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen);
+    nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen, &loss_gradient_);
     losses_.narrow(micro, 1).view(Shape{}).copy_from(out.loss.data());
     if (ddp_) ddp_->prepare_backward(micro == accum - 1);
     out.loss.backward(loss_scale_);

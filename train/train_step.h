@@ -1,6 +1,7 @@
 // One optimizer step, the same sequence on every device: the micro-batches go into fixed input
 // buffers, then zero_grad, and per micro-step forward, the DDP hook set-up and backward (the loss
-// seeded with 1/accum), then the gradient sync, clipping and AdamW. The micro-step losses land
+// seeded with 1/accum, a seed the loss is told in its forward so that it writes the logits' gradient
+// there), then the gradient sync, clipping and AdamW. The micro-step losses land
 // in one buffer on the model's device that is read back once per step. On a GPU the sequence
 // queues no host synchronisation, so after a few eager steps it is captured once as a CUDA graph
 // and replayed; the CPU runs it eagerly. Dropout's first Philox counter of the step is an input
@@ -62,6 +63,9 @@ class TrainStep {
   Device device_;
   std::vector<Tensor> inputs_, targets_;  // (B, T) i32 per micro-step, fixed addresses
   Tensor loss_scale_;                     // scalar 1/accum: each backward adds grad / accum
+  // loss_scale_ announced to the loss, which writes the logits' gradient over the logits in its
+  // forward (the step reads nothing but the loss).
+  ops::LossGradient loss_gradient_;
   Tensor losses_;                         // (accum) one loss per micro-step
   Tensor step_counter_;  // 8 bytes (2 x i32, a u64): the dropout generator's offset at the step's start
   uint64_t graph_draws_ = 0;  // dropout counters the captured step reserves

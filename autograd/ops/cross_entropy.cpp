@@ -3,8 +3,12 @@
 // from the input, the targets (shared, not copied: do not overwrite them before backward) and the
 // per-row log-sum-exp (N) and the count of counted rows that the forward kernel wrote. A target
 // outside the vocabulary is an nd::Error: at once on the CPU, at check_recorded_token_ids on the GPU.
+// With a LossGradient (the cross_entropy_grad fusion) the forward writes the logits' gradient too,
+// and the backward hands it over when it is seeded with the announced tensor.
 #include "autograd/dispatch.h"
+#include "autograd/fusions.h"
 #include "autograd/ops.h"
+#include "autograd/parallel_ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
 
@@ -33,6 +37,20 @@ CrossEntropyDims cross_entropy_dims(const Tensor& logits, const Tensor& targets,
   return {targets.numel(), Vp, V};
 }
 
+void check_seed(const Tensor& seed, const Tensor& logits) {
+  ND_CHECK(seed.defined(), "cross_entropy: the LossGradient's seed is undefined");
+  ND_CHECK(seed.shape() == Shape{}, "cross_entropy: the LossGradient's seed must be a scalar (shape []) like the "
+                                    "loss, got " << seed.str());
+  check_dtype(seed, logits.dtype(), "cross_entropy: the LossGradient's seed");
+  check_device(seed, logits.device(), "cross_entropy: the LossGradient's seed");
+}
+
+// The backward was seeded with the very tensor the forward scaled by (not a copy: the engine
+// passes it itself, Node::only_reads_grad_out), so the written gradient is the gradient.
+bool is_seed(const Tensor& grad_out, const Tensor& seed) {
+  return grad_out.shares_storage(seed) && grad_out.raw_data() == seed.raw_data();
+}
+
 }  // namespace
 
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab) {
@@ -55,6 +73,49 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
                                       grad_out.data<scalar_t>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp, d.V);
     });
   });
+}
+
+Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab,
+                       const LossGradient& gradient) {
+  const Tensor& x = logits.data();
+  check_seed(gradient.seed, x);
+  if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
+    return cross_entropy(logits, targets, valid_vocab);
+  const CrossEntropyDims d = cross_entropy_dims(x, targets, valid_vocab);
+  const bool in_place = gradient.overwrite_logits;
+  const Tensor seed = gradient.seed;
+  Tensor dlogits = in_place ? x : Tensor::empty(x.shape(), x.dtype(), x.device());
+  Tensor loss = Tensor::empty({}, x.dtype(), x.device());
+  Tensor saved = Tensor::empty({d.N + 1}, stat_dtype(x.dtype()), x.device());  // as cross_entropy's
+  ND_DISPATCH_KERNEL(x, "cross_entropy with grad", {
+    StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+    backend::cross_entropy_forward_with_grad(x.data<scalar_t>(), targets.data<int32_t>(), seed.data<scalar_t>(),
+                                             loss.data<scalar_t>(), lse, lse + d.N, dlogits.data<scalar_t>(), d.N,
+                                             d.Vp, d.V);
+  });
+  Variable result = make_result(loss, {logits}, [targets, saved, d, seed, dlogits, in_place](
+                                                    const Tensor& grad_out, std::vector<Variable>& inputs) {
+    if (is_seed(grad_out, seed)) {
+      pass_gradient(dlogits, inputs[0]);
+      return;
+    }
+    if (in_place) {
+      ND_DISPATCH_KERNEL(dlogits, "cross_entropy backward rescale",
+                         backend::cross_entropy_rescale_grad(grad_out.data<scalar_t>(), seed.data<scalar_t>(),
+                                                             dlogits.data<scalar_t>(), dlogits.numel()));
+      pass_gradient(dlogits, inputs[0]);
+      return;
+    }
+    const Tensor& x = inputs[0].data();  // intact: the gradient went to its own buffer
+    const GradSlot slot = inputs[0].grad_slot();
+    ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
+      const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+      backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
+                                      grad_out.data<scalar_t>(), grad_dest<scalar_t>(slot), d.N, d.Vp, d.V);
+    });
+  });
+  result.grad_fn()->only_reads_grad_out = true;
+  return result;
 }
 
 }  // namespace nd::ops

@@ -1,5 +1,6 @@
 // CPU fused cross-entropy, parallel over rows. Forward keeps only the per-row log-sum-exp; backward
 // rebuilds the softmax from the logits and it, so no (N, Vp) probability buffer is ever stored.
+// The forward with the gradient does both in one pass over each row.
 #include "kernels/cpu/cross_entropy.h"
 
 #include <algorithm>
@@ -65,6 +66,47 @@ void cross_entropy_backward(const T* logits, const int32_t* targets, const StatT
   }
 }
 
+template <typename T>
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
+                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
+                                     int64_t V) {
+  ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
+  const int64_t counted = count_cross_entropy_targets(targets, N, V);
+  // cross_entropy_backward's factor, from the same numbers, so the two paths agree bit for bit.
+  const T counted_t = static_cast<T>(counted);
+  const T factor = counted > 0 ? *dloss / counted_t : T(0);
+  double total = 0;
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (int64_t row = 0; row < N; ++row) {
+    const T* x = logits + row * Vp;
+    T* dx = dlogits + row * Vp;  // may be x: each element is read before it is written
+    T row_max = x[0];
+    for (int64_t j = 1; j < V; ++j) row_max = std::max(row_max, x[j]);
+    T sum = 0;
+    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - row_max);
+    const T lse = row_max + std::log(sum);
+    row_lse[row] = lse;
+    const int32_t target = targets[row];
+    if (target == -1) {
+      std::fill(dx, dx + Vp, T(0));
+      continue;
+    }
+    total += static_cast<double>(lse - x[target]);
+    for (int64_t j = 0; j < V; ++j) dx[j] = std::exp(x[j] - lse) * factor;
+    std::fill(dx + V, dx + Vp, T(0));
+    dx[target] -= factor;
+  }
+  *loss = counted > 0 ? static_cast<T>(total / static_cast<double>(counted)) : T(0);
+  *count = counted_t;
+}
+
+template <typename T>
+void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n) {
+  const T factor = *dloss / *announced;  // announced 0: the gradient was lost, NaN says so
+#pragma omp parallel for schedule(static)
+  for (int64_t i = 0; i < n; ++i) dlogits[i] *= factor;
+}
+
 template void cross_entropy_forward<float>(const float*, const int32_t*, float*, float*, float*, int64_t, int64_t,
                                            int64_t);
 template void cross_entropy_forward<double>(const double*, const int32_t*, double*, double*, double*, int64_t, int64_t,
@@ -73,5 +115,12 @@ template void cross_entropy_backward<float>(const float*, const int32_t*, const 
                                             GradDest<float>, int64_t, int64_t, int64_t);
 template void cross_entropy_backward<double>(const double*, const int32_t*, const double*, const double*,
                                              const double*, GradDest<double>, int64_t, int64_t, int64_t);
+
+template void cross_entropy_forward_with_grad<float>(const float*, const int32_t*, const float*, float*, float*, float*,
+                                                     float*, int64_t, int64_t, int64_t);
+template void cross_entropy_forward_with_grad<double>(const double*, const int32_t*, const double*, double*, double*,
+                                                      double*, double*, int64_t, int64_t, int64_t);
+template void cross_entropy_rescale_grad<float>(const float*, const float*, float*, int64_t);
+template void cross_entropy_rescale_grad<double>(const double*, const double*, double*, int64_t);
 
 }  // namespace nd::cpu

@@ -1,5 +1,6 @@
 // CPU reference for the fused cross-entropy: log-softmax over the valid vocabulary and the
-// negative log-likelihood of the targets, averaged over the rows whose target is not -1.
+// negative log-likelihood of the targets, averaged over the rows whose target is not -1; the
+// gradient either in a backward pass or written by the forward itself.
 #pragma once
 #include <cstdint>
 
@@ -26,5 +27,20 @@ template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
                             const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
                             int64_t V);
+
+// The forward and the logits' gradient in one pass over the logits (the cross_entropy_grad fusion):
+// loss, row_lse and count as cross_entropy_forward writes them, and dlogits (N, Vp) =
+// (softmax(logits[row, :V]) - onehot(target)) * dloss / count, as cross_entropy_backward writes a
+// fresh buffer: zero rows for ignored targets, zero padding columns. dloss (1) is read from memory
+// when the kernel runs. dlogits may be logits itself: the gradient is then written over them.
+template <typename T>
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
+                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
+                                     int64_t V);
+
+// dlogits (n) *= dloss / announced (both (1), read from memory): the gradient that
+// cross_entropy_forward_with_grad wrote for dloss = announced, turned into the one for dloss.
+template <typename T>
+void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n);
 
 }  // namespace nd::cpu

@@ -1,7 +1,10 @@
 // Cross-entropy kernels: a block per row. The forward keeps a running (max, sum of exp) per thread
 // over 16-byte packs of the row, merges them across the block, and writes the row's lse and loss;
-// a one-block kernel then averages the row losses in a fixed order (deterministic).
+// a one-block kernel then averages the row losses in a fixed order (deterministic). The forward
+// with the gradient goes on to write the row's gradient from the same block, reading the row a
+// second time right after the first (from L2), so the logits cross DRAM once.
 #include "kernels/cuda/common.cuh"
+#include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/softmax_grad_row.cuh"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/token_errors.cuh"
@@ -37,13 +40,24 @@ __device__ __forceinline__ void fold(float& m, float& s, const float (&x)[kCount
   for (int k = 0; k < kCount; ++k) s += exp2f(x[k] - m);
 }
 
-// Block per row: writes row_lse (natural log) and row_loss (0 for ignored rows; NaN for bad targets,
-// which are also recorded).
+// Where the rows kernel writes the gradient (kWithGrad): dlogits (N, Vp), possibly the logits
+// themselves, = (softmax - onehot) * dloss / count, the count of counted rows already written.
 template <typename T>
+struct RowGradient {
+  const T* dloss;
+  const float* count;
+  T* dlogits;
+};
+
+// Block per row: writes row_lse (natural log) and row_loss (0 for ignored rows; NaN for bad targets,
+// which are also recorded); kWithGrad: then the row's gradient, as cross_entropy_backward_kernel
+// writes it into a fresh buffer. Every read of the row (the target's logit included) comes before
+// the barrier after which the gradient is written, so dlogits may be the logits.
+template <typename T, bool kWithGrad>
 __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* targets, float* row_lse, float* row_loss,
-                                          int64_t Vp, int64_t V, bool vec, TokenError* error) {
+                                          int64_t Vp, int64_t V, bool vec, TokenError* error, RowGradient<T> grad) {
   constexpr int kPack = Pack16<T>::kSize;
-  __shared__ float shared_m[32], shared_s[32];
+  __shared__ float shared_m[32], shared_s[32], shared_lse;
   int64_t r = blockIdx.x;
   const T* row = logits + r * Vp;
   float m = -INFINITY, s = 0.0f;
@@ -95,9 +109,44 @@ __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* target
       } else {
         row_loss[r] = lse - to_f32(row[t]);
       }
+      shared_lse = lse;
     }
   }
+  if constexpr (kWithGrad) {
+    __syncthreads();
+    const int32_t t = targets[r];
+    const bool counted = t >= 0 && t < V;  // invalid targets already made the loss NaN
+    const float scale = counted ? to_f32(*grad.dloss) / *grad.count : 0.0f;
+    softmax_grad_row(row, grad.dlogits + r * Vp, Vp, V, t, shared_lse, scale, counted, vec, false);
+  }
 }
+
+// One block: count = rows whose target is not -1, before the rows kernel that scales by it.
+__global__ void cross_entropy_count_kernel(const int32_t* targets, float* count, int64_t N) {
+  __shared__ float scratch[32];
+  float counted = 0.0f;
+  for (int64_t r = threadIdx.x; r < N; r += blockDim.x) counted += targets[r] != -1 ? 1.0f : 0.0f;
+  counted = block_sum(counted, scratch);
+  if (threadIdx.x == 0) *count = counted;
+}
+
+// dlogits *= dloss / announced, both read from device memory.
+template <typename T>
+struct RescaleOp {
+  const T* dloss;
+  const T* announced;
+  T* dlogits;
+  bool vec;
+  template <int kPack>
+  __device__ void pack(int64_t i) const {
+    const float factor = to_f32(*dloss) / to_f32(*announced);  // announced 0: NaN, the gradient was lost
+    float g[kPack];
+    load_f32<kPack>(dlogits + i, g, vec);
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) g[k] *= factor;
+    store_f32<kPack>(dlogits + i, g, vec);
+  }
+};
 
 // One block: loss = sum(row_loss) / count in a fixed order, count = rows whose target is not -1.
 template <typename T>
@@ -148,9 +197,8 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, Sta
   float* row_loss = N ? static_cast<float*>(device_alloc(N * sizeof(float), device)) : nullptr;
   bool vec = aligned16(logits) && (Vp * sizeof(T)) % 16 == 0;
   if (N) {
-    cross_entropy_rows_kernel<T>
-        <<<static_cast<unsigned>(N), kThreads, 0, stream>>>(logits, targets, row_lse, row_loss, Vp, V, vec,
-                                                             token_error_record());
+    cross_entropy_rows_kernel<T, false><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+        logits, targets, row_lse, row_loss, Vp, V, vec, token_error_record(), RowGradient<T>{});
     CUDA_CHECK(cudaGetLastError());
   }
   cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
@@ -171,11 +219,45 @@ void cross_entropy_backward(const T* logits, const int32_t* targets, const StatT
   CUDA_CHECK(cudaGetLastError());
 }
 
+template <typename T>
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
+                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
+                                     int64_t V, cudaStream_t stream) {
+  check_dims("cross_entropy_forward_with_grad", N, Vp, V);
+  ND_CHECK(loss && count && (N == 0 || (logits && targets && row_lse && dloss && dlogits)),
+           "cross_entropy_forward_with_grad: null pointer");
+  stream = stream_or_default(stream);
+  int device = current_cuda_device();
+  float* row_loss = N ? static_cast<float*>(device_alloc(N * sizeof(float), device)) : nullptr;
+  bool vec = aligned16(logits) && aligned16(dlogits) && (Vp * sizeof(T)) % 16 == 0;
+  cross_entropy_count_kernel<<<1, 1024, 0, stream>>>(targets, count, N);
+  CUDA_CHECK(cudaGetLastError());
+  if (N) {
+    cross_entropy_rows_kernel<T, true><<<static_cast<unsigned>(N), kThreads, 0, stream>>>(
+        logits, targets, row_lse, row_loss, Vp, V, vec, token_error_record(), RowGradient<T>{dloss, count, dlogits});
+    CUDA_CHECK(cudaGetLastError());
+  }
+  cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
+  CUDA_CHECK(cudaGetLastError());
+  if (row_loss) device_free(row_loss, device);  // reused only by later work on this stream
+}
+
+template <typename T>
+void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n, cudaStream_t stream) {
+  ND_CHECK(n >= 0, "cross_entropy_rescale_grad: negative size " << n);
+  if (n == 0) return;
+  ND_CHECK(dloss && announced && dlogits, "cross_entropy_rescale_grad: null pointer");
+  launch_elementwise<T>(n, RescaleOp<T>{dloss, announced, dlogits, aligned16(dlogits)}, stream_or_default(stream));
+}
+
 #define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                                \
   template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t,      \
                                          cudaStream_t);                                                                \
   template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, GradDest<T>, \
-                                          int64_t, int64_t, int64_t, cudaStream_t)
+                                          int64_t, int64_t, int64_t, cudaStream_t);                                    \
+  template void cross_entropy_forward_with_grad<T>(const T*, const int32_t*, const T*, T*, float*, float*, T*,        \
+                                                   int64_t, int64_t, int64_t, cudaStream_t);                           \
+  template void cross_entropy_rescale_grad<T>(const T*, const T*, T*, int64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
 
 }  // namespace nd::cuda

@@ -1,5 +1,6 @@
 // Fused cross-entropy on the GPU: one read of the logits in the forward (online max and sum of
-// exponentials per row), one read plus one write (or read-modify-write) of dlogits in the backward.
+// exponentials per row), one read plus one write (or read-modify-write) of dlogits in the backward;
+// or the forward with the gradient: one read of the logits and one write of dlogits in all.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -25,5 +26,21 @@ template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
                             const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
                             int64_t V, cudaStream_t stream = nullptr);
+
+// The forward and the logits' gradient in one kernel (the cross_entropy_grad fusion): loss, row_lse
+// and count as cross_entropy_forward writes them, and dlogits (N, Vp) = (softmax(row[:V]) -
+// onehot(target)) * dloss / count as cross_entropy_backward writes a fresh buffer (zero rows for
+// ignored targets, zero padding). dloss (1) is read from device memory when the kernel runs (no
+// host sync; a CUDA graph replay reads its current value). dlogits may be logits itself.
+template <typename T>
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
+                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
+                                     int64_t V, cudaStream_t stream = nullptr);
+
+// dlogits (n) *= dloss / announced (both (1) on the device): the gradient written for dloss =
+// announced, turned into the one for dloss.
+template <typename T>
+void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n,
+                                cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

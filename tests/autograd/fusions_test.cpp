@@ -1,4 +1,5 @@
-// The fusion switches (NANODIST_FUSIONS) and the residual_grad fusion of ops::add: float64
+// The fusion switches (NANODIST_FUSIONS) and the residual_grad fusion of ops::add (the
+// cross_entropy_grad fusion has its own test, cross_entropy_fusion_test.cpp): float64
 // gradients through residual adds whose first input is an op output, with the fusion on and off,
 // equal to each other, including an output added to itself and one read by two adds.
 #include <gtest/gtest.h>
@@ -22,22 +23,30 @@ TEST(Fusions, ParsesAllNoneAndLists) {
   EXPECT_TRUE(all.gelu_mlp && all.residual_grad);
   EXPECT_TRUE(also_all.gelu_mlp && also_all.residual_grad);
   EXPECT_FALSE(none.gelu_mlp || none.residual_grad);
+  EXPECT_TRUE(all.cross_entropy_grad && also_all.cross_entropy_grad);
+  EXPECT_FALSE(none.cross_entropy_grad);
   Fusions mlp = parse_fusions("gelu_mlp");
   EXPECT_TRUE(mlp.gelu_mlp);
   EXPECT_FALSE(mlp.residual_grad);
+  EXPECT_FALSE(mlp.cross_entropy_grad);
   Fusions both = parse_fusions("residual_grad,gelu_mlp");
   EXPECT_TRUE(both.gelu_mlp && both.residual_grad);
+  Fusions loss = parse_fusions("cross_entropy_grad");
+  EXPECT_TRUE(loss.cross_entropy_grad);
+  EXPECT_FALSE(loss.gelu_mlp || loss.residual_grad);
   test::expect_error_mentioning([] { parse_fusions("gelu_mlp,fast"); }, {"NANODIST_FUSIONS", "'fast'", "gelu_mlp"});
+  test::expect_error_mentioning([] { parse_fusions("fast"); }, {"cross_entropy_grad"});
 }
 
 TEST(Fusions, ScopedFusionsRestoresThePreviousSwitches) {
   const Fusions before = fusions();
   {
     ScopedFusions off(parse_fusions("none"));
-    EXPECT_FALSE(fusions().gelu_mlp || fusions().residual_grad);
+    EXPECT_FALSE(fusions().gelu_mlp || fusions().residual_grad || fusions().cross_entropy_grad);
   }
   EXPECT_EQ(fusions().gelu_mlp, before.gelu_mlp);
   EXPECT_EQ(fusions().residual_grad, before.residual_grad);
+  EXPECT_EQ(fusions().cross_entropy_grad, before.cross_entropy_grad);
 }
 
 // g = gelu(x0) is an op output: the outer add hands its gradient buffer to (g + x1), the inner add

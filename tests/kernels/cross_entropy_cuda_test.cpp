@@ -1,5 +1,8 @@
 // CUDA fused cross-entropy against the CPU kernel through ops::cross_entropy: loss and dlogits,
-// padded vocabulary, ignored targets (-1), f32 and bf16.
+// padded vocabulary, ignored targets (-1), f32 and bf16. And the cross_entropy_grad fusion (the
+// forward writes dlogits for an announced seed) on the GPU against the unfused op on the GPU and
+// the fused op on the CPU: seeded with the announced tensor, with the logits kept or overwritten,
+// and seeded with another tensor (the fallback).
 #include "autograd/ops.h"
 #include "kernels/cuda_test_util.h"
 
@@ -35,6 +38,72 @@ TEST(CrossEntropyCuda, Bf16) {
   check_cross_entropy(DType::BF16, 2, 9, 384, 300);
   check_cross_entropy(DType::BF16, 1, 5, 65, 65);
   check_cross_entropy(DType::BF16, 2, 9, 384, 300, false);
+}
+
+// The GPU's fused and unfused paths do the same arithmetic per element (the same row reduction and
+// gradient formula), so they agree to rounding; the CPU (f32) is checked at the usual tolerance.
+Tolerance fused_vs_unfused(DType dtype) { return dtype == DType::F32 ? Tolerance{1e-6, 1e-6} : Tolerance{1e-3, 8e-3}; }
+
+void check_fused(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V, bool overwrite) {
+  const std::string what = std::string(dtype_name(dtype)) + " Vp " + std::to_string(Vp) +
+                           (overwrite ? " overwrite" : " own buffer");
+  Generator gen(fresh_seed());
+  std::vector<int32_t> t(B * T);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = i % 5 == 3 ? -1 : static_cast<int32_t>(gen.next_u64() % V);
+  Tensor targets = Tensor::from_vector(t, {B, T});
+  Tensor targets_gpu = targets.to(Device::cuda(0));
+  Tensor x = random_input({B, T, Vp}, gen, dtype, 3.0);
+  const double scale = 1.0 / 3.0;  // 1 / grad_accum
+  Tensor seed_cpu = Tensor::full(Shape{}, scale, DType::F32);
+  Tensor seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));
+  Tensor other_seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));  // same value, another tensor
+  Tolerance tight = fused_vs_unfused(dtype), tol = tolerance_for(dtype);
+
+  Variable unfused(on_gpu(x, dtype), true);
+  Variable unfused_loss = ops::cross_entropy(unfused, targets_gpu, V);
+  unfused_loss.backward(other_seed_gpu);
+
+  Variable fused(on_gpu(x, dtype), true);
+  poison_next_allocation({B, T, Vp}, dtype);  // the forward's dlogits buffer, when it has its own
+  Variable fused_loss = ops::cross_entropy(fused, targets_gpu, V, {seed_gpu, overwrite});
+  if (overwrite) expect_close(fused.data(), unfused.grad(), tight.atol_rel, tight.rtol, what + " overwritten logits");
+  poison_next_allocation({B, T, Vp}, dtype);  // the leaf's gradient buffer
+  fused_loss.backward(seed_gpu);
+  expect_close(fused_loss.data(), unfused_loss.data(), tight.atol_rel, tight.rtol, what + " loss");
+  expect_close(fused.grad(), unfused.grad(), tight.atol_rel, tight.rtol, what + " dlogits");
+
+  Variable cpu(x.clone(), true);
+  Variable cpu_loss = ops::cross_entropy(cpu, targets, V, {seed_cpu, overwrite});
+  cpu_loss.backward(seed_cpu);
+  expect_close(fused_loss.data(), cpu_loss.data(), tol.atol_rel, tol.rtol, what + " loss against the CPU");
+  expect_close(fused.grad(), cpu.grad(), tol.atol_rel, tol.rtol, what + " dlogits against the CPU");
+
+  // Seeded with another value: recomputed from the logits, or the overwritten ones rescaled.
+  Tensor grad = Tensor::full(Shape{}, 0.7, dtype, Device::cuda(0));
+  Variable plain(on_gpu(x, dtype), true), fallback(on_gpu(x, dtype), true);
+  ops::cross_entropy(plain, targets_gpu, V).backward(grad);
+  ops::cross_entropy(fallback, targets_gpu, V, {seed_gpu, overwrite}).backward(grad);
+  // A rescaled bf16 gradient rounds twice.
+  const Tolerance fallback_tol = overwrite && dtype != DType::F32 ? tol : tight;
+  expect_close(fallback.grad(), plain.grad(), fallback_tol.atol_rel, fallback_tol.rtol, what + " fallback dlogits");
+}
+
+TEST(CrossEntropyCuda, FusedGradientF32) {
+  ND_SKIP_WITHOUT_GPU();
+  for (bool overwrite : {false, true}) {
+    check_fused(DType::F32, 2, 9, 256, 200, overwrite);
+    check_fused(DType::F32, 3, 4, 67, 65, overwrite);  // rows not 16-byte aligned: scalar path
+    check_fused(DType::F32, 1, 3, 50304, 50257, overwrite);  // GPT-2's padded vocabulary
+  }
+}
+
+TEST(CrossEntropyCuda, FusedGradientBf16) {
+  ND_SKIP_WITHOUT_GPU();
+  for (bool overwrite : {false, true}) {
+    check_fused(DType::BF16, 2, 9, 384, 300, overwrite);
+    check_fused(DType::BF16, 1, 5, 65, 65, overwrite);
+    check_fused(DType::BF16, 1, 3, 50304, 50257, overwrite);
+  }
 }
 
 }  // namespace

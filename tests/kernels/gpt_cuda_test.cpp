@@ -1,7 +1,8 @@
 // The whole GPT on the GPU against the same GPT on the CPU: identical initial weights (same seed),
 // same batch and dropout masks; f32 must match in loss and every parameter gradient (through two
 // layers the rounding differences compound, hence 1e-4), bf16 in the loss to 1e-2. And the GPU model
-// with every fusion (autograd/fusions.h) against itself with none: bf16 loss and gradients.
+// with every fusion (autograd/fusions.h) against itself with none: bf16 loss and gradients; and
+// the trainer's seeded micro-steps with the loss told its seed against the plain forward.
 #include "autograd/fusions.h"
 #include "kernels/cuda_test_util.h"
 #include "nn/gpt.h"
@@ -100,6 +101,51 @@ TEST(GptCuda, Bf16FusedMatchesUnfused) {
   for (size_t i = 0; i < runs[0].second.size(); ++i)
     expect_close(runs[0].second[i].second.grad(), runs[1].second[i].second.grad(), 3e-2, 3e-2,
                  "fused against unfused grad of " + runs[0].second[i].first);
+}
+
+// The trainer's micro-steps (grad_accum 3, each loss seeded with the same 1/3 tensor), the loss told
+// its seed and overwriting the logits (cross_entropy_grad) against the plain forward, whose seed is
+// another tensor: every micro-step loss and every parameter gradient.
+void check_announced_seed(DType dtype, double tol) {
+  uint64_t seed = fresh_seed();
+  Generator gen(seed);
+  nn::GPTConfig config = tiny_config();
+  std::vector<Batch> batches;
+  for (int micro = 0; micro < 3; ++micro) batches.push_back(random_batch(2, 64, config.vocab_size, gen));
+  std::vector<std::pair<std::vector<double>, nn::NamedParameters>> runs;
+  for (bool announced : {true, false}) {
+    Generator init(seed + 1), dropout_gen(seed + 2);
+    nn::GPT model(config, init, Device::cuda(0), dtype);
+    const Tensor loss_scale = Tensor::full(Shape{}, 1.0 / 3.0, dtype, Device::cuda(0));
+    const ops::LossGradient told{loss_scale, true};
+    std::vector<double> losses;
+    model.zero_grad();
+    for (const Batch& b : batches) {
+      Tensor idx = b.idx.to(model.device()), targets = b.targets.to(model.device());
+      nn::GPT::Output out = model.forward(idx, &targets, dropout_gen, announced ? &told : nullptr);
+      EXPECT_EQ(out.logits.defined(), !announced);
+      out.loss.backward(announced ? loss_scale : Tensor::full(Shape{}, 1.0 / 3.0, dtype, Device::cuda(0)));
+      losses.push_back(out.loss.data().item());
+    }
+    runs.emplace_back(losses, model.named_parameters());
+  }
+  const std::string what = std::string(dtype_name(dtype)) + " announced seed against plain";
+  for (size_t m = 0; m < runs[0].first.size(); ++m)
+    EXPECT_NEAR(runs[0].first[m], runs[1].first[m], tol * std::abs(runs[1].first[m])) << what << " loss " << m;
+  ASSERT_EQ(runs[0].second.size(), runs[1].second.size());
+  for (size_t i = 0; i < runs[0].second.size(); ++i)
+    expect_close(runs[0].second[i].second.grad(), runs[1].second[i].second.grad(), tol, tol,
+                 what + " grad of " + runs[0].second[i].first);
+}
+
+TEST(GptCuda, F32AnnouncedLossSeedMatchesPlain) {
+  ND_SKIP_WITHOUT_GPU();
+  check_announced_seed(DType::F32, 1e-5);
+}
+
+TEST(GptCuda, Bf16AnnouncedLossSeedMatchesPlain) {
+  ND_SKIP_WITHOUT_GPU();
+  check_announced_seed(DType::BF16, 1e-2);
 }
 
 }  // namespace
