@@ -41,7 +41,21 @@ std::string stats_json(const SeedStats& s) {
 
 std::string step_or_null(int64_t step) { return step < 0 ? "null" : std::to_string(step); }
 
-void aggregate(AblationVariant& v, const SeedStats* control_final, double unigram) {
+// Each seed's run verdict and summary, and the final val losses: what judge_variant reads.
+VariantRuns variant_runs(const AblationVariant& v) {
+  VariantRuns out;
+  for (const AblationRun& run : v.runs) {
+    Judgement j = run.judgement;
+    j.why = "seed " + std::to_string(run.seed) + ": " + j.why;
+    out.runs.push_back(j);
+    out.summaries.push_back(run.summary);
+  }
+  out.final_val = v.final_val;
+  return out;
+}
+
+// `control` is nullptr for the control itself, which is aggregated first.
+void aggregate(AblationVariant& v, const AblationVariant* control_variant, double unigram) {
   std::vector<double> best, final_val, norms;
   int64_t steps = 0, zeros = 0;
   for (AblationRun& run : v.runs) {
@@ -67,46 +81,57 @@ void aggregate(AblationVariant& v, const SeedStats* control_final, double unigra
   v.grad_norm_max = n == 0 ? kNaN : norms.back();
   v.zero_grad_share = steps == 0 ? 0.0 : static_cast<double>(zeros) / static_cast<double>(steps);
 
-  const SeedStats& control = control_final ? *control_final : v.final_val;
+  const SeedStats& control = control_variant ? control_variant->final_val : v.final_val;
   v.diff_pct = v.final_val.finite && control.finite ? 100.0 * (v.final_val.mean - control.mean) / control.mean : kNaN;
   const double spread = pooled_spread(v.final_val, control);
   v.diff_spreads = std::isfinite(v.diff_pct) && spread > 0 ? (v.final_val.mean - control.mean) / spread : kNaN;
 
-  std::vector<Judgement> judgements;
-  for (const AblationRun& run : v.runs) {
-    Judgement j = run.judgement;
-    j.why = "seed " + std::to_string(run.seed) + ": " + j.why;
-    judgements.push_back(j);
-  }
-  v.judgement = judge_variant(judgements, v.final_val, control, control_final == nullptr);
+  const VariantRuns own = variant_runs(v);
+  v.judgement = control_variant ? judge_variant(own, variant_runs(*control_variant), false)
+                                : judge_variant(own, own, true);
   if (v.judgement.verdict == Verdict::Ok) v.judgement.why = "trains";
+}
+
+// "0 / 16 / 2": a variant's gradient-norm spikes, seed by seed in the order of the header.
+std::string spikes_per_seed(const AblationVariant& v) {
+  std::string out;
+  for (size_t k = 0; k < v.runs.size(); ++k) out += (k ? " / " : "") + std::to_string(v.runs[k].summary.grad_spikes);
+  return out.empty() ? "-" : out;
 }
 
 std::string markdown(const AblationReport& report) {
   std::ostringstream md;
   const AblationVariant& control = report.variants.front();
+  std::string seeds;
+  for (size_t k = 0; k < control.runs.size(); ++k) seeds += (k ? " / " : "") + std::to_string(control.runs[k].seed);
   md << "# Ablation against a control\n\n"
-     << control.runs.size() << " seed(s) per variant; same data order and initialisation per seed across "
-     << "variants. Unigram baseline (val loss of token frequencies alone): " << fixed(report.unigram_loss) << ".\n\n"
+     << control.runs.size() << " seed(s) per variant (" << seeds << "); same data order and initialisation per seed "
+     << "across variants. Unigram baseline (val loss of token frequencies alone): " << fixed(report.unigram_loss)
+     << ".\n\n"
      << "| variant | overrides | verdict | final val loss | best val loss | vs control | in seed spreads | "
-     << "first non-finite step | grad norm median / max | zero-grad steps | why |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+     << "first non-finite step | grad norm median / max | grad-norm spikes per seed (" << seeds << ") | "
+     << "zero-grad steps | why |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const AblationVariant& v : report.variants) {
     md << "| " << v.name << " | " << (v.settings.empty() ? "(base)" : v.settings) << " | **"
        << verdict_name(v.judgement.verdict) << "** | " << fixed(v.final_val.mean) << " ± "
        << fixed(v.final_val.spread) << " | " << fixed(v.best_val.mean) << " ± " << fixed(v.best_val.spread) << " | "
        << fixed(v.diff_pct, "%+.2f%%") << " | " << fixed(v.diff_spreads, "%+.1f") << " | "
        << (v.first_nonfinite_step < 0 ? "-" : std::to_string(v.first_nonfinite_step)) << " | "
-       << fixed(v.grad_norm_median, "%.3g") << " / " << fixed(v.grad_norm_max, "%.3g") << " | "
-       << fixed(100.0 * v.zero_grad_share, "%.0f%%") << " | " << v.judgement.why << " |\n";
+       << fixed(v.grad_norm_median, "%.3g") << " / " << fixed(v.grad_norm_max, "%.3g") << " | " << spikes_per_seed(v)
+       << " | " << fixed(100.0 * v.zero_grad_share, "%.0f%%") << " | " << v.judgement.why << " |\n";
   }
   md << "\nVerdicts (experiments/verdict.h): diverged = a non-finite loss or the loss ending above "
      << kDivergedRise << "x its start; dead = gradient norm zero on " << 100 * kDeadZeroShare
      << "% of steps, the loss moving less than " << 100 * kFrozenRelativeChange
-     << "%, or a final val loss above " << 100 * kUnigramShare << "% of the unigram baseline; unstable = at least "
-     << kMinSpikes << " gradient-norm spikes above " << kSpikeFactor << "x the median; silent = trains, but the "
-     << "final val loss is worse than the control's by more than " << kSilentSpreads << " pooled seed spreads and "
-     << 100 * kSilentMinRelative << "%.\n";
+     << "%, or a final val loss above " << 100 * kUnigramShare << "% of the unigram baseline; unstable = on more "
+     << "than half of the seeds, at least " << kMinSpikes << " gradient-norm spikes above " << kSpikeFactor
+     << "x the run's median (counted after the first " << 100 * kSettleShare << "% of steps, at least "
+     << 100 * kSpikeShare << "% of them) and at least " << kSpikeControlRatio
+     << "x the control's spikes on the same seed; silent = trains, but the final val loss is worse than the "
+     << "control's by more than " << kSilentSpreads << " pooled seed spreads and " << 100 * kSilentMinRelative
+     << "%. The control is judged diverged, dead or ok only: unstable and silent are measured against it, and its "
+     << "spikes per seed are the baseline.\n";
   return md.str();
 }
 
@@ -132,8 +157,9 @@ std::string json(const AblationReport& report) {
          << ",\"grad_norm_median\":" << json_number(r.summary.grad_norm_median)
          << ",\"grad_norm_max\":" << json_number(r.summary.grad_norm_max)
          << ",\"zero_grad_share\":" << json_number(r.summary.zero_grad_share)
-         << ",\"grad_spikes\":" << r.summary.grad_spikes << ",\"verdict\":\"" << verdict_name(r.judgement.verdict)
-         << "\",\"why\":" << json_string(r.judgement.why) << "}";
+         << ",\"grad_spikes\":" << r.summary.grad_spikes
+         << ",\"spike_steps_counted\":" << r.summary.spike_steps_counted << ",\"verdict\":\""
+         << verdict_name(r.judgement.verdict) << "\",\"why\":" << json_string(r.judgement.why) << "}";
     }
     js << "]}";
   }
@@ -151,7 +177,7 @@ AblationReport build_ablation_report(const std::string& out_dir, std::vector<Abl
   for (AblationVariant& v : variants)
     for (AblationRun& run : v.runs) run.metrics = read_run_metrics(out_dir + "/" + run.dir + "/metrics.jsonl");
   aggregate(variants[0], nullptr, unigram_loss);
-  for (size_t i = 1; i < variants.size(); ++i) aggregate(variants[i], &variants[0].final_val, unigram_loss);
+  for (size_t i = 1; i < variants.size(); ++i) aggregate(variants[i], &variants[0], unigram_loss);
   report.variants = std::move(variants);
   return report;
 }

@@ -1,6 +1,6 @@
 // The ablation report: per variant the val losses over seeds, the difference from the control
-// (percent and seed spreads), the first non-finite step, gradient-norm statistics and the
-// verdict (verdict.h), written as OUT/report.md and OUT/report.json.
+// (percent and seed spreads), the first non-finite step, gradient-norm statistics, each seed's
+// gradient-norm spikes and the verdict (verdict.h), written as OUT/report.md and OUT/report.json.
 #pragma once
 #include <cstdint>
 #include <string>

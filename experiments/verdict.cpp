@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <limits>
 
+#include "tensor/error.h"
+
 namespace nd::experiments {
 namespace {
 
@@ -26,6 +28,12 @@ std::string format(const char* fmt, double a, double b = 0, double c = 0) {
 
 // The last tenth of n records, at least one.
 size_t tail_count(size_t n) { return std::max<size_t>(1, n / 10); }
+
+// Spikes per counted step: counts of runs of different lengths compare as rates.
+double spike_rate(const RunSummary& r) {
+  return r.spike_steps_counted > 0 ? static_cast<double>(r.grad_spikes) / static_cast<double>(r.spike_steps_counted)
+                                   : 0.0;
+}
 
 }  // namespace
 
@@ -106,23 +114,35 @@ bool is_dead(const RunSummary& r, double unigram_loss, std::string* why) {
   return false;
 }
 
-bool is_unstable(const RunSummary& r, std::string* why) {
-  if (r.grad_spikes >= kMinSpikes &&
-      static_cast<double>(r.grad_spikes) >= kSpikeShare * static_cast<double>(r.spike_steps_counted)) {
-    *why = format("%.0f gradient-norm spikes above %.0fx the median %.3g", static_cast<double>(r.grad_spikes),
-                  kSpikeFactor, r.grad_norm_median);
-    return true;
-  }
-  return false;
-}
-
 Judgement judge_run(const RunSummary& r, double unigram_loss) {
   Judgement j;
   if (is_diverged(r, &j.why)) j.verdict = Verdict::Diverged;
   else if (is_dead(r, unigram_loss, &j.why)) j.verdict = Verdict::Dead;
-  else if (is_unstable(r, &j.why)) j.verdict = Verdict::Unstable;
   else j.why = "trains";
   return j;
+}
+
+bool spikes_repeatedly(const RunSummary& r) {
+  return r.grad_spikes >= kMinSpikes &&
+         static_cast<double>(r.grad_spikes) >= kSpikeShare * static_cast<double>(r.spike_steps_counted);
+}
+
+bool is_unstable(const std::vector<RunSummary>& variant, const std::vector<RunSummary>& control, std::string* why) {
+  ND_CHECK(variant.size() == control.size(), "the unstable rule compares seed by seed, but the variant has "
+                                                 << variant.size() << " run(s) and the control " << control.size());
+  size_t beyond = 0;
+  std::string own, theirs;
+  for (size_t k = 0; k < variant.size(); ++k) {
+    const RunSummary &v = variant[k], &c = control[k];
+    if (spikes_repeatedly(v) && spike_rate(v) >= kSpikeControlRatio * spike_rate(c)) ++beyond;
+    own += (k ? ", " : "") + std::to_string(v.grad_spikes);
+    theirs += (k ? ", " : "") + std::to_string(c.grad_spikes);
+  }
+  if (variant.empty() || 2 * beyond <= variant.size()) return false;
+  *why = "gradient-norm spikes above " + format("%.0fx", kSpikeFactor) + " the median on " + std::to_string(beyond) +
+         " of " + std::to_string(variant.size()) + " seeds, each at least " + format("%.0fx", kSpikeControlRatio) +
+         " the control's: " + own + " vs the control's " + theirs;
+  return true;
 }
 
 SeedStats seed_stats(const std::vector<double>& values) {
@@ -158,14 +178,14 @@ bool is_silent(const SeedStats& v, const SeedStats& c, std::string* why) {
   return false;
 }
 
-Judgement judge_variant(const std::vector<Judgement>& runs, const SeedStats& variant_final,
-                        const SeedStats& control_final, bool is_control) {
+Judgement judge_variant(const VariantRuns& variant, const VariantRuns& control, bool is_control) {
   Judgement worst;
   worst.why = "trains";
-  for (const Judgement& j : runs)
+  for (const Judgement& j : variant.runs)
     if (static_cast<int>(j.verdict) > static_cast<int>(worst.verdict)) worst = j;
   if (worst.verdict != Verdict::Ok || is_control) return worst;
-  if (is_silent(variant_final, control_final, &worst.why)) worst.verdict = Verdict::Silent;
+  if (is_unstable(variant.summaries, control.summaries, &worst.why)) worst.verdict = Verdict::Unstable;
+  else if (is_silent(variant.final_val, control.final_val, &worst.why)) worst.verdict = Verdict::Silent;
   return worst;
 }
 

@@ -6,8 +6,8 @@
 #      noisily. Also no-residual at 1 and 2 layers, printed for the depth at which it stalls.
 #   2. large_batch: no warmup at a large batch is silent (trains, no NaN, ends worse than the
 #      control beyond the seed spread); lr x100 with AdamW does not diverge but ends worse.
-#   3. ladder: six sizes (1x32 to 3x80, lr ~ 1/width, under five passes over the data) at 20
-#      tokens/param fit L = E + a N^-alpha with every point within 2.5%, alpha with its interval.
+#   3. ladder: six sizes (1x32 to 3x80, lr ~ 1/width but 2x32 at 8e-3, under five passes over the
+#      data) at 20 tokens/param fit L = E + a N^-alpha with every point within 2.5%, alpha's interval.
 #   4. starved_ladder: a ladder whose largest model is starved of tokens shows the break.
 # Then plots (scripts/plot_experiment.py) and one PASS/FAIL line per finding; exits 1 if any fails.
 #
@@ -76,7 +76,8 @@ check(nl["verdict"] not in ("dead", "diverged") and noisy,
 
 b = ablation("large_batch")
 for v in b.values():
-    print(f"   {v['name']}: {v['verdict']} ({v['why']}), diff {v['diff_pct']}%")
+    spikes = " / ".join(str(r["grad_spikes"]) for r in v["runs"])
+    print(f"   {v['name']}: {v['verdict']} ({v['why']}), diff {v['diff_pct']}%, grad-norm spikes per seed {spikes}")
 check(b["no-warmup"]["verdict"] == "silent", "no warmup at a large batch is silent")
 x = b["lr-x100"]
 check(x["first_nonfinite_step"] is None and x["verdict"] != "diverged" and (x["diff_pct"] or 0) > 0,

@@ -52,6 +52,7 @@ TEST_F(AblateTest, ReportMatchesTheRunsAndRerunsSkipFinishedOnes) {
     const size_t at = json.find("\"name\":\"" + std::string(name) + "\"");
     ASSERT_NE(at, std::string::npos) << name;
     std::vector<double> finals, bests, all_norms;
+    std::string spikes_cell = "| ";
     for (int k = 0; k < 2; ++k) {
       const std::string run_dir = out + "/" + name + "/seed" + std::to_string(k);
       RunFile run = read_run_file(run_dir + "/metrics.jsonl");
@@ -68,6 +69,13 @@ TEST_F(AblateTest, ReportMatchesTheRunsAndRerunsSkipFinishedOnes) {
                 std::string::npos);
       EXPECT_NEAR(number_after(json, "final_val_loss", run_at), run.val_losses.back(), 1e-6);
       EXPECT_NEAR(number_after(json, "grad_norm_median", run_at), median(run.grad_norms), 1e-6);
+      // Spikes: norms above 5x the median of the steps after the first tenth (2 of 24).
+      const std::vector<double> settled(run.grad_norms.begin() + 2, run.grad_norms.end());
+      const double settled_median = median(settled);
+      const auto spikes = std::count_if(settled.begin(), settled.end(), [&](double n) { return n > 5 * settled_median; });
+      EXPECT_EQ(number_after(json, "grad_spikes", run_at), static_cast<double>(spikes));
+      EXPECT_EQ(number_after(json, "spike_steps_counted", run_at), 22.0);
+      spikes_cell += (k ? " / " : "") + std::to_string(spikes);
       EXPECT_TRUE(fs::exists(run_dir + "/train.log"));
     }
     EXPECT_NEAR(number_after(json, "mean", json.find("\"final_val_loss\"", at)), mean(finals), 1e-6) << name;
@@ -85,6 +93,13 @@ TEST_F(AblateTest, ReportMatchesTheRunsAndRerunsSkipFinishedOnes) {
       const double pooled = std::sqrt(0.5 * (control_sd * control_sd + sample_sd(finals) * sample_sd(finals)));
       EXPECT_NEAR(number_after(json, "diff_spreads", at), (mean(finals) - control_mean) / pooled, 1e-4);
     }
+    // report.md shows each seed's spikes in the row of the variant.
+    const std::string md = read_text(out + "/report.md");
+    const size_t row = md.find("\n| " + std::string(name) + " | ");
+    ASSERT_NE(row, std::string::npos) << md;
+    const std::string row_text = md.substr(row + 1, md.find('\n', row + 1) - row - 1);
+    EXPECT_NE(row_text.find(spikes_cell + " |"), std::string::npos) << row_text << " lacks " << spikes_cell;
+    EXPECT_NE(md.find("grad-norm spikes per seed (1337 / 1338)"), std::string::npos) << md;
     const size_t verdict = json.find("\"verdict\":\"", at) + 11;
     const std::string v = json.substr(verdict, json.find('"', verdict) - verdict);
     EXPECT_TRUE(v == "ok" || v == "silent" || v == "unstable" || v == "dead" || v == "diverged") << v;
