@@ -10,6 +10,20 @@
 
 namespace nd::cpu {
 
+namespace {
+
+// log(sum_j exp(x[j])) over the row's V valid columns, shifted by the row's maximum.
+template <typename T>
+T row_logsumexp(const T* x, int64_t V) {
+  T row_max = x[0];
+  for (int64_t j = 1; j < V; ++j) row_max = std::max(row_max, x[j]);
+  T sum = 0;
+  for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - row_max);
+  return row_max + std::log(sum);
+}
+
+}  // namespace
+
 int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V) {
   // Serial on purpose: the check throws, which must not happen inside an OpenMP region.
   int64_t count = 0;
@@ -33,11 +47,7 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, Sta
 #pragma omp parallel for reduction(+ : total) schedule(static)
   for (int64_t row = 0; row < N; ++row) {
     const T* x = logits + row * Vp;
-    T row_max = x[0];
-    for (int64_t j = 1; j < V; ++j) row_max = std::max(row_max, x[j]);
-    T sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - row_max);
-    const T lse = row_max + std::log(sum);
+    const T lse = row_logsumexp(x, V);
     row_lse[row] = lse;
     if (targets[row] != -1) total += static_cast<double>(lse - x[targets[row]]);
   }
@@ -80,11 +90,7 @@ void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, co
   for (int64_t row = 0; row < N; ++row) {
     const T* x = logits + row * Vp;
     T* dx = dlogits + row * Vp;  // may be x: each element is read before it is written
-    T row_max = x[0];
-    for (int64_t j = 1; j < V; ++j) row_max = std::max(row_max, x[j]);
-    T sum = 0;
-    for (int64_t j = 0; j < V; ++j) sum += std::exp(x[j] - row_max);
-    const T lse = row_max + std::log(sum);
+    const T lse = row_logsumexp(x, V);
     row_lse[row] = lse;
     const int32_t target = targets[row];
     if (target == -1) {

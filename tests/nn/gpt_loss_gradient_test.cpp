@@ -9,17 +9,14 @@
 #include <vector>
 
 #include "nn/gpt.h"
+#include "nn/tiny_gpt.h"
 
 namespace nd::nn {
 namespace {
 
+// The nn tests' tiny GPT with padding columns and dropout, both of which the fused loss must handle.
 GPTConfig tiny_config() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.block_size = 8;
-  c.vocab_size = 11;
+  GPTConfig c = testing::tiny_gpt_config();
   c.padded_vocab_size = 16;
   c.dropout = 0.1f;
   return c;

@@ -8,19 +8,13 @@
 #include "common/gradcheck.h"
 #include "kernels/cpu/adamw.h"
 #include "nn/gpt.h"
+#include "nn/tiny_gpt.h"
 
 namespace nd::nn {
 namespace {
 
-GPTConfig tiny_config() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.block_size = 8;
-  c.vocab_size = 11;
-  return c;
-}
+using testing::tiny_gpt_config;
+GPTConfig tiny_config() { return tiny_gpt_config(); }
 
 Tensor random_tokens(const Shape& shape, int vocab, uint64_t seed) {
   Generator g(seed);
