@@ -60,6 +60,9 @@ def main():
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    for name in ("train.bin", "val.bin"):
+        if not os.path.isfile(os.path.join(args.data, name)):
+            sys.exit(f"train_torch.py: error: no {name} in {args.data} (make it with nanodist prepare)")
     train = read_token_file(os.path.join(args.data, "train.bin"))
     val = read_token_file(os.path.join(args.data, "val.bin"))
     vocab = int(max(train.max(), val.max())) + 1
