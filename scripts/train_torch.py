@@ -4,7 +4,8 @@
 an independent second implementation to hold a nanodist finding against. Random windows of the
 train split, AdamW (weight decay 0.1 on matrices), linear warmup then cosine decay to --min-lr,
 gradient clipping at 1.0; every --eval-interval steps the mean loss of --eval-iters random val
-windows. Prints one line per eval and a last JSON line ("train_torch: {...}").
+windows. Prints one line per eval and a last JSON line ("train_torch: {...}"). Runs on the CPU;
+installs torch with pip when it is missing.
 
   python3 scripts/train_torch.py --data DIR --n-layer 12 --n-embd 32 --n-head 2 --block-size 32 \\
       --batch-size 16 --lr 1e-3 --warmup-iters 50 --max-iters 2000 --bias false --no-residual
@@ -13,6 +14,7 @@ import argparse
 import json
 import math
 import os
+import subprocess
 import sys
 
 import numpy as np
@@ -54,8 +56,10 @@ def main():
     args = parse_args()
     try:
         import torch
-    except ImportError:
-        sys.exit("train_torch.py: error: needs torch (pip install torch)")
+    except ImportError:  # installed on first use, as the other PyTorch scripts do; CI never runs this
+        print("train_torch.py: installing torch with pip", file=sys.stderr)
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "torch"])
+        import torch
     from gpt_torch import GPT, GPTConfig, decay_and_no_decay
 
     if args.threads:
