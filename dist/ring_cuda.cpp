@@ -12,6 +12,7 @@
 #include "dist/ring_schedule.h"
 #include "kernels/cuda/reduce.h"
 #include "tensor/cuda_check.h"
+#include "tensor/cuda_stream.h"
 
 namespace nd::dist::ring {
 
@@ -37,13 +38,7 @@ void reduce_into(const Tensor& dst, const Tensor& src, float scale, cudaStream_t
 // Blocks for a reduction that runs beside a transfer: half the SMs. A grid that fills the GPU
 // delays the next NCCL transfer kernel (one CTA per channel, up to 64), whose CTAs wait for
 // SMs; on 4 H200 that cost 8% at 1 GB, and half the SMs still reduce far faster than the link.
-int sm_count(int device) {
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return sms;
-}
-
-int overlapped_reduce_blocks(int device) { return std::max(1, sm_count(device) / 2); }
+int overlapped_reduce_blocks(int device) { return std::max(1, multiprocessor_count(device) / 2); }
 
 // Slice s (of nslices) of lane `lane`'s part of chunk `chunk`, as buffer positions; every rank
 // cuts alike, so a sender's slice and its receiver's have the same length.
@@ -173,7 +168,7 @@ void cuda_pipelined_ring(Comm& base, Tensor& flat, ReduceOp op, const GpuPipePla
   // A pipe's kernel spins until its peers' kernels of the same pipe run, and those wait behind
   // their pipe's reduction: unless every pipe's CTAs fit at once with SMs to spare for the
   // reductions, two ranks could each hold the SMs the other's next kernel needs.
-  const int sms = sm_count(comm.device().index);
+  const int sms = multiprocessor_count(comm.device().index);
   ND_CHECK(pipes * plan.ctas <= sms - 2, "ring pipeline: " << pipes << " pipes x " << plan.ctas << " CTAs need more than the "
                                                           << sms << " SMs of this GPU less 2 for the reductions");
   const bool reduce_scatter = halves != RingHalves::AllGather, all_gather = halves != RingHalves::ReduceScatter;

@@ -92,18 +92,23 @@ void aggregate(AblationVariant& v, const AblationVariant* control_variant, doubl
   if (v.judgement.verdict == Verdict::Ok) v.judgement.why = "trains";
 }
 
+// "1337 / 1338 / 1339": value(run) of each of a variant's runs, seed by seed; "-" for none.
+template <typename F>
+std::string per_seed(const AblationVariant& v, F value) {
+  std::string out;
+  for (size_t k = 0; k < v.runs.size(); ++k) out += (k ? " / " : "") + std::to_string(value(v.runs[k]));
+  return out.empty() ? "-" : out;
+}
+
 // "0 / 16 / 2": a variant's gradient-norm spikes, seed by seed in the order of the header.
 std::string spikes_per_seed(const AblationVariant& v) {
-  std::string out;
-  for (size_t k = 0; k < v.runs.size(); ++k) out += (k ? " / " : "") + std::to_string(v.runs[k].summary.grad_spikes);
-  return out.empty() ? "-" : out;
+  return per_seed(v, [](const AblationRun& run) { return run.summary.grad_spikes; });
 }
 
 std::string markdown(const AblationReport& report) {
   std::ostringstream md;
   const AblationVariant& control = report.variants.front();
-  std::string seeds;
-  for (size_t k = 0; k < control.runs.size(); ++k) seeds += (k ? " / " : "") + std::to_string(control.runs[k].seed);
+  const std::string seeds = per_seed(control, [](const AblationRun& run) { return run.seed; });
   md << "# Ablation against a control\n\n"
      << control.runs.size() << " seed(s) per variant (" << seeds << "); same data order and initialisation per seed "
      << "across variants. Unigram baseline (val loss of token frequencies alone): " << fixed(report.unigram_loss)

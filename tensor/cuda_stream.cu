@@ -2,6 +2,7 @@
 // (they are never destroyed, so no static destructor races the CUDA runtime's shutdown).
 #include "tensor/cuda_stream.h"
 
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -53,6 +54,18 @@ int current_cuda_device() {
   int device = 0;
   CUDA_CHECK(cudaGetDevice(&device));
   return device;
+}
+
+int multiprocessor_count(int device) {
+  static std::mutex mutex;
+  static std::map<int, int> counts;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = counts.find(device);
+  if (it != counts.end()) return it->second;
+  int sms = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  counts[device] = sms;
+  return sms;
 }
 
 cudaStream_t compute_stream(int device) { return streams_of(device).compute; }

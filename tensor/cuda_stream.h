@@ -1,6 +1,6 @@
 // The streams of the CUDA backend: per device one compute stream (every kernel of a training step)
-// and one communication stream (collectives), both non-blocking, ordered by events. Include only
-// where CUDA is on.
+// and one communication stream (collectives), both non-blocking, ordered by events; and the device
+// facts launchers size their grids by. Include only where CUDA is on.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -8,6 +8,10 @@ namespace nd {
 
 // The device that CUDA calls of this thread go to.
 int current_cuda_device();
+
+// The SMs of `device`, asked once per device: launchers that size their grid by it may call this on
+// every launch, also while a stream is captured (an attribute query, no stream work).
+int multiprocessor_count(int device);
 
 // The compute / communication stream of `device` (-1 = the current device), created on first use.
 cudaStream_t compute_stream(int device = -1);

@@ -51,6 +51,19 @@ bool is_seed(const Tensor& grad_out, const Tensor& seed) {
   return grad_out.shares_storage(seed) && grad_out.raw_data() == seed.raw_data();
 }
 
+// The backward from the logits and the forward's saved (N) row log-sum-exp and count: softmax
+// minus the one-hot target, times grad_out / count, into the logits' gradient slot.
+void backward_from_logits(const Tensor& grad_out, Variable& logits, const Tensor& targets, const Tensor& saved,
+                          const CrossEntropyDims& d) {
+  const Tensor& x = logits.data();
+  const GradSlot dlogits = logits.grad_slot();
+  ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
+    const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
+    backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
+                                    grad_out.data<scalar_t>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp, d.V);
+  });
+}
+
 }  // namespace
 
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab) {
@@ -65,13 +78,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
                                    d.N, d.Vp, d.V);
   });
   return make_result(loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
-    const Tensor& x = inputs[0].data();
-    const GradSlot dlogits = inputs[0].grad_slot();
-    ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
-      const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
-      backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
-                                      grad_out.data<scalar_t>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp, d.V);
-    });
+    backward_from_logits(grad_out, inputs[0], targets, saved, d);
   });
 }
 
@@ -106,13 +113,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
       pass_gradient(dlogits, inputs[0]);
       return;
     }
-    const Tensor& x = inputs[0].data();  // intact: the gradient went to its own buffer
-    const GradSlot slot = inputs[0].grad_slot();
-    ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
-      const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
-      backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
-                                      grad_out.data<scalar_t>(), grad_dest<scalar_t>(slot), d.N, d.Vp, d.V);
-    });
+    backward_from_logits(grad_out, inputs[0], targets, saved, d);  // intact: the gradient has its own buffer
   });
   result.grad_fn()->only_reads_grad_out = true;
   return result;

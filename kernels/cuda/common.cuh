@@ -6,8 +6,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <map>
-#include <mutex>
 
 #include "kernels/kernel_args.h"
 #include "tensor/cuda_check.h"
@@ -24,20 +22,6 @@ constexpr float kLn2 = 0.6931471805599453f;
 
 // The stream a launcher uses when given none.
 inline cudaStream_t stream_or_default(cudaStream_t stream) { return stream ? stream : nd::compute_stream(); }
-
-// The SMs of `device`, asked once per device: launchers that size their grid by it call this on
-// every launch, also while a stream is captured (an attribute query, no stream work).
-inline int multiprocessor_count(int device) {
-  static std::mutex mutex;
-  static std::map<int, int> counts;
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = counts.find(device);
-  if (it != counts.end()) return it->second;
-  int sms = 0;
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  counts[device] = sms;
-  return sms;
-}
 
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(nd::bf16 x) { return __uint_as_float(static_cast<uint32_t>(x.bits) << 16); }

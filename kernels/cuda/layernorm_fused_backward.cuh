@@ -189,11 +189,11 @@ void layernorm_backward_fused(const LayernormBackwardArgs<T>& a) {
   int lane_columns = static_cast<int>(ceil_div(packs_per_lane * kStep, 8) * 8);
   // About kFusedBlocksPerSm blocks per SM, each a multiple of `teams` rows: few partial rows to add.
   int teams = kFusedWarps / team_warps;
-  int64_t max_blocks = int64_t{kFusedBlocksPerSm} * multiprocessor_count(current_cuda_device());
+  int device = current_cuda_device();
+  int64_t max_blocks = int64_t{kFusedBlocksPerSm} * multiprocessor_count(device);
   int64_t rows_per_block = ceil_div(ceil_div(a.N, std::min(max_blocks, ceil_div(a.N, teams))), teams) * teams;
   int blocks = static_cast<int>(ceil_div(a.N, rows_per_block));
   bool params = a.dw.ptr || a.db.ptr;
-  int device = current_cuda_device();
   float* partial =
       params ? static_cast<float*>(device_alloc(2 * int64_t{blocks} * a.C * sizeof(float), device)) : nullptr;
   switch (lane_columns) {
