@@ -12,73 +12,94 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
 Variable::Variable(Tensor data, bool requires_grad) : impl_(std::make_shared<VariableImpl>()) {
   impl_->data = std::move(data);
-  impl_->requires_grad = requires_grad;
+  impl_->autograd->requires_grad = requires_grad;
 }
 
-const Tensor& Variable::data() const {
-  ND_CHECK(impl_, "use of an undefined Variable");
-  return impl_->data;
+namespace {
+
+// The value of `impl`, which must be a Variable's and not a graph edge's.
+Tensor& value_of(VariableImpl* impl) {
+  ND_CHECK(impl, "use of an undefined Variable");
+  ND_CHECK(!impl->edge, "read of the value " << shape_str(impl->edge->shape)
+                                             << " through a graph edge: the op kept this input without_data(), "
+                                                "so its backward must not read it");
+  return impl->data;
 }
 
-Tensor& Variable::data() {
-  ND_CHECK(impl_, "use of an undefined Variable");
-  return impl_->data;
+}  // namespace
+
+const Tensor& Variable::data() const { return value_of(impl_.get()); }
+Tensor& Variable::data() { return value_of(impl_.get()); }
+
+const Shape& Variable::shape() const { return impl_ && impl_->edge ? impl_->edge->shape : data().shape(); }
+Device Variable::device() const { return impl_ && impl_->edge ? impl_->edge->device : data().device(); }
+DType Variable::dtype() const { return impl_ && impl_->edge ? impl_->edge->dtype : data().dtype(); }
+
+Variable Variable::without_data() const {
+  if (is_leaf() || impl_->edge) return *this;
+  Variable edge;
+  edge.impl_ = std::make_shared<VariableImpl>();
+  edge.impl_->autograd = impl_->autograd;
+  edge.impl_->edge = ValueInfo{impl_->data.shape(), impl_->data.dtype(), impl_->data.device()};
+  return edge;
 }
 
 void Variable::set_requires_grad(bool value) {
   ND_CHECK(impl_, "use of an undefined Variable");
   ND_CHECK(is_leaf() || value, "cannot stop gradients of a non-leaf Variable in place");
-  impl_->requires_grad = value;
+  impl_->autograd->requires_grad = value;
 }
 
 const std::shared_ptr<Node>& Variable::grad_fn() const {
   ND_CHECK(impl_, "use of an undefined Variable");
-  return impl_->grad_fn;
+  return impl_->autograd->grad_fn;
 }
 
 const Tensor& Variable::grad() const {
-  ND_CHECK(has_grad(), "Variable " << data().str() << " has no gradient");
-  if (impl_->grad_stale) {
-    impl_->grad.zero_();
-    impl_->grad_stale = false;
+  ND_CHECK(has_grad(), "Variable of shape " << shape_str(shape()) << " has no gradient");
+  AutogradState& a = *impl_->autograd;
+  if (a.grad_stale) {
+    a.grad.zero_();
+    a.grad_stale = false;
   }
-  return impl_->grad;
+  return a.grad;
 }
 
 GradSlot Variable::grad_slot() {
   if (!requires_grad()) return {};
-  if (!impl_->grad.defined()) {
-    impl_->grad = Tensor::empty(impl_->data.shape(), impl_->data.dtype(), impl_->data.device());
-    impl_->grad_stale = true;
+  AutogradState& a = *impl_->autograd;
+  if (!a.grad.defined()) {
+    a.grad = Tensor::empty(shape(), dtype(), device());
+    a.grad_stale = true;
   }
-  GradSlot slot{impl_->grad, !impl_->grad_stale};
-  impl_->grad_stale = false;
+  GradSlot slot{a.grad, !a.grad_stale};
+  a.grad_stale = false;
   return slot;
 }
 
 void Variable::zero_grad() {
-  if (has_grad()) impl_->grad_stale = true;
+  if (has_grad()) impl_->autograd->grad_stale = true;
 }
 
 void Variable::clear_grad() {
   if (impl_) {
-    impl_->grad = Tensor();
-    impl_->grad_stale = false;
+    impl_->autograd->grad = Tensor();
+    impl_->autograd->grad_stale = false;
   }
 }
 
 void Variable::set_grad(Tensor grad) {
   ND_CHECK(impl_, "use of an undefined Variable");
-  check_same_shape(grad, impl_->data, "set_grad: gradient and parameter");
-  check_dtype(grad, impl_->data.dtype(), "set_grad: gradient");
-  check_device(grad, impl_->data.device(), "set_grad: gradient");
-  impl_->grad = std::move(grad);
-  impl_->grad_stale = false;
+  check_same_shape(grad, data(), "set_grad: gradient and parameter");
+  check_dtype(grad, dtype(), "set_grad: gradient");
+  check_device(grad, device(), "set_grad: gradient");
+  impl_->autograd->grad = std::move(grad);
+  impl_->autograd->grad_stale = false;
 }
 
 void Variable::set_grad_hook(std::function<void(Variable&)> hook) {
   ND_CHECK(impl_, "use of an undefined Variable");
-  impl_->grad_hook = std::move(hook);
+  impl_->autograd->grad_hook = std::move(hook);
 }
 
 void Variable::backward() {
@@ -96,8 +117,8 @@ Variable make_result(Tensor out, std::vector<Variable> inputs,
   auto node = std::make_shared<Node>();
   node->inputs = std::move(inputs);
   node->backward = std::move(backward);
-  result.impl_->requires_grad = true;
-  result.impl_->grad_fn = std::move(node);
+  result.impl_->autograd->requires_grad = true;
+  result.impl_->autograd->grad_fn = std::move(node);
   return result;
 }
 

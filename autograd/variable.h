@@ -1,12 +1,14 @@
 // Variable: a tensor that takes part in automatic differentiation. A Variable made by an op holds
 // the Node that made it; the Node holds its inputs and a backward closure that keeps only what
-// backward reads. Leaves (parameters) accumulate .grad and can carry a hook that fires once their
+// backward reads (an input whose value backward does not read is held as a graph edge, without
+// its value: Variable::without_data). Leaves (parameters) accumulate .grad and can carry a hook that fires once their
 // gradient is final in a backward pass (DDP starts a bucket's all-reduce from it). The first
 // contribution to a gradient is written into its buffer, later ones are added: no buffer is
 // zero-filled just to be added to.
 #pragma once
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,8 +19,9 @@ namespace nd {
 class Variable;
 struct Node;
 
-struct VariableImpl {
-  Tensor data;
+// What the graph needs of a Variable: its gradient and the node that made it. Every handle of
+// the Variable shares it, including graph edges that do not keep the value (without_data()).
+struct AutogradState {
   Tensor grad;
   // The buffer's contents are not a gradient (made uninitialised, or zero_grad() since): the next
   // contribution overwrites them, and a read before that sees zeros.
@@ -26,6 +29,20 @@ struct VariableImpl {
   bool requires_grad = false;
   std::shared_ptr<Node> grad_fn;
   std::function<void(Variable&)> grad_hook;
+};
+
+// The value's shape, dtype and device, which a graph edge keeps instead of the value: enough to
+// make the gradient buffer.
+struct ValueInfo {
+  Shape shape;
+  DType dtype = DType::F32;
+  Device device;
+};
+
+struct VariableImpl {
+  Tensor data;  // undefined in a graph edge
+  std::shared_ptr<AutogradState> autograd = std::make_shared<AutogradState>();
+  std::optional<ValueInfo> edge;  // set in a graph edge only
 };
 
 // Where one backward contribution to a gradient goes: the buffer (undefined: the gradient is not
@@ -44,16 +61,16 @@ class Variable {
   bool defined() const { return impl_ != nullptr; }
   const Tensor& data() const;
   Tensor& data();
-  const Shape& shape() const { return data().shape(); }
-  Device device() const { return data().device(); }
-  DType dtype() const { return data().dtype(); }
+  const Shape& shape() const;
+  Device device() const;
+  DType dtype() const;
 
-  bool requires_grad() const { return impl_ && impl_->requires_grad; }
+  bool requires_grad() const { return impl_ && impl_->autograd->requires_grad; }
   void set_requires_grad(bool value);
-  bool is_leaf() const { return !impl_ || impl_->grad_fn == nullptr; }
+  bool is_leaf() const { return !impl_ || impl_->autograd->grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const;
 
-  bool has_grad() const { return impl_ && impl_->grad.defined(); }
+  bool has_grad() const { return impl_ && impl_->autograd->grad.defined(); }
   // The gradient; zeros when nothing was contributed since zero_grad() (filled in on this read, on
   // the buffer's device: an unused parameter reads as zero, as if it had been zeroed).
   const Tensor& grad() const;
@@ -79,8 +96,17 @@ class Variable {
   void backward();
   void backward(const Tensor& grad_output);
 
+  // This Variable as an op's node keeps an input whose value its backward does not read: the same
+  // gradient and producer (the graph is unchanged), without holding the value, which is freed
+  // once its other holders let go (a residual add's or a dropout's input need not live until
+  // backward). data() of the result is an error; shape(), dtype() and device() still answer. A
+  // leaf is returned as it is: its owner keeps its value anyway, and hooks receive the leaf.
+  Variable without_data() const;
+
   VariableImpl* impl() const { return impl_.get(); }
-  bool same(const Variable& other) const { return impl_ == other.impl_; }
+  AutogradState* autograd() const { return impl_ ? impl_->autograd.get() : nullptr; }
+  // The same Variable: one autograd state (a graph edge of a Variable is the same as it).
+  bool same(const Variable& other) const { return autograd() == other.autograd(); }
 
  private:
   friend Variable make_result(Tensor, std::vector<Variable>, std::function<void(const Tensor&, std::vector<Variable>&)>);

@@ -25,8 +25,9 @@ std::string final_summary_line(const TrainResult& r) {
                 train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : "");
   std::string out = line;
   if (r.peak_device_bytes > 0) {
-    std::snprintf(line, sizeof(line), " | peak GPU memory %.2f GiB",
-                  static_cast<double>(r.peak_device_bytes) / (1 << 30));
+    std::snprintf(line, sizeof(line), " | peak GPU memory %.2f GiB (tensors asked for %.2f)",
+                  static_cast<double>(r.peak_device_bytes) / (1 << 30),
+                  static_cast<double>(r.peak_requested_device_bytes) / (1 << 30));
     out += line;
   }
   return out;

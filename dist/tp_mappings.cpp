@@ -25,7 +25,7 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
   if (!tp.active()) return x;
   Comm* comm = tp.comm;
   const AllreduceImpl impl = tp.impl;
-  return make_result(x.data(), {x}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(x.data(), {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
     // grad_out is this node's own gradient, dropped after this closure: reduce it in place.
     Tensor summed = grad_out;
@@ -48,7 +48,7 @@ Variable reduce_from_tp(const Variable& x, const TensorParallel& tp) {
   if (!tp.active()) return x;
   Tensor summed = x.data();
   allreduce_for_tp(*tp.comm, summed, ReduceOp::Sum, tp.impl);
-  return make_result(summed, {x}, [](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(summed, {x.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
     if (in[0].requires_grad()) ops::pass_gradient(grad_out, in[0]);
   });
 }

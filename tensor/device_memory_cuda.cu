@@ -6,6 +6,7 @@
 // CUDA graph pools: while a step is captured, the blocks it allocates keep their addresses for
 // every replay, so they are owned by the graph's pool and never handed to other work until the
 // pool is released.
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -47,7 +48,10 @@ using FreeLists = std::map<size_t, std::vector<void*>>;  // bucket size -> cache
 
 struct DevicePool {
   FreeLists free_blocks;
-  std::unordered_map<void*, size_t> live;  // block -> bucket size
+  struct Block {
+    size_t bucket, requested;
+  };
+  std::unordered_map<void*, Block> live;
   DeviceMemoryStats stats;
   int capturing = 0;                               // graph pool taking allocations now; 0 = none
   int next_graph_pool = 1;
@@ -76,9 +80,12 @@ class CachingAllocator {
     if (!ptr) ptr = take(pool.free_blocks, size);
     if (!ptr) ptr = cuda_malloc(pool, size, device);
     if (pool.capturing) pool.graph_owner[ptr] = pool.capturing;
-    pool.live[ptr] = size;
-    pool.stats.current_bytes += size;
-    if (pool.stats.current_bytes > pool.stats.peak_bytes) pool.stats.peak_bytes = pool.stats.current_bytes;
+    pool.live[ptr] = {size, nbytes};
+    DeviceMemoryStats& s = pool.stats;
+    s.current_bytes += size;
+    s.current_requested_bytes += nbytes;
+    s.peak_bytes = std::max(s.peak_bytes, s.current_bytes);
+    s.peak_requested_bytes = std::max(s.peak_requested_bytes, s.current_requested_bytes);
     return ptr;
   }
 
@@ -87,12 +94,14 @@ class CachingAllocator {
     DevicePool& pool = pool_of(device);
     auto it = pool.live.find(ptr);
     if (it == pool.live.end()) return;  // not ours: nothing to do (never throw from a destructor)
-    pool.stats.current_bytes -= it->second;
+    const size_t size = it->second.bucket;
+    pool.stats.current_bytes -= size;
+    pool.stats.current_requested_bytes -= it->second.requested;
     auto owner = pool.graph_owner.find(ptr);
     if (owner != pool.graph_owner.end()) {
-      pool.graph_free[owner->second][it->second].push_back(ptr);
+      pool.graph_free[owner->second][size].push_back(ptr);
     } else {
-      pool.free_blocks[it->second].push_back(ptr);
+      pool.free_blocks[size].push_back(ptr);
     }
     pool.live.erase(it);
   }
@@ -133,6 +142,7 @@ class CachingAllocator {
     std::lock_guard<std::mutex> lock(mutex_);
     DevicePool& pool = pool_of(device);
     pool.stats.peak_bytes = pool.stats.current_bytes;
+    pool.stats.peak_requested_bytes = pool.stats.current_requested_bytes;
   }
 
   void release_cached(int device) {

@@ -1,5 +1,8 @@
 // What the device caching allocator holds: bytes handed out now and at most, bytes reserved from
 // the CUDA runtime, and how often it called cudaMalloc/cudaFree (zero per step in the steady state).
+// Handed-out bytes count each block at its bucket size (what it occupies); the requested figures
+// count what the tensors asked for (torch.cuda.max_memory_allocated's measure, near enough: it
+// rounds to 512 bytes).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -9,6 +12,8 @@ namespace nd {
 struct DeviceMemoryStats {
   size_t current_bytes = 0;   // in live allocations (rounded to their bucket sizes)
   size_t peak_bytes = 0;      // the most current_bytes has been since the last reset
+  size_t current_requested_bytes = 0;  // the same blocks at the sizes asked for
+  size_t peak_requested_bytes = 0;
   size_t reserved_bytes = 0;  // obtained from cudaMalloc and not yet returned
   int64_t cuda_mallocs = 0;   // cudaMalloc calls so far
   int64_t cuda_frees = 0;     // cudaFree calls so far

@@ -169,8 +169,11 @@ class Trainer {
     result.steps_done = counters_.step;
     result.params_hash = parameters_hash(/*replicated_only=*/false);
     result.replicated_params_hash = parameters_hash(/*replicated_only=*/true);
-    if (model_->device().is_cuda())
-      result.peak_device_bytes = static_cast<int64_t>(device_memory_stats(model_->device().index).peak_bytes);
+    if (model_->device().is_cuda()) {
+      const DeviceMemoryStats memory = device_memory_stats(model_->device().index);
+      result.peak_device_bytes = static_cast<int64_t>(memory.peak_bytes);
+      result.peak_requested_device_bytes = static_cast<int64_t>(memory.peak_requested_bytes);
+    }
     result.best_val_loss = counters_.best_val_loss;
     result.tokens = counters_.tokens;
     metrics_.write_line(final_json(counters_.best_val_loss, result.params, counters_.tokens));

@@ -47,8 +47,10 @@ struct TrainResult {
   // The same over the parameters that tensor parallelism replicates (LayerNorms, row-parallel
   // biases, wpe): equal on every rank of a tp group.
   uint64_t replicated_params_hash = 0;
-  // The most device memory this rank's tensors held at once (caching allocator); 0 on the CPU.
+  // The most device memory this rank's tensors held at once (caching allocator; blocks at their
+  // bucket sizes), and the most they asked for at once (tensor sizes); 0 on the CPU.
   int64_t peak_device_bytes = 0;
+  int64_t peak_requested_device_bytes = 0;
   // Steps this run took as replays of a captured CUDA graph (--cuda-graph), and the cudaMalloc
   // calls made during those steps (none expected: the graph's memory is reserved at capture).
   int64_t cuda_graph_replays = 0;

@@ -1,5 +1,5 @@
 // ops::add: a + b of one shape (the residual connection). Backward passes the gradient through
-// to both inputs unchanged, so the closure keeps nothing. With the residual_grad fusion on
+// to both inputs unchanged, so neither the closure nor the node keeps a value. With the residual_grad fusion on
 // (autograd/fusions.h), a first input that is an op output with no gradient yet takes the
 // gradient buffer itself, so only b's copy is written.
 #include "autograd/dispatch.h"
@@ -29,7 +29,7 @@ Variable add(const Variable& a, const Variable& b) {
   ND_DISPATCH_KERNEL(out, "add",
                      backend::add_forward(a.data().data<scalar_t>(), b.data().data<scalar_t>(),
                                           out.data<scalar_t>(), out.numel()));
-  return make_result(out, {a, b}, [](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, {a.without_data(), b.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
     // Slots taken in order: for a + a the second one adds to what the first wrote (or took).
     const bool pass_a = fusions().residual_grad && takes_buffer(in[0]);
     if (pass_a) pass_gradient(grad_out, in[0]);

@@ -34,7 +34,7 @@ void check_same_placement(const Tensor& x, const Tensor& b, const char* what) {
 Variable broadcast_add(const Variable& x, const Variable& b, int64_t M, int64_t N) {
   Tensor out = Tensor::empty(x.shape(), x.dtype(), x.device());
   bias_add_forward_on_device(x.data(), b.data(), out, M, N);
-  return make_result(out, {x, b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, {x.without_data(), b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
     if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, accumulating_grad(in[1]), M, N);
     if (in[0].requires_grad()) pass_gradient(grad_out, in[0]);
   });
@@ -44,7 +44,7 @@ Variable broadcast_add(const Variable& x, const Variable& b, int64_t M, int64_t 
 
 void pass_gradient(const Tensor& dout, Variable& in) {
   if (!in.is_leaf() && !in.has_grad()) {
-    in.impl()->grad = dout;
+    in.autograd()->grad = dout;
     return;
   }
   // add's backward with one destination: written on the first contribution, added on later ones.
@@ -78,7 +78,7 @@ Variable with_bias_gradient(const Variable& x, const Variable& b) {
                                                           << ": expected [" << N << "]");
   check_same_placement(x.data(), b.data(), "with_bias_gradient: b");
   const int64_t M = N == 0 ? 0 : x.data().numel() / N;
-  return make_result(x.data(), {x, b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(x.data(), {x.without_data(), b}, [M, N](const Tensor& grad_out, std::vector<Variable>& in) {
     if (in[1].requires_grad()) bias_add_backward_on_device(grad_out, accumulating_grad(in[1]), M, N);
     if (in[0].requires_grad()) pass_gradient(grad_out, in[0]);
   });

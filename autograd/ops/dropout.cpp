@@ -1,6 +1,6 @@
 // ops::dropout: inverted dropout whose mask is a function of Philox counters. The forward
 // reserves numel counters from the generator; the closure keeps them and p, and backward
-// recomputes the same mask instead of storing it.
+// recomputes the same mask instead of storing it. Backward does not read x, so x is not kept.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "kernels/cpu/dropout.h"
@@ -19,7 +19,7 @@ Variable dropout(const Variable& x, float p, Generator& gen, bool training) {
   if (op_timer::enabled()) op_timer::note_next({0.0, bytes, ""});
   ND_DISPATCH_KERNEL(xd, "dropout",
                      backend::dropout_forward(xd.data<scalar_t>(), out.data<scalar_t>(), xd.numel(), p, rng));
-  return make_result(out, {x}, [p, rng, bytes](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, {x.without_data()}, [p, rng, bytes](const Tensor& grad_out, std::vector<Variable>& in) {
     const GradSlot dx = in[0].grad_slot();
     if (op_timer::enabled()) op_timer::note_next({0.0, dx.accumulate ? 1.5 * bytes : bytes, ""});
     ND_DISPATCH_KERNEL(grad_out, "dropout backward",

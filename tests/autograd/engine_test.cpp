@@ -1,7 +1,9 @@
 // The backward engine (autograd/engine.cpp, variable.cpp): gradients of a variable used twice add
 // up, a leaf's hook fires exactly once and only after its last consumer ran (weight tying: one
 // leaf feeds both embedding and linear), NoGradGuard records nothing, and a freed graph cannot
-// be walked twice.
+// be walked twice. An input whose value backward does not read (add's, dropout's) is not kept alive
+// by the graph, and one Variable reached both through such an edge and through a node that reads
+// it gets both contributions.
 #include <gtest/gtest.h>
 
 #include "autograd/op_test_util.h"
@@ -96,6 +98,68 @@ TEST(Engine, NoGradGuardRecordsNothing) {
   EXPECT_TRUE(grad_enabled());
   EXPECT_TRUE(ops::gelu(x).requires_grad());
   EXPECT_FALSE(x.has_grad());
+}
+
+// The storage of v's value, watched without keeping it.
+std::weak_ptr<Storage> watch(const Variable& v) { return v.data().storage(); }
+
+TEST(Engine, AnInputBackwardDoesNotReadIsFreedBeforeBackward) {
+  Tensor x0 = random_f64({3, 4}, 21), c0 = random_f64({3, 4}, 22), g = random_f64({3, 4}, 23);
+  Variable x(x0.clone(), true), c(c0.clone(), true);
+  Generator gen(5);
+  std::weak_ptr<Storage> summed, activated;
+  Variable y;
+  {
+    Variable h = ops::gelu(x);
+    Variable s = ops::add(h, c);  // add keeps neither value
+    activated = watch(h);
+    summed = watch(s);
+    y = ops::dropout(s, 0.25f, gen, /*training=*/true);  // nor does dropout
+  }
+  EXPECT_TRUE(activated.expired());
+  EXPECT_TRUE(summed.expired());
+  y.backward(g);
+
+  // The same function with every value alive: the gradients are the same.
+  Variable xr(x0.clone(), true), cr(c0.clone(), true);
+  Generator gen_r(5);
+  Variable hr = ops::gelu(xr), sr = ops::add(hr, cr);
+  ops::dropout(sr, 0.25f, gen_r, true).backward(g);
+  EXPECT_EQ(x.grad().to_double_vector(), xr.grad().to_double_vector());
+  EXPECT_EQ(c.grad().to_double_vector(), cr.grad().to_double_vector());
+}
+
+TEST(Engine, AValueAnotherNodeReadsStaysAndGetsBothContributions) {
+  // y = h + gelu(h), h = gelu(x): add holds h as an edge, the outer gelu reads it.
+  Tensor x0 = random_f64({2, 5}, 24), g = random_f64({2, 5}, 25);
+  Variable x(x0.clone(), true);
+  std::weak_ptr<Storage> kept;
+  Variable y;
+  {
+    Variable h = ops::gelu(x);
+    kept = watch(h);
+    y = ops::add(h, ops::gelu(h));
+  }
+  EXPECT_FALSE(kept.expired());
+  y.backward(g);
+  EXPECT_TRUE(kept.expired());  // backward frees the graph
+  // Both contributions, against central differences.
+  const test::VariableFn f = [](const std::vector<Variable>& in) {
+    Variable h = ops::gelu(in[0]);
+    return ops::add(h, ops::gelu(h));
+  };
+  EXPECT_EQ(test::gradcheck(f, {x0}, {true}), 0);
+}
+
+TEST(Engine, AGraphEdgeHasNoValueToRead) {
+  Variable x(random_f64({2, 3}, 26), true);
+  Variable h = ops::gelu(x);
+  Variable edge = h.without_data();
+  EXPECT_TRUE(edge.same(h));
+  EXPECT_EQ(edge.shape(), h.shape());
+  EXPECT_EQ(edge.dtype(), h.dtype());
+  test::expect_error_mentioning([&] { (void)edge.data(); }, {"graph edge", "[2, 3]"});
+  EXPECT_TRUE(x.without_data().data().defined());  // a leaf is returned whole
 }
 
 TEST(Engine, SecondBackwardThroughAFreedGraphIsAnError) {

@@ -113,8 +113,8 @@ inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& 
   for (size_t i = 0; i < inputs.size() && seed_grads; ++i) {
     if (!requires_grad[i]) continue;
     Tensor g0 = random_input(inputs[i].shape(), gen, dtype, 0.1);
-    cpu_vars[i].impl()->grad = g0.clone();
-    gpu_vars[i].impl()->grad = on_gpu(g0, dtype);
+    cpu_vars[i].autograd()->grad = g0.clone();
+    gpu_vars[i].autograd()->grad = on_gpu(g0, dtype);
   }
   cpu_out.backward(grad_out);
   Tensor gpu_grad_out = on_gpu(grad_out, dtype);

@@ -1,5 +1,6 @@
 // The device caching allocator: a repeated pattern of allocations reaches a steady state with no
-// cudaMalloc/cudaFree, current and peak bytes follow the live tensors, and freed blocks are reused.
+// cudaMalloc/cudaFree, current and peak bytes follow the live tensors (at bucket sizes, and as
+// requested), and freed blocks are reused.
 #include <gtest/gtest.h>
 
 #include "tensor/memory_stats.h"
@@ -38,6 +39,23 @@ TEST(CachingAllocatorCuda, TracksCurrentAndPeakBytes) {
   EXPECT_GE(s.reserved_bytes, size_t{4} << 20);
   release_cached_device_memory(0);
   EXPECT_EQ(device_memory_stats(0).reserved_bytes, device_memory_stats(0).current_bytes);
+}
+
+TEST(CachingAllocatorCuda, CountsRequestedBytesBesideBucketBytes) {
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  reset_peak_device_memory(0);
+  const DeviceMemoryStats base = device_memory_stats(0);
+  const size_t asked = (size_t{9} << 20) + 4;  // 9 MiB + 4 B: held in the 10 MiB bucket (8 MiB x 1.25)
+  {
+    Tensor a = Tensor::empty({static_cast<int64_t>(asked / 2)}, DType::U16, Device::cuda(0));
+    const DeviceMemoryStats s = device_memory_stats(0);
+    EXPECT_EQ(s.current_requested_bytes, base.current_requested_bytes + asked);
+    EXPECT_EQ(s.current_bytes, base.current_bytes + (size_t{10} << 20));
+  }
+  const DeviceMemoryStats s = device_memory_stats(0);
+  EXPECT_EQ(s.current_requested_bytes, base.current_requested_bytes);
+  EXPECT_EQ(s.peak_requested_bytes, base.current_requested_bytes + asked);
+  EXPECT_EQ(s.peak_bytes, base.current_bytes + (size_t{10} << 20));
 }
 
 TEST(CachingAllocatorCuda, ReusedBlocksKeepDataCorrect) {
