@@ -116,7 +116,7 @@ NcclComm::~NcclComm() {
   pipes_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (side_stream_) cudaStreamSynchronize(side_stream_);
-  scratch_ = Tensor();
+  scratch_.clear();
   for (cudaEvent_t e : events_) cudaEventDestroy(e);
   for (cudaEvent_t e : work_events_) cudaEventDestroy(e);
   for (ncclComm_t c : {p2p_ != nccl_ ? p2p_ : nullptr, nccl_}) {
@@ -272,12 +272,13 @@ cudaEvent_t NcclComm::event(size_t i) {
 }
 
 Tensor NcclComm::scratch(int64_t numel, DType dtype) {
-  if (!scratch_.defined() || scratch_.dtype() != dtype || scratch_.numel() < numel) {
+  Tensor& buffer = scratch_[dtype];
+  if (!buffer.defined() || buffer.numel() < numel) {
     synchronize();  // queued work may still read the old buffer
-    scratch_ = Tensor();
-    scratch_ = Tensor::empty({numel}, dtype, device());
+    buffer = Tensor();
+    buffer = Tensor::empty({numel}, dtype, device());
   }
-  return scratch_.narrow(0, numel);
+  return buffer.narrow(0, numel);
 }
 
 std::shared_ptr<NcclPipes> NcclComm::current_pipes() {

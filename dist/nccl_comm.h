@@ -10,6 +10,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -69,7 +70,8 @@ class NcclComm : public Comm {
   cudaStream_t side_stream() const { return side_stream_; }
   // Event i of a pool of timing-free events, created on first use and reused across calls.
   cudaEvent_t event(size_t i);
-  // A device buffer of at least `numel` elements of `dtype`, reused across calls (staging).
+  // A device buffer of at least `numel` elements of `dtype`, reused across calls (staging); one
+  // per dtype.
   Tensor scratch(int64_t numel, DType dtype);
   // The pipes of the pipelined ring (dist/nccl_pipes.h): `count` communicators of `ctas` CTAs,
   // made on first use and remade when count or ctas change. Collective: every rank asks for the
@@ -94,7 +96,10 @@ class NcclComm : public Comm {
   // so a late wait() on an old CommWork waits for more, never for less.
   std::vector<cudaEvent_t> work_events_;
   size_t next_work_event_ = 0;
-  Tensor scratch_;
+  // One scratch buffer per dtype: tensor parallelism alternates bf16 activations (the ring's
+  // staging) and f32 statistics (the loss's row sums) every step, and a shared buffer would be
+  // reallocated, with a host synchronisation, at each switch, and so could not be captured.
+  std::map<DType, Tensor> scratch_;
   // Replaced only by the main thread; the watchdog thread reads it (async_error, abort) under
   // the mutex, which is never held across a collective call.
   std::shared_ptr<NcclPipes> pipes_;

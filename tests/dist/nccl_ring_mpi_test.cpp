@@ -3,7 +3,8 @@
 // many slices on two streams, one and two lanes, the pipelined ring on 2 and 3 pipes of their
 // own communicators); the halves alone; broadcast, split and
 // grouped send/recv; collectives whose layouts differ between ranks raise on every rank, as
-// they do on MPI, instead of hanging in NCCL.
+// they do on MPI, instead of hanging in NCCL; a bf16 ring and an f32 direct all-reduce captured
+// together into a CUDA graph, as a tensor-parallel step does.
 // Skips where there is no GPU, or fewer GPUs than ranks on the node.
 #include <gtest/gtest.h>
 
@@ -14,6 +15,8 @@
 #include "tests/dist/collective_inputs.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
+
+#include "tensor/cuda_stream.h"
 #endif
 
 namespace nd::dist {
@@ -178,6 +181,50 @@ TEST(NcclRing, DirectPath) {
   RingOptions options;
   options.direct_max_bytes = 1 << 30;
   check_ring(options, 100003, "direct");
+}
+
+// What tensor parallelism does every step: a bf16 all-reduce through the staged ring, then a small
+// f32 one through the direct path. After one eager round neither needs a new scratch buffer (so
+// no host synchronisation), and the pair captures into a CUDA graph whose replays give the sums.
+TEST(NcclRing, AlternatingDtypesCaptureIntoAGraph) {
+  SKIP_WITHOUT_GPU();
+#if NANODIST_WITH_CUDA
+  Comm& comm = gpu_world();
+  const int n = comm.size(), r = comm.rank();
+  const int64_t big = 300007, small = 1001;
+  RingOptions staged;
+  staged.direct_max_bytes = 0;
+  staged.slice_bytes = 8192;
+  Tensor a = rank_input(r, big, DType::BF16, 41, comm.device()), b = rank_input(r, small, DType::F32, 42, comm.device());
+  auto both = [&] {
+    ring_allreduce(comm, a, ReduceOp::Sum, staged);
+    ring_allreduce(comm, b, ReduceOp::Sum);
+  };
+  both();  // eager: sets up the communicators and both scratch buffers
+  synchronize_device_streams(comm.device().index);
+  cudaStream_t stream = compute_stream(comm.device().index);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  both();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  for (int replay = 0; replay < 2; ++replay) {
+    a.copy_from(rank_input(r, big, DType::BF16, 41));
+    b.copy_from(rank_input(r, small, DType::F32, 42));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    EXPECT_EQ(count_mismatches(a.to_double_vector(), sum_over_ranks(n, big, 41), rounding_tolerance(DType::BF16),
+                               "bf16 ring in the graph"),
+              0)
+        << "replay " << replay;
+    EXPECT_EQ(count_mismatches(b.to_double_vector(), sum_over_ranks(n, small, 42), rounding_tolerance(DType::F32),
+                               "f32 direct in the graph"),
+              0)
+        << "replay " << replay;
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+#endif
 }
 
 TEST(NcclRing, HalvesAlone) {
