@@ -128,8 +128,8 @@ const std::vector<Binding>& train_bindings() {
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("sequence-parallel", &C::sequence_parallel,
-          "with --tp > 1: LayerNorms, dropouts, residual adds and biases run on each rank's batch-size / tp "
-          "sequences instead of all of them (Megatron's sequence parallelism; --batch-size must divide by --tp)");
+          "with --tp > 1: LayerNorms, dropouts, residual adds and biases run on batch-size / tp sequences per "
+          "rank instead of all (Megatron's sequence parallelism; --tp must divide --batch-size)");
     b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");

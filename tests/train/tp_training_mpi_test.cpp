@@ -1,8 +1,8 @@
 // Tensor-parallel training equals single-rank training: tp 2 (np 2) and dp 2 x tp 2 (np 4) give
 // the losses of one rank with the same global batch (f32, relative 1e-5) with the native and the
-// ring all-reduce, also with sequence parallelism, dropout and active clipping; the replicated
-// parameters end bit-identical on every rank, and checkpoints (full tensors) move between tp 2 and
-// tp 1 and continue exactly as the uninterrupted run.
+// ring all-reduce, also with sequence parallelism and active clipping (and dropout at np 2); the
+// replicated parameters end bit-identical on every rank, and checkpoints (full tensors) move
+// between tp 2 and tp 1 and continue exactly as the uninterrupted run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -42,18 +42,19 @@ class TpTrainingTest : public testing::MpiDataTest {
     return c;
   }
 
-  // Sequence parallelism's runs: dropout (its masks must be the tp = 1 ones) and a clip below the
-  // gradient norm (the summed replicated gradients enter the norm).
-  static TrainConfig with_dropout_and_clipping(TrainConfig c) {
-    c.dropout = 0.1f;
+  // Sequence parallelism's runs: a clip below the gradient norm (the summed replicated gradients
+  // enter the norm) and, with one data-parallel replica, dropout (its masks must be the tp = 1
+  // ones; data-parallel replicas draw masks of their own, which the one-rank run does not).
+  TrainConfig with_clipping_and_dropout(TrainConfig c) const {
     c.grad_clip = 0.05;
+    if (comm_->size() == kTp) c.dropout = 0.1f;
     return c;
   }
 
   // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
   std::vector<double> reference_losses(bool sequence_parallel = false) const {
     TrainConfig c = config("reference_" + std::to_string(comm_->rank()), 1, 1);
-    return run_training(sequence_parallel ? with_dropout_and_clipping(c) : c).step_losses;
+    return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c).step_losses;
   }
 
   void trains_like_one_rank(const std::string& allreduce, bool sequence_parallel = false) {
@@ -64,7 +65,7 @@ class TpTrainingTest : public testing::MpiDataTest {
     TrainConfig c = config(allreduce + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
     c.allreduce = allreduce;
     if (sequence_parallel) {
-      c = with_dropout_and_clipping(c);
+      c = with_clipping_and_dropout(c);
       c.sequence_parallel = true;
     }
     TrainResult r = run_training(c, ctx);
