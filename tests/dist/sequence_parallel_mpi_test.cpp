@@ -26,13 +26,10 @@ Comm& world() {
 // A share is (kRows, 3, 5): 30 elements, an odd row length so blocks are not padded to anything.
 constexpr int64_t kRows = 2, kShare = kRows * 3 * 5;
 
-// Runs check(tp, group size) for every tp group with sequence parallelism on, native and ring.
+// Runs check(tp) for every tp group with sequence parallelism on, native and ring.
 template <typename Check>
 void for_each_sp_group(Check check) {
-  test::for_each_tp_group(world(), [&](TensorParallel tp) {
-    tp.sequence_parallel = true;
-    check(tp);
-  });
+  test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
 }
 
 // Block r of a whole batch is rank r's rank_input(seed): the concatenation over ranks.

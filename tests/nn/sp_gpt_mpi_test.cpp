@@ -24,25 +24,12 @@ dist::Comm& world() {
   return *comm;
 }
 
-GPTConfig tiny_config(int tp) {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 12;
-  c.n_embd = 48;
-  c.block_size = 8;
-  c.vocab_size = 65;
-  c.padded_vocab_size = padded_vocab_rows(c.vocab_size, tp, false);
-  c.dropout = 0.1f;
-  return c;
-}
+GPTConfig tiny_config(int tp) { return test::tiny_tp_gpt_config(tp, 0.1f); }
 
 // Runs check(tp) for every tp group, native and ring, with sequence parallelism on.
 template <typename Check>
 void for_each_sp_group(Check check) {
-  test::for_each_tp_group(world(), [&](TensorParallel tp) {
-    tp.sequence_parallel = true;
-    check(tp);
-  });
+  test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
 }
 
 std::vector<std::string> sharded_names(const GPT& model) {
