@@ -54,6 +54,11 @@ Variable attention(const Variable& qkv, int n_head, float dropout = 0.0f, Genera
 // The mask is drawn from `gen` by Philox counter, so CPU and CUDA drop the same elements.
 // Identity when !training or p == 0.
 Variable dropout(const Variable& x, float p, Generator& gen, bool training);
+// The same for x, elements [first_element, first_element + x.numel()) of a tensor of whole_numel
+// elements: reserves whole_numel counters, as dropout of the whole tensor would, and drops what
+// that dropout drops in this slice (sequence parallelism: each rank holds a share of the tokens).
+Variable dropout_share(const Variable& x, float p, Generator& gen, bool training, int64_t whole_numel,
+                       int64_t first_element);
 
 // a + b, same shapes (the residual connection).
 Variable add(const Variable& a, const Variable& b);

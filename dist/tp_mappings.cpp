@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
 #include "dist/ring_allreduce.h"
+#include "dist/sequence_parallel.h"
 
 namespace nd::dist {
 
@@ -36,6 +37,7 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
 
 Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp) {
   if (!tp.active()) return ops::linear(x, w, b);
+  if (tp.splits_tokens()) return ops::linear(all_gather_from_sp(x, tp), w, b);
   Comm* comm = tp.comm;
   const AllreduceImpl impl = tp.impl;
   return ops::linear_reduced_dx(x, w, b, [comm, impl](Tensor& dx) -> std::function<void()> {

@@ -12,14 +12,18 @@
 
 namespace nd::dist {
 
-// The tensor-parallel group of this rank and the all-reduce it uses (--allreduce native|ring).
+// The tensor-parallel group of this rank, the all-reduce it uses (--allreduce native|ring), and
+// whether the token-wise regions run sequence-parallel (dist/sequence_parallel.h): each rank then
+// holds batch rows [rank * B / tp, (rank + 1) * B / tp) of the activations between the layers.
 struct TensorParallel {
   Comm* comm = nullptr;  // nullptr or a one-rank comm: tp = 1
   AllreduceImpl impl = AllreduceImpl::Native;
+  bool sequence_parallel = false;  // a no-op at tp = 1
 
   int size() const { return comm ? comm->size() : 1; }
   int rank() const { return comm ? comm->rank() : 0; }
   bool active() const { return size() > 1; }
+  bool splits_tokens() const { return sequence_parallel && active(); }
 };
 
 // In place on `buffer` (on comm.device(), contiguous): the reduction over the group, ready for
@@ -35,7 +39,8 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp);
 
 // linear(copy_to_tp(x), w, b) with w (N / tp, K) and b (N / tp) this rank's rows: the
 // column-parallel layer. Backward all-reduces the input gradient while the weight gradient is
-// computed (ops::linear_reduced_dx), so the collective hides behind the product.
+// computed (ops::linear_reduced_dx), so the collective hides behind the product. When tp splits
+// tokens, x is this rank's share (B / tp, T, K), all-gathered first (dist/sequence_parallel.h).
 Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp);
 
 // x, this rank's partial sum -> the sum over the group; backward passes the gradient through.

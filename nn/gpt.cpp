@@ -1,6 +1,7 @@
 #include "nn/gpt.h"
 
 #include "autograd/parallel_ops.h"
+#include "dist/sequence_parallel.h"
 
 namespace nd::nn {
 
@@ -131,18 +132,33 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
 
 // The same steps with a vocabulary-parallel embedding and head. The position embedding is added
 // after the all-reduce of the token rows, so once; from there to ln_f everything is replicated
-// (the same values and the same dropout draws on every rank of the group).
+// (the same values and the same dropout draws on every rank of the group). Under sequence
+// parallelism the token rows are reduce-scattered instead, and from there to ln_f each rank holds
+// its share of the batch (B / tp, T, C), drawing the dropout masks of that share.
 GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
+  ND_CHECK_INPUT(!tp_.splits_tokens() || idx.size(0) % tp_.size() == 0,
+                 "sequence parallelism: tensor-parallel size " << tp_.size() << " does not divide the batch of "
+                                                               << idx.size(0));
   const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
   Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
-  Variable tokens = dist::reduce_from_tp(own_rows, tp_);
-  Variable x = ops::dropout(ops::add_positions(tokens, wpe_), config_.dropout, dropout_gen, training());
+  Variable tokens = dist::leave_tp_region(own_rows, tp_);
+  Variable x = dist::token_dropout(ops::add_positions(tokens, wpe_), config_.dropout, dropout_gen, training(), tp_);
   for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
   x = ln_f_->forward(x);
   Output out;
   out.logits = dist::column_parallel_linear(x, wte_, Variable(), tp_);
   if (targets) out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_);
   return out;
+}
+
+void GPT::sum_sequence_parallel_gradients() const {
+  if (!tp_.splits_tokens()) return;
+  const NamedParameters params = named_parameters();
+  const NamedShardSpecs specs = named_shard_specs();
+  std::vector<Variable> replicated;
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!specs[i].second.sharded()) replicated.push_back(params[i].second);
+  dist::sum_gradients_over_tp(replicated, tp_);
 }
 
 double GPT::flops_per_token(int T) const {

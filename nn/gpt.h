@@ -5,7 +5,9 @@
 // nn/layers.h, and the token embedding and the tied head are vocabulary-parallel: each rank holds
 // vocab_rows() / tp rows of wte, and the loss is the vocabulary-parallel cross-entropy, so the
 // full logits never exist. Every parameter keeps its nanoGPT name and holds its shard; its
-// ShardSpec (Module::named_shard_specs) says how. At tp = 1 this is exactly the unsplit model.
+// ShardSpec (Module::named_shard_specs) says how. With sequence parallelism (tp.sequence_parallel)
+// the token-wise regions run on each rank's share of the batch (dist/sequence_parallel.h), which
+// tp must divide. At tp = 1 this is exactly the unsplit model.
 #pragma once
 #include "nn/layers.h"
 
@@ -76,6 +78,11 @@ class GPT : public Module {
   Device device() const { return at_.device; }
   DType dtype() const { return at_.dtype; }
   const dist::TensorParallel& tensor_parallel() const { return tp_; }
+  // Under sequence parallelism (tp_.splits_tokens()) the replicated parameters (LayerNorms,
+  // row-parallel biases, wpe) saw only this rank's tokens: after backward, this sums their
+  // gradients over the group in one all-reduce, so they equal the tp = 1 gradients. A no-op
+  // otherwise. Call it on every rank of the group, before clipping.
+  void sum_sequence_parallel_gradients() const;
   // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
   // attention scores and values. Under tp each rank does 1 / tp of them.
   double flops_per_token(int T) const;

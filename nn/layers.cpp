@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "autograd/fusions.h"
+#include "dist/sequence_parallel.h"
 #include "nn/parallel_linear.h"
 
 namespace nd::nn {
@@ -61,7 +62,7 @@ Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen)
                                              tp_.rank() * local_heads, shape_.n_head, shape_.attention)
                             : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training(), 0, 0,
                                              shape_.attention);
-  return ops::dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training());
+  return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
 }
 
 MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp)
@@ -76,11 +77,11 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
   Variable y = fusions().gelu_mlp ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
-  return ops::dropout(y, dropout_, dropout_gen, training());
+  return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
 }
 
 Variable MLP::fused_forward(const Variable& x) const {
-  Variable in = dist::copy_to_tp(x, tp_);
+  Variable in = dist::enter_tp_region(x, tp_);
   if (!tp_.active()) return ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->bias);
   return c_proj_->reduce_partial(
       ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->rank_bias()));

@@ -1,8 +1,10 @@
 // The tensor-parallel linear layers: initialisation by drawing whole and slicing, and the
-// row-parallel forward (partial products, the bias in rank 0's, all-reduce).
+// row-parallel forward (partial products, the bias in rank 0's, all-reduce; under sequence
+// parallelism a reduce-scatter to this rank's share, then the bias).
 #include "nn/parallel_linear.h"
 
 #include "autograd/parallel_ops.h"
+#include "dist/sequence_parallel.h"
 
 namespace nd::nn {
 
@@ -40,11 +42,16 @@ Variable RowParallelLinear::forward(const Variable& x) const {
 // of its own over the output, and no second (B, T, C) activation is kept for backward. Its
 // gradient, the row sum of the output's gradient, is the same on every rank: rank 0's product
 // computes it, the other ranks' with_bias_gradient.
-Variable RowParallelLinear::rank_bias() const { return tp_.rank() == 0 ? bias : Variable(); }
+// Under sequence parallelism every rank adds the whole bias to its share after the reduce-scatter.
+Variable RowParallelLinear::rank_bias() const {
+  return tp_.rank() == 0 && !tp_.splits_tokens() ? bias : Variable();
+}
 
 Variable RowParallelLinear::reduce_partial(const Variable& partial) const {
-  Variable sum = dist::reduce_from_tp(partial, tp_);
-  return bias.defined() && tp_.rank() != 0 ? ops::with_bias_gradient(sum, bias) : sum;
+  Variable sum = dist::leave_tp_region(partial, tp_);
+  if (!bias.defined()) return sum;
+  if (tp_.splits_tokens()) return ops::add_bias(sum, bias);
+  return tp_.rank() != 0 ? ops::with_bias_gradient(sum, bias) : sum;
 }
 
 }  // namespace nd::nn

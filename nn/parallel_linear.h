@@ -19,6 +19,7 @@ class ColumnParallelLinear : public Module {
                        const dist::TensorParallel& tp, int parts = 1);
   // x (..., in), the same on every rank -> (..., out / tp), this rank's output features. Backward
   // all-reduces x's gradient while the weight gradient is computed (dist::column_parallel_linear).
+  // When tp splits tokens, x is this rank's share (B / tp, T, in), gathered to (B, T, in) first.
   Variable forward(const Variable& x) const { return dist::column_parallel_linear(x, weight, bias, tp_); }
 
   Variable weight;
@@ -34,12 +35,15 @@ class RowParallelLinear : public Module {
   // bias (out) = 0, replicated, added once: by rank 0's product, before the all-reduce.
   RowParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
                     const dist::TensorParallel& tp);
-  // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank.
+  // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank;
+  // when tp splits tokens, x (B, T, in / tp) -> (B / tp, T, out), this rank's share of the tokens.
   Variable forward(const Variable& x) const;
-  // The bias this rank adds to its partial product: the bias on rank 0, none on the others.
+  // The bias this rank adds to its partial product: the bias on rank 0, none on the others (and
+  // none anywhere when tp splits tokens: each share takes it after the reduce-scatter).
   Variable rank_bias() const;
   // The output from this rank's partial product x · weightᵀ + rank_bias() (under tp > 1): the sum
-  // over the group, which holds the bias once. For a product made by another op (ops::gelu_mlp).
+  // over the group (or this rank's share of it), which holds the bias once. For a product made by
+  // another op (ops::gelu_mlp).
   Variable reduce_partial(const Variable& partial) const;
 
   Variable weight;

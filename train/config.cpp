@@ -127,6 +127,9 @@ const std::vector<Binding>& train_bindings() {
     b.add("dtype", &C::dtype, "f32 or bf16 (bf16 needs cuda)");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
+    b.add("sequence-parallel", &C::sequence_parallel,
+          "LayerNorms, dropouts, residual adds and biases run on batch-size / tp sequences per rank instead of "
+          "all (Megatron's sequence parallelism; --tp must divide --batch-size; no effect at --tp 1)");
     b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
@@ -211,6 +214,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
   ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);
   ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
+  ND_CHECK_INPUT(!c.sequence_parallel || c.batch_size % c.tp == 0,
+                 "--sequence-parallel: --batch-size " << c.batch_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_embd % c.tp == 0, "--n-embd " << c.n_embd << " is not divisible by --tp " << c.tp);

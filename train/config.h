@@ -48,6 +48,7 @@ struct TrainConfig {
   std::string dtype = "f32";
   uint64_t seed = 1337;
   int tp = 1;
+  bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1
   std::string allreduce = "native";
   double bucket_mb = 25.0;
   double max_seconds = 0.0;

@@ -77,6 +77,7 @@ void TrainStep::enqueue(Generator& dropout_gen) {
     out.loss.backward(loss_scale_);
   }
   if (ddp_) ddp_->finish_gradient_sync();
+  model_.sum_sequence_parallel_gradients();
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
   op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);

@@ -1,7 +1,8 @@
 // One optimizer step, the same sequence on every device: the micro-batches go into fixed input
 // buffers, then zero_grad, and per micro-step forward, the DDP hook set-up and backward (the loss
 // seeded with 1/accum, a seed the loss is told in its forward so that it writes the logits' gradient
-// there), then the gradient sync, clipping and AdamW. The micro-step losses land
+// there), then the gradient sync (DDP over dp, and under sequence parallelism the sum of the
+// replicated parameters' gradients over tp), clipping and AdamW. The micro-step losses land
 // in one buffer on the model's device that is read back once per step. On a GPU the sequence
 // queues no host synchronisation, so after a few eager steps it is captured once as a CUDA graph
 // and replayed; the CPU runs it eagerly. Dropout's first Philox counter of the step is an input

@@ -81,7 +81,8 @@ class Trainer {
     Generator init_gen(c_.seed);
     // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce)});
+                                       dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce),
+                                                            c_.sequence_parallel});
     if (dp_size > 1) {
       dist::DDPOptions ddp;
       ddp.bucket_mb = c_.bucket_mb;

@@ -23,18 +23,7 @@ dist::Comm& world() {
   return *comm;
 }
 
-// 65 characters, like Shakespeare's: the vocabulary is padded for tp.
-GPTConfig tiny_config(int tp, float dropout) {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 12;
-  c.n_embd = 48;
-  c.block_size = 8;
-  c.vocab_size = 65;
-  c.padded_vocab_size = padded_vocab_rows(c.vocab_size, tp, false);
-  c.dropout = dropout;
-  return c;
-}
+GPTConfig tiny_config(int tp, float dropout) { return test::tiny_tp_gpt_config(tp, dropout); }
 
 struct Run {
   double loss;

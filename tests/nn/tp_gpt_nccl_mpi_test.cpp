@@ -1,8 +1,9 @@
 // Tensor parallelism on NCCL under mpirun, one rank per GPU: the mappings against closed-form sums
 // with the native and the ring all-reduce, the tensor-parallel GPT (f32, with and without
 // dropout) against the tp = 1 GPT on the same GPU: loss and gradients gathered over the group, and
-// one clipped AdamW step (the global norm split over the group on the device) against tp = 1.
-// Skips where there is no GPU or fewer GPUs than ranks.
+// one clipped AdamW step (the global norm split over the group on the device) against tp = 1; the
+// same with sequence parallelism (its mappings against closed forms, the GPT with the replicated
+// gradients summed over the group). Skips where there is no GPU or fewer GPUs than ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -11,6 +12,7 @@
 #endif
 
 #include "autograd/ops.h"
+#include "dist/sequence_parallel.h"
 #include "dist/world.h"
 #include "nn/gpt.h"
 #include "tests/dist/collective_inputs.h"
@@ -59,6 +61,37 @@ TEST(TensorParallelNccl, MappingsSumOverTheGroup) {
   });
 }
 
+// all_gather_from_sp concatenates the ranks' shares and reduce-scatters the gradient;
+// reduce_scatter_to_sp sums this rank's share (n elements each).
+TEST(TensorParallelNccl, SequenceParallelMappings) {
+  SKIP_WITHOUT_GPUS();
+  test::for_each_tp_group(
+      gpu_world(),
+      [](const TensorParallel& tp) {
+        const int64_t n = 1000;
+        const Device gpu = gpu_world().device();
+        Variable x(test::rank_input(tp.rank(), n, DType::F32, 1, gpu), true);
+        Variable y = dist::all_gather_from_sp(x, tp);
+        std::vector<double> gathered;
+        for (int r = 0; r < tp.size(); ++r)
+          for (int64_t i = 0; i < n; ++i) gathered.push_back(test::rank_value(r, i, 1));
+        EXPECT_EQ(test::count_mismatches(y.data().to_double_vector(), gathered, 0, "gathered"), 0);
+        y.backward(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 2, gpu));
+        EXPECT_EQ(test::count_mismatches(x.grad().to_double_vector(),
+                                         test::sum_over_ranks(tp.size(), n, 2, tp.rank() * n), 0, "dx"),
+                  0);
+        Variable w(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 3, gpu), true);
+        Variable share = dist::reduce_scatter_to_sp(
+            ops::add(w, Variable(Tensor::zeros({n * tp.size()}, DType::F32, gpu))), tp);
+        EXPECT_EQ(test::count_mismatches(share.data().to_double_vector(),
+                                         test::sum_over_ranks(tp.size(), n, 3, tp.rank() * n), 0, "share"),
+                  0);
+      },
+      /*sequence_parallel=*/true);
+}
+
+constexpr int64_t kBatch = 4;
+
 GPTConfig tiny_config(const TensorParallel& tp, float dropout) {
   GPTConfig c;
   c.n_layer = 2;
@@ -72,16 +105,18 @@ GPTConfig tiny_config(const TensorParallel& tp, float dropout) {
 }
 
 // Forward and backward of one batch through the tp = 1 model and the tensor-parallel one; the loss
-// of the tensor-parallel one must equal the other's.
+// of the tensor-parallel one must equal the other's. Under sequence parallelism the replicated
+// gradients are then summed over the group, as the training step does.
 void backward_both(const GPTConfig& c, GPT& full, GPT& split) {
   const Device gpu = gpu_world().device();
-  Tensor idx = test::random_ids({4, 16}, c.vocab_size, 4).to(gpu);
-  Tensor targets = test::random_ids({4, 16}, c.vocab_size, 5).to(gpu);
+  Tensor idx = test::random_ids({kBatch, 16}, c.vocab_size, 4).to(gpu);
+  Tensor targets = test::random_ids({kBatch, 16}, c.vocab_size, 5).to(gpu);
   Generator d1(9), d2(9);
   GPT::Output want = full.forward(idx, &targets, d1);
   GPT::Output got = split.forward(idx, &targets, d2);
   want.loss.backward();
   got.loss.backward();
+  split.sum_sequence_parallel_gradients();
   const double want_loss = want.loss.data().item();
   EXPECT_NEAR(got.loss.data().item(), want_loss, 1e-5 * want_loss);
 }
@@ -145,6 +180,18 @@ TEST(TensorParallelNccl, GPTEqualsTheOneRankModelWithDropout) {
 TEST(TensorParallelNccl, ClippedStepEqualsTheOneRankStep) {
   SKIP_WITHOUT_GPUS();
   test::for_each_tp_group(gpu_world(), [](const TensorParallel& tp) { check_clipped_step(tp); });
+}
+
+TEST(TensorParallelNccl, SequenceParallelEqualsTheOneRankModel) {
+  SKIP_WITHOUT_GPUS();
+  test::for_each_tp_group(
+      gpu_world(),
+      [](const TensorParallel& tp) {
+        if (kBatch % tp.size() != 0) return;  // sequence parallelism splits the batch
+        check_gpt(tp, 0.1f);
+        check_clipped_step(tp);
+      },
+      /*sequence_parallel=*/true);
 }
 
 }  // namespace

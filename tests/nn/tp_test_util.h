@@ -1,5 +1,5 @@
 // Helpers of the tensor-parallel tests: the tensor-parallel groups a world of N ranks can form
-// (consecutive ranks, Comm::split(rank / tp, rank)), and comparisons of a rank's shard or full
+// (consecutive ranks, Comm::split(rank / tp, rank)), a tiny GPT they split, and comparisons of a rank's shard or full
 // tensor against the tp = 1 reference, counting mismatches as |got - want| > atol + rtol |want|.
 #pragma once
 #include <gtest/gtest.h>
@@ -11,6 +11,7 @@
 
 #include "dist/tensor_shard.h"
 #include "dist/tp_mappings.h"
+#include "nn/gpt.h"
 #include "tensor/random.h"
 
 namespace nd::test {
@@ -28,16 +29,32 @@ inline std::unique_ptr<dist::Comm> make_tp_group(dist::Comm& world, int tp) {
   return world.split(world.rank() / tp, world.rank());
 }
 
-// Runs check(TensorParallel) for every tp group `world` can form, with native and ring all-reduce.
+// Runs check(TensorParallel) for every tp group `world` can form, with native and ring all-reduce
+// (and sequence parallelism when asked).
 template <typename Check>
-void for_each_tp_group(dist::Comm& world, Check check) {
+void for_each_tp_group(dist::Comm& world, Check check, bool sequence_parallel = false) {
   for (int tp : tensor_parallel_sizes(world.size())) {
     std::unique_ptr<dist::Comm> group = make_tp_group(world, tp);
     for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
-      SCOPED_TRACE(::testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native"));
-      check(dist::TensorParallel{group.get(), impl});
+      SCOPED_TRACE(::testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native")
+                                        << (sequence_parallel ? " sequence-parallel" : ""));
+      check(dist::TensorParallel{group.get(), impl, sequence_parallel});
     }
   }
+}
+
+// A tiny GPT that every tp of 2, 3 or 4 splits: 12 heads, width 48, and 65 characters like
+// Shakespeare's, so the vocabulary is padded for tp.
+inline nn::GPTConfig tiny_tp_gpt_config(int tp, float dropout) {
+  nn::GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 12;
+  c.n_embd = 48;
+  c.block_size = 8;
+  c.vocab_size = 65;
+  c.padded_vocab_size = nn::padded_vocab_rows(c.vocab_size, tp, false);
+  c.dropout = dropout;
+  return c;
 }
 
 inline int64_t count_far(const Tensor& got, const Tensor& want, double atol, double rtol, const std::string& what) {

@@ -1,7 +1,8 @@
 // Tensor-parallel training equals single-rank training: tp 2 (np 2) and dp 2 x tp 2 (np 4) give
 // the losses of one rank with the same global batch (f32, relative 1e-5) with the native and the
-// ring all-reduce, the replicated parameters end bit-identical on every rank, and checkpoints
-// (full tensors) move between tp 2 and tp 1 and continue exactly as the uninterrupted run.
+// ring all-reduce, also with sequence parallelism and active clipping (and dropout at np 2); the
+// replicated parameters end bit-identical on every rank, and checkpoints (full tensors) move
+// between tp 2 and tp 1 and continue exactly as the uninterrupted run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -41,18 +42,32 @@ class TpTrainingTest : public testing::MpiDataTest {
     return c;
   }
 
-  // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
-  std::vector<double> reference_losses() const {
-    return run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1)).step_losses;
+  // Sequence parallelism's runs: a clip below the gradient norm (the summed replicated gradients
+  // enter the norm) and, with one data-parallel replica, dropout (its masks must be the tp = 1
+  // ones; data-parallel replicas draw masks of their own, which the one-rank run does not).
+  TrainConfig with_clipping_and_dropout(TrainConfig c) const {
+    c.grad_clip = 0.05;
+    if (comm_->size() == kTp) c.dropout = 0.1f;
+    return c;
   }
 
-  void trains_like_one_rank(const std::string& allreduce) {
+  // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
+  std::vector<double> reference_losses(bool sequence_parallel = false) const {
+    TrainConfig c = config("reference_" + std::to_string(comm_->rank()), 1, 1);
+    return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c).step_losses;
+  }
+
+  void trains_like_one_rank(const std::string& allreduce, bool sequence_parallel = false) {
     if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
-    std::vector<double> reference = reference_losses();
+    std::vector<double> reference = reference_losses(sequence_parallel);
     RunContext ctx;
     ctx.comm = comm_.get();
-    TrainConfig c = config(allreduce, comm_->size(), kTp);
+    TrainConfig c = config(allreduce + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
     c.allreduce = allreduce;
+    if (sequence_parallel) {
+      c = with_clipping_and_dropout(c);
+      c.sequence_parallel = true;
+    }
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), reference);
     EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
@@ -68,6 +83,10 @@ class TpTrainingTest : public testing::MpiDataTest {
 TEST_F(TpTrainingTest, NativeAllreduceMatchesOneRank) { trains_like_one_rank("native"); }
 
 TEST_F(TpTrainingTest, RingAllreduceMatchesOneRank) { trains_like_one_rank("ring"); }
+
+TEST_F(TpTrainingTest, SequenceParallelNativeMatchesOneRank) { trains_like_one_rank("native", true); }
+
+TEST_F(TpTrainingTest, SequenceParallelRingMatchesOneRank) { trains_like_one_rank("ring", true); }
 
 TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
   if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";

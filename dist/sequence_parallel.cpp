@@ -1,0 +1,130 @@
+// Sequence parallelism's mappings and gradient sum. reduce_scatter_for_tp and all_gather_for_tp
+// are the single place where they meet a collective, as allreduce_for_tp is for tensor parallelism.
+#include "dist/sequence_parallel.h"
+
+#include "autograd/ops.h"
+#include "autograd/parallel_ops.h"
+#include "dist/ring_allreduce.h"
+
+namespace nd::dist {
+namespace {
+
+// Block `rank` of `tp` equal blocks of the flat buffer: the ring's chunk when tp divides the count.
+Tensor flat_block(const Tensor& buffer, int rank, int tp) {
+  const RingChunk chunk = ring_chunk(buffer.numel(), tp, rank);
+  return buffer.view({-1}).narrow(chunk.begin, chunk.size);
+}
+
+void check_blocks(const Tensor& whole, const Tensor& block, int tp, const char* what) {
+  ND_CHECK(whole.dtype() == block.dtype() && whole.numel() == block.numel() * tp,
+           what << ": " << whole.str() << " must hold " << tp << " blocks of " << block.str());
+}
+
+Shape with_rows(Shape shape, int64_t rows) {
+  shape[0] = rows;
+  return shape;
+}
+
+}  // namespace
+
+void reduce_scatter_for_tp(Comm& comm, Tensor& input, Tensor& output, AllreduceImpl impl) {
+  check_blocks(input, output, comm.size(), "reduce_scatter_for_tp");
+  if (impl == AllreduceImpl::Ring) {
+    ring_reduce_scatter(comm, input, ReduceOp::Sum);
+    output.view({-1}).copy_from(flat_block(input, comm.rank(), comm.size()));
+    return;
+  }
+  comm.reduce_scatter(input, output, ReduceOp::Sum);
+}
+
+void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output, AllreduceImpl impl) {
+  check_blocks(output, input, comm.size(), "all_gather_for_tp");
+  if (impl == AllreduceImpl::Ring) {
+    flat_block(output, comm.rank(), comm.size()).copy_from(input.view({-1}));
+    ring_all_gather(comm, output);
+    return;
+  }
+  comm.all_gather(input, output);
+}
+
+Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp) {
+  if (!tp.splits_tokens()) return x;
+  ND_CHECK(x.data().ndim() >= 1, "all_gather_from_sp: x must be (B / tp, ...), got " << x.data().str());
+  Comm* comm = tp.comm;
+  const AllreduceImpl impl = tp.impl;
+  const Tensor& share = x.data();
+  Tensor whole = Tensor::empty(with_rows(share.shape(), share.size(0) * tp.size()), share.dtype(), share.device());
+  all_gather_for_tp(*comm, share, whole, impl);
+  return make_result(whole, {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (!in[0].requires_grad()) return;
+    // grad_out is this node's own gradient, dropped after this closure: the ring may reduce it in place.
+    Tensor grad_whole = grad_out;
+    Tensor grad_share = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) / comm->size()),
+                                      grad_out.dtype(), grad_out.device());
+    reduce_scatter_for_tp(*comm, grad_whole, grad_share, impl);
+    ops::pass_gradient(grad_share, in[0]);
+  });
+}
+
+Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp) {
+  if (!tp.splits_tokens()) return x;
+  Tensor partial = x.data();
+  ND_CHECK(partial.ndim() >= 1 && partial.size(0) % tp.size() == 0,
+           "reduce_scatter_to_sp: tensor-parallel size " << tp.size() << " does not divide the batch of "
+                                                         << partial.str());
+  Tensor share = Tensor::empty(with_rows(partial.shape(), partial.size(0) / tp.size()), partial.dtype(),
+                               partial.device());
+  reduce_scatter_for_tp(*tp.comm, partial, share, tp.impl);
+  Comm* comm = tp.comm;
+  const AllreduceImpl impl = tp.impl;
+  return make_result(share, {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (!in[0].requires_grad()) return;
+    Tensor grad_whole = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) * comm->size()),
+                                      grad_out.dtype(), grad_out.device());
+    all_gather_for_tp(*comm, grad_out, grad_whole, impl);
+    ops::pass_gradient(grad_whole, in[0]);
+  });
+}
+
+Variable enter_tp_region(const Variable& x, const TensorParallel& tp) {
+  return tp.splits_tokens() ? all_gather_from_sp(x, tp) : copy_to_tp(x, tp);
+}
+
+Variable leave_tp_region(const Variable& x, const TensorParallel& tp) {
+  return tp.splits_tokens() ? reduce_scatter_to_sp(x, tp) : reduce_from_tp(x, tp);
+}
+
+Variable token_dropout(const Variable& x, float p, Generator& gen, bool training, const TensorParallel& tp) {
+  if (!tp.splits_tokens()) return ops::dropout(x, p, gen, training);
+  const int64_t share = x.data().numel();
+  return ops::dropout_share(x, p, gen, training, share * tp.size(), share * tp.rank());
+}
+
+void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {
+  if (!tp.active()) return;
+  std::vector<Tensor> grads;
+  int64_t total = 0;
+  for (const Variable& p : params) {
+    if (!p.has_grad()) continue;
+    grads.push_back(p.grad());
+    ND_CHECK(grads.back().dtype() == grads.front().dtype(),
+             "sum_gradients_over_tp: gradients of one dtype, got " << grads.front().str() << " and "
+                                                                   << grads.back().str());
+    total += grads.back().numel();
+  }
+  if (grads.empty()) return;
+  Tensor flat = Tensor::empty({total}, grads.front().dtype(), grads.front().device());
+  int64_t offset = 0;
+  for (const Tensor& g : grads) {
+    flat.narrow(offset, g.numel()).copy_from(g.view({-1}));
+    offset += g.numel();
+  }
+  allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum, tp.impl);
+  offset = 0;
+  for (Tensor& g : grads) {
+    g.view({-1}).copy_from(flat.narrow(offset, g.numel()));
+    offset += g.numel();
+  }
+}
+
+}  // namespace nd::dist

@@ -1,0 +1,119 @@
+// The sequence-parallel GPT under mpirun, for every tp that divides the world (with np 4 also tp 2
+// in two groups): with dropout, its loss, its gradients (gathered over the group, the replicated
+// ones summed by sum_sequence_parallel_gradients) and its parameters after AdamW steps with
+// clipping active equal the tp = 1 model's (f32, as tests/nn/tp_gpt_mpi_test.cpp); a batch the
+// group does not divide is an nd::Error.
+#include <gtest/gtest.h>
+
+#include "dist/world.h"
+#include "nn/gpt.h"
+#include "tests/nn/tp_test_util.h"
+#include "train/optimizer.h"
+
+namespace nd::nn {
+namespace {
+
+using dist::TensorParallel;
+
+constexpr double kAtol = 2e-6, kRtol = 2e-5;
+constexpr int kSteps = 3;
+constexpr double kLr = 1e-2, kClip = 0.05;
+
+dist::Comm& world() {
+  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  return *comm;
+}
+
+GPTConfig tiny_config(int tp) { return test::tiny_tp_gpt_config(tp, 0.1f); }
+
+// Runs check(tp) for every tp group, native and ring, with sequence parallelism on.
+template <typename Check>
+void for_each_sp_group(Check check) {
+  test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
+}
+
+std::vector<std::string> sharded_names(const GPT& model) {
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : model.named_shard_specs())
+    if (spec.sharded()) names.push_back(name);
+  return names;
+}
+
+// One forward and backward on batch `step`; the loss.
+double forward_backward(const GPT& model, int step, int64_t batch) {
+  Generator dropout_gen(99 + step);
+  Tensor idx = test::random_ids({batch, 8}, model.config().vocab_size, 4 + step);
+  Tensor targets = test::random_ids({batch, 8}, model.config().vocab_size, 40 + step);
+  targets.data<int32_t>()[7] = -1;
+  GPT::Output out = model.forward(idx, &targets, dropout_gen);
+  out.loss.backward();
+  model.sum_sequence_parallel_gradients();
+  return out.loss.data().item();
+}
+
+// The split model's values (or gradients) against the full model's, shard by shard.
+void expect_matches_full(const GPT& split, const GPT& full, const TensorParallel& tp, bool grads) {
+  const NamedParameters got = split.named_parameters(), want = full.named_parameters();
+  const NamedShardSpecs specs = split.named_shard_specs();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const std::string& name = want[i].first;
+    ASSERT_EQ(got[i].first, name);
+    const Tensor mine = grads ? got[i].second.grad() : got[i].second.data();
+    const Tensor whole = grads ? want[i].second.grad() : want[i].second.data();
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, mine, specs[i].second);
+    EXPECT_EQ(test::count_far(gathered, whole, kAtol, kRtol, name + (grads ? " grad" : " value")), 0);
+  }
+}
+
+TEST(SequenceParallelGPT, TrainsLikeTheOneRankModel) {
+  for_each_sp_group([](const TensorParallel& tp) {
+    const GPTConfig c = tiny_config(tp.size());
+    const int64_t batch = 2 * tp.size();
+    Generator g1(3), g2(3);
+    GPT full(c, g1);
+    GPT split(c, g2, Device::cpu(), DType::F32, tp);
+    // Adam moves every parameter by about lr, whatever its gradient, so a gradient at the level
+    // of f32 rounding would turn summation-order differences into lr-sized ones (they do, with the
+    // plain tensor parallelism too): eps 1e-5 keeps such gradients' steps small.
+    train::AdamWOptions adam;
+    adam.eps = 1e-5;
+    train::AdamW full_opt(full.named_parameters(), adam);
+    train::AdamW split_opt(split.named_parameters(), adam);
+    split_opt.set_tensor_parallel(tp.comm, sharded_names(split));
+    for (int step = 0; step < kSteps; ++step) {
+      SCOPED_TRACE(testing::Message() << "step " << step);
+      full.zero_grad();
+      split.zero_grad();
+      const double want = forward_backward(full, step, batch);
+      const double got = forward_backward(split, step, batch);
+      EXPECT_NEAR(got, want, kRtol * std::fabs(want));
+      if (step == 0) expect_matches_full(split, full, tp, /*grads=*/true);
+      const double want_norm = full_opt.step(kLr, kClip);
+      const double got_norm = split_opt.step(kLr, kClip);
+      EXPECT_GT(want_norm, kClip) << "clipping must be active";
+      EXPECT_NEAR(got_norm, want_norm, kRtol * want_norm);
+    }
+    expect_matches_full(split, full, tp, /*grads=*/false);
+  });
+}
+
+TEST(SequenceParallelGPT, ABatchTheGroupDoesNotDivideIsAnError) {
+  for_each_sp_group([](const TensorParallel& tp) {
+    const GPTConfig c = tiny_config(tp.size());
+    Generator g(3), dropout_gen(1);
+    GPT split(c, g, Device::cpu(), DType::F32, tp);
+    Tensor idx = test::random_ids({tp.size() + 1, 8}, c.vocab_size, 4);
+    try {
+      split.forward(idx, &idx, dropout_gen);
+      ADD_FAILURE() << "no error for a batch of " << tp.size() + 1;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("does not divide the batch of " + std::to_string(tp.size() + 1)),
+                std::string::npos)
+          << e.what();
+    }
+  });
+}
+
+}  // namespace
+}  // namespace nd::nn
