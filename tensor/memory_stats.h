@@ -13,7 +13,7 @@ struct DeviceMemoryStats {
   size_t current_bytes = 0;   // in live allocations (rounded to their bucket sizes)
   size_t peak_bytes = 0;      // the most current_bytes has been since the last reset
   size_t current_requested_bytes = 0;  // the same blocks at the sizes asked for
-  size_t peak_requested_bytes = 0;
+  size_t peak_requested_bytes = 0;     // the most current_requested_bytes has been since the last reset
   size_t reserved_bytes = 0;  // obtained from cudaMalloc and not yet returned
   int64_t cuda_mallocs = 0;   // cudaMalloc calls so far
   int64_t cuda_frees = 0;     // cudaFree calls so far
