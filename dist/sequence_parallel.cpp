@@ -103,16 +103,19 @@ Variable token_dropout(const Variable& x, float p, Generator& gen, bool training
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {
   if (!tp.active()) return;
   std::vector<Tensor> grads;
+  for (const Variable& p : params)
+    if (p.has_grad()) grads.push_back(p.grad());
+  sum_gradients_over_tp(std::move(grads), tp);
+}
+
+void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) {
+  if (!tp.active() || grads.empty()) return;
   int64_t total = 0;
-  for (const Variable& p : params) {
-    if (!p.has_grad()) continue;
-    grads.push_back(p.grad());
-    ND_CHECK(grads.back().dtype() == grads.front().dtype(),
-             "sum_gradients_over_tp: gradients of one dtype, got " << grads.front().str() << " and "
-                                                                   << grads.back().str());
-    total += grads.back().numel();
+  for (const Tensor& g : grads) {
+    ND_CHECK(g.dtype() == grads.front().dtype(),
+             "sum_gradients_over_tp: gradients of one dtype, got " << grads.front().str() << " and " << g.str());
+    total += g.numel();
   }
-  if (grads.empty()) return;
   Tensor flat = Tensor::empty({total}, grads.front().dtype(), grads.front().device());
   int64_t offset = 0;
   for (const Tensor& g : grads) {

@@ -41,5 +41,7 @@ Variable token_dropout(const Variable& x, float p, Generator& gen, bool training
 // the parameters of token-wise regions, each of whose ranks saw only its share of the tokens.
 // Parameters without a gradient are skipped (the same ones on every rank).
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp);
+// The same over gradient tensors (e.g. the f32 main gradients of the flat buffers), one dtype.
+void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp);
 
 }  // namespace nd::dist

@@ -8,7 +8,7 @@
 
 #include "autograd/variable.h"
 #include "dist/comm.h"
-#include "dist/ddp.h"
+#include "dist/data_parallel.h"
 
 namespace nd::dist {
 

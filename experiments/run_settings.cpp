@@ -59,10 +59,15 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train::Train
   std::vector<std::pair<std::string, std::string>> out = {{"ranks", std::to_string(world_size)}};
   for (const train::ConfigField& f : train::train_config_fields(config)) {
     if (ignored_flags().count(f.name)) continue;
+    if (f.name != "data") {
+      out.emplace_back(f.name, f.text);
+      continue;
+    }
     // The data as an absolute path, so `--data d` and `--data ./d` name the same data.
     std::error_code ec;
-    const std::string data = std::filesystem::weakly_canonical(std::filesystem::absolute(f.text), ec).string();
-    out.emplace_back(f.name, f.name == "data" && !ec ? data : f.text);
+    const std::filesystem::path absolute = std::filesystem::absolute(f.text, ec);
+    const std::string data = ec ? "" : std::filesystem::weakly_canonical(absolute, ec).string();
+    out.emplace_back(f.name, ec ? f.text : data);
   }
   return out;
 }

@@ -151,14 +151,22 @@ GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* target
   return out;
 }
 
-void GPT::sum_sequence_parallel_gradients() const {
+void GPT::sum_sequence_parallel_gradients(dist::FlatParams* flat) const {
   if (!tp_.splits_tokens()) return;
   const NamedParameters params = named_parameters();
   const NamedShardSpecs specs = named_shard_specs();
-  std::vector<Variable> replicated;
-  for (size_t i = 0; i < params.size(); ++i)
-    if (!specs[i].second.sharded()) replicated.push_back(params[i].second);
-  dist::sum_gradients_over_tp(replicated, tp_);
+  std::vector<Tensor> replicated;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (specs[i].second.sharded()) continue;
+    const Variable& p = params[i].second;
+    if (!flat) {
+      if (p.has_grad()) replicated.push_back(p.grad());
+      continue;
+    }
+    for (const dist::FlatEntry& e : flat->entries())
+      if (e.param.same(p)) replicated.push_back(flat->grad_of(e));
+  }
+  dist::sum_gradients_over_tp(std::move(replicated), tp_);
 }
 
 double GPT::flops_per_token(int T) const {

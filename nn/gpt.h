@@ -9,6 +9,7 @@
 // the token-wise regions run on each rank's share of the batch (dist/sequence_parallel.h), which
 // tp must divide. At tp = 1 this is exactly the unsplit model.
 #pragma once
+#include "dist/flat_params.h"
 #include "nn/layers.h"
 
 namespace nd::nn {
@@ -81,8 +82,9 @@ class GPT : public Module {
   // Under sequence parallelism (tp_.splits_tokens()) the replicated parameters (LayerNorms,
   // row-parallel biases, wpe) saw only this rank's tokens: after backward, this sums their
   // gradients over the group in one all-reduce, so they equal the tp = 1 gradients. A no-op
-  // otherwise. Call it on every rank of the group, before clipping.
-  void sum_sequence_parallel_gradients() const;
+  // otherwise. Call it on every rank of the group, before clipping. With `flat` the gradients
+  // summed are the flat buffers' (dist::FlatParams::grad_of: f32 main gradients where they exist).
+  void sum_sequence_parallel_gradients(dist::FlatParams* flat = nullptr) const;
   // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
   // attention scores and values. Under tp each rank does 1 / tp of them.
   double flops_per_token(int T) const;

@@ -8,6 +8,7 @@
 
 #include "tensor/device.h"
 #include "tensor/dtype.h"
+#include "train/precision.h"
 #include "tensor/error.h"
 #include "train/model_config.h"
 
@@ -124,7 +125,10 @@ const std::vector<Binding>& train_bindings() {
     b.add("log-interval", &C::log_interval, "print a step line every N steps");
     b.group("system");
     b.add("device", &C::device, "cpu or cuda");
-    b.add("dtype", &C::dtype, "f32 or bf16 (bf16 needs cuda)");
+    b.add("dtype", &C::dtype, "f32 or bf16 (bf16 needs cuda; f32 master weights and optimizer state either way)");
+    b.add("grad-dtype", &C::grad_dtype,
+          "f32 or bf16: gradients accumulated over micro-batches and reduced in this dtype (default: --dtype; "
+          "f32 under bf16 is Megatron's main_grad)");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("sequence-parallel", &C::sequence_parallel,
@@ -200,6 +204,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   DType dtype = parse_dtype(c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
+  precision_policy(c);  // checks --grad-dtype against --dtype
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.allreduce == "native" || c.allreduce == "ring",

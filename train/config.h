@@ -46,6 +46,7 @@ struct TrainConfig {
   // system
   std::string device = "cpu";
   std::string dtype = "f32";
+  std::string grad_dtype = "";  // "" = the --dtype (train/precision.h)
   uint64_t seed = 1337;
   int tp = 1;
   bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1

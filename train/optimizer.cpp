@@ -15,21 +15,68 @@ double clip_scale(double norm, double grad_clip) {
   return coef < 1.0 ? coef : 1.0;
 }
 
+namespace {
+
+std::vector<std::pair<std::string, Variable>> named_in_registration_order(const dist::FlatParams& flat) {
+  std::vector<std::pair<std::string, Variable>> named;
+  for (auto it = flat.entries().rbegin(); it != flat.entries().rend(); ++it) named.emplace_back(it->name, it->param);
+  return named;
+}
+
+}  // namespace
+
 AdamW::AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options)
-    : options_(options) {
-  for (const auto& [name, param] : named_params) {
-    ND_CHECK(param.defined(), "AdamW: parameter " << name << " is undefined");
-    for (const ParamState& s : states_) ND_CHECK(s.name != name, "AdamW: parameter " << name << " appears twice");
-    const Tensor& p = param.data();
+    : AdamW(std::make_shared<dist::FlatParams>(named_params,
+                                               named_params.empty() ? DType::F32 : named_params.front().second.dtype()),
+            options) {}
+
+AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : options_(options), flat_(std::move(flat)) {
+  ND_CHECK(flat_ != nullptr, "AdamW: no parameters");
+  const Device device = flat_->device();
+  flat_state_.m = Tensor::zeros({flat_->numel()}, DType::F32, device);
+  flat_state_.v = Tensor::zeros({flat_->numel()}, DType::F32, device);
+  if (flat_->param_dtype() != DType::F32) flat_state_.master = flat_->params().to(DType::F32);
+  const std::vector<dist::FlatEntry>& entries = flat_->entries();
+  state_of_entry_.resize(entries.size());
+  // The states in registration order (the layout is its reverse), as checkpoints list them.
+  for (size_t k = entries.size(); k-- > 0;) {
+    const dist::FlatEntry& e = entries[k];
     ParamState s;
-    s.name = name;
-    s.param = param;
-    s.m = Tensor::zeros(p.shape(), DType::F32, p.device());
-    s.v = Tensor::zeros(p.shape(), DType::F32, p.device());
-    if (p.dtype() != DType::F32) s.master = p.to(DType::F32);
-    s.decay = in_decay_group(p);
+    s.name = e.name;
+    s.param = e.param;
+    s.entry = k;
+    s.m = flat_->view_of(flat_state_.m, e);
+    s.v = flat_->view_of(flat_state_.v, e);
+    if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
+    s.decay = in_decay_group(e.param.data());
+    state_of_entry_[k] = states_.size();
     states_.push_back(std::move(s));
   }
+}
+
+std::vector<FlatRun> AdamW::runs() const {
+  std::vector<FlatRun> runs;
+  const std::vector<dist::FlatEntry>& entries = flat_->entries();
+  bool open = false;  // the last run may be extended (its last tensor was the previous entry)
+  for (size_t k = 0; k < entries.size(); ++k) {
+    if (!flat_->has_gradient(k)) {
+      open = false;
+      continue;
+    }
+    const ParamState& s = states_[state_of_entry_[k]];
+    const dist::FlatEntry& e = entries[k];
+    ND_CHECK(flat_->separate_grads() || e.param.grad().raw_data() == static_cast<char*>(flat_->grads().raw_data()) +
+                                                                         e.offset * dtype_size(flat_->grad_dtype()),
+             "AdamW: the gradient of " << e.name << " was replaced (set_grad) by a tensor outside the flat buffer; "
+                                       << "write into its buffer (grad_slot) instead");
+    if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
+      runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
+    } else {
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded});
+    }
+    open = true;
+  }
+  return runs;
 }
 
 ParamState& AdamW::state(const std::string& name) {
@@ -38,7 +85,7 @@ ParamState& AdamW::state(const std::string& name) {
   ND_FAIL("AdamW has no parameter " << name);
 }
 
-double AdamW::grad_norm() const { return global_grad_norm(states_, tp_); }
+double AdamW::grad_norm() const { return global_grad_norm(*flat_, runs(), tp_); }
 
 void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names) {
   for (ParamState& s : states_) s.sharded = false;
@@ -73,12 +120,12 @@ double AdamW::finish_step() {
   return norm;
 }
 
-bool AdamW::on_gpu() const { return !states_.empty() && states_.front().param.data().device().is_cuda(); }
+bool AdamW::on_gpu() const { return flat_->device().is_cuda(); }
 
 void AdamW::begin_step(double lr) {
   ++step_count_;
   step_lr_ = lr;
-  if (on_gpu()) cuda_upload_step_scalars(states_, hyper_of(options_, lr, step_count_), tp_, device_state_);
+  if (on_gpu()) cuda_upload_step_scalars(*flat_, flat_state_, runs(), hyper_of(options_, lr, step_count_), tp_, device_state_);
 }
 
 // The GPU kernels read lr and the step from what begin_step uploaded; they are passed again only
@@ -86,14 +133,14 @@ void AdamW::begin_step(double lr) {
 void AdamW::enqueue_update(double grad_clip) {
   AdamWHyper hyper = hyper_of(options_, step_lr_, step_count_);
   if (on_gpu()) {
-    cuda_enqueue_clip_and_update(states_, hyper, grad_clip, tp_, device_state_);
+    cuda_enqueue_clip_and_update(*flat_, flat_state_, runs(), hyper, grad_clip, tp_, device_state_);
   } else {
-    host_grad_norm_ = clip_and_update(states_, hyper, grad_clip, tp_, device_state_);
+    host_grad_norm_ = clip_and_update(*flat_, flat_state_, runs(), hyper, grad_clip, tp_);
   }
 }
 
 double AdamW::last_grad_norm() const {
-  return on_gpu() ? cuda_read_grad_norm(states_, device_state_) : host_grad_norm_;
+  return on_gpu() ? cuda_read_grad_norm(device_state_, flat_->device()) : host_grad_norm_;
 }
 
 }  // namespace nd::train

@@ -1,6 +1,9 @@
-// AdamW over a named parameter list, with nanoGPT's grouping: tensors of two or more dimensions
-// (matmul weights, embeddings) get weight decay, the rest (biases, LayerNorm gains) none.
-// Keeps f32 moments m, v per parameter and the step counter; clips by global gradient norm.
+// AdamW over a model's flat buffers (dist/flat_params.h), with nanoGPT's grouping: tensors of two
+// or more dimensions (matmul weights, embeddings) get weight decay, the rest (biases, LayerNorm
+// gains) none. The f32 moments m, v (and f32 master weights beside bf16 parameters) live in flat
+// buffers of the same layout, each parameter's state a view; the norm and the update run over
+// flat runs (contiguous ranges with one weight-decay and sharding class), not tensor by tensor,
+// so a ZeRO shard, a range cutting across tensors, is the same kind of work. Clips by global norm.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,6 +12,7 @@
 
 #include "autograd/variable.h"
 #include "dist/comm.h"
+#include "dist/flat_params.h"
 
 namespace nd::train {
 
@@ -22,7 +26,8 @@ struct AdamWOptions {
 struct ParamState {
   std::string name;
   Variable param;
-  Tensor m;  // same shape and device as the parameter, f32, zeros at start
+  size_t entry = 0;  // its index in the flat layout (dist::FlatParams::entries())
+  Tensor m;  // same shape and device as the parameter, f32, zeros at start (a view of the flat m)
   Tensor v;
   // f32 master weights when the parameter itself is lower precision (bf16 on the GPU): the
   // update runs on the master and writes the rounded value back to the parameter.
@@ -38,8 +43,24 @@ struct DeviceOptimizerState;  // per-device launch data, built on the first GPU 
 // True for the tensors nanoGPT decays: dim >= 2.
 bool in_decay_group(const Tensor& param);
 
+// The flat optimizer state: m, v and (for bf16 parameters) the f32 masters, numel() each.
+struct FlatOptimizerState {
+  Tensor m, v, master;
+};
+
+// A contiguous range [begin, begin + length) of the flat buffers whose tensors all have a gradient
+// this step and share the weight-decay group and the tensor-parallel sharding.
+struct FlatRun {
+  int64_t begin = 0, length = 0;
+  bool decay = false;
+  bool sharded = false;
+};
+
 class AdamW {
  public:
+  // Over `flat` (shared with the data-parallel engine, which must see the same object).
+  AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options);
+  // Flattens `named_params` itself (gradients in the parameters' dtype): for one-rank uses.
   AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options);
 
   // Global L2 norm of every gradient (parameters without a gradient count as zero). Under data
@@ -75,12 +96,19 @@ class AdamW {
   std::vector<ParamState>& states() { return states_; }
   const std::vector<ParamState>& states() const { return states_; }
   ParamState& state(const std::string& name);  // nd::Error on an unknown name
+  dist::FlatParams& flat() { return *flat_; }
+  FlatOptimizerState& flat_state() { return flat_state_; }
+  // The runs of this step: the tensors with a gradient (dist::FlatParams::has_gradient), merged.
+  std::vector<FlatRun> runs() const;
 
  private:
   bool on_gpu() const;
 
   AdamWOptions options_;
-  std::vector<ParamState> states_;
+  std::shared_ptr<dist::FlatParams> flat_;
+  FlatOptimizerState flat_state_;
+  std::vector<ParamState> states_;   // registration order
+  std::vector<size_t> state_of_entry_;  // layout entry -> states_ index
   dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)

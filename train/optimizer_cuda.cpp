@@ -1,6 +1,6 @@
-// The optimizer on the GPU: the global norm, the clip factor and the fused AdamW update all stay
-// on the device (kernels/cuda multi-tensor kernels); the host reads back only the norm, for the
-// log line. Under tensor parallelism the sharded gradients' sum of squares is all-reduced over the
+// The optimizer on the GPU: the global norm, the clip factor and the fused AdamW update over the
+// flat runs all stay on the device (kernels/cuda multi-tensor kernels, one slot per run); the host
+// reads back only the norm, for the log line. Under tensor parallelism the sharded gradients' sum of squares is all-reduced over the
 // group on the device (stream-ordered, no host wait) and the replicated ones count once. The kernels' lists of tensors are uploaded once and reused while no address changes.
 // lr and the bias corrections go to the device before the kernels (one small copy from pinned
 // memory), so the kernel launches alone can be captured into a CUDA graph and replayed.
@@ -20,17 +20,18 @@ namespace nd::train {
 
 #if NANODIST_WITH_CUDA
 
-// The kernels' device-resident tensor lists for parameters of element type T.
-template <typename T>
+// The kernels' device-resident lists of runs for parameters of type T and gradients of type G.
+template <typename T, typename G>
 struct LaunchLists {
-  cuda::DeviceSlots<cuda::NormSlot<T>> norm;
-  cuda::DeviceSlots<cuda::AdamWSlot<T>> adamw;
+  cuda::DeviceSlots<cuda::NormSlot<G>> norm;
+  cuda::DeviceSlots<cuda::AdamWSlot<T, G>> adamw;
 };
 
 struct DeviceOptimizerState {
-  std::vector<const void*> key;  // parameter, gradient and state addresses the lists were built from
-  std::unique_ptr<LaunchLists<float>> f32_lists;  // the one of the parameters' type is set
-  std::unique_ptr<LaunchLists<bf16>> bf16_lists;
+  // The runs (begin, length, decay, sharded) and buffer addresses the lists were built from.
+  std::vector<int64_t> key;
+  std::shared_ptr<void> lists;  // a LaunchLists<T, G> of the buffers' types
+  int sharded_runs = 0;         // the lists hold the sharded runs first
   // f32 (4) on the device: the norm, the clip factor, and the sums of squares of the sharded and
   // of the replicated gradients (tensor parallelism only).
   Tensor scalars;
@@ -40,67 +41,54 @@ struct DeviceOptimizerState {
 
 namespace {
 
-// The states that take part in this step: those with a gradient, the sharded ones first when the
-// norm is split over a tensor-parallel group (see split_of).
-std::vector<const ParamState*> with_grad(const std::vector<ParamState>& states, bool sharded_first = false) {
-  std::vector<const ParamState*> out;
-  for (int pass = sharded_first ? 0 : 1; pass < 2; ++pass)
-    for (const ParamState& s : states)
-      if (s.param.has_grad() && (!sharded_first || s.sharded == (pass == 0))) out.push_back(&s);
+// The runs with the sharded ones first when the norm is split over a tensor-parallel group.
+std::vector<FlatRun> ordered(const std::vector<FlatRun>& runs, bool sharded_first) {
+  if (!sharded_first) return runs;
+  std::vector<FlatRun> out;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const FlatRun& r : runs)
+      if (r.sharded == (pass == 0)) out.push_back(r);
   return out;
-}
-
-// How many of `active` (sharded first) are sharded.
-int split_of(const std::vector<const ParamState*>& active) {
-  int n = 0;
-  while (n < static_cast<int>(active.size()) && active[n]->sharded) ++n;
-  return n;
 }
 
 // norm (scalars[0]) and clip factor (scalars[1]) of the gradients in `slots`. With a tensor-parallel
 // group `tp` the first `split` slots are sharded: their sum of squares (scalars[2]) is summed over
 // the group by the comm (stream-ordered on the compute stream), the rest (scalars[3]) counts once.
-template <typename T>
-void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<T>>& slots, int split, dist::Comm* tp, Tensor& scalars,
+template <typename G>
+void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<G>>& slots, int split, dist::Comm* tp, Tensor& scalars,
                   float max_norm, cudaStream_t stream) {
   float* norm = scalars.data<float>();
-  if (tp == nullptr) return cuda::global_norm<T>(slots, norm, norm + 1, max_norm, stream);
-  cuda::sums_of_squares<T>(slots, split, norm + 2, stream);
+  if (tp == nullptr) return cuda::global_norm<G>(slots, norm, norm + 1, max_norm, stream);
+  cuda::sums_of_squares<G>(slots, split, norm + 2, stream);
   Tensor sharded_sum = scalars.narrow(2, 1);
   tp->allreduce(sharded_sum, dist::ReduceOp::Sum);
   cuda::norm_from_sums(norm + 2, norm, norm + 1, max_norm, stream);
 }
 
-template <typename T>
-std::vector<cuda::NormSlot<T>> norm_slots(const std::vector<const ParamState*>& states) {
-  std::vector<cuda::NormSlot<T>> slots;
-  for (const ParamState* s : states) slots.push_back({s->param.grad().data<T>(), s->param.grad().numel()});
+template <typename G>
+std::vector<cuda::NormSlot<G>> norm_slots(dist::FlatParams& flat, const std::vector<FlatRun>& runs) {
+  std::vector<cuda::NormSlot<G>> slots;
+  for (const FlatRun& r : runs) slots.push_back({flat.grads().data<G>() + r.begin, r.length});
   return slots;
 }
 
-template <typename T>
-std::vector<cuda::AdamWSlot<T>> adamw_slots(const std::vector<const ParamState*>& states, float weight_decay) {
-  std::vector<cuda::AdamWSlot<T>> slots;
-  for (const ParamState* s : states) {
-    float* master = s->master.defined() ? s->master.data<float>() : nullptr;
-    slots.push_back({s->param.data().data<T>(), s->param.grad().data<T>(), master, s->m.data<float>(),
-                     s->v.data<float>(), s->param.data().numel(), s->decay ? weight_decay : 0.0f});
+template <typename T, typename G>
+std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptimizerState& state,
+                                               const std::vector<FlatRun>& runs, float weight_decay) {
+  std::vector<cuda::AdamWSlot<T, G>> slots;
+  for (const FlatRun& r : runs) {
+    float* master = state.master.defined() ? state.master.data<float>() + r.begin : nullptr;
+    slots.push_back({flat.params().data<T>() + r.begin, flat.grads().data<G>() + r.begin, master,
+                     state.m.data<float>() + r.begin, state.v.data<float>() + r.begin, r.length,
+                     r.decay ? weight_decay : 0.0f});
   }
   return slots;
 }
 
-std::unique_ptr<LaunchLists<float>>& lists_of(DeviceOptimizerState& s, float*) { return s.f32_lists; }
-std::unique_ptr<LaunchLists<bf16>>& lists_of(DeviceOptimizerState& s, bf16*) { return s.bf16_lists; }
-
-template <typename T>
-LaunchLists<T>& lists(DeviceOptimizerState& s) {
-  return *lists_of(s, static_cast<T*>(nullptr));
-}
-
-std::vector<const void*> addresses(const std::vector<const ParamState*>& states) {
-  std::vector<const void*> key;
-  for (const ParamState* s : states)
-    key.insert(key.end(), {s->param.data().raw_data(), s->param.grad().raw_data(), s->m.raw_data()});
+std::vector<int64_t> key_of(dist::FlatParams& flat, const std::vector<FlatRun>& runs) {
+  std::vector<int64_t> key{reinterpret_cast<int64_t>(flat.params().raw_data()),
+                           reinterpret_cast<int64_t>(flat.grads().raw_data())};
+  for (const FlatRun& r : runs) key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0});
   return key;
 }
 
@@ -118,18 +106,23 @@ std::shared_ptr<cuda::AdamWStepScalars> pinned_step_scalars() {
                                                  [](cuda::AdamWStepScalars* p) { cudaFreeHost(p); });
 }
 
-// The launch data for the current addresses, rebuilt (uploads: not capturable) when one changed.
-template <typename T>
-DeviceOptimizerState& launch_state(const std::vector<const ParamState*>& active, float weight_decay,
-                                   std::shared_ptr<DeviceOptimizerState>& state, bool* rebuilt = nullptr) {
+// The launch data for the current runs and addresses, rebuilt (uploads: not capturable) when one
+// changed.
+template <typename T, typename G>
+DeviceOptimizerState& launch_state(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
+                                   float weight_decay, bool split, std::shared_ptr<DeviceOptimizerState>& state,
+                                   bool* rebuilt = nullptr) {
   if (rebuilt) *rebuilt = false;
-  int device = active.front()->param.device().index;
-  std::vector<const void*> key = addresses(active);
+  const int device = flat.device().index;
+  std::vector<FlatRun> active = ordered(runs, split);
+  std::vector<int64_t> key = key_of(flat, active);
   if (!state || state->key != key) {
     auto fresh = std::make_shared<DeviceOptimizerState>();
     fresh->key = key;
-    lists_of(*fresh, static_cast<T*>(nullptr)).reset(
-        new LaunchLists<T>{{norm_slots<T>(active), device}, {adamw_slots<T>(active, weight_decay), device}});
+    fresh->lists = std::shared_ptr<LaunchLists<T, G>>(new LaunchLists<T, G>{
+        {norm_slots<G>(flat, active), device}, {adamw_slots<T, G>(flat, opt, active, weight_decay), device}});
+    fresh->sharded_runs = 0;
+    for (const FlatRun& r : active) fresh->sharded_runs += split && r.sharded ? 1 : 0;
     fresh->scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
     fresh->step_scalars = Tensor::zeros({sizeof(cuda::AdamWStepScalars) / sizeof(float)}, DType::F32,
                                         Device::cuda(device));
@@ -140,6 +133,11 @@ DeviceOptimizerState& launch_state(const std::vector<const ParamState*>& active,
   return *state;
 }
 
+template <typename T, typename G>
+LaunchLists<T, G>& lists(DeviceOptimizerState& s) {
+  return *static_cast<LaunchLists<T, G>*>(s.lists.get());
+}
+
 void upload_step_scalars(DeviceOptimizerState& s, const AdamWHyper& h, cudaStream_t stream) {
   // The previous step's upload finished: every step ends by reading its norm back.
   *s.staged = cuda::adamw_step_scalars(h.lr, h.beta1, h.beta2, h.step);
@@ -147,110 +145,98 @@ void upload_step_scalars(DeviceOptimizerState& s, const AdamWHyper& h, cudaStrea
                              cudaMemcpyHostToDevice, stream));
 }
 
-template <typename T>
-void upload_step_scalars_as(const std::vector<ParamState>& states, const AdamWHyper& h, dist::Comm* tp,
-                            std::shared_ptr<DeviceOptimizerState>& state) {
-  std::vector<const ParamState*> active = with_grad(states, splits_norm(states, tp));
-  if (active.empty()) return;
-  DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state);
-  upload_step_scalars(s, h, compute_stream(active.front()->param.device().index));
-}
-
-template <typename T>
-void enqueue_update_as(const std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
-                       std::shared_ptr<DeviceOptimizerState>& state) {
-  const bool split = splits_norm(states, tp);
-  std::vector<const ParamState*> active = with_grad(states, split);
-  if (active.empty()) return;
+template <typename T, typename G>
+void enqueue_update_as(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
+                       const AdamWHyper& h, double grad_clip, dist::Comm* tp,
+                       std::shared_ptr<DeviceOptimizerState>& state, bool upload_only) {
+  if (runs.empty()) return;
+  const bool split = splits_norm(runs, tp);
   bool rebuilt = false;
-  DeviceOptimizerState& s = launch_state<T>(active, h.weight_decay, state, &rebuilt);
-  cudaStream_t stream = compute_stream(active.front()->param.device().index);
-  // New launch data (the first step, whose gradients did not exist at the upload, or moved
-  // tensors) holds no step scalars yet. Never the case inside capture: the addresses are settled.
-  if (rebuilt) upload_step_scalars(s, h, stream);
-  enqueue_norm<T>(lists<T>(s).norm, split_of(active), split ? tp : nullptr, s.scalars, static_cast<float>(grad_clip),
+  DeviceOptimizerState& s = launch_state<T, G>(flat, opt, runs, h.weight_decay, split, state, &rebuilt);
+  cudaStream_t stream = compute_stream(flat.device().index);
+  // New launch data (the first step, or moved buffers) holds no step scalars yet. Never the case
+  // inside capture: the runs and addresses are settled.
+  if (upload_only || rebuilt) upload_step_scalars(s, h, stream);
+  if (upload_only) return;
+  enqueue_norm<G>(lists<T, G>(s).norm, s.sharded_runs, split ? tp : nullptr, s.scalars, static_cast<float>(grad_clip),
                   stream);
   const float* scale = s.scalars.data<float>() + 1;
-  cuda::adamw_update<T>(lists<T>(s).adamw, h.beta1, h.beta2, h.eps,
-                        static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
+  cuda::adamw_update<T, G>(lists<T, G>(s).adamw, h.beta1, h.beta2, h.eps,
+                           static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
 }
 
-bool is_bf16(const std::vector<ParamState>& states) {
-  return !states.empty() && states.front().param.dtype() == DType::BF16;
-}
-
-template <typename T>
-double global_norm_as(const std::vector<ParamState>& states, dist::Comm* tp) {
-  const bool split = splits_norm(states, tp);
-  std::vector<const ParamState*> active = with_grad(states, split);
-  if (active.empty()) return 0.0;
-  int device = states.front().param.device().index;
-  cuda::DeviceSlots<cuda::NormSlot<T>> slots(norm_slots<T>(active), device);
-  Tensor scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
-  cudaStream_t stream = compute_stream(device);
-  enqueue_norm<T>(slots, split_of(active), split ? tp : nullptr, scalars, 0.0f, stream);
-  return read_back(scalars.data<float>(), stream);
+// Runs `f.template operator()<T, G>()` for the flat buffers' parameter and gradient types.
+template <typename F>
+void with_types(dist::FlatParams& flat, F&& f) {
+  const DType p = flat.param_dtype(), g = flat.grad_dtype();
+  if (p == DType::F32 && g == DType::F32) return f(float{}, float{});
+  if (p == DType::BF16 && g == DType::BF16) return f(bf16{}, bf16{});
+  if (p == DType::BF16 && g == DType::F32) return f(bf16{}, float{});
+  ND_FAIL("AdamW on the GPU: " << dtype_name(p) << " parameters with " << dtype_name(g) << " gradients");
 }
 
 }  // namespace
 
-double cuda_global_grad_norm(const std::vector<ParamState>& states, dist::Comm* tp) {
-  if (is_bf16(states)) return global_norm_as<bf16>(states, tp);
-  return global_norm_as<float>(states, tp);
+double cuda_global_grad_norm(dist::FlatParams& flat, const std::vector<FlatRun>& runs, dist::Comm* tp) {
+  if (runs.empty()) return 0.0;
+  const bool split = splits_norm(runs, tp);
+  std::vector<FlatRun> active = ordered(runs, split);
+  int sharded = 0;
+  for (const FlatRun& r : active) sharded += split && r.sharded ? 1 : 0;
+  const int device = flat.device().index;
+  Tensor scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
+  cudaStream_t stream = compute_stream(device);
+  auto norm_of = [&](auto g) {
+    using G = decltype(g);
+    cuda::DeviceSlots<cuda::NormSlot<G>> slots(norm_slots<G>(flat, active), device);
+    enqueue_norm<G>(slots, sharded, split ? tp : nullptr, scalars, 0.0f, stream);
+  };
+  if (flat.grad_dtype() == DType::BF16)
+    norm_of(bf16{});
+  else
+    norm_of(float{});
+  return read_back(scalars.data<float>(), stream);
 }
 
-void cuda_upload_step_scalars(const std::vector<ParamState>& states, const AdamWHyper& h, dist::Comm* tp,
-                              std::shared_ptr<DeviceOptimizerState>& device_state) {
-  for (const ParamState& s : states)
-    ND_CHECK(s.param.dtype() == states.front().param.dtype(),
-             "AdamW on the GPU needs one parameter dtype, got " << dtype_name(s.param.dtype()) << " and "
-                                                                << dtype_name(states.front().param.dtype()));
-  if (is_bf16(states)) return upload_step_scalars_as<bf16>(states, h, tp, device_state);
-  upload_step_scalars_as<float>(states, h, tp, device_state);
+void cuda_upload_step_scalars(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
+                              const AdamWHyper& h, dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& state) {
+  with_types(flat, [&](auto t, auto g) {
+    enqueue_update_as<decltype(t), decltype(g)>(flat, opt, runs, h, 0.0, tp, state, /*upload_only=*/true);
+  });
 }
 
-void cuda_enqueue_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip,
-                                  dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& device_state) {
-  if (is_bf16(states)) return enqueue_update_as<bf16>(states, h, grad_clip, tp, device_state);
-  enqueue_update_as<float>(states, h, grad_clip, tp, device_state);
+void cuda_enqueue_clip_and_update(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
+                                  const AdamWHyper& h, double grad_clip, dist::Comm* tp,
+                                  std::shared_ptr<DeviceOptimizerState>& state) {
+  with_types(flat, [&](auto t, auto g) {
+    enqueue_update_as<decltype(t), decltype(g)>(flat, opt, runs, h, grad_clip, tp, state, /*upload_only=*/false);
+  });
 }
 
-double cuda_read_grad_norm(const std::vector<ParamState>& states,
-                           const std::shared_ptr<DeviceOptimizerState>& device_state) {
-  if (with_grad(states).empty() || !device_state) return 0.0;
-  int device = states.front().param.device().index;
-  return read_back(device_state->scalars.data<float>(), compute_stream(device));
-}
-
-double cuda_clip_and_update(std::vector<ParamState>& states, const AdamWHyper& h, double grad_clip, dist::Comm* tp,
-                            std::shared_ptr<DeviceOptimizerState>& device_state) {
-  cuda_upload_step_scalars(states, h, tp, device_state);
-  cuda_enqueue_clip_and_update(states, h, grad_clip, tp, device_state);
-  return cuda_read_grad_norm(states, device_state);
+double cuda_read_grad_norm(const std::shared_ptr<DeviceOptimizerState>& state, Device device) {
+  if (!state) return 0.0;
+  return read_back(state->scalars.data<float>(), compute_stream(device.index));
 }
 
 #else
 
 struct DeviceOptimizerState {};
 
-double cuda_global_grad_norm(const std::vector<ParamState>&, dist::Comm*) { ND_FAIL("this nanodist was built without CUDA"); }
-
-double cuda_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, dist::Comm*,
-                            std::shared_ptr<DeviceOptimizerState>&) {
+double cuda_global_grad_norm(dist::FlatParams&, const std::vector<FlatRun>&, dist::Comm*) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 
-void cuda_upload_step_scalars(const std::vector<ParamState>&, const AdamWHyper&, dist::Comm*,
-                              std::shared_ptr<DeviceOptimizerState>&) {
+void cuda_upload_step_scalars(dist::FlatParams&, FlatOptimizerState&, const std::vector<FlatRun>&, const AdamWHyper&,
+                              dist::Comm*, std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 
-void cuda_enqueue_clip_and_update(std::vector<ParamState>&, const AdamWHyper&, double, dist::Comm*,
-                                  std::shared_ptr<DeviceOptimizerState>&) {
+void cuda_enqueue_clip_and_update(dist::FlatParams&, FlatOptimizerState&, const std::vector<FlatRun>&,
+                                  const AdamWHyper&, double, dist::Comm*, std::shared_ptr<DeviceOptimizerState>&) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 
-double cuda_read_grad_norm(const std::vector<ParamState>&, const std::shared_ptr<DeviceOptimizerState>&) {
+double cuda_read_grad_norm(const std::shared_ptr<DeviceOptimizerState>&, Device) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 

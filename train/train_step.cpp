@@ -2,6 +2,7 @@
 #include "train/train_step.h"
 
 #include "autograd/ops.h"
+#include "train/finalize_grads.h"
 #include "tensor/memory_stats.h"
 #include "tensor/op_timer.h"
 
@@ -34,9 +35,15 @@ Tensor offset_words(uint64_t offset) {
 
 }  // namespace
 
-TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataParallel* ddp, dist::Comm* world,
+TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_parallel, dist::Comm* world,
                      const StepOptions& options)
-    : model_(model), optimizer_(optimizer), ddp_(ddp), world_(world), options_(options), device_(model.device()) {
+    : model_(model),
+      optimizer_(optimizer),
+      data_parallel_(data_parallel),
+      schedule_(std::make_unique<NoPipelining>()),
+      world_(world),
+      options_(options),
+      device_(model.device()) {
   ND_CHECK(options.grad_accum >= 1, "grad_accum must be >= 1, got " << options.grad_accum);
   for (int micro = 0; micro < options.grad_accum; ++micro) {
     inputs_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
@@ -61,23 +68,17 @@ void TrainStep::load_inputs(const std::vector<Batch>& batches, const Generator& 
   uploader_->upload(2 * options_.grad_accum, offset_words(dropout_gen.offset()), step_counter_);
 }
 
-// Queues the whole step on the model's device without waiting for it. Only the last micro-step's
-// backward communicates; the earlier ones accumulate locally.
+// Queues the whole step on the model's device without waiting for it: schedule, finalize_grads,
+// optimizer.
 void TrainStep::enqueue(Generator& dropout_gen) {
   {
     if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "all gradients"});
     op_timer::Scope timed("zero_grad", losses_);
-    model_.zero_grad();
+    optimizer_.flat().zero_grad();
   }
-  const int accum = options_.grad_accum;
-  for (int micro = 0; micro < accum; ++micro) {
-    nn::GPT::Output out = model_.forward(inputs_[micro], &targets_[micro], dropout_gen, &loss_gradient_);
-    losses_.narrow(micro, 1).view(Shape{}).copy_from(out.loss.data());
-    if (ddp_) ddp_->prepare_backward(micro == accum - 1);
-    out.loss.backward(loss_scale_);
-  }
-  if (ddp_) ddp_->finish_gradient_sync();
-  model_.sum_sequence_parallel_gradients();
+  MicroBatches batches{inputs_, targets_, losses_, loss_scale_, loss_gradient_};
+  schedule_->run(model_, data_parallel_, batches, dropout_gen);
+  finalize_grads(model_, data_parallel_, optimizer_.flat());
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
   op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);

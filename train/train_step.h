@@ -1,8 +1,10 @@
-// One optimizer step, the same sequence on every device: the micro-batches go into fixed input
-// buffers, then zero_grad, and per micro-step forward, the DDP hook set-up and backward (the loss
-// seeded with 1/accum, a seed the loss is told in its forward so that it writes the logits' gradient
-// there), then the gradient sync (DDP over dp, and under sequence parallelism the sum of the
-// replicated parameters' gradients over tp), clipping and AdamW. The micro-step losses land
+// One optimizer step, the same sequence on every device, in three parts (Megatron's): the
+// micro-batches go into fixed input buffers, then zero_grad and
+//  1. the schedule (train/schedule.h): forward and backward over the micro-batches (the loss
+//     seeded with 1/accum, a seed the loss is told in its forward so that it writes the logits'
+//     gradient there), gradients into the flat buffers, data-parallel buckets launched;
+//  2. finalize_grads (train/finalize_grads.h): every cross-rank gradient reduction;
+//  3. the optimizer: global norm, clipping and AdamW over the flat runs. The micro-step losses land
 // in one buffer on the model's device that is read back once per step. On a GPU the sequence
 // queues no host synchronisation, so after a few eager steps it is captured once as a CUDA graph
 // and replayed; the CPU runs it eagerly. Dropout's first Philox counter of the step is an input
@@ -15,9 +17,10 @@
 
 #include "data/loader.h"
 #include "dist/comm.h"
-#include "dist/ddp.h"
+#include "dist/data_parallel.h"
 #include "nn/gpt.h"
 #include "train/optimizer.h"
+#include "train/schedule.h"
 #include "train/step_graph.h"
 
 namespace nd::train {
@@ -41,10 +44,10 @@ struct StepResult {
 
 class TrainStep {
  public:
-  // `ddp` may be null (one data-parallel rank). `world` (null = one rank) decides together with
-  // every rank whether a capture succeeded: a graph holds its rank's share of the collectives,
-  // so every rank replays or none does.
-  TrainStep(nn::GPT& model, AdamW& optimizer, dist::DistributedDataParallel* ddp, dist::Comm* world,
+  // `data_parallel` over the optimizer's flat buffers (one rank: it only accumulates). `world`
+  // (null = one rank) decides together with every rank whether a capture succeeded: a graph
+  // holds its rank's share of the collectives, so every rank replays or none does.
+  TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_parallel, dist::Comm* world,
             const StepOptions& options);
 
   // Runs one step at learning rate `lr` on `batches` (grad_accum of them, on the CPU).
@@ -58,7 +61,8 @@ class TrainStep {
 
   nn::GPT& model_;
   AdamW& optimizer_;
-  dist::DistributedDataParallel* ddp_;
+  dist::DataParallel& data_parallel_;
+  std::unique_ptr<Schedule> schedule_;
   dist::Comm* world_;
   StepOptions options_;
   Device device_;

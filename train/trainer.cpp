@@ -14,7 +14,7 @@
 #include <ostream>
 
 #include "data/loader.h"
-#include "dist/ddp.h"
+#include "dist/data_parallel.h"
 #include "dist/local_comm.h"
 #include "dist/parallel_grid.h"
 #include "nn/gpt.h"
@@ -25,6 +25,7 @@
 #include "train/metrics.h"
 #include "train/model_config.h"
 #include "train/optimizer.h"
+#include "train/precision.h"
 #include "train/run_files.h"
 #include "train/run_state.h"
 #include "train/time_budget.h"
@@ -83,19 +84,23 @@ class Trainer {
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
                                        dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce),
                                                             c_.sequence_parallel});
+    // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
+    // optimizer; the engine runs at every dp size (at one rank it only accumulates).
+    precision_ = precision_policy(c_);
+    flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad);
+    dist::DataParallelOptions dp_options;
+    dp_options.bucket_mb = c_.bucket_mb;
+    dp_options.impl = dist::parse_allreduce_impl(c_.allreduce);
+    data_parallel_ = std::make_unique<dist::DataParallel>(*dp_, *flat_, dp_options);
     if (dp_size > 1) {
-      dist::DDPOptions ddp;
-      ddp.bucket_mb = c_.bucket_mb;
-      ddp.impl = dist::parse_allreduce_impl(c_.allreduce);
-      ddp_ = std::make_unique<dist::DistributedDataParallel>(*dp_, model_->parameters(), ddp);
       auto watched = watch("the parameter broadcast from rank 0");
-      ddp_->broadcast_parameters();
+      data_parallel_->broadcast_parameters();
     }
     AdamWOptions options;
     options.beta1 = c_.beta1;
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
-    optimizer_ = std::make_unique<AdamW>(model_->named_parameters(), options);
+    optimizer_ = std::make_unique<AdamW>(flat_, options);
     if (grid_->tp_size() > 1) {
       std::vector<std::string> sharded;
       for (const auto& [name, spec] : model_->named_shard_specs())
@@ -120,7 +125,7 @@ class Trainer {
     std::string why = why_no_cuda_graph(c_);
     step.cuda_graph = why.empty();
     if (!step.cuda_graph) say("cuda graph: off (" + why + "); the step runs eagerly");
-    step_ = std::make_unique<TrainStep>(*model_, *optimizer_, ddp_.get(), world_, step);
+    step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
   }
 
   TrainResult run() {
@@ -387,7 +392,9 @@ class Trainer {
   std::unique_ptr<dist::ParallelGrid> grid_;
   dist::Comm* dp_ = nullptr;  // grid_->dp(): gradients, loss means and data shards
   int rank_ = 0;
-  std::unique_ptr<dist::DistributedDataParallel> ddp_;
+  PrecisionPolicy precision_;
+  std::shared_ptr<dist::FlatParams> flat_;
+  std::unique_ptr<dist::DataParallel> data_parallel_;
   nn::GPTConfig model_config_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;

@@ -11,10 +11,10 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kMaxBlocksPerSlot = 256;
 
-template <typename T>
-__global__ void adamw_kernel(const AdamWSlot<T>* slots, float beta1, float beta2, float eps,
+template <typename T, typename G>
+__global__ void adamw_kernel(const AdamWSlot<T, G>* slots, float beta1, float beta2, float eps,
                              const AdamWStepScalars* step_scalars, const float* grad_scale) {
-  AdamWSlot<T> s = slots[blockIdx.y];
+  AdamWSlot<T, G> s = slots[blockIdx.y];
   const float lr = step_scalars->lr, bias1 = step_scalars->bias1, sqrt_bias2 = step_scalars->sqrt_bias2;
   float scale = grad_scale ? *grad_scale : 1.0f;
   if (!isfinite(scale)) return;  // a non-finite gradient norm: the update is dropped
@@ -51,8 +51,8 @@ AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t 
   return {lr, static_cast<float>(bias1), static_cast<float>(std::sqrt(bias2))};
 }
 
-template <typename T>
-void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, float beta1, float beta2, float eps,
+template <typename T, typename G>
+void adamw_update(const DeviceSlots<AdamWSlot<T, G>>& slots, float beta1, float beta2, float eps,
                   const AdamWStepScalars* step_scalars, const float* grad_scale, cudaStream_t stream) {
   check_betas(beta1, beta2);
   ND_CHECK(step_scalars != nullptr, "adamw_update: no step scalars");
@@ -60,13 +60,13 @@ void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, float beta1, float bet
   if (slots.count() == 0 || slots.max_n() == 0) return;
   int64_t blocks = std::min<int64_t>(ceil_div(slots.max_n(), kThreads), kMaxBlocksPerSlot);
   dim3 grid(static_cast<unsigned>(blocks), static_cast<unsigned>(slots.count()));
-  adamw_kernel<T><<<grid, kThreads, 0, stream_or_default(stream)>>>(slots.data(), beta1, beta2, eps, step_scalars,
+  adamw_kernel<T, G><<<grid, kThreads, 0, stream_or_default(stream)>>>(slots.data(), beta1, beta2, eps, step_scalars,
                                                                     grad_scale);
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& h, const float* grad_scale,
+template <typename T, typename G>
+void adamw_update(const DeviceSlots<AdamWSlot<T, G>>& slots, const AdamWHyper& h, const float* grad_scale,
                   cudaStream_t stream) {
   AdamWStepScalars host = adamw_step_scalars(h.lr, h.beta1, h.beta2, h.step);
   if (slots.count() == 0 || slots.max_n() == 0) return;
@@ -75,17 +75,21 @@ void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& h, c
   auto* scalars = static_cast<AdamWStepScalars*>(device_alloc(sizeof(AdamWStepScalars), device));
   // From pageable memory: the copy has taken `host` before the call returns.
   CUDA_CHECK(cudaMemcpyAsync(scalars, &host, sizeof(host), cudaMemcpyHostToDevice, stream));
-  adamw_update<T>(slots, h.beta1, h.beta2, h.eps, scalars, grad_scale, stream);
+  adamw_update<T, G>(slots, h.beta1, h.beta2, h.eps, scalars, grad_scale, stream);
   device_free(scalars, device);  // reused only by later work on this stream
 }
 
-template void adamw_update<float>(const DeviceSlots<AdamWSlot<float>>&, const AdamWHyper&, const float*,
-                                  cudaStream_t);
-template void adamw_update<nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, const AdamWHyper&, const float*,
-                                     cudaStream_t);
-template void adamw_update<float>(const DeviceSlots<AdamWSlot<float>>&, float, float, float,
-                                  const AdamWStepScalars*, const float*, cudaStream_t);
-template void adamw_update<nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, float, float, float,
-                                     const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<float, float>(const DeviceSlots<AdamWSlot<float>>&, const AdamWHyper&, const float*,
+                                         cudaStream_t);
+template void adamw_update<nd::bf16, nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, const AdamWHyper&,
+                                               const float*, cudaStream_t);
+template void adamw_update<nd::bf16, float>(const DeviceSlots<AdamWSlot<nd::bf16, float>>&, const AdamWHyper&,
+                                            const float*, cudaStream_t);
+template void adamw_update<float, float>(const DeviceSlots<AdamWSlot<float>>&, float, float, float,
+                                         const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<nd::bf16, nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, float, float, float,
+                                               const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<nd::bf16, float>(const DeviceSlots<AdamWSlot<nd::bf16, float>>&, float, float, float,
+                                            const AdamWStepScalars*, const float*, cudaStream_t);
 
 }  // namespace nd::cuda

@@ -11,12 +11,14 @@
 
 namespace nd::cuda {
 
-// One parameter tensor of n elements. master may be null when T is float: the parameter itself is
-// then the f32 master. weight_decay is per tensor (GPT decays matrices, not biases or norms).
-template <typename T>
+// One parameter tensor (or a run of the flat buffers) of n elements. master may be null when T is
+// float: the parameter itself is then the f32 master. The gradient is T, or f32 main gradients
+// (G = float) beside bf16 parameters. weight_decay is per slot (GPT decays matrices, not biases
+// or norms).
+template <typename T, typename G = T>
 struct AdamWSlot {
   T* param;
-  const T* grad;
+  const G* grad;
   float* master;
   float* m;
   float* v;
@@ -42,15 +44,15 @@ AdamWStepScalars adamw_step_scalars(float lr, float beta1, float beta2, int64_t 
 // non-finite grad_scale (global_norm's answer to a non-finite norm) leaves every slot untouched.
 // The weight decay is each slot's (hyper.weight_decay is not read). This overload uploads the
 // step scalars itself (not capturable).
-template <typename T>
-void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, const AdamWHyper& hyper, const float* grad_scale,
+template <typename T, typename G = T>
+void adamw_update(const DeviceSlots<AdamWSlot<T, G>>& slots, const AdamWHyper& hyper, const float* grad_scale,
                   cudaStream_t stream = nullptr);
 
 // The same update with lr and the bias corrections read from `step_scalars` (device memory, one
 // AdamWStepScalars); beta1, beta2 and eps are fixed for a run. Launches one kernel and nothing
 // else, so it can be captured into a CUDA graph.
-template <typename T>
-void adamw_update(const DeviceSlots<AdamWSlot<T>>& slots, float beta1, float beta2, float eps,
+template <typename T, typename G = T>
+void adamw_update(const DeviceSlots<AdamWSlot<T, G>>& slots, float beta1, float beta2, float eps,
                   const AdamWStepScalars* step_scalars, const float* grad_scale, cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

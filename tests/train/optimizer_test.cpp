@@ -147,8 +147,9 @@ TEST(AdamW, NonFiniteGradientDropsTheUpdate) {
       for (size_t k = 0; k < ps.size(); ++k) {
         Tensor grad = Tensor::empty(ps[k]->shape(), ps[k]->dtype(), ps[k]->device());
         fill_random(grad, g, 0.1);
-        ps[k]->set_grad(grad);
-        qs[k]->set_grad(grad.clone());
+        // Into the gradient buffers the optimizer owns (views of its flat buffer).
+        ps[k]->grad_slot().buffer.copy_from(grad);
+        qs[k]->grad_slot().buffer.copy_from(grad);
       }
     };
     set_grads(11);

@@ -1,0 +1,121 @@
+// FlatParams: the layout, the views, and the per-step gradient bookkeeping.
+#include "dist/flat_params.h"
+
+#include <set>
+
+#include "kernels/cpu/grad_accumulate.h"
+#if NANODIST_WITH_CUDA
+#include "kernels/cuda/grad_accumulate.h"
+#include "tensor/cuda_stream.h"
+#endif
+
+namespace nd::dist {
+
+namespace {
+
+constexpr int64_t kAlignBytes = 256;
+
+int64_t aligned(int64_t offset, DType dtype) {
+  const int64_t step = kAlignBytes / static_cast<int64_t>(dtype_size(dtype));
+  return (offset + step - 1) / step * step;
+}
+
+// dst (f32) = or += src (any float dtype), both on one device.
+void accumulate_range(const Tensor& src, Tensor& dst, bool overwrite) {
+  const int64_t n = src.numel();
+  if (src.device().is_cuda()) {
+#if NANODIST_WITH_CUDA
+    cudaStream_t stream = compute_stream(src.device().index);
+    if (src.dtype() == DType::BF16)
+      cuda::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite, stream);
+    else
+      cuda::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite, stream);
+#else
+    ND_FAIL("this nanodist was built without CUDA");
+#endif
+  } else if (src.dtype() == DType::BF16) {
+    cpu::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite);
+  } else {
+    cpu::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite);
+  }
+}
+
+}  // namespace
+
+FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype) {
+  ND_CHECK(!params.empty(), "FlatParams: no parameters");
+  const DType dtype = params.front().second.dtype();
+  const Device device = params.front().second.device();
+  std::set<std::string> names;
+  for (const auto& [name, p] : params) {
+    ND_CHECK(p.defined(), "FlatParams: parameter " << name << " is undefined");
+    ND_CHECK(names.insert(name).second, "FlatParams: parameter " << name << " appears twice");
+    ND_CHECK(p.dtype() == dtype, "FlatParams: parameter " << name << " is " << dtype_name(p.dtype())
+                                                          << ", the others " << dtype_name(dtype));
+    ND_CHECK(p.device() == device, "FlatParams: parameter " << name << " is on " << p.device().str()
+                                                            << ", the others on " << device.str());
+  }
+  ND_CHECK(grad_dtype == dtype || grad_dtype == DType::F32,
+           "gradients in " << dtype_name(grad_dtype) << " for " << dtype_name(dtype)
+                           << " parameters (expected the parameters' dtype or f32)");
+  separate_ = grad_dtype != dtype;
+  // The alignment of the narrower dtype is a multiple of the wider one's, so one offset serves both.
+  for (size_t k = params.size(); k-- > 0;) {
+    FlatEntry e;
+    e.name = params[k].first;
+    e.param = params[k].second;
+    e.numel = e.param.data().numel();
+    e.offset = aligned(numel_, dtype);
+    numel_ = e.offset + e.numel;
+    entries_.push_back(std::move(e));
+  }
+  numel_ = aligned(numel_, dtype);
+  params_ = Tensor::zeros({numel_}, dtype, device);
+  grads_ = Tensor::zeros({numel_}, grad_dtype, device);
+  if (separate_) {
+    backward_grads_ = Tensor::zeros({numel_}, dtype, device);
+    accumulated_.assign(entries_.size(), 0);
+  }
+  for (FlatEntry& e : entries_) {
+    Tensor value = view_of(params_, e);
+    value.copy_from(e.param.data());
+    e.param.data() = value;
+    Tensor grad = view_of(backward_grads(), e);
+    const bool had_grad = e.param.has_grad() && !e.param.autograd()->grad_stale;
+    if (had_grad) grad.copy_from(e.param.grad());
+    e.param.set_grad(grad);
+    if (!had_grad) e.param.zero_grad();
+  }
+}
+
+Tensor FlatParams::view_of(const Tensor& flat, const FlatEntry& e) const {
+  return flat.narrow(e.offset, e.numel).view(e.param.shape());
+}
+
+void FlatParams::zero_grad() {
+  for (FlatEntry& e : entries_) e.param.zero_grad();
+  std::fill(accumulated_.begin(), accumulated_.end(), 0);
+}
+
+void FlatParams::accumulate(size_t first, size_t last, bool overwrite) {
+  ND_CHECK(first <= last && last <= entries_.size(), "FlatParams::accumulate: entries [" << first << ", " << last
+                                                                                         << ") of " << entries_.size());
+  for (size_t k = first; k < last; ++k) entries_[k].param.grad();  // no contribution: zeros
+  if (!separate_ || first == last) return;
+  const FlatEntry &a = entries_[first], &b = entries_[last - 1];
+  const int64_t begin = a.offset, length = b.offset + b.numel - begin;
+  Tensor dst = grads_.narrow(begin, length);
+  accumulate_range(backward_grads_.narrow(begin, length), dst, overwrite);
+  for (size_t k = first; k < last; ++k) {
+    entries_[k].param.zero_grad();
+    accumulated_[k] = 1;
+  }
+}
+
+bool FlatParams::has_gradient(size_t e) const {
+  if (separate_) return accumulated_.at(e) != 0;
+  const Variable& p = entries_.at(e).param;
+  return p.has_grad() && !p.autograd()->grad_stale;
+}
+
+}  // namespace nd::dist

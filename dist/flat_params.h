@@ -1,0 +1,72 @@
+// Parameters and gradients as views into flat buffers, one per model (Megatron's param-and-grad
+// buffer, llm.c's single params_memory): a data-parallel bucket is a contiguous range of the
+// gradient buffer, one broadcast moves every parameter, the optimizer's state lives in the same
+// layout (train/optimizer.h), and a ZeRO shard is a range that may cut across tensors.
+// Layout: the parameters in reverse registration order (backward finishes the last ones first,
+// so buckets fill front to back), each at a 256-byte boundary (vector loads, cuBLASLt's alignment);
+// the padding between them is zero and stays zero.
+// Gradients: backward writes into views of backward_grads() (the parameters' dtype). With a
+// gradient dtype wider than the parameters' (--grad-dtype f32 under bf16, Megatron's main_grad)
+// a second buffer, grads(), accumulates the micro-batches in f32 and is what data parallelism
+// reduces and the optimizer reads; otherwise grads() is backward_grads() itself.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autograd/variable.h"
+
+namespace nd::dist {
+
+struct FlatEntry {
+  std::string name;
+  Variable param;
+  int64_t offset = 0;  // element offset, the same in every flat buffer of the layout
+  int64_t numel = 0;
+};
+
+class FlatParams {
+ public:
+  // `params` in registration (forward) order, defined, one dtype and one device. Their values are
+  // copied in and each becomes a view of params(); gradients a parameter already holds are
+  // carried over, the others start as "no gradient yet" (the first contribution overwrites).
+  // grad_dtype: the parameters' dtype, or F32 (an f32 accumulation buffer beside bf16 ones).
+  FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype);
+  FlatParams(const FlatParams&) = delete;
+  FlatParams& operator=(const FlatParams&) = delete;
+
+  const std::vector<FlatEntry>& entries() const { return entries_; }  // layout order
+  int64_t numel() const { return numel_; }  // with padding
+  DType param_dtype() const { return params_.dtype(); }
+  DType grad_dtype() const { return grads_.dtype(); }
+  Device device() const { return params_.device(); }
+  bool separate_grads() const { return separate_; }
+
+  Tensor& params() { return params_; }
+  Tensor& grads() { return grads_; }
+  Tensor& backward_grads() { return separate_ ? backward_grads_ : grads_; }
+  // Entry `e`'s view of a flat buffer of this layout (any dtype), shaped like its parameter.
+  Tensor view_of(const Tensor& flat, const FlatEntry& e) const;
+  Tensor grad_of(const FlatEntry& e) { return view_of(grads_, e); }
+
+  // Starts a step: every gradient becomes "no contribution yet" (no memory is touched).
+  void zero_grad();
+  // Entries [first, last) (a contiguous run of the layout) are final for this micro-batch. With
+  // separate grads: backward's gradients are added into grads() (overwriting them when
+  // `overwrite`, the run's first accumulation of the step) and backward's buffers are marked
+  // empty for the next micro-batch. An entry without a contribution counts as zero, and without
+  // separate grads is filled with zeros, so a reduction never reads a stale gradient.
+  void accumulate(size_t first, size_t last, bool overwrite);
+  // Whether entry `e` holds a gradient for this step (a contribution since zero_grad(), or a
+  // zero filled in by accumulate or a read of the gradient).
+  bool has_gradient(size_t e) const;
+
+ private:
+  std::vector<FlatEntry> entries_;
+  int64_t numel_ = 0;
+  bool separate_ = false;
+  Tensor params_, grads_, backward_grads_;
+  std::vector<char> accumulated_;  // separate grads: entry accumulated since zero_grad()
+};
+
+}  // namespace nd::dist

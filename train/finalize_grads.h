@@ -1,0 +1,16 @@
+// The second part of a training step, the one place where gradients become final across the grid
+// (Megatron's finalize_model_grads): the data-parallel finish (all-reduce of the buckets still in
+// flight), the sum over the tensor-parallel group of the replicated parameters' gradients under
+// sequence parallelism, and, once the pipeline splits the model, the sum of the tied embedding's
+// gradient over the first and last stage. The norm over the model-parallel ranks is the
+// optimizer's (it sums the sharded runs' squares over that group).
+#pragma once
+#include "dist/data_parallel.h"
+#include "dist/flat_params.h"
+#include "nn/gpt.h"
+
+namespace nd::train {
+
+void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat);
+
+}  // namespace nd::train
