@@ -11,6 +11,8 @@
 
 namespace nd::ops {
 
+struct LossGradient;  // autograd/ops.h
+
 // x (..., N) + b (N) on every row: the bias of a row-parallel linear layer, added once after the
 // all-reduce of the ranks' partial products.
 Variable add_bias(const Variable& x, const Variable& b);
@@ -43,6 +45,13 @@ using RowStatsReduce = std::function<void(Tensor& buffer)>;
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
                                       int64_t vocab_size, const RowStatsReduce& max_over_ranks,
                                       const RowStatsReduce& sum_over_ranks);
+// The same with the cross_entropy_grad fusion (ops::LossGradient, autograd/ops.h): the forward
+// also writes the logits' gradient for the announced seed (over the logits on the GPU when
+// gradient.overwrite_logits; the CPU kernel needs its own buffer), and the backward hands it over
+// when seeded with that very tensor, or recomputes it for any other seed.
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
+                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                      const RowStatsReduce& sum_over_ranks, const LossGradient& gradient);
 
 // Starts an in-place reduction (a sum) of `buffer` over a group and returns the function that
 // orders later compute after it (on the GPU: without blocking the host).

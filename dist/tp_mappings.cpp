@@ -56,7 +56,7 @@ Variable reduce_from_tp(const Variable& x, const TensorParallel& tp) {
 }
 
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_size,
-                                      const TensorParallel& tp) {
+                                      const TensorParallel& tp, const ops::LossGradient* loss_gradient) {
   ND_CHECK(logits.data().ndim() >= 1, "vocab_parallel_cross_entropy: logits must be (B, T, Vl), got "
                                           << logits.data().str());
   const int64_t vocab_start = static_cast<int64_t>(tp.rank()) * logits.shape().back();
@@ -65,6 +65,9 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
       if (tp.active()) allreduce_for_tp(*tp.comm, buffer, op, tp.impl);
     };
   };
+  if (loss_gradient)
+    return ops::vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, reduce(ReduceOp::Max),
+                                             reduce(ReduceOp::Sum), *loss_gradient);
   return ops::vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, reduce(ReduceOp::Max),
                                            reduce(ReduceOp::Sum));
 }

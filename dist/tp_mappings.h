@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 
+#include "autograd/ops.h"
 #include "autograd/variable.h"
 #include "dist/comm.h"
 #include "dist/data_parallel.h"
@@ -53,7 +54,9 @@ Variable reduce_from_tp(const Variable& x, const TensorParallel& tp);
 // cross-entropy over the full vocabulary [0, vocab_size), equal on every rank: all-reduces of each
 // row's max (one collective) and of its sum of exponentials and target logit (packed, one more);
 // backward is local. See ops::vocab_parallel_cross_entropy.
+// With `loss_gradient` (null = none) the forward also writes the logits' gradient for that seed
+// (ops::LossGradient, the cross_entropy_grad fusion).
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_size,
-                                      const TensorParallel& tp);
+                                      const TensorParallel& tp, const ops::LossGradient* loss_gradient = nullptr);
 
 }  // namespace nd::dist

@@ -108,46 +108,56 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
                          const ops::LossGradient* loss_gradient) const {
-  ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
-  ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
-           "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
   ND_CHECK(!loss_gradient || targets, "GPT::forward: a loss_gradient without targets (no loss to seed)");
-  Output out;
-  if (tp_.active()) {
-    out = forward_tensor_parallel(idx, targets, dropout_gen);
-  } else {
-    Variable x = ops::dropout(ops::embedding(idx, wte_, wpe_), config_.dropout, dropout_gen, training());
-    for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
-    x = ln_f_->forward(x);
-    out.logits = ops::linear(x, wte_, Variable());
-    if (targets && loss_gradient)
-      out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size, *loss_gradient);
-    else if (targets)
-      out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
-  }
-  // Overwritten (or to be treated so whichever path ran): nobody may read them.
+  Output out = head(blocks(embed(idx, dropout_gen), dropout_gen), targets, loss_gradient);
+  // Overwritten (or to be treated so whichever kernel ran): nobody may read them.
   if (loss_gradient && loss_gradient->overwrite_logits) out.logits = Variable();
   return out;
 }
 
-// The same steps with a vocabulary-parallel embedding and head. The position embedding is added
-// after the all-reduce of the token rows, so once; from there to ln_f everything is replicated
-// (the same values and the same dropout draws on every rank of the group). Under sequence
-// parallelism the token rows are reduce-scattered instead, and from there to ln_f each rank holds
-// its share of the batch (B / tp, T, C), drawing the dropout masks of that share.
-GPT::Output GPT::forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const {
+// Under tp the position embedding is added after the all-reduce of the token rows, so once; from
+// there to ln_f everything is replicated (the same values and the same dropout draws on every rank
+// of the group). Under sequence parallelism the token rows are reduce-scattered instead, and from
+// there to ln_f each rank holds its share of the batch (B / tp, T, C), drawing the dropout masks of
+// that share.
+Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
+  ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
+  ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
+                 "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
   ND_CHECK_INPUT(!tp_.splits_tokens() || idx.size(0) % tp_.size() == 0,
                  "sequence parallelism: tensor-parallel size " << tp_.size() << " does not divide the batch of "
                                                                << idx.size(0));
-  const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
-  Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
-  Variable tokens = dist::leave_tp_region(own_rows, tp_);
-  Variable x = dist::token_dropout(ops::add_positions(tokens, wpe_), config_.dropout, dropout_gen, training(), tp_);
-  for (const auto& block : blocks_) x = block->forward(x, dropout_gen);
-  x = ln_f_->forward(x);
+  Variable x;
+  if (tp_.active()) {
+    // This rank's vocabulary rows; leave_tp_region sums (or reduce-scatters) them over the group.
+    const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
+    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
+    x = ops::add_positions(dist::leave_tp_region(own_rows, tp_), wpe_);
+  } else {
+    x = ops::embedding(idx, wte_, wpe_);  // every row is this rank's: one fused lookup with positions
+  }
+  return dist::token_dropout(x, config_.dropout, dropout_gen, training(), tp_);
+}
+
+Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) const {
+  const int end = last < 0 ? static_cast<int>(blocks_.size()) : last;
+  ND_CHECK(0 <= first && first <= end && end <= static_cast<int>(blocks_.size()),
+           "GPT::blocks: range [" << first << ", " << end << ") of " << blocks_.size() << " blocks");
+  for (int i = first; i < end; ++i) x = blocks_[i]->forward(x, dropout_gen);
+  return x;
+}
+
+GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient) const {
+  ND_CHECK(!loss_gradient || targets, "GPT::head: a loss_gradient without targets (no loss to seed)");
   Output out;
-  out.logits = dist::column_parallel_linear(x, wte_, Variable(), tp_);
-  if (targets) out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_);
+  out.logits = dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
+  if (!targets) return out;
+  if (tp_.active())
+    out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_, loss_gradient);
+  else if (loss_gradient)
+    out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size, *loss_gradient);
+  else
+    out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
   return out;
 }
 

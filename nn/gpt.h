@@ -67,13 +67,24 @@ class GPT : public Module {
     Variable logits;
     Variable loss;    // scalar mean cross-entropy, the same on every rank; undefined without targets
   };
-  // idx (B, T) i32 on the model's device; targets (B, T) i32 (-1 = ignore) or nullptr.
-  // loss_gradient (with targets only; null = none): the loss's backward seed, told in advance so
-  // that the loss writes the logits' gradient in its forward (ops::cross_entropy with a
-  // LossGradient; the tensor-parallel loss does not use it). With overwrite_logits the gradient is
-  // written over the logits and Output::logits is left undefined, whichever path ran.
+  // The whole model, one stage: head(blocks(embed(idx))). idx (B, T) i32 on the model's device;
+  // targets (B, T) i32 (-1 = ignore) or nullptr. loss_gradient (with targets only; null = none):
+  // the loss's backward seed, told in advance so that the loss writes the logits' gradient in its
+  // forward (ops::cross_entropy or the vocabulary-parallel loss with a LossGradient). With
+  // overwrite_logits the gradient may be written over the logits and Output::logits is undefined.
   Output forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
                  const ops::LossGradient* loss_gradient = nullptr) const;
+
+  // The stages of the forward, one path for every tp (the tensor-parallel mappings are identities
+  // at tp = 1). A pipeline stage runs embed on the first stage, blocks on its range of blocks, and
+  // head on the last; each takes and returns the hidden state (B, T, C), or (B / tp, T, C) where
+  // tp splits tokens.
+  // Token + position embedding and dropout: vocabulary-parallel under tp, the fused lookup at tp 1.
+  Variable embed(const Tensor& idx, Generator& dropout_gen) const;
+  // Blocks [first, last) of the model (last = -1: to the end).
+  Variable blocks(Variable x, Generator& dropout_gen, int first = 0, int last = -1) const;
+  // Final LayerNorm, the tied head (column-parallel over the vocabulary) and, with targets, the loss.
+  Output head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient = nullptr) const;
 
   const GPTConfig& config() const { return config_; }
   Device device() const { return at_.device; }
@@ -90,8 +101,6 @@ class GPT : public Module {
   double flops_per_token(int T) const;
 
  private:
-  Output forward_tensor_parallel(const Tensor& idx, const Tensor* targets, Generator& dropout_gen) const;
-
   GPTConfig config_;
   Placement at_;
   dist::TensorParallel tp_;

@@ -5,6 +5,8 @@
 #include <algorithm>
 
 #include "autograd/dispatch.h"
+#include "autograd/fusions.h"
+#include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/vocab_parallel_cross_entropy.h"
@@ -75,10 +77,17 @@ void backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor&
 
 }  // namespace
 
-Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
-                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
-                                      const RowStatsReduce& sum_over_ranks) {
-  const Tensor& x = logits.data();
+namespace {
+
+// The forward's reductions: the loss, and saved (N + 1) row log-sum-exp then the count.
+struct VocabCrossEntropyForward {
+  Tensor loss, saved;
+  VocabCrossEntropyDims d;
+};
+
+VocabCrossEntropyForward forward_on_device(const Tensor& x, const Tensor& targets, int64_t vocab_start,
+                                           int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                           const RowStatsReduce& sum_over_ranks) {
   const VocabCrossEntropyDims d = dims_of(x, targets, vocab_start, vocab_size);
   // Every rank sees the same targets, so a bad one raises on all of them before any reduction.
   if (x.device().is_cpu()) cpu::count_cross_entropy_targets(targets.data<int32_t>(), d.N, d.V);
@@ -90,16 +99,64 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
   max_over_ranks(global_max);
   rescale_on_device(x, row_max, stats, d);
   sum_over_ranks(stats);
-  Tensor loss = Tensor::empty({}, x.dtype(), x.device());
-  Tensor saved = Tensor::empty({d.N + 1}, stats_dtype, x.device());
-  loss_on_device(row_max, stats, targets, loss, saved, d);
-  return make_result(loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
+  VocabCrossEntropyForward f{Tensor::empty({}, x.dtype(), x.device()), Tensor::empty({d.N + 1}, stats_dtype, x.device()),
+                             d};
+  loss_on_device(row_max, stats, targets, f.loss, f.saved, d);
+  return f;
+}
+
+// Backward seeded with the tensor the forward was told (not a copy: Node::only_reads_grad_out).
+bool is_seed(const Tensor& grad_out, const Tensor& seed) {
+  return grad_out.shares_storage(seed) && grad_out.raw_data() == seed.raw_data();
+}
+
+}  // namespace
+
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
+                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                      const RowStatsReduce& sum_over_ranks) {
+  VocabCrossEntropyForward f =
+      forward_on_device(logits.data(), targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
+  const Tensor saved = f.saved;
+  const VocabCrossEntropyDims d = f.d;
+  return make_result(f.loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
     if (!inputs[0].requires_grad()) return;
     Variable& in = inputs[0];
     // A first gradient is written, not added: no zero-filled (N, Vl) buffer beforehand.
     GradSlot slot = in.grad_slot();
     backward_on_device(grad_out, in.data(), targets, saved, slot.buffer, slot.accumulate, d);
   });
+}
+
+Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
+                                      int64_t vocab_size, const RowStatsReduce& max_over_ranks,
+                                      const RowStatsReduce& sum_over_ranks, const LossGradient& gradient) {
+  const Tensor& x = logits.data();
+  if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
+    return vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
+  ND_CHECK(gradient.seed.defined() && gradient.seed.shape() == Shape{},
+           "vocab_parallel_cross_entropy: the LossGradient's seed must be a scalar");
+  check_dtype(gradient.seed, x.dtype(), "vocab_parallel_cross_entropy: the LossGradient's seed");
+  VocabCrossEntropyForward f = forward_on_device(x, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
+  // The CUDA kernel reads and writes each element once per thread (in place is safe); the CPU one
+  // clears its output first.
+  const bool in_place = gradient.overwrite_logits && x.device().is_cuda();
+  const Tensor seed = gradient.seed, saved = f.saved;
+  const VocabCrossEntropyDims d = f.d;
+  Tensor dlogits = in_place ? x : Tensor::empty(x.shape(), x.dtype(), x.device());
+  backward_on_device(seed, x, targets, saved, dlogits, /*accumulate=*/false, d);
+  Variable result = make_result(f.loss, {logits}, [targets, saved, d, seed, dlogits, in_place](
+                                                      const Tensor& grad_out, std::vector<Variable>& inputs) {
+    if (!inputs[0].requires_grad()) return;
+    Variable& in = inputs[0];
+    if (is_seed(grad_out, seed)) return pass_gradient(dlogits, in);
+    ND_CHECK(!in_place, "vocab_parallel_cross_entropy: the logits were overwritten by the gradient for the announced "
+                        "seed; a backward from another seed cannot recompute it");
+    GradSlot slot = in.grad_slot();
+    backward_on_device(grad_out, in.data(), targets, saved, slot.buffer, slot.accumulate, d);
+  });
+  result.grad_fn()->only_reads_grad_out = true;
+  return result;
 }
 
 }  // namespace nd::ops

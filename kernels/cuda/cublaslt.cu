@@ -84,7 +84,7 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
 
 Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int align_b, int align_d) {
   Plan plan;
-  cudaDataType_t type = cuda_type(p.dtype);
+  cudaDataType_t type = cuda_type(p.a_type), d_type = cuda_type(p.d_type);
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
@@ -93,7 +93,7 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
   if (p.bias) {
-    cudaDataType_t bias_type = type;
+    cudaDataType_t bias_type = d_type;
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &bias_type,
                                                 sizeof(bias_type)));
   }
@@ -106,7 +106,7 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   // Stored shapes: A is (m, k) or its transpose (k, m); likewise B.
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, type, p.m, p.n, p.ldd));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, d_type, p.m, p.n, p.ldd));
 
   cublasLtMatmulPreference_t pref;
   CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
@@ -134,6 +134,10 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
 }
 
 void check_problem(const GemmProblem& p) {
+  ND_CHECK(p.a_type == p.d_type || (p.a_type == DType::BF16 && p.d_type == DType::F32),
+           "gemm: " << dtype_name(p.a_type) << " inputs with a " << dtype_name(p.d_type)
+                    << " output (expected f32 -> f32, bf16 -> bf16 or bf16 -> f32)");
+  ND_CHECK(!p.a_scale && !p.b_scale && !p.d_scale, "gemm: per-tensor scales are for FP8 types only");
   ND_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative size m=" << p.m << " n=" << p.n << " k=" << p.k);
   if (p.m == 0 || p.n == 0) return;
   ND_CHECK(p.k > 0, "gemm: inner dimension k = 0 (m=" << p.m << " n=" << p.n << ")");
@@ -156,7 +160,7 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   int device = current_cuda_device();
   int align_a = alignment_of(p.A), align_b = alignment_of(p.B), align_d = alignment_of(p.D);
   int64_t align_epilogue = alignment_of(p.bias) | (int64_t{alignment_of(p.aux)} << 9);
-  PlanKey key{static_cast<int>(p.dtype), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
+  PlanKey key{static_cast<int>(p.a_type) | (static_cast<int>(p.d_type) << 8), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
               p.bias != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
               static_cast<int64_t>(p.epilogue) | (p.ldaux << 2), align_epilogue};
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -177,7 +181,8 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
 
 void gemm(const GemmProblem& p, cudaStream_t stream) {
   ND_CHECK(run_gemm(p, stream), "gemm: cuBLASLt has no algorithm for m=" << p.m << " n=" << p.n << " k=" << p.k
-                                                                          << " " << dtype_name(p.dtype));
+                                                                          << " " << dtype_name(p.a_type) << " -> "
+                                                                          << dtype_name(p.d_type));
 }
 
 bool try_gemm(const GemmProblem& p, cudaStream_t stream) { return run_gemm(p, stream); }

@@ -17,11 +17,21 @@ enum class GemmEpilogue {
   GeluAux,  // aux = P (+ bias), D = gelu(aux): cuBLASLt's GELU_AUX(_BIAS), the forward of a linear + GELU
 };
 
-// Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then the epilogue. A, B,
-// D, bias and aux share `dtype` (F32 or BF16). aux is (m, n) with leading dimension ldaux, which
-// cuBLASLt wants a multiple of 8; bias is (m). The GELU epilogue takes beta = 0.
+// Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then the epilogue,
+// accumulated in f32. A and B have one type, D (and bias and aux) its own: F32, or BF16 inputs
+// with a BF16 or F32 output (an f32 D with beta = 1 accumulates a bf16 product into f32, as main
+// gradients want). aux is (m, n) with leading dimension ldaux, which cuBLASLt wants a multiple of
+// 8; bias is (m). The GELU epilogue takes beta = 0.
+// Scales (device pointers to one f32 each, or null) are cuBLASLt's per-tensor scaling of FP8
+// inputs and output (D = scale_d · (scale_a · A)(scale_b · B)); they are refused until the FP8
+// types exist, so a caller cannot set one by mistake.
 struct GemmProblem {
-  DType dtype = DType::F32;
+  DType a_type = DType::F32;  // A's and B's
+  DType d_type = DType::F32;
+  const float* a_scale = nullptr;
+  const float* b_scale = nullptr;
+  const float* d_scale = nullptr;
+  void set_type(DType t) { a_type = d_type = t; }
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;
   const void* A = nullptr;

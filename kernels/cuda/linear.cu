@@ -24,7 +24,7 @@ template <typename T>
 GemmProblem gemm_problem(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k, const T* A, int64_t lda,
                          const T* B, int64_t ldb, T* D) {
   GemmProblem p;
-  p.dtype = dtype_of<T>::value;
+  p.set_type(dtype_of<T>::value);
   p.trans_a = trans_a, p.trans_b = trans_b;
   p.m = m, p.n = n, p.k = k;
   p.A = A, p.lda = lda;
