@@ -2,15 +2,7 @@
 // against compute is the Comm's business (dist/comm.h): nothing here knows about streams.
 #include "dist/ddp.h"
 
-#include "dist/ring_allreduce.h"
-
 namespace nd::dist {
-
-AllreduceImpl parse_allreduce_impl(const std::string& name) {
-  if (name == "native") return AllreduceImpl::Native;
-  if (name == "ring") return AllreduceImpl::Ring;
-  ND_FAIL("unknown all-reduce '" << name << "' (expected native or ring)");
-}
 
 DistributedDataParallel::DistributedDataParallel(Comm& comm, std::vector<Variable> params, const DDPOptions& options)
     : comm_(comm), params_(std::move(params)), options_(options), bucket_of_(params_.size()) {
@@ -79,8 +71,7 @@ void DistributedDataParallel::launch(Bucket& bucket) {
   if (bucket.launched) return;
   bucket.launched = true;
   if (comm_.size() == 1) return;
-  bucket.work = options_.impl == AllreduceImpl::Ring ? ring_allreduce_async(comm_, bucket.flat, ReduceOp::Avg)
-                                                     : comm_.allreduce_async(bucket.flat, ReduceOp::Avg);
+  bucket.work = comm_.allreduce_async(bucket.flat, ReduceOp::Avg);
 }
 
 void DistributedDataParallel::finish_gradient_sync() {

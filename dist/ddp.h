@@ -14,13 +14,9 @@
 
 namespace nd::dist {
 
-enum class AllreduceImpl { Native, Ring };
-AllreduceImpl parse_allreduce_impl(const std::string& name);  // "native" | "ring"
-
 struct DDPOptions {
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
-  AllreduceImpl impl = AllreduceImpl::Native;
 };
 
 class DistributedDataParallel {

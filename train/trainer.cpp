@@ -68,7 +68,11 @@ class Trainer {
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
     validate_train_config(c_, world_->size());
-    grid_ = std::make_unique<dist::ParallelGrid>(*world_, c_.tp);
+    dist::GridOptions grid;
+    grid.tp = c_.tp;
+    grid.pp = c_.pp;
+    grid.collectives = dist::parse_collectives(c_.collectives);
+    grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     rank_ = world_->rank();
     dp_ = &grid_->dp();
     // Every rank of a tensor-parallel group reads the same batch: the loader shards by dp rank.
@@ -81,12 +85,10 @@ class Trainer {
     Generator init_gen(c_.seed);
     // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce),
-                                                            c_.sequence_parallel});
+                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel});
     if (dp_size > 1) {
       dist::DDPOptions ddp;
       ddp.bucket_mb = c_.bucket_mb;
-      ddp.impl = dist::parse_allreduce_impl(c_.allreduce);
       ddp_ = std::make_unique<dist::DistributedDataParallel>(*dp_, model_->parameters(), ddp);
       auto watched = watch("the parameter broadcast from rank 0");
       ddp_->broadcast_parameters();

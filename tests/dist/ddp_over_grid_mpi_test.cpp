@@ -1,6 +1,6 @@
 // DDP given the grid's data-parallel comm (mpirun -np 2, 3, 4, every tp that divides the world):
 // the parameters come from the dp group's rank 0 and gradients are averaged over the dp group
-// only (closed forms from rank-dependent gradients), with the native and the ring all-reduce;
+// only (closed forms from rank-dependent gradients), with grids of native and of ring collectives;
 // a parameter that got no gradient still joins its bucket's all-reduce and stays zero.
 #include <gtest/gtest.h>
 
@@ -26,16 +26,17 @@ TEST(DDPOverGrid, AveragesOverTheDataParallelGroupOnly) {
   const int64_t count = 777;
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0) continue;
-    for (AllreduceImpl impl : {AllreduceImpl::Native, AllreduceImpl::Ring}) {
-      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) +
-                   (impl == AllreduceImpl::Ring ? " ring" : " native"));
-      ParallelGrid grid(*world, tp);
+    for (Collectives collectives : {Collectives::Native, Collectives::Ring}) {
+      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " " + collectives_name(collectives));
+      GridOptions shape;
+      shape.tp = tp;
+      shape.collectives = collectives;
+      ParallelGrid grid(*world, shape);
       // Rank-dependent parameters, so the broadcast's source shows.
       Variable a(rank_input(w, count, DType::F32, 1), true), b(rank_input(w, count, DType::F32, 2), true);
       Variable unused(Tensor::zeros({5}), true);
       DDPOptions options;
       options.first_bucket_mb = options.bucket_mb = 1e-6;  // one parameter per bucket
-      options.impl = impl;
       DistributedDataParallel ddp(grid.dp(), {a, b, unused}, options);
       ddp.broadcast_parameters();
 
