@@ -42,8 +42,10 @@ const char* collective_name(Collective collective);
 //     result's wait() first (the compute stream then orders the two, by rule 1).
 //  4. Nothing here waits on the host for the GPU: only stream work and events, so a step that
 //     uses it can be captured as a CUDA graph. (Before capture, run the step once eagerly: the
-//     first use of a layout holds a host agreement with the other ranks, and the GPU ring grows
-//     its staging buffer with a host sync.) For the host, use synchronize().
+//     first use of a layout holds a host agreement with the other ranks, and the GPU ring and
+//     RingComm grow their staging buffers with a host sync.) Rule 1 forks each comm's stream into
+//     a capture and wait() joins it back, so every CommWork of a captured step must be waited
+//     before the capture ends. For the host, use synchronize().
 // Overlap, as in DDP: launch with `_async` while compute goes on and wait() only where the
 // result is needed. Point-to-point calls are the raw material of collectives and stay outside
 // the contract: they run on the comm stream in call order; code that builds a collective from
@@ -52,7 +54,7 @@ const char* collective_name(Collective collective);
 class [[nodiscard]] CommWork {
  public:
   CommWork() = default;  // already complete (host backends finish before they return)
-  // GPU backends: complete once `cuda_event` (a cudaEvent_t recorded on the comm stream of
+  // GPU backends: complete once `cuda_event` (a cudaEvent_t recorded on the comm's stream, on
   // device `device`) has fired.
   CommWork(void* cuda_event, int device) : event_(cuda_event), device_(device) {}
   // Orders later compute-stream work after the collective (GPU), without blocking the host.

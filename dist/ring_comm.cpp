@@ -9,6 +9,15 @@ RingComm::RingComm(Comm& inner, const RingOptions& options) : inner_(inner), opt
 RingComm::RingComm(std::unique_ptr<Comm> inner, const RingOptions& options)
     : owned_(std::move(inner)), inner_(*owned_), options_(options) {}
 
+// A destructor must not throw: a failed synchronisation (an aborted comm) is left alone.
+RingComm::~RingComm() {
+  if (staging_.empty()) return;
+  try {
+    inner_.synchronize();
+  } catch (...) {
+  }
+}
+
 CommWork RingComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   if (op == ReduceOp::Max || size() == 1) return inner_.allreduce_async(buffer, op);
   return ring_allreduce_async(inner_, buffer, op, options_);

@@ -17,6 +17,10 @@ class RingComm : public Comm {
   // Wraps `inner`, which must outlive this comm; or owns it.
   explicit RingComm(Comm& inner, const RingOptions& options = {});
   explicit RingComm(std::unique_ptr<Comm> inner, const RingOptions& options = {});
+  // Waits for the wrapped comm's queued work before the staging buffers go back to the allocator.
+  ~RingComm() override;
+  RingComm(const RingComm&) = delete;
+  RingComm& operator=(const RingComm&) = delete;
 
   Comm& inner() const { return inner_; }
   const RingOptions& options() const { return options_; }

@@ -77,7 +77,7 @@ class BindingList {
   template <typename T>
   void push(const char* name, FlagType type, T TrainConfig::*field, const char* help,
             std::function<void(TrainConfig&, const std::string&, const std::string&)> apply) {
-    ConfigField f{name, type, text_of(defaults_.*field), help, group_};
+    ConfigField f{name, type, text_of(defaults_.*field), help, group_, {}};
     bindings_.push_back({f, std::move(apply), [field](const TrainConfig& c) { return text_of(c.*field); }});
   }
 
