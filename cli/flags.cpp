@@ -95,6 +95,8 @@ double ParsedFlags::get_double(const std::string& name) const {
 bool ParsedFlags::get_bool(const std::string& name) const { return parse_bool_value(get_string(name), origin(name)); }
 
 FlagSet& FlagSet::add(FlagSpec spec) {
+  for (const std::string& name : spec.aliases)
+    ND_CHECK(find(name) == nullptr && name != spec.name, "flag alias --" << name << " declared twice");
   ND_CHECK(find(spec.name) == nullptr && spec.name != "help" && spec.name != "verbose" && spec.name != "config",
            "flag --" << spec.name << " declared twice");
   if (spec.group.empty()) spec.group = group_;
@@ -113,8 +115,11 @@ FlagSet& FlagSet::allow_config_file() {
 }
 
 const FlagSpec* FlagSet::find(const std::string& name) const {
-  for (const FlagSpec& s : specs_)
+  for (const FlagSpec& s : specs_) {
     if (s.name == name) return &s;
+    for (const std::string& alias : s.aliases)
+      if (alias == name) return &s;
+  }
   return nullptr;
 }
 
@@ -137,12 +142,12 @@ void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const 
     ND_CHECK_INPUT(spec != nullptr,
                    "unknown key '" << key << "' at " << where << " (see nanodist " << command_ << " --help)");
     check_type(*spec, value, "at " + where);
-    FlagValue& slot = out.values[key];
-    if (!seen[key] || !spec->repeated) slot.texts.clear();
+    FlagValue& slot = out.values[spec->name];
+    if (!seen[spec->name] || !spec->repeated) slot.texts.clear();
     slot.texts.push_back(value);
     slot.origin = where;
-    seen[key] = true;
-    out.given[key] = true;
+    seen[spec->name] = true;
+    out.given[spec->name] = true;
   }
 }
 
@@ -176,6 +181,11 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
     auto value = cxxopts::value<std::string>();
     if (s.type == FlagType::Bool) value->implicit_value("true");
     adder(s.name, s.help, value);
+    for (const std::string& alias : s.aliases) {
+      auto same = cxxopts::value<std::string>();
+      if (s.type == FlagType::Bool) same->implicit_value("true");
+      adder(alias, "alias of --" + s.name, same);
+    }
   }
 
   ParsedFlags out;
@@ -238,6 +248,7 @@ std::string FlagSet::help() const {
       if (!s.default_value.empty()) help += " (default: " + s.default_value + ")";
       if (s.repeated) help += " (may be repeated)";
       line("--" + s.name + " " + type_hint(s.type), help);
+      for (const std::string& alias : s.aliases) line("--" + alias + " " + type_hint(s.type), "alias of --" + s.name);
     }
   }
   out << "\ngeneral:\n";

@@ -21,6 +21,7 @@ struct FlagSpec {
   std::string group;          // heading in --help
   FlagType type = FlagType::String;  // Bool: the bare flag means true; also takes true/false
   bool repeated = false;      // may be given several times (--input a --input b)
+  std::vector<std::string> aliases;  // other names for it, on the command line and in config files
 };
 
 // A FlagSpec in one call: flag("iters", "20", "timed iterations", FlagType::Int).
@@ -71,9 +72,10 @@ class FlagSet {
   std::string help() const;
   const std::string& command() const { return command_; }
   const std::vector<FlagSpec>& specs() const { return specs_; }
+  // The flag called `name` or answering to it as an alias; nullptr if none.
+  const FlagSpec* find(const std::string& name) const;
 
  private:
-  const FlagSpec* find(const std::string& name) const;
   void read_config_file(const std::string& path, ParsedFlags& out) const;
 
   std::string command_;

@@ -49,7 +49,7 @@ int run_train(const ParsedFlags& flags) {
   TrainConfig config = train_config_from_flags(flags);
   // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
   // also picks this rank's GPU); alone it is a one-rank LocalComm.
-  // Training keeps NCCL's default send/recv channels even for --allreduce ring: the wider
+  // Training keeps NCCL's default send/recv channels even for --collectives ring: the wider
   // communicator that speeds the ring up in bench-comm takes SMs from the backward kernels the
   // all-reduce overlaps (GPT-2 124M on 4 H200: ring DDP 93.0% scaling with it, 94.1% without).
   std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device), /*ring_transfers=*/false);
@@ -68,7 +68,7 @@ int run_train(const ParsedFlags& flags) {
               << " x " << comm->size() << " rank(s) (" << comm->backend() << ")\n"
               << "global batch " << config.batch_size * config.grad_accum * dp << " sequences = " << config.batch_size
               << " per rank x " << config.grad_accum << " accumulation x " << dp << " data-parallel rank(s)"
-              << (dp > 1 ? ", all-reduce " + config.allreduce : std::string()) << std::endl;
+              << (comm->size() > 1 ? ", collectives " + config.collectives : std::string()) << std::endl;
   }
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();

@@ -14,6 +14,7 @@ FlagSet train_flag_set() {
     spec.help = f.help;
     spec.group = f.group;
     spec.type = f.type;
+    spec.aliases = f.aliases;
     set.add(spec);
   }
   return set;

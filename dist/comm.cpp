@@ -41,6 +41,14 @@ void CommWork::wait() {
   event_ = nullptr;
 }
 
+void Comm::stream_copy(Tensor& dst, const Tensor& src) {
+  check_comm_buffer(*this, dst, "stream_copy destination");
+  check_comm_buffer(*this, src, "stream_copy source");
+  ND_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+           "stream_copy: " << src.str() << " does not fit " << dst.str());
+  dst.view({-1}).copy_from(src.view({-1}));
+}
+
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what) {
   ND_CHECK(buffer.defined(), what << " is undefined");
   ND_CHECK(buffer.device() == comm.device(),

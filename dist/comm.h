@@ -1,6 +1,7 @@
 // dist::Comm: the communicator interface every distributed piece talks to. Backends: MpiComm
-// (CPU buffers), NcclComm (GPU buffers, on the device's communication stream), LocalComm (one
-// rank). Buffers are contiguous nd::Tensors; all ranks must call collectives in the same order.
+// (CPU buffers), NcclComm (GPU buffers, each comm on a stream of its own), LocalComm (one
+// rank); RingComm (dist/ring_comm.h) decorates any of them with our ring collectives. Buffers
+// are contiguous nd::Tensors; all ranks must call collectives in the same order.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -34,20 +35,26 @@ const char* collective_name(Collective collective);
 //     after the collective; the host does not wait). Until then neither read nor write the
 //     buffers from compute work. The plain forms are `_async(...).wait()`.
 //  3. Between themselves, the collectives and point-to-point groups of one comm run in call
-//     order, so a collective may consume an earlier one's result without a wait. (Every NcclComm
-//     of a device shares its one comm stream, so this holds across the comms of a grid too.)
+//     order, so a collective may consume an earlier one's result on the same comm without a
+//     wait. Different comms are not ordered against each other: every NcclComm (and every
+//     split) has its own stream, so a tensor-parallel all-reduce never queues behind a
+//     data-parallel bucket. A collective that consumes another comm's result needs that
+//     result's wait() first (the compute stream then orders the two, by rule 1).
 //  4. Nothing here waits on the host for the GPU: only stream work and events, so a step that
 //     uses it can be captured as a CUDA graph. (Before capture, run the step once eagerly: the
-//     first use of a layout holds a host agreement with the other ranks, and the GPU ring grows
-//     its staging buffer with a host sync.) For the host, use synchronize().
+//     first use of a layout holds a host agreement with the other ranks, and the GPU ring and
+//     RingComm grow their staging buffers with a host sync.) Rule 1 forks each comm's stream into
+//     a capture and wait() joins it back, so every CommWork of a captured step must be waited
+//     before the capture ends. For the host, use synchronize().
 // Overlap, as in DDP: launch with `_async` while compute goes on and wait() only where the
 // result is needed. Point-to-point calls are the raw material of collectives and stay outside
 // the contract: they run on the comm stream in call order; code that builds a collective from
 // them brackets it with order_after_compute() and record_work() (dist/ring_allreduce.cpp).
+// Decorators (dist/ring_comm.h) wrap a Comm and keep its stream and its contract.
 class [[nodiscard]] CommWork {
  public:
   CommWork() = default;  // already complete (host backends finish before they return)
-  // GPU backends: complete once `cuda_event` (a cudaEvent_t recorded on the comm stream of
+  // GPU backends: complete once `cuda_event` (a cudaEvent_t recorded on the comm's stream, on
   // device `device`) has fired.
   CommWork(void* cuda_event, int device) : event_(cuda_event), device_(device) {}
   // Orders later compute-stream work after the collective (GPU), without blocking the host.
@@ -122,6 +129,10 @@ class Comm {
   // before its first transfer, record_work() after its last (no-ops on host backends).
   virtual void order_after_compute() {}
   virtual CommWork record_work() { return CommWork(); }
+  // Copies `src` into `dst` (same dtype and element count, on this comm's device) in call order
+  // with this comm's transfers, like a point-to-point call: on the GPU on the comm's stream, on
+  // host backends at once. Raw material for collectives built from send/recv (dist/ring_comm.h).
+  virtual void stream_copy(Tensor& dst, const Tensor& src);
 
   // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
   // collective with the same element count (of `buffer`), dtype and `detail` (reduce op, root;

@@ -4,16 +4,21 @@
 
 #include "dist/comm_bench_data.h"
 #include "dist/comm_timer.h"
+#include "dist/ring_comm.h"
 
 namespace nd::dist {
 
 namespace {
 
-// The buffers of one size and how to run and check the op on them.
+// The buffers of one size and how to run and check the op on them. With --impl ring the
+// all-reduce and all-gather run through the ring decorator (dist/ring_comm.h), as training does;
+// the reduce-scatter runs the ring's in-place half, because the decorator's staging copy of the
+// whole input would be timed with it.
 struct Case {
   BenchOp op;
   bool ring;
   RingOptions ring_options;
+  Comm* ring_comm;  // the decorator over the bench's comm
   int64_t total = 0;  // elements in the whole buffer (the row's count)
   int64_t block = 0;  // per-rank block for all-gather / reduce-scatter
   Tensor a, b;        // a: in-place buffer or input; b: output (native AG/RS, sendrecv)
@@ -23,11 +28,7 @@ struct Case {
     switch (op) {
       case BenchOp::AllReduce:
       case BenchOp::SendRecv: bench::fill_pattern(a, r, 0); break;
-      case BenchOp::AllGather:
-        // Native: the input is this rank's block; ring: the whole buffer, of which the gather
-        // keeps only this rank's chunk.
-        bench::fill_pattern(a, r, ring ? 0 : r * block);
-        break;
+      case BenchOp::AllGather: bench::fill_pattern(a, r, r * block); break;  // the input: this rank's block
       case BenchOp::ReduceScatter: bench::fill_pattern(a, r, 0); break;
     }
   }
@@ -36,9 +37,9 @@ struct Case {
   // and waiting for each would add a compute-stream round trip to every GPU call.
   CommWork run(Comm& comm) {
     const int r = comm.rank(), n = comm.size();
+    Comm& collectives = ring ? *ring_comm : comm;
     switch (op) {
-      case BenchOp::AllReduce:
-        return ring ? ring_allreduce_async(comm, a, ReduceOp::Sum, ring_options) : comm.allreduce_async(a, ReduceOp::Sum);
+      case BenchOp::AllReduce: return collectives.allreduce_async(a, ReduceOp::Sum);
       case BenchOp::SendRecv:
         comm.order_after_compute();
         comm.group_start();
@@ -46,7 +47,7 @@ struct Case {
         comm.recv(b, (r - 1 + n) % n);
         comm.group_end();
         return comm.record_work();
-      case BenchOp::AllGather: return ring ? ring_all_gather_async(comm, a, ring_options) : comm.all_gather_async(a, b);
+      case BenchOp::AllGather: return collectives.all_gather_async(a, b);
       case BenchOp::ReduceScatter:
         return ring ? ring_reduce_scatter_async(comm, a, ReduceOp::Sum, ring_options)
                     : comm.reduce_scatter_async(a, b, ReduceOp::Sum);
@@ -60,7 +61,7 @@ struct Case {
     switch (op) {
       case BenchOp::AllReduce: return bench::count_wrong(a, Expect::RankSum, r, n, 0, 0);
       case BenchOp::SendRecv: return bench::count_wrong(b, Expect::OwnPattern, (r - 1 + n) % n, n, 0, 0);
-      case BenchOp::AllGather: return bench::count_wrong(ring ? a : b, Expect::BlockOwner, r, n, 0, block);
+      case BenchOp::AllGather: return bench::count_wrong(b, Expect::BlockOwner, r, n, 0, block);
       case BenchOp::ReduceScatter: {
         Tensor mine = ring ? a.narrow(r * block, block) : b;
         return bench::count_wrong(mine, Expect::RankSum, r, n, r * block, 0);
@@ -78,11 +79,12 @@ int64_t total_count(BenchOp op, int64_t bytes, DType dtype, int nranks) {
   return count;
 }
 
-Case make_case(const Comm& comm, const BenchCommOptions& options, int64_t total) {
-  Case c{options.op, options.ring, options.ring_options, total, total / comm.size(), {}, {}};
+Case make_case(const Comm& comm, Comm& ring_comm, const BenchCommOptions& options, int64_t total) {
+  Case c{options.op, options.ring, options.ring_options, &ring_comm, total, total / comm.size(), {}, {}};
   const Device device = comm.device();
+  const bool in_place_ring = options.ring && options.op == BenchOp::ReduceScatter;
   const bool blocks = options.op == BenchOp::AllGather || options.op == BenchOp::ReduceScatter;
-  if (blocks && !options.ring) {
+  if (blocks && !in_place_ring) {
     const bool gather = options.op == BenchOp::AllGather;
     c.a = Tensor::empty({gather ? c.block : total}, options.dtype, device);
     c.b = Tensor::empty({gather ? total : c.block}, options.dtype, device);
@@ -140,13 +142,14 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
                  "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
   std::vector<BenchCommRow> rows;
   CommTimer timer(comm);
+  RingComm ring_comm(comm, options.ring_options);
   int64_t previous_total = -1;
   for (double size = static_cast<double>(options.min_bytes); size <= static_cast<double>(options.max_bytes) * (1 + 1e-12);
        size *= options.factor) {
     const int64_t total = total_count(options.op, static_cast<int64_t>(size), options.dtype, comm.size());
     if (total == previous_total) continue;  // sizes below one element (or block) collapse
     previous_total = total;
-    Case c = make_case(comm, options, total);
+    Case c = make_case(comm, ring_comm, options, total);
 
     c.fill(comm);
     CommWork work = c.run(comm);

@@ -2,15 +2,7 @@
 // and the final wait. Ordering against compute is the Comm's business (dist/comm.h).
 #include "dist/data_parallel.h"
 
-#include "dist/ring_allreduce.h"
-
 namespace nd::dist {
-
-AllreduceImpl parse_allreduce_impl(const std::string& name) {
-  if (name == "native") return AllreduceImpl::Native;
-  if (name == "ring") return AllreduceImpl::Ring;
-  ND_FAIL("unknown all-reduce '" << name << "' (expected native or ring)");
-}
 
 DataParallel::DataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options)
     : comm_(comm), flat_(flat), options_(options), bucket_of_(flat.entries().size()) {
@@ -70,8 +62,7 @@ void DataParallel::complete(Bucket& bucket) {
   bucket.accumulated = true;
   if (!last_ || comm_.size() == 1) return;
   Tensor range = flat_.grads().narrow(bucket.begin, bucket.length);
-  bucket.work = options_.impl == AllreduceImpl::Ring ? ring_allreduce_async(comm_, range, ReduceOp::Avg)
-                                                     : comm_.allreduce_async(range, ReduceOp::Avg);
+  bucket.work = comm_.allreduce_async(range, ReduceOp::Avg);
 }
 
 void DataParallel::finish_gradient_sync() {

@@ -16,18 +16,14 @@
 
 namespace nd::dist {
 
-enum class AllreduceImpl { Native, Ring };
-AllreduceImpl parse_allreduce_impl(const std::string& name);  // "native" | "ring"
-
 struct DataParallelOptions {
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
-  AllreduceImpl impl = AllreduceImpl::Native;
 };
 
 class DataParallel {
  public:
-  // `comm` (the grid's data-parallel group; one rank: nothing is communicated) and `flat` on the
+  // `comm` (the grid's data-parallel group, native or ring; one rank: nothing is communicated) and `flat` on the
   // same device; both must outlive the engine, which hooks every parameter of `flat`.
   DataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options = {});
   DataParallel(const DataParallel&) = delete;

@@ -106,8 +106,9 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   } else {
     p2p_ = nccl_;
   }
-  stream_ = comm_stream(device_index_);
+  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
 }
 
 // A destructor must not throw, so its CUDA, NCCL and MPI calls are not checked.
@@ -124,7 +125,9 @@ NcclComm::~NcclComm() {
     settle(c, ncclCommFinalize(c));
     ncclCommDestroy(c);
   }
-  if (side_stream_) cudaStreamDestroy(side_stream_);  // stream_ belongs to tensor/cuda_stream
+  if (compute_done_) cudaEventDestroy(compute_done_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (stream_) cudaStreamDestroy(stream_);
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
@@ -200,7 +203,20 @@ CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
   return record_work();
 }
 
-void NcclComm::order_after_compute() { comm_wait_for_compute(device_index_); }
+void NcclComm::order_after_compute() {
+  CUDA_CHECK(cudaSetDevice(device_index_));
+  CUDA_CHECK(cudaEventRecord(compute_done_, compute_stream(device_index_)));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+}
+
+void NcclComm::stream_copy(Tensor& dst, const Tensor& src) {
+  check_comm_buffer(*this, dst, "stream_copy destination");
+  check_comm_buffer(*this, src, "stream_copy source");
+  ND_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+           "stream_copy: " << src.str() << " does not fit " << dst.str());
+  if (dst.numel() == 0) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+}
 
 CommWork NcclComm::record_work() {
   if (work_events_.size() < kWorkEvents) {
@@ -231,6 +247,7 @@ std::unique_ptr<Comm> NcclComm::split(int color, int key) {
 void NcclComm::synchronize() {
   if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->synchronize();
   CUDA_CHECK(cudaStreamSynchronize(side_stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
   synchronize_device_streams(device_index_);
 }
 

@@ -1,8 +1,9 @@
-// NcclComm: the GPU backend. Transfers and native collectives run on the device's communication
-// stream (nd::comm_stream); a host MPI communicator beside it carries the unique id, the layout
-// agreements and other small host-side values. Ordering follows Comm's contract (dist/comm.h):
-// each collective makes the comm stream wait for the compute stream, and its CommWork makes the
-// compute stream wait for an event recorded right after it. CUDA builds only.
+// NcclComm: the GPU backend. Transfers and native collectives run on a stream of this comm's own
+// (each split has its own too), so one group's traffic never queues behind another's; a host MPI
+// communicator beside it carries the unique id, the layout agreements and other small host-side
+// values. Ordering follows Comm's contract (dist/comm.h): each collective makes the comm's stream
+// wait for an event of the compute stream, and its CommWork makes the compute stream wait for an
+// event recorded right after it. CUDA builds only.
 #pragma once
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -64,6 +65,8 @@ class NcclComm : public Comm {
   void order_after_compute() override;
   // A CommWork complete when everything queued so far on the comm stream is.
   CommWork record_work() override;
+  // cudaMemcpyAsync on the comm's stream.
+  void stream_copy(Tensor& dst, const Tensor& src) override;
   // The stream every transfer runs on, and a second stream for work that overlaps transfers
   // (the ring's reductions); events order the two.
   cudaStream_t stream() const { return stream_; }
@@ -89,8 +92,9 @@ class NcclComm : public Comm {
   int device_index_ = 0;
   int group_depth_ = 0;
   std::atomic<bool> aborted_{false};
-  cudaStream_t stream_ = nullptr;
+  cudaStream_t stream_ = nullptr;       // this comm's own
   cudaStream_t side_stream_ = nullptr;
+  cudaEvent_t compute_done_ = nullptr;  // recorded on the compute stream, waited on by stream_
   std::vector<cudaEvent_t> events_;
   // Events behind CommWorks, used in turn. Reusing one re-records it later on the same stream,
   // so a late wait() on an old CommWork waits for more, never for less.

@@ -1,37 +1,139 @@
-// ParallelGrid: validates tp on every rank together, then builds each group once.
+// ParallelGrid: agrees on the shape on every rank together, lays the ranks out in one table
+// (tp fastest, then dp, then pp) and builds each distinct group once, in the same order everywhere.
 #include "dist/parallel_grid.h"
 
 #include "dist/local_comm.h"
+#include "dist/ring_comm.h"
 
 namespace nd::dist {
 
 namespace {
 
-// The group of `size` ranks with this `color`, ordered by world rank: the world itself when it
-// has every rank, a LocalComm when it has one, else a split (collective: every rank takes the
-// same branch, since group sizes are the same on every rank).
-std::unique_ptr<Comm> make_group(Comm& world, int size, int color) {
-  if (size == world.size()) return nullptr;
-  if (size == 1) return std::make_unique<LocalComm>(world.device());
-  return world.split(color, world.rank());
+// The table's order: the first axis varies fastest with the world rank.
+constexpr Axis kOrder[] = {Axis::Tp, Axis::Dp, Axis::Pp};
+
+// Raises on every rank unless all pass the same value (one small host reduction for all values).
+void agree(Comm& world, const int64_t (&values)[3]) {
+  int64_t range[6];
+  for (int i = 0; i < 3; ++i) {
+    range[2 * i] = values[i];
+    range[2 * i + 1] = -values[i];
+  }
+  world.host_allreduce(range, 6, HostReduce::Max);
+  auto same = [&](int i) { return range[2 * i] == -range[2 * i + 1]; };
+  ND_CHECK(same(0), "ranks pass different tensor-parallel sizes (from " << -range[1] << " to " << range[0]
+                                                                       << "; this rank " << values[0] << ")");
+  ND_CHECK(same(1), "ranks pass different pipeline-parallel sizes (from " << -range[3] << " to " << range[2]
+                                                                         << "; this rank " << values[1] << ")");
+  ND_CHECK(same(2), "ranks pass different collectives (this rank "
+                        << collectives_name(static_cast<Collectives>(values[2])) << ")");
 }
 
 }  // namespace
 
-ParallelGrid::ParallelGrid(Comm& world, int tp) : world_(world) {
-  // Agree first: a rank that raised alone would leave the others waiting in the split.
-  int64_t range[2] = {tp, -int64_t{tp}};
-  world.host_allreduce(range, 2, HostReduce::Max);
-  ND_CHECK(range[0] == -range[1], "ranks pass different tensor-parallel sizes (from " << -range[1] << " to "
-                                                                                     << range[0] << "; this rank "
-                                                                                     << tp << ")");
-  const int n = world.size(), w = world.rank();
+const char* axis_name(Axis axis) {
+  switch (axis) {
+    case Axis::Tp: return "tp";
+    case Axis::Dp: return "dp";
+    case Axis::Pp: return "pp";
+  }
+  return "?";
+}
+
+Collectives parse_collectives(const std::string& name) {
+  if (name == "native" || name == "auto") return Collectives::Native;
+  if (name == "ring") return Collectives::Ring;
+  ND_FAIL("unknown collectives '" << name << "' (expected native, ring or auto)");
+}
+
+const char* collectives_name(Collectives collectives) {
+  return collectives == Collectives::Ring ? "ring" : "native";
+}
+
+ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
+    : world_(world), collectives_(options.collectives), ring_options_(options.ring) {
+  // Agree first: a rank that raised alone would leave the others waiting in a split.
+  agree(world, {options.tp, options.pp, static_cast<int64_t>(options.collectives)});
+  const int n = world.size(), w = world.rank(), tp = options.tp, pp = options.pp;
   ND_CHECK(tp >= 1, "the tensor-parallel size must be >= 1, got " << tp);
-  ND_CHECK(n % tp == 0, "the tensor-parallel size " << tp << " does not divide the world size " << n);
-  owned_tp_ = make_group(world, tp, w / tp);
-  owned_dp_ = make_group(world, n / tp, w % tp);
-  tp_ = owned_tp_ ? owned_tp_.get() : &world;
-  dp_ = owned_dp_ ? owned_dp_.get() : &world;
+  ND_CHECK(pp >= 1, "the pipeline-parallel size must be >= 1, got " << pp);
+  const int64_t model = int64_t{tp} * pp;
+  if (pp == 1) {
+    ND_CHECK(n % tp == 0, "the tensor-parallel size " << tp << " does not divide the world size " << n);
+  } else {
+    ND_CHECK(n % model == 0, "the tensor-parallel size " << tp << " x pipeline-parallel size " << pp << " = " << model
+                                                         << " does not divide the world size " << n);
+  }
+  sizes_[index(Axis::Tp)] = tp;
+  sizes_[index(Axis::Pp)] = pp;
+  sizes_[index(Axis::Dp)] = static_cast<int>(n / model);
+  int stride = 1;
+  for (Axis axis : kOrder) {
+    coords_[index(axis)] = w / stride % size(axis);
+    stride *= size(axis);
+  }
+
+  groups_[0] = keep(std::make_unique<LocalComm>(world.device()));
+  for (int mask = 1; mask < (1 << kAxes); ++mask) groups_[mask] = build(mask);
+
+  // First and last stage at this (tp, dp): at pp 2 that is the pp group; at pp 1 this rank.
+  if (pp == 1) {
+    embedding_ = groups_[0];
+  } else if (pp == 2) {
+    embedding_ = &group(Axis::Pp);
+  } else {
+    const int across = size(Axis::Tp) * size(Axis::Dp);
+    const int color = in_embedding_group() ? rank(Axis::Tp) + size(Axis::Tp) * rank(Axis::Dp) : across + w;
+    std::unique_ptr<Comm> split = world.split(color, w);
+    embedding_ = in_embedding_group() ? keep(std::move(split)) : groups_[0];
+  }
+}
+
+namespace {
+GridOptions tensor_parallel_only(int tp) {
+  GridOptions options;
+  options.tp = tp;
+  return options;
+}
+}  // namespace
+
+ParallelGrid::ParallelGrid(Comm& world, int tp) : ParallelGrid(world, tensor_parallel_only(tp)) {}
+
+Comm& ParallelGrid::group(std::initializer_list<Axis> axes) const {
+  int mask = 0;
+  for (Axis axis : axes) mask |= 1 << index(axis);
+  return *groups_[mask];
+}
+
+Comm* ParallelGrid::build(int mask) {
+  // Axes of size 1 change no membership: the group is the one of the axes of size > 1.
+  int spread = 0;
+  for (Axis axis : kOrder)
+    if (size(axis) > 1) spread |= 1 << index(axis);
+  const int members = mask & spread;
+  if (members == spread) {  // everyone: the world itself (built once)
+    if (everyone_ == nullptr)
+      everyone_ = collectives_ == Collectives::Ring && world_.size() > 1
+                      ? keep(std::make_unique<RingComm>(world_, ring_options_))
+                      : &world_;
+    return everyone_;
+  }
+  if (members != mask) return groups_[members];  // built earlier: members < mask
+  // The colour numbers the coordinates on the axes outside the group; the key keeps world order.
+  int color = 0, radix = 1;
+  for (Axis axis : kOrder) {
+    if (mask & (1 << index(axis))) continue;
+    color += rank(axis) * radix;
+    radix *= size(axis);
+  }
+  return keep(world_.split(color, world_.rank()));
+}
+
+Comm* ParallelGrid::keep(std::unique_ptr<Comm> comm) {
+  if (collectives_ == Collectives::Ring && comm->size() > 1 && dynamic_cast<RingComm*>(comm.get()) == nullptr)
+    comm = std::make_unique<RingComm>(std::move(comm), ring_options_);
+  owned_.push_back(std::move(comm));
+  return owned_.back().get();
 }
 
 }  // namespace nd::dist

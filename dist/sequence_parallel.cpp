@@ -4,16 +4,9 @@
 
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
-#include "dist/ring_allreduce.h"
 
 namespace nd::dist {
 namespace {
-
-// Block `rank` of `tp` equal blocks of the flat buffer: the ring's chunk when tp divides the count.
-Tensor flat_block(const Tensor& buffer, int rank, int tp) {
-  const RingChunk chunk = ring_chunk(buffer.numel(), tp, rank);
-  return buffer.view({-1}).narrow(chunk.begin, chunk.size);
-}
 
 void check_blocks(const Tensor& whole, const Tensor& block, int tp, const char* what) {
   ND_CHECK(whole.dtype() == block.dtype() && whole.numel() == block.numel() * tp,
@@ -27,23 +20,13 @@ Shape with_rows(Shape shape, int64_t rows) {
 
 }  // namespace
 
-void reduce_scatter_for_tp(Comm& comm, Tensor& input, Tensor& output, AllreduceImpl impl) {
+void reduce_scatter_for_tp(Comm& comm, const Tensor& input, Tensor& output) {
   check_blocks(input, output, comm.size(), "reduce_scatter_for_tp");
-  if (impl == AllreduceImpl::Ring) {
-    ring_reduce_scatter(comm, input, ReduceOp::Sum);
-    output.view({-1}).copy_from(flat_block(input, comm.rank(), comm.size()));
-    return;
-  }
   comm.reduce_scatter(input, output, ReduceOp::Sum);
 }
 
-void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output, AllreduceImpl impl) {
+void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output) {
   check_blocks(output, input, comm.size(), "all_gather_for_tp");
-  if (impl == AllreduceImpl::Ring) {
-    flat_block(output, comm.rank(), comm.size()).copy_from(input.view({-1}));
-    ring_all_gather(comm, output);
-    return;
-  }
   comm.all_gather(input, output);
 }
 
@@ -51,17 +34,14 @@ Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return x;
   ND_CHECK(x.data().ndim() >= 1, "all_gather_from_sp: x must be (B / tp, ...), got " << x.data().str());
   Comm* comm = tp.comm;
-  const AllreduceImpl impl = tp.impl;
   const Tensor& share = x.data();
   Tensor whole = Tensor::empty(with_rows(share.shape(), share.size(0) * tp.size()), share.dtype(), share.device());
-  all_gather_for_tp(*comm, share, whole, impl);
-  return make_result(whole, {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+  all_gather_for_tp(*comm, share, whole);
+  return make_result(whole, {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
-    // grad_out is this node's own gradient, dropped after this closure: the ring may reduce it in place.
-    Tensor grad_whole = grad_out;
     Tensor grad_share = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) / comm->size()),
                                       grad_out.dtype(), grad_out.device());
-    reduce_scatter_for_tp(*comm, grad_whole, grad_share, impl);
+    reduce_scatter_for_tp(*comm, grad_out, grad_share);
     ops::pass_gradient(grad_share, in[0]);
   });
 }
@@ -74,14 +54,13 @@ Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp) {
                                                          << partial.str());
   Tensor share = Tensor::empty(with_rows(partial.shape(), partial.size(0) / tp.size()), partial.dtype(),
                                partial.device());
-  reduce_scatter_for_tp(*tp.comm, partial, share, tp.impl);
+  reduce_scatter_for_tp(*tp.comm, partial, share);
   Comm* comm = tp.comm;
-  const AllreduceImpl impl = tp.impl;
-  return make_result(share, {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(share, {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
     Tensor grad_whole = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) * comm->size()),
                                       grad_out.dtype(), grad_out.device());
-    all_gather_for_tp(*comm, grad_out, grad_whole, impl);
+    all_gather_for_tp(*comm, grad_out, grad_whole);
     ops::pass_gradient(grad_whole, in[0]);
   });
 }
@@ -122,7 +101,7 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) 
     flat.narrow(offset, g.numel()).copy_from(g.view({-1}));
     offset += g.numel();
   }
-  allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum, tp.impl);
+  allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum);
   offset = 0;
   for (Tensor& g : grads) {
     g.view({-1}).copy_from(flat.narrow(offset, g.numel()));

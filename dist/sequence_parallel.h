@@ -11,12 +11,12 @@
 
 namespace nd::dist {
 
-// The collectives of the pair, by --allreduce (ring: our ring's halves on the flat buffer, whose
-// chunk r is block r when tp divides the count; native: the backend's). input (tp * n), this
-// rank's partial sums, overwritten -> output (n): the sum over the group of block rank().
-void reduce_scatter_for_tp(Comm& comm, Tensor& input, Tensor& output, AllreduceImpl impl);
+// The collectives of the pair, through the group's own implementation (native or, from a grid
+// asked for ring, dist/ring_comm.h). input (tp * n), this rank's partial sums -> output (n): the
+// sum over the group of block rank().
+void reduce_scatter_for_tp(Comm& comm, const Tensor& input, Tensor& output);
 // input (n) -> output (tp * n): block r holds rank r's input.
-void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output, AllreduceImpl impl);
+void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output);
 
 // x (B / tp, ...), this rank's share -> (B, ...), the whole batch on every rank; backward
 // reduce-scatters (sums) the gradient, so each rank gets the gradient of its share summed over the
@@ -24,8 +24,7 @@ void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output, Allreduc
 Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp);
 
 // x (B, ...), this rank's partial sums -> (B / tp, ...), the sum over the group of this rank's
-// share; backward all-gathers the gradient. x's buffer is reduced in place (as reduce_from_tp's),
-// so x must be an op output that nothing else reads. B % tp != 0 is an nd::Error.
+// share; backward all-gathers the gradient. B % tp != 0 is an nd::Error.
 Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp);
 
 // Into a tensor-parallel region: copy_to_tp(x), or all_gather_from_sp(x) when tp splits tokens.

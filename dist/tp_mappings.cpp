@@ -7,30 +7,25 @@
 
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
-#include "dist/ring_allreduce.h"
 #include "dist/sequence_parallel.h"
 
 namespace nd::dist {
 
-CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl) {
+CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op) {
   if (comm.size() == 1) return CommWork();
-  if (impl == AllreduceImpl::Ring && op != ReduceOp::Max) return ring_allreduce_async(comm, buffer, op);
   return comm.allreduce_async(buffer, op);
 }
 
-void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl) {
-  allreduce_for_tp_async(comm, buffer, op, impl).wait();
-}
+void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op) { allreduce_for_tp_async(comm, buffer, op).wait(); }
 
 Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
   if (!tp.active()) return x;
   Comm* comm = tp.comm;
-  const AllreduceImpl impl = tp.impl;
-  return make_result(x.data(), {x.without_data()}, [comm, impl](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(x.data(), {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
     // grad_out is this node's own gradient, dropped after this closure: reduce it in place.
     Tensor summed = grad_out;
-    allreduce_for_tp(*comm, summed, ReduceOp::Sum, impl);
+    allreduce_for_tp(*comm, summed, ReduceOp::Sum);
     ops::pass_gradient(summed, in[0]);
   });
 }
@@ -39,9 +34,8 @@ Variable column_parallel_linear(const Variable& x, const Variable& w, const Vari
   if (!tp.active()) return ops::linear(x, w, b);
   if (tp.splits_tokens()) return ops::linear(all_gather_from_sp(x, tp), w, b);
   Comm* comm = tp.comm;
-  const AllreduceImpl impl = tp.impl;
-  return ops::linear_reduced_dx(x, w, b, [comm, impl](Tensor& dx) -> std::function<void()> {
-    auto work = std::make_shared<CommWork>(allreduce_for_tp_async(*comm, dx, ReduceOp::Sum, impl));
+  return ops::linear_reduced_dx(x, w, b, [comm](Tensor& dx) -> std::function<void()> {
+    auto work = std::make_shared<CommWork>(allreduce_for_tp_async(*comm, dx, ReduceOp::Sum));
     return [work] { work->wait(); };
   });
 }
@@ -49,7 +43,7 @@ Variable column_parallel_linear(const Variable& x, const Variable& w, const Vari
 Variable reduce_from_tp(const Variable& x, const TensorParallel& tp) {
   if (!tp.active()) return x;
   Tensor summed = x.data();
-  allreduce_for_tp(*tp.comm, summed, ReduceOp::Sum, tp.impl);
+  allreduce_for_tp(*tp.comm, summed, ReduceOp::Sum);
   return make_result(summed, {x.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
     if (in[0].requires_grad()) ops::pass_gradient(grad_out, in[0]);
   });
@@ -62,7 +56,7 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
   const int64_t vocab_start = static_cast<int64_t>(tp.rank()) * logits.shape().back();
   auto reduce = [&tp](ReduceOp op) {
     return [&tp, op](Tensor& buffer) {
-      if (tp.active()) allreduce_for_tp(*tp.comm, buffer, op, tp.impl);
+      if (tp.active()) allreduce_for_tp(*tp.comm, buffer, op);
     };
   };
   if (loss_gradient)

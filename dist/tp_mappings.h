@@ -9,16 +9,15 @@
 #include "autograd/ops.h"
 #include "autograd/variable.h"
 #include "dist/comm.h"
-#include "dist/data_parallel.h"
 
 namespace nd::dist {
 
-// The tensor-parallel group of this rank, the all-reduce it uses (--allreduce native|ring), and
-// whether the token-wise regions run sequence-parallel (dist/sequence_parallel.h): each rank then
-// holds batch rows [rank * B / tp, (rank + 1) * B / tp) of the activations between the layers.
+// The tensor-parallel group of this rank (the grid's, dist/parallel_grid.h, whose collectives are
+// native or our ring as the user picked), and whether the token-wise regions run sequence-parallel
+// (dist/sequence_parallel.h): each rank then holds batch rows [rank * B / tp, (rank + 1) * B / tp)
+// of the activations between the layers.
 struct TensorParallel {
   Comm* comm = nullptr;  // nullptr or a one-rank comm: tp = 1
-  AllreduceImpl impl = AllreduceImpl::Native;
   bool sequence_parallel = false;  // a no-op at tp = 1
 
   int size() const { return comm ? comm->size() : 1; }
@@ -28,11 +27,11 @@ struct TensorParallel {
 };
 
 // In place on `buffer` (on comm.device(), contiguous): the reduction over the group, ready for
-// the compute stream when this returns. Ring takes Sum and Avg; Max always runs on the backend's
-// own all-reduce (MPI or NCCL). Every tensor-parallel collective goes through here.
-void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl);
+// the compute stream when this returns; nothing at all on a one-rank group. Every
+// tensor-parallel all-reduce goes through here.
+void allreduce_for_tp(Comm& comm, Tensor& buffer, ReduceOp op);
 // The same, started: the CommWork's wait() makes later compute see the result (dist/comm.h).
-CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op, AllreduceImpl impl);
+CommWork allreduce_for_tp_async(Comm& comm, Tensor& buffer, ReduceOp op);
 
 // x (any shape), replicated on the group's ranks -> x itself; backward all-reduces (sums) the
 // gradient over the group. Put before a column-parallel layer.

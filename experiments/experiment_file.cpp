@@ -33,9 +33,7 @@ std::string dashed(std::string key) {
 const FlagSpec* find_spec(const FlagSet& set, const std::string& key) {
   static const std::set<std::string> reserved = {"data", "out", "resume", "config", "experiment", "help"};
   if (reserved.count(key)) return nullptr;
-  for (const FlagSpec& s : set.specs())
-    if (s.name == key) return &s;
-  return nullptr;
+  return set.find(key);  // a flag's name or one of its aliases
 }
 
 // Variant names become directory names.
@@ -113,6 +111,7 @@ ExperimentSpec parse_experiment(const std::string& text, const std::string& sour
     const FlagSpec* flag = find_spec(in_variant ? variant_keys : base_keys, s.key);
     ND_CHECK(flag != nullptr, "unknown key '" << s.key << "' at " << where << " (keys are flag names"
                                               << (in_variant ? "; a variant sets train flags)" : ")"));
+    s.key = flag->name;  // an alias sets its flag
     ND_CHECK(keys_here.insert(s.key).second, "duplicate key '" << s.key << "' at " << where);
     check_value(*flag, s.value, in_variant, where);
     (in_variant ? spec.variants.back().settings : spec.base).push_back(s);

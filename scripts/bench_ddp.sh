@@ -33,7 +33,7 @@ for np in $nps; do
     rm -rf "$run"
     # shellcheck disable=SC2086  # $extra holds flag/value pairs
     if mpirun -np "$np" --bind-to none "$bin" train --config configs/gpt2_124m.conf --data "$data" --out "$run" \
-        --batch-size 32 --grad-accum 1 --allreduce "$impl" --max-iters "$steps" --warmup-iters 10 \
+        --batch-size 32 --grad-accum 1 --collectives "$impl" --max-iters "$steps" --warmup-iters 10 \
         --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
       echo -e "$np\t$impl\t$run/metrics.jsonl" >>"$out/results.tsv"
     else

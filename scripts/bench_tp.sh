@@ -58,7 +58,7 @@ run_one() {
   rm -rf "$run"
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
-      --tp "$tp" --batch-size "$batch" --grad-accum 1 --allreduce "$impl" --max-iters "$steps" \
+      --tp "$tp" --batch-size "$batch" --grad-accum 1 --collectives "$impl" --max-iters "$steps" \
       --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
     local mem
     mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)

@@ -1,4 +1,4 @@
-// Per-device compute and communication streams, created lazily and kept for the whole process
+// Per-device compute streams, created lazily and kept for the whole process
 // (they are never destroyed, so no static destructor races the CUDA runtime's shutdown).
 #include "tensor/cuda_stream.h"
 
@@ -14,9 +14,6 @@ namespace {
 
 struct DeviceStreams {
   cudaStream_t compute = nullptr;
-  cudaStream_t comm = nullptr;
-  cudaEvent_t compute_done = nullptr;  // recorded on compute, waited on by comm
-  cudaEvent_t comm_done = nullptr;     // recorded on comm, waited on by compute
 };
 
 std::mutex g_mutex;
@@ -40,9 +37,6 @@ DeviceStreams& streams_of(int device) {
     CUDA_CHECK(cudaGetDevice(&previous));
     CUDA_CHECK(cudaSetDevice(device));
     CUDA_CHECK(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaStreamCreateWithFlags(&s.comm, cudaStreamNonBlocking));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.compute_done, cudaEventDisableTiming));
-    CUDA_CHECK(cudaEventCreateWithFlags(&s.comm_done, cudaEventDisableTiming));
     CUDA_CHECK(cudaSetDevice(previous));
   }
   return s;
@@ -69,19 +63,6 @@ int multiprocessor_count(int device) {
 }
 
 cudaStream_t compute_stream(int device) { return streams_of(device).compute; }
-cudaStream_t comm_stream(int device) { return streams_of(device).comm; }
-
-void comm_wait_for_compute(int device) {
-  DeviceStreams& s = streams_of(device);
-  CUDA_CHECK(cudaEventRecord(s.compute_done, s.compute));
-  CUDA_CHECK(cudaStreamWaitEvent(s.comm, s.compute_done, 0));
-}
-
-void compute_wait_for_comm(int device) {
-  DeviceStreams& s = streams_of(device);
-  CUDA_CHECK(cudaEventRecord(s.comm_done, s.comm));
-  CUDA_CHECK(cudaStreamWaitEvent(s.compute, s.comm_done, 0));
-}
 
 bool compute_stream_capturing(int device) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -90,9 +71,7 @@ bool compute_stream_capturing(int device) {
 }
 
 void synchronize_device_streams(int device) {
-  DeviceStreams& s = streams_of(device);
-  CUDA_CHECK(cudaStreamSynchronize(s.compute));
-  CUDA_CHECK(cudaStreamSynchronize(s.comm));
+  CUDA_CHECK(cudaStreamSynchronize(streams_of(device).compute));
 }
 
 }  // namespace nd

@@ -70,13 +70,15 @@ class BindingList {
     push(name, FlagType::String, field, help,
          [=](TrainConfig& c, const std::string& text, const std::string&) { c.*field = text; });
   }
+  // Another name for the flag added last (an old name kept working).
+  void alias(const char* name) { bindings_.back().field.aliases.push_back(name); }
   const std::vector<Binding>& bindings() const { return bindings_; }
 
  private:
   template <typename T>
   void push(const char* name, FlagType type, T TrainConfig::*field, const char* help,
             std::function<void(TrainConfig&, const std::string&, const std::string&)> apply) {
-    ConfigField f{name, type, text_of(defaults_.*field), help, group_};
+    ConfigField f{name, type, text_of(defaults_.*field), help, group_, {}};
     bindings_.push_back({f, std::move(apply), [field](const TrainConfig& c) { return text_of(c.*field); }});
   }
 
@@ -131,10 +133,15 @@ const std::vector<Binding>& train_bindings() {
           "f32 under bf16 is Megatron's main_grad)");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
+    b.add("pp", &C::pp,
+          "pipeline-parallel size (data-parallel size = ranks / (tp x pp)); only 1 until pipeline parallelism lands");
     b.add("sequence-parallel", &C::sequence_parallel,
           "LayerNorms, dropouts, residual adds and biases run on batch-size / tp sequences per rank instead of "
           "all (Megatron's sequence parallelism; --tp must divide --batch-size; no effect at --tp 1)");
-    b.add("allreduce", &C::allreduce, "native (NCCL on GPU, MPI on CPU) or ring (ours)");
+    b.add("collectives", &C::collectives,
+          "all-reduce, reduce-scatter and all-gather of every group: native (NCCL on GPU, MPI on CPU), ring (ours, "
+          "from send/recv) or auto (for now native)");
+    b.alias("allreduce");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
     b.add("fit-schedule", &C::fit_schedule,
@@ -207,8 +214,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   precision_policy(c);  // checks --grad-dtype against --dtype
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
-  ND_CHECK_INPUT(c.allreduce == "native" || c.allreduce == "ring",
-           "--allreduce must be native or ring, got '" << c.allreduce << "'");
+  ND_CHECK_INPUT(c.collectives == "native" || c.collectives == "ring" || c.collectives == "auto",
+                 "--collectives (or --allreduce) must be native, ring or auto, got '" << c.collectives << "'");
   ND_CHECK_INPUT(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
   ND_CHECK_INPUT(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
   ND_CHECK_INPUT(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
@@ -219,9 +226,13 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
   ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);
   ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
+  ND_CHECK_INPUT(c.pp >= 1, "--pp must be >= 1, got " << c.pp);
+  ND_CHECK_INPUT(c.pp == 1, "--pp " << c.pp << ": pipeline parallelism is not available yet (use --pp 1)");
   ND_CHECK_INPUT(!c.sequence_parallel || c.batch_size % c.tp == 0,
                  "--sequence-parallel: --batch-size " << c.batch_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
+  ND_CHECK_INPUT(world_size % (c.tp * c.pp) == 0,
+                 "world size " << world_size << " is not divisible by --tp " << c.tp << " x --pp " << c.pp);
   ND_CHECK_INPUT(c.n_head % c.tp == 0, "--n-head " << c.n_head << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(c.n_embd % c.tp == 0, "--n-embd " << c.n_embd << " is not divisible by --tp " << c.tp);
 }

@@ -49,8 +49,9 @@ struct TrainConfig {
   std::string grad_dtype = "";  // "" = the --dtype (train/precision.h)
   uint64_t seed = 1337;
   int tp = 1;
+  int pp = 1;  // pipeline stages; above 1 refused until the pipeline lands (the grid has the axis)
   bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1
-  std::string allreduce = "native";
+  std::string collectives = "native";  // native | ring | auto (dist::parse_collectives); alias --allreduce
   double bucket_mb = 25.0;
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
@@ -72,7 +73,7 @@ struct TrainConfig {
   int keep = 3;
 
   // Data-parallel size for a world of `world_size` ranks.
-  int dp_size(int world_size) const { return world_size / tp; }
+  int dp_size(int world_size) const { return world_size / (tp * pp); }
   // Micro-steps each rank runs per optimizer step.
   
 };
@@ -85,6 +86,7 @@ struct ConfigField {
   std::string text;
   std::string help;   // one line for --help
   std::string group;  // heading in --help: paths, model, batch, ...
+  std::vector<std::string> aliases;  // other names the flag and config key answer to
 };
 std::vector<ConfigField> train_config_fields(const TrainConfig& config);
 

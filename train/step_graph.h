@@ -1,5 +1,5 @@
 // A whole training step as a CUDA graph: capture the work a function queues on the compute stream
-// (with the communication stream joined through the usual events), then replay it each step. The
+// (with the communicators' streams joined through the usual events), then replay it each step. The
 // graph owns the device blocks allocated during capture (tensor/memory_stats.h graph pools).
 // Also: host-to-device uploads through pinned staging, stream-ordered, for the step's inputs.
 #pragma once

@@ -69,7 +69,11 @@ class Trainer {
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
     validate_train_config(c_, world_->size());
-    grid_ = std::make_unique<dist::ParallelGrid>(*world_, c_.tp);
+    dist::GridOptions grid;
+    grid.tp = c_.tp;
+    grid.pp = c_.pp;
+    grid.collectives = dist::parse_collectives(c_.collectives);
+    grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     rank_ = world_->rank();
     dp_ = &grid_->dp();
     // Every rank of a tensor-parallel group reads the same batch: the loader shards by dp rank.
@@ -82,15 +86,13 @@ class Trainer {
     Generator init_gen(c_.seed);
     // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), dist::parse_allreduce_impl(c_.allreduce),
-                                                            c_.sequence_parallel});
+                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel});
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad);
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
-    dp_options.impl = dist::parse_allreduce_impl(c_.allreduce);
     data_parallel_ = std::make_unique<dist::DataParallel>(*dp_, *flat_, dp_options);
     if (dp_size > 1) {
       auto watched = watch("the parameter broadcast from rank 0");
@@ -101,11 +103,12 @@ class Trainer {
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
     optimizer_ = std::make_unique<AdamW>(flat_, options);
-    if (grid_->tp_size() > 1) {
+    // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
+    if (grid_->model_parallel().size() > 1) {
       std::vector<std::string> sharded;
       for (const auto& [name, spec] : model_->named_shard_specs())
         if (spec.sharded()) sharded.push_back(name);
-      optimizer_->set_tensor_parallel(&grid_->tp(), sharded);
+      optimizer_->set_tensor_parallel(&grid_->model_parallel(), sharded);
     }
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;

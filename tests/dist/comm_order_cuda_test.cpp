@@ -2,9 +2,11 @@
 // input only after earlier compute-stream work, and compute-stream work queued after wait()
 // sees its result, eagerly and inside a captured CUDA graph. The compute stream is kept busy
 // (and, for the second half, the comm stream too) so that a missing order shows as stale or
-// poisoned values. Skips without a GPU.
+// poisoned values. Every comm (and split) has a stream of its own, and a result handed from one
+// comm to another through wait() arrives intact, eagerly and captured. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <memory>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -62,6 +64,56 @@ Comm& one_rank_nccl() {
   CUDA_CHECK(cudaSetDevice(0));
   static Comm* comm = new NcclComm(MPI_COMM_SELF, 0, /*wide_p2p=*/false);  // never destroyed: see nccl_ring_mpi_test
   return *comm;
+}
+
+// The split's stream is its own. Compute: busy copies, x = 5. Comm a (kept busy): y = gather(x),
+// waited. Comm b: w = gather(y), waited. Compute: z = w. Without the waits b could read y early.
+void enqueue_across(Comm& a, Comm& b, Buffers& buffers, Tensor& w) {
+  for (int i = 0; i < kBusyCopies; ++i)
+    copy_on_compute(i % 2 ? buffers.busy_a : buffers.busy_b, i % 2 ? buffers.busy_b : buffers.busy_a);
+  copy_on_compute(buffers.x, buffers.source);
+  CommWork busy = a.all_gather_async(buffers.busy_a, buffers.busy_b);
+  CommWork first = a.all_gather_async(buffers.x, buffers.y);
+  first.wait();
+  CommWork second = b.all_gather_async(buffers.y, w);
+  second.wait();
+  copy_on_compute(buffers.z, w);
+  busy.wait();
+}
+
+TEST(CommOrder, EachCommHasItsOwnStreamAndWaitHandsResultsOn) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  Comm& a = one_rank_nccl();
+  std::unique_ptr<Comm> b = a.split(0, 0);
+  auto* nccl_a = dynamic_cast<NcclComm*>(&a);
+  auto* nccl_b = dynamic_cast<NcclComm*>(b.get());
+  ASSERT_TRUE(nccl_a && nccl_b);
+  EXPECT_NE(nccl_a->stream(), nccl_b->stream());
+  EXPECT_NE(nccl_a->stream(), compute_stream(0));
+  Buffers buffers;
+  Tensor w = Tensor::zeros({kSmall}, DType::F32, buffers.gpu);
+  buffers.reset();
+  enqueue_across(a, *b, buffers, w);
+  EXPECT_EQ(buffers.z.to_double_vector(), std::vector<double>(kSmall, 5.0));
+
+  cudaStream_t stream = compute_stream(0);
+  synchronize_device_streams(0);
+  cudaGraph_t graph = nullptr;
+  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+  enqueue_across(a, *b, buffers, w);
+  // Fails when either comm's stream was forked into the capture and never joined back.
+  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  for (int replay = 0; replay < 2; ++replay) {
+    buffers.reset();
+    w.copy_from(Tensor::full({kSmall}, -2.0, DType::F32, buffers.gpu));
+    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    EXPECT_EQ(buffers.z.to_double_vector(), std::vector<double>(kSmall, 5.0)) << "replay " << replay;
+  }
+  CUDA_CHECK(cudaGraphExecDestroy(exec));
+  CUDA_CHECK(cudaGraphDestroy(graph));
+  b->synchronize();
 }
 
 TEST(CommOrder, EagerCollectiveWaitsForComputeAndComputeForIt) {

@@ -27,16 +27,17 @@ TEST(DDPOverGrid, AveragesOverTheDataParallelGroupOnly) {
   const int64_t count = 777;
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0) continue;
-    for (AllreduceImpl impl : {AllreduceImpl::Native, AllreduceImpl::Ring}) {
-      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) +
-                   (impl == AllreduceImpl::Ring ? " ring" : " native"));
-      ParallelGrid grid(*world, tp);
+    for (Collectives collectives : {Collectives::Native, Collectives::Ring}) {
+      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " " + collectives_name(collectives));
+      GridOptions shape;
+      shape.tp = tp;
+      shape.collectives = collectives;
+      ParallelGrid grid(*world, shape);
       // Rank-dependent parameters, so the broadcast's source shows.
       Variable a(rank_input(w, count, DType::F32, 1), true), b(rank_input(w, count, DType::F32, 2), true);
       Variable unused(Tensor::zeros({5}), true);
       DataParallelOptions options;
       options.first_bucket_mb = options.bucket_mb = 1e-6;  // one parameter per bucket
-      options.impl = impl;
       FlatParams flat({{"a", a}, {"b", b}, {"unused", unused}}, DType::F32);
       DataParallel ddp(grid.dp(), flat, options);
       EXPECT_EQ(ddp.bucket_count(), 3u);

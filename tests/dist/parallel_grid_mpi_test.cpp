@@ -1,14 +1,18 @@
-// The parallel grid under mpirun -np 2, 3, 4, for every tp that divides the world (np 4: tp 1,
-// 2, 4; np 3: tp 1, 3; np 2: tp 1, 2): tp groups are consecutive ranks, dp groups stride by tp,
-// each group's members (gathered inside it) are the expected world ranks in rank order, and an
-// all-reduce inside each group equals the closed-form sum over its members. A tp that does not
-// divide the world, or differs between ranks, raises on every rank.
+// The parallel grid under mpirun -np 2, 3, 4 and 8, for every (tp, pp) whose product divides the
+// world (np 4: tp 2 x pp 2, tp 1 x pp 4, ...; np 8: tp 2 x dp 2 x pp 2), with native and ring
+// collectives: every combination of axes hands out a group whose members (gathered inside it) are
+// the closed-form world ranks in order (tp fastest, then dp, then pp), an all-reduce of
+// rank-dependent values over it equals the closed-form sum over those members, and the embedding
+// group joins the first and the last stage at the same tp and dp coordinates. Bad shapes raise on
+// every rank.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "dist/parallel_grid.h"
+#include "dist/ring_comm.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
 
@@ -35,64 +39,118 @@ std::vector<double> sum_of(const std::vector<double>& ranks, int64_t count, uint
   return sum;
 }
 
-void expect_group_sums(Comm& group, const std::vector<double>& ranks, int world_rank, const char* what) {
+void expect_group_sums(Comm& group, const std::vector<double>& ranks, int world_rank, const std::string& what) {
   const int64_t count = 1003;
   const uint64_t seed = 70 + ranks.size();
   for (DType dtype : {DType::F32, DType::BF16}) {
     Tensor values = rank_input(world_rank, count, dtype, seed);
     group.allreduce(values, ReduceOp::Sum);
-    EXPECT_EQ(count_mismatches(values.to_double_vector(), sum_of(ranks, count, seed), 0.0, what), 0) << dtype_name(dtype);
+    EXPECT_EQ(count_mismatches(values.to_double_vector(), sum_of(ranks, count, seed), 0.0, what.c_str()), 0)
+        << dtype_name(dtype);
   }
 }
 
-TEST(ParallelGrid, GroupsForEveryTpThatDividesTheWorld) {
-  auto world = make_world_comm(Device::cpu());
-  const int n = world->size(), w = world->rank();
-  for (int tp = 1; tp <= n; ++tp) {
-    if (n % tp != 0) continue;
-    SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp));
-    ParallelGrid grid(*world, tp);
-    EXPECT_EQ(&grid.world(), world.get());
-    EXPECT_EQ(grid.world_rank(), w);
-    EXPECT_EQ(grid.world_size(), n);
-    EXPECT_EQ(grid.tp_size(), tp);
-    EXPECT_EQ(grid.dp_size(), n / tp);
+// The closed form of the table: world rank q sits at tp q % tp, dp q / tp % dp, pp q / (tp dp).
+struct Coords {
+  int tp, dp, pp;
+};
+Coords coords_of(int q, int tp, int dp) { return {q % tp, q / tp % dp, q / (tp * dp)}; }
 
-    // Closed forms: tp group g holds world ranks g*tp .. g*tp+tp-1; dp group j holds j, j+tp, ...
-    std::vector<double> tp_want, dp_want;
+void check_grid(Comm& world, int tp, int pp, Collectives collectives) {
+  const int n = world.size(), w = world.rank(), dp = n / (tp * pp);
+  GridOptions options;
+  options.tp = tp;
+  options.pp = pp;
+  options.collectives = collectives;
+  ParallelGrid grid(world, options);
+  EXPECT_EQ(&grid.world(), &world);
+  EXPECT_EQ(grid.world_rank(), w);
+  EXPECT_EQ(grid.size(Axis::Tp), tp);
+  EXPECT_EQ(grid.size(Axis::Dp), dp);
+  EXPECT_EQ(grid.size(Axis::Pp), pp);
+  const Coords mine = coords_of(w, tp, dp);
+  EXPECT_EQ(grid.rank(Axis::Tp), mine.tp);
+  EXPECT_EQ(grid.rank(Axis::Dp), mine.dp);
+  EXPECT_EQ(grid.rank(Axis::Pp), mine.pp);
+  EXPECT_EQ(grid.is_first_stage(), mine.pp == 0);
+  EXPECT_EQ(grid.is_last_stage(), mine.pp == pp - 1);
+
+  // Every combination of axes: the ranks that agree with this one on every axis left out.
+  const std::vector<std::vector<Axis>> combinations = {
+      {Axis::Tp}, {Axis::Dp}, {Axis::Pp}, {Axis::Tp, Axis::Dp}, {Axis::Tp, Axis::Pp}, {Axis::Dp, Axis::Pp},
+      {Axis::Tp, Axis::Dp, Axis::Pp}};
+  for (const std::vector<Axis>& axes : combinations) {
+    auto in = [&](Axis a) { return std::find(axes.begin(), axes.end(), a) != axes.end(); };
+    std::string name;
+    for (Axis a : axes) name += std::string(name.empty() ? "" : "+") + axis_name(a);
+    std::vector<double> want;
     for (int q = 0; q < n; ++q) {
-      if (q / tp == w / tp) tp_want.push_back(q);
-      if (q % tp == w % tp) dp_want.push_back(q);
+      const Coords c = coords_of(q, tp, dp);
+      if ((in(Axis::Tp) || c.tp == mine.tp) && (in(Axis::Dp) || c.dp == mine.dp) && (in(Axis::Pp) || c.pp == mine.pp))
+        want.push_back(q);
     }
-    EXPECT_EQ(members(grid.tp(), w), tp_want);
-    EXPECT_EQ(members(grid.dp(), w), dp_want);
-    EXPECT_EQ(grid.tp_rank(), w - static_cast<int>(tp_want.front()));
-    EXPECT_EQ(grid.dp_rank(), (w - static_cast<int>(dp_want.front())) / tp);
-    expect_group_sums(grid.tp(), tp_want, w, "tp group sum");
-    expect_group_sums(grid.dp(), dp_want, w, "dp group sum");
-    std::vector<double> everyone;
-    for (int q = 0; q < n; ++q) everyone.push_back(q);
-    expect_group_sums(grid.world(), everyone, w, "world sum");
+    Comm& group = axes.size() == 1   ? grid.group(axes[0])
+                  : axes.size() == 2 ? grid.group({axes[0], axes[1]})
+                                     : grid.group({axes[0], axes[1], axes[2]});
+    EXPECT_EQ(group.size(), static_cast<int>(want.size())) << name;
+    EXPECT_EQ(members(group, w), want) << name;
+    expect_group_sums(group, want, w, name + " group sum");
+    if (collectives == Collectives::Ring && group.size() > 1) {
+      EXPECT_NE(dynamic_cast<RingComm*>(&group), nullptr) << name << " is not ring-decorated";
+    }
+  }
+  EXPECT_EQ(&grid.model_parallel(), &grid.group({Axis::Tp, Axis::Pp}));
+  EXPECT_EQ(&grid.tp(), &grid.group(Axis::Tp));
+  // Groups with the same members are one comm: at pp 1 the model-parallel group is the tp group.
+  if (pp == 1) {
+    EXPECT_EQ(&grid.model_parallel(), &grid.tp());
+  }
 
-    // A one-rank group is local, a group of everyone is the world itself: nothing is split.
-    if (tp == 1) {
-      EXPECT_EQ(&grid.dp(), world.get());
-      EXPECT_STREQ(grid.tp().backend(), "local");
+  // The embedding group: stage 0 and stage pp - 1 at this rank's (tp, dp); this rank alone at pp 1
+  // and on a middle stage.
+  std::vector<double> embedding;
+  if (grid.in_embedding_group()) {
+    for (int q = 0; q < n; ++q) {
+      const Coords c = coords_of(q, tp, dp);
+      if (c.tp == mine.tp && c.dp == mine.dp && (c.pp == 0 || c.pp == pp - 1)) embedding.push_back(q);
     }
-    if (tp == n) {
-      EXPECT_EQ(&grid.tp(), world.get());
-      EXPECT_STREQ(grid.dp().backend(), "local");
-    }
-    if (tp > 1 && tp < n) {
-      EXPECT_STREQ(grid.tp().backend(), "mpi");
-      EXPECT_STREQ(grid.dp().backend(), "mpi");
+  } else {
+    embedding.push_back(w);
+  }
+  EXPECT_EQ(grid.in_embedding_group(), mine.pp == 0 || mine.pp == pp - 1);
+  EXPECT_EQ(members(grid.embedding(), w), embedding);
+  expect_group_sums(grid.embedding(), embedding, w, "embedding group sum");
+
+  // A one-rank group is local, a group of everyone is the world itself (native): nothing is split.
+  if (tp == 1) {
+    EXPECT_STREQ(grid.tp().backend(), "local");
+  }
+  if (collectives == Collectives::Native && tp * pp == 1) {
+    EXPECT_EQ(&grid.dp(), &world);
+  }
+  if (collectives == Collectives::Native && tp == n) {
+    EXPECT_EQ(&grid.tp(), &world);
+  }
+}
+
+TEST(ParallelGrid, GroupsForEveryShapeThatDividesTheWorld) {
+  auto world = make_world_comm(Device::cpu());
+  const int n = world->size();
+  for (int pp = 1; pp <= n; ++pp) {
+    for (int tp = 1; tp * pp <= n; ++tp) {
+      if (n % (tp * pp) != 0) continue;
+      for (Collectives collectives : {Collectives::Native, Collectives::Ring}) {
+        SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " pp " + std::to_string(pp) + " " +
+                     collectives_name(collectives));
+        check_grid(*world, tp, pp, collectives);
+      }
     }
   }
 }
 
-// The error names both numbers, and is raised on every rank (test_main fails the test if any
-// rank did not throw).
-TEST(ParallelGrid, TpThatDoesNotDivideTheWorldRaisesOnEveryRank) {
+// The error names the numbers, and is raised on every rank (test_main fails the test if any rank
+// did not throw).
+TEST(ParallelGrid, ShapeThatDoesNotDivideTheWorldRaisesOnEveryRank) {
   auto world = make_world_comm(Device::cpu());
   const int n = world->size();
   std::vector<int> bad = {n + 1, 0, -2};
@@ -109,8 +167,30 @@ TEST(ParallelGrid, TpThatDoesNotDivideTheWorldRaisesOnEveryRank) {
       }
     }
   }
-  // Ranks that disagree on tp all raise, instead of some of them waiting in a split.
+  // tp x pp must divide the world, and pp be >= 1.
+  GridOptions too_big;
+  too_big.tp = n;
+  too_big.pp = 2;
+  try {
+    ParallelGrid grid(*world, too_big);
+    ADD_FAILURE() << "tp " << n << " x pp 2 on " << n << " ranks was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("= " + std::to_string(2 * n) + " does not divide the world size"),
+              std::string::npos)
+        << e.what();
+  }
+  GridOptions no_stages;
+  no_stages.pp = 0;
+  EXPECT_THROW(ParallelGrid(*world, no_stages), Error);
+  // Ranks that disagree on tp, pp or the collectives all raise, instead of some of them waiting
+  // in a split.
   EXPECT_THROW(ParallelGrid(*world, world->rank() == 0 ? 1 : n), Error);
+  GridOptions stages;
+  stages.pp = world->rank() == 0 ? 1 : n;
+  EXPECT_THROW(ParallelGrid(*world, stages), Error);
+  GridOptions mixed;
+  mixed.collectives = world->rank() == 0 ? Collectives::Ring : Collectives::Native;
+  EXPECT_THROW(ParallelGrid(*world, mixed), Error);
   // The world is still usable afterwards.
   Tensor one = Tensor::ones({4});
   world->allreduce(one, ReduceOp::Sum);

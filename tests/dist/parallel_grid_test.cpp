@@ -1,5 +1,6 @@
-// The parallel grid of a single process (no mpirun): world, dp and tp are all one rank, dp is
-// the world itself, and a tp other than 1 names both numbers in its error.
+// The parallel grid of a single process (no mpirun): world, dp, tp, pp and every combination are
+// one rank, dp is the world itself, the one stage is first and last, and a tp or pp other than 1
+// names the numbers in its error.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -23,6 +24,24 @@ TEST(ParallelGrid, OneLocalRank) {
   grid.tp().allreduce(t, ReduceOp::Sum);
   grid.dp().allreduce(t, ReduceOp::Avg);
   EXPECT_EQ(t.to_double_vector(), (std::vector<double>{2.5, -1.0}));
+  EXPECT_EQ(&grid.group({Axis::Tp, Axis::Dp, Axis::Pp}), &world);
+  EXPECT_EQ(grid.model_parallel().size(), 1);
+  EXPECT_EQ(grid.embedding().size(), 1);
+  EXPECT_TRUE(grid.is_first_stage() && grid.is_last_stage() && grid.in_embedding_group());
+  EXPECT_EQ(grid.pp_size() * grid.pp_rank() + grid.size(Axis::Pp), 1);
+}
+
+TEST(ParallelGrid, RingOnOneRankNeedsNoDecoration) {
+  LocalComm world;
+  GridOptions options;
+  options.collectives = parse_collectives("ring");
+  ParallelGrid grid(world, options);
+  EXPECT_EQ(grid.collectives(), Collectives::Ring);
+  Tensor t = Tensor::from_vector(std::vector<float>{2.5f, -1.0f}, {2});
+  grid.dp().allreduce(t, ReduceOp::Sum);
+  EXPECT_EQ(t.to_double_vector(), (std::vector<double>{2.5, -1.0}));
+  EXPECT_EQ(parse_collectives("auto"), Collectives::Native);
+  EXPECT_THROW(parse_collectives("tree"), Error);
 }
 
 TEST(ParallelGrid, TpLargerThanOneRankIsAnError) {
@@ -35,6 +54,16 @@ TEST(ParallelGrid, TpLargerThanOneRankIsAnError) {
         << e.what();
   }
   EXPECT_THROW(ParallelGrid(world, 0), Error);
+  GridOptions stages;
+  stages.pp = 2;
+  try {
+    ParallelGrid grid(world, stages);
+    ADD_FAILURE() << "pp 2 on one rank was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pipeline-parallel size 2 = 2 does not divide the world size 1"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

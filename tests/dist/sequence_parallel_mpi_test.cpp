@@ -1,5 +1,5 @@
-// Sequence parallelism's mappings under mpirun, for every tp that divides the world (groups of
-// consecutive ranks), with the native and the ring collectives: all_gather_from_sp and
+// Sequence parallelism's mappings under mpirun, for every tp that divides the world (the grid's
+// groups), with the native and the ring-decorated collectives: all_gather_from_sp and
 // reduce_scatter_to_sp forward and backward against closed-form concatenations and sums of
 // rank-dependent inputs; token_dropout against the whole batch's dropout; and the flat gradient sum.
 #include <gtest/gtest.h>
@@ -57,9 +57,10 @@ TEST(SequenceParallelMappings, AllGatherConcatenatesAndReduceScattersTheGradient
 TEST(SequenceParallelMappings, ReduceScatterSumsTheShareAndAllGathersTheGradient) {
   for_each_sp_group([](const TensorParallel& tp) {
     Variable w(rank_input(tp.rank(), kShare * tp.size(), DType::F32, 3).view({kRows * tp.size(), 3, 5}), true);
-    // An op output (nothing else reads it), as reduce_scatter_to_sp requires.
     Variable partial = ops::add(w, Variable(Tensor::zeros(w.shape())));
+    const std::vector<double> before = partial.data().to_double_vector();
     Variable y = reduce_scatter_to_sp(partial, tp);
+    EXPECT_EQ(partial.data().to_double_vector(), before) << "the reduce-scatter changed its input";
     EXPECT_EQ(y.shape(), (Shape{kRows, 3, 5}));
     EXPECT_EQ(count_mismatches(y.data().to_double_vector(), sum_over_ranks(tp.size(), kShare, 3, tp.rank() * kShare),
                                0, "y"),
@@ -82,12 +83,12 @@ TEST(SequenceParallelMappings, BatchNotDividedByTpIsAnError) {
 }
 
 TEST(SequenceParallelMappings, WithoutSequenceParallelismTheyAreIdentities) {
-  std::unique_ptr<Comm> group = test::make_tp_group(world(), world().size());
+  ParallelGrid grid(world(), world().size());
   Variable x(rank_input(0, kShare, DType::F32, 5), true);
-  const TensorParallel plain_tp{group.get(), AllreduceImpl::Native};
+  const TensorParallel plain_tp{&grid.tp()};
   EXPECT_TRUE(all_gather_from_sp(x, plain_tp).same(x));
   EXPECT_TRUE(reduce_scatter_to_sp(x, plain_tp).same(x));
-  const TensorParallel one_rank{nullptr, AllreduceImpl::Native, true};
+  const TensorParallel one_rank{nullptr, true};
   EXPECT_TRUE(all_gather_from_sp(x, one_rank).same(x));
   EXPECT_TRUE(reduce_scatter_to_sp(x, one_rank).same(x));
 }

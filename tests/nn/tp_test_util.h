@@ -1,6 +1,7 @@
 // Helpers of the tensor-parallel tests: the tensor-parallel groups a world of N ranks can form
-// (consecutive ranks, Comm::split(rank / tp, rank)), a tiny GPT they split, and comparisons of a rank's shard or full
-// tensor against the tp = 1 reference, counting mismatches as |got - want| > atol + rtol |want|.
+// (the grid's, dist/parallel_grid.h, native and ring-decorated), a tiny GPT they split, and
+// comparisons of a rank's shard or full tensor against the tp = 1 reference, counting mismatches
+// as |got - want| > atol + rtol |want|.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -9,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "dist/parallel_grid.h"
+#include "dist/ring_comm.h"
 #include "dist/tensor_shard.h"
 #include "dist/tp_mappings.h"
 #include "nn/gpt.h"
@@ -24,23 +27,28 @@ inline std::vector<int> tensor_parallel_sizes(int world_size) {
   return sizes;
 }
 
-// Collective over world: this rank's group of tp consecutive ranks.
-inline std::unique_ptr<dist::Comm> make_tp_group(dist::Comm& world, int tp) {
-  return world.split(world.rank() / tp, world.rank());
+// Collective over world: runs check(group, tp) for every tp > 1 that divides the world size, with
+// this rank's tp group of a grid (native collectives) and the same group decorated with our ring.
+template <typename Check>
+void for_each_tp_comm(dist::Comm& world, Check check) {
+  for (int tp : tensor_parallel_sizes(world.size())) {
+    dist::ParallelGrid grid(world, tp);
+    dist::RingComm ring(grid.tp());
+    for (dist::Comm* group : {&grid.tp(), static_cast<dist::Comm*>(&ring)}) {
+      SCOPED_TRACE(::testing::Message() << "tp " << tp << (group == &ring ? " ring" : " native"));
+      check(*group, tp);
+    }
+  }
 }
 
-// Runs check(TensorParallel) for every tp group `world` can form, with native and ring all-reduce
+// Runs check(TensorParallel) for every tp group `world` can form, with native and ring collectives
 // (and sequence parallelism when asked).
 template <typename Check>
 void for_each_tp_group(dist::Comm& world, Check check, bool sequence_parallel = false) {
-  for (int tp : tensor_parallel_sizes(world.size())) {
-    std::unique_ptr<dist::Comm> group = make_tp_group(world, tp);
-    for (dist::AllreduceImpl impl : {dist::AllreduceImpl::Native, dist::AllreduceImpl::Ring}) {
-      SCOPED_TRACE(::testing::Message() << "tp " << tp << (impl == dist::AllreduceImpl::Ring ? " ring" : " native")
-                                        << (sequence_parallel ? " sequence-parallel" : ""));
-      check(dist::TensorParallel{group.get(), impl, sequence_parallel});
-    }
-  }
+  for_each_tp_comm(world, [&](dist::Comm& group, int) {
+    SCOPED_TRACE(sequence_parallel ? "sequence-parallel" : "");
+    check(dist::TensorParallel{&group, sequence_parallel});
+  });
 }
 
 // A tiny GPT that every tp of 2, 3 or 4 splits: 12 heads, width 48, and 65 characters like

@@ -104,6 +104,21 @@ TEST(TrainConfig, FileSetsDefaultsAndFlagsOverride) {
   EXPECT_DOUBLE_EQ(parse({"--lr", "1e-2", "--config", dir / "x.conf"}).lr, 1e-2);
 }
 
+// --allreduce is the old name of --collectives: on the command line, in a config file, and in --help.
+TEST(TrainConfig, AllreduceIsAnAliasOfCollectives) {
+  EXPECT_EQ(parse({}).collectives, "native");
+  EXPECT_EQ(parse({"--collectives", "ring"}).collectives, "ring");
+  EXPECT_EQ(parse({"--allreduce", "ring"}).collectives, "ring");
+  EXPECT_EQ(parse({"--allreduce=auto"}).collectives, "auto");
+  EXPECT_EQ(parse({"--pp", "1", "--tp", "2"}).pp, 1);
+  TempDir dir;
+  write(dir / "old.conf", "allreduce = ring\n");
+  EXPECT_EQ(parse({"--config", dir / "old.conf"}).collectives, "ring");
+  EXPECT_EQ(parse({"--config", dir / "old.conf", "--collectives", "native"}).collectives, "native");
+  EXPECT_NE(train_flag_set().help().find("--allreduce TEXT"), std::string::npos);
+  EXPECT_NE(train_flag_set().help().find("alias of --collectives"), std::string::npos);
+}
+
 TEST(TrainConfig, ShippedShakespeareCharConfigParses) {
   TrainConfig c = parse({"--config", std::string(ND_SOURCE_DIR) + "/configs/shakespeare_char.conf"});
   EXPECT_EQ(c.n_layer, 6);
@@ -219,6 +234,14 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_EQ(error_of_config(c, 2), "");
   EXPECT_EQ(error_of_config(c, 3), "");
 
+  // --pp is refused above 1, with one line that says why, until pipeline parallelism lands.
+  c = ok;
+  c.pp = 2;
+  EXPECT_NE(error_of_config(c, 2).find("pipeline parallelism is not available yet"), std::string::npos);
+  c.pp = 0;
+  EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
+  EXPECT_EQ(ok.dp_size(4), 4);
+
   c = ok;
   c.tp = 2;
   EXPECT_NE(error_of_config(c, 3).find("not divisible by --tp 2"), std::string::npos);
@@ -255,8 +278,10 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   c.dtype = "bf16";
   EXPECT_NE(error_of_config(c, 1).find("bf16"), std::string::npos);
   c = ok;
-  c.allreduce = "tree";
-  EXPECT_NE(error_of_config(c, 1).find("--allreduce"), std::string::npos);
+  c.collectives = "tree";
+  EXPECT_NE(error_of_config(c, 1).find("--collectives"), std::string::npos);
+  c.collectives = "auto";
+  EXPECT_EQ(error_of_config(c, 1), "");
 }
 
 // --attention: auto by default; auto falls back to ours where cuDNN's cannot run (the CPU, f32,

@@ -1,6 +1,6 @@
 // Tensor-parallel training equals single-rank training: tp 2 (np 2) and dp 2 x tp 2 (np 4) give
 // the losses of one rank with the same global batch (f32, relative 1e-5) with the native and the
-// ring all-reduce, also with sequence parallelism and active clipping (and dropout at np 2); the
+// ring collectives (--collectives, and its alias --allreduce), also with sequence parallelism and active clipping (and dropout at np 2); the
 // replicated parameters end bit-identical on every rank, and checkpoints (full tensors) move
 // between tp 2 and tp 1 and continue exactly as the uninterrupted run.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 
 #include <memory>
 
+#include "dist/parallel_grid.h"
 #include "dist/world.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
@@ -57,13 +58,13 @@ class TpTrainingTest : public testing::MpiDataTest {
     return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c).step_losses;
   }
 
-  void trains_like_one_rank(const std::string& allreduce, bool sequence_parallel = false) {
+  void trains_like_one_rank(const std::string& collectives, bool sequence_parallel = false) {
     if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
     std::vector<double> reference = reference_losses(sequence_parallel);
     RunContext ctx;
     ctx.comm = comm_.get();
-    TrainConfig c = config(allreduce + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
-    c.allreduce = allreduce;
+    TrainConfig c = config(collectives + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
+    c.collectives = collectives;
     if (sequence_parallel) {
       c = with_clipping_and_dropout(c);
       c.sequence_parallel = true;
@@ -72,11 +73,10 @@ class TpTrainingTest : public testing::MpiDataTest {
     expect_close(mean_losses(r.step_losses, *comm_), reference);
     EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
     // The shards differ inside a tp group (otherwise nothing was split)...
-    std::unique_ptr<dist::Comm> tp_group = comm_->split(comm_->rank() / kTp, comm_->rank());
-    EXPECT_FALSE(same_everywhere(r.params_hash, *tp_group)) << "the tp ranks hold the same shards";
+    dist::ParallelGrid grid(*comm_, kTp);
+    EXPECT_FALSE(same_everywhere(r.params_hash, grid.tp())) << "the tp ranks hold the same shards";
     // ... and agree between the data-parallel replicas of one shard.
-    std::unique_ptr<dist::Comm> dp_group = comm_->split(comm_->rank() % kTp, comm_->rank());
-    EXPECT_TRUE(same_everywhere(r.params_hash, *dp_group)) << "data-parallel replicas differ";
+    EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas differ";
   }
 };
 

@@ -1,0 +1,170 @@
+// The ring decorator on NCCL under mpirun (one rank per GPU): its all-reduce, reduce-scatter and
+// all-gather against NCCL's own and the closed form (f32 and bf16, sum and average, sizes that
+// take the direct path and the staged ring), the reduce-scatter's input untouched; a tp-style
+// sequence (all-gather, reduce-scatter, all-reduce through the decorator) captured into a CUDA
+// graph whose replays give the closed form; and a grid asked for ring whose dp and tp groups
+// (each a split with a stream of its own) sum like NCCL. Skips where there is no GPU, or fewer
+// GPUs than ranks on the node.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "dist/parallel_grid.h"
+#include "dist/ring_comm.h"
+#include "dist/world.h"
+#include "tests/dist/collective_inputs.h"
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "tensor/cuda_stream.h"
+#endif
+
+namespace nd::dist {
+namespace {
+
+using test::count_mismatches;
+using test::rank_input;
+using test::rank_value;
+using test::rounding_tolerance;
+using test::sum_over_ranks;
+
+// One NCCL comm for the whole binary, never destroyed (see nccl_ring_mpi_test).
+Comm& gpu_world() {
+  static Comm* comm = make_world_comm(Device::cuda(0)).release();
+  return *comm;
+}
+
+bool enough_gpus() {
+  if (!cuda_available()) return false;
+#if NANODIST_WITH_CUDA
+  int gpus = 0;
+  if (cudaGetDeviceCount(&gpus) != cudaSuccess) return false;
+  return local_place(MPI_COMM_WORLD).size <= gpus;
+#else
+  return false;
+#endif
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank"
+
+// NCCL's average scales each term before summing: compare with the terms' rounding as atol.
+void expect_near(const Tensor& got, const std::vector<double>& want, DType dtype, ReduceOp op, const char* what) {
+  const double rtol = 2 * rounding_tolerance(dtype), atol = op == ReduceOp::Avg ? rtol * 8.0 : 1e-12;
+  EXPECT_EQ(count_mismatches(got.to_double_vector(), want, rtol, what, atol), 0);
+}
+
+std::vector<double> reduced(int n, int64_t count, uint64_t seed, ReduceOp op, int64_t begin = 0) {
+  std::vector<double> sum = sum_over_ranks(n, count, seed, begin);
+  if (op == ReduceOp::Avg)
+    for (double& v : sum) v /= n;
+  return sum;
+}
+
+TEST(RingCommNccl, CollectivesEqualNcclAndTheClosedForm) {
+  SKIP_WITHOUT_GPU();
+  Comm& native = gpu_world();
+  RingComm ring(native);
+  const int n = native.size(), r = native.rank();
+  const Device gpu = native.device();
+  for (DType dtype : {DType::F32, DType::BF16})
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg})
+      for (int64_t block : {int64_t{3}, int64_t{5000}, int64_t{300001}}) {
+        SCOPED_TRACE(std::string(dtype_name(dtype)) + " " + reduce_op_name(op) + " block " + std::to_string(block));
+        const uint64_t seed = 900 + block;
+        Tensor a = rank_input(r, block * n, dtype, seed, gpu), b = a.clone();
+        ring.allreduce(a, op);
+        native.allreduce(b, op);
+        expect_near(a, reduced(n, block * n, seed, op), dtype, op, "all-reduce vs closed form");
+        expect_near(a, b.to_double_vector(), dtype, op, "all-reduce vs NCCL");
+
+        const Tensor input = rank_input(r, block * n, dtype, seed + 1, gpu);
+        const std::vector<double> before = input.to_double_vector();
+        Tensor got = Tensor::zeros({block}, dtype, gpu), want = Tensor::zeros({block}, dtype, gpu);
+        ring.reduce_scatter(input, got, op);
+        native.reduce_scatter(input, want, op);
+        EXPECT_EQ(input.to_double_vector(), before) << "the reduce-scatter changed its input";
+        expect_near(got, reduced(n, block, seed + 1, op, r * block), dtype, op, "reduce-scatter vs closed form");
+        expect_near(got, want.to_double_vector(), dtype, op, "reduce-scatter vs NCCL");
+
+        Tensor mine = rank_input(r, block, dtype, seed + 2, gpu);
+        Tensor gathered = Tensor::full({block * n}, -99.0, dtype, gpu);
+        ring.all_gather(mine, gathered);
+        std::vector<double> concatenated;
+        for (int q = 0; q < n; ++q)
+          for (int64_t i = 0; i < block; ++i) concatenated.push_back(rank_value(q, i, seed + 2));
+        EXPECT_EQ(gathered.to_double_vector(), concatenated);
+      }
+}
+
+// What a sequence-parallel step asks of the tp group, captured after one eager round (which
+// sizes the staging buffers): the replays give the closed form.
+TEST(RingCommNccl, SequenceParallelPatternCapturesIntoAGraph) {
+  SKIP_WITHOUT_GPU();
+#if NANODIST_WITH_CUDA
+  Comm& native = gpu_world();
+  RingComm ring(native);
+  const int n = native.size(), r = native.rank();
+  const Device gpu = native.device();
+  const int64_t block = 40001;
+  Tensor share = rank_input(r, block, DType::BF16, 51, gpu);
+  Tensor whole = Tensor::zeros({block * n}, DType::BF16, gpu);
+  Tensor partial = rank_input(r, block * n, DType::BF16, 52, gpu);
+  Tensor reduced_share = Tensor::zeros({block}, DType::BF16, gpu);
+  Tensor stats = rank_input(r, 1001, DType::F32, 53, gpu);
+  auto step = [&] {
+    ring.all_gather(share, whole);
+    ring.reduce_scatter(partial, reduced_share, ReduceOp::Sum);
+    ring.allreduce(stats, ReduceOp::Sum);
+  };
+  step();
+  native.synchronize();
+  cudaStream_t stream = compute_stream(gpu.index);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  step();
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  std::vector<double> concatenated;
+  for (int q = 0; q < n; ++q)
+    for (int64_t i = 0; i < block; ++i) concatenated.push_back(rank_value(q, i, 51));
+  for (int replay = 0; replay < 2; ++replay) {
+    whole.copy_from(Tensor::full({block * n}, -99.0, DType::BF16));
+    reduced_share.zero_();
+    stats.copy_from(rank_input(r, 1001, DType::F32, 53));
+    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    EXPECT_EQ(whole.to_double_vector(), concatenated) << "replay " << replay;
+    expect_near(reduced_share, reduced(n, block, 52, ReduceOp::Sum, r * block), DType::BF16, ReduceOp::Sum,
+                "reduce-scatter in the graph");
+    expect_near(stats, reduced(n, 1001, 53, ReduceOp::Sum), DType::F32, ReduceOp::Sum, "all-reduce in the graph");
+  }
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+#endif
+}
+
+// A grid of ring collectives over NCCL: each group of several ranks is ring-decorated (the world
+// itself, or from 4 GPUs on a split with a stream of its own) and sums over its members.
+TEST(RingCommNccl, RingGridGroupsSum) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  for (int tp = 1; tp <= n; ++tp) {
+    if (n % tp != 0) continue;
+    GridOptions options;
+    options.tp = tp;
+    options.collectives = Collectives::Ring;
+    ParallelGrid grid(world, options);
+    for (Comm* group : {&grid.tp(), &grid.dp()}) {
+      if (group->size() == 1) continue;
+      EXPECT_NE(dynamic_cast<RingComm*>(group), nullptr);
+      Tensor values = rank_input(r, 70001, DType::F32, 60 + tp, world.device());
+      group->allreduce(values, ReduceOp::Sum);
+      expect_near(values, sum_over_ranks(n, 70001, 60 + tp), DType::F32, ReduceOp::Sum, "ring grid group sum");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nd::dist
