@@ -9,6 +9,7 @@
 #include "autograd/op_test_util.h"
 #include "nn/gpt.h"
 #include "nn/init.h"
+#include "tensor/philox.h"
 
 namespace nd::nn {
 namespace {
@@ -38,6 +39,22 @@ TEST(Init, NormalShardIsTheSliceOfTheFullDraw) {
         }
       }
     }
+  }
+}
+
+TEST(Init, EachElementIsPhiloxNormalOfItsFullCounter) {
+  // Runs of 300 (longer than a batch, not a multiple of it), counters crossing 2^32, stream 3.
+  Generator gen(99, 3);
+  gen.set_offset((uint64_t{1} << 32) - 1000);
+  const ElementSlice slice{5, 2000, 3, 600, 300, 17};
+  const PhiloxCounters counters = gen.reserve(10000);
+  Tensor out = Tensor::empty({slice.size()});
+  normal_fill(out, slice, counters, -1.0, 0.5);
+  const std::vector<double> got = values(out);
+  for (int64_t j = 0; j < slice.size(); ++j) {
+    const uint64_t counter = counters.first + static_cast<uint64_t>(slice.full_index(j));
+    const float expected = static_cast<float>(-1.0 + 0.5 * static_cast<double>(philox_normal(99, counter, 3)));
+    ASSERT_EQ(got[j], static_cast<double>(expected)) << "element " << j;
   }
 }
 
