@@ -60,6 +60,21 @@ Shape shard_shape(const Shape& full, const ShardSpec& spec, int tp) {
   return out;
 }
 
+ElementSlice shard_elements(const Shape& full, const ShardSpec& spec, int rank, int tp) {
+  ND_CHECK(rank >= 0 && rank < tp, "shard_elements: rank " << rank << " out of range for tp " << tp);
+  if (!spec.sharded() || shape_numel(full) == 0) return ElementSlice::whole(shape_numel(full));
+  const SplitLayout l = layout_of(full, spec, tp);
+  const int64_t D = full[spec.dim];
+  ElementSlice s;
+  s.outer = l.outer;
+  s.outer_stride = D * l.inner;
+  s.parts = l.parts;
+  s.part_stride = l.block * tp * l.inner;
+  s.run = l.block * l.inner;
+  s.offset = rank * l.block * l.inner;
+  return s;
+}
+
 Tensor shard_of(const Tensor& full, const ShardSpec& spec, int rank, int tp) {
   ND_CHECK(full.device().is_cpu(), "shard_of: " << full.str() << " must be on the CPU");
   ND_CHECK(rank >= 0 && rank < tp, "shard_of: rank " << rank << " out of range for tp " << tp);

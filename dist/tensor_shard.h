@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "dist/comm.h"
+#include "kernels/kernel_args.h"
 
 namespace nd::dist {
 
@@ -22,6 +23,10 @@ Shape shard_shape(const Shape& full, const ShardSpec& spec, int tp);
 // Rank `rank`'s shard of `full` (a CPU tensor, any dtype), as a new CPU tensor: along spec.dim,
 // block [rank * L, (rank + 1) * L) of each of the parts, the parts' blocks kept in order.
 Tensor shard_of(const Tensor& full, const ShardSpec& spec, int rank, int tp);
+
+// Which elements of `full` rank `rank`'s shard holds, in the shard's order (shard_of's layout),
+// so a rank can draw its shard of a full initialisation without the rest. Replicated: all of them.
+ElementSlice shard_elements(const Shape& full, const ShardSpec& spec, int rank, int tp);
 
 // The inverse: the full tensor from the shards of ranks 0 .. shards.size() - 1 (CPU tensors).
 Tensor full_from_shards(const std::vector<Tensor>& shards, const ShardSpec& spec);

@@ -93,13 +93,10 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   auto transformer = register_module("transformer", std::make_shared<Group>());
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
-  Tensor wte = Tensor::zeros({c.vocab_rows(), c.n_embd}, DType::F32, Device::cpu());
-  wte.narrow(0, c.vocab_size).copy_from(Tensor::randn({c.vocab_size, c.n_embd}, gen, 0.0, 0.02));
-  if (tp.active()) wte = dist::shard_of(wte, kVocabRows, tp.rank(), tp.size());
-  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte.to(dtype).to(device), kVocabRows))->weight;
-  wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(
-                                     Tensor::randn({c.block_size, c.n_embd}, gen, 0.0, 0.02, dtype, device)))
-             ->weight;
+  Tensor wte = padded_rows_shard(c.vocab_rows(), c.vocab_size, c.n_embd, 0.0, 0.02, gen, at_, tp.rank(), tp.size());
+  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte, kVocabRows))->weight;
+  Tensor wpe = normal_shard({c.block_size, c.n_embd}, 0.0, 0.02, gen, at_);
+  wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(wpe))->weight;
   auto h = transformer->add("h", std::make_shared<Group>());
   for (int i = 0; i < c.n_layer; ++i)
     blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp)));

@@ -15,7 +15,7 @@ constexpr double kInitStd = 0.02;
 double residual_projection_std(int n_layer) { return kInitStd / std::sqrt(2.0 * n_layer); }
 
 Linear::Linear(int64_t in, int64_t out, bool has_bias, double init_std, Generator& gen, Placement at) {
-  weight = register_parameter("weight", Tensor::randn({out, in}, gen, 0.0, init_std, at.dtype, at.device));
+  weight = register_parameter("weight", normal_shard({out, in}, 0.0, init_std, gen, at));
   if (has_bias) bias = register_parameter("bias", Tensor::zeros({out}, at.dtype, at.device));
 }
 

@@ -1,18 +1,13 @@
 // The building blocks of a GPT: Linear, LayerNorm (or identity, for the no-LayerNorm ablation),
 // causal self-attention and the 4x GELU MLP. Each draws its initial weights from the generator
-// it is given, in a fixed order, so one seed gives one model on every device.
+// it is given, in a fixed order, on its device (nn/init.h), so one seed gives one model.
 #pragma once
 #include "autograd/ops.h"
 #include "dist/tp_mappings.h"
+#include "nn/init.h"
 #include "nn/module.h"
 
 namespace nd::nn {
-
-// Where parameters live and which dtype they have.
-struct Placement {
-  Device device = Device::cpu();
-  DType dtype = DType::F32;
-};
 
 class Linear : public Module {
  public:

@@ -1,4 +1,4 @@
-// The tensor-parallel linear layers: initialisation by drawing whole and slicing, and the
+// The tensor-parallel linear layers: initialisation by drawing this rank's slice, and the
 // row-parallel forward (partial products, the bias in rank 0's, all-reduce; under sequence
 // parallelism a reduce-scatter to this rank's share, then the bias).
 #include "nn/parallel_linear.h"
@@ -10,9 +10,7 @@ namespace nd::nn {
 
 Tensor draw_shard(const Shape& full_shape, double std, Generator& gen, Placement at, const dist::ShardSpec& spec,
                   const dist::TensorParallel& tp) {
-  Tensor full = Tensor::randn(full_shape, gen, 0.0, std, at.dtype, at.device);
-  if (!tp.active() || !spec.sharded()) return full;
-  return dist::shard_of(full.to(Device::cpu()), spec, tp.rank(), tp.size()).to(at.device);
+  return normal_shard(full_shape, 0.0, std, gen, at, spec, tp.rank(), tp.size());
 }
 
 ColumnParallelLinear::ColumnParallelLinear(int64_t in, int64_t out, bool has_bias, double init_std, Generator& gen,

@@ -1,9 +1,9 @@
 // Megatron's tensor-parallel linear layers. ColumnParallelLinear splits the output features over
 // the group (each rank computes its columns of the output); RowParallelLinear splits the input
 // features (each rank computes a partial sum, all-reduced). A column-parallel layer feeding a
-// row-parallel one needs no communication between them. Weights are drawn whole from the
-// generator, as the unsplit Linear draws them, and sliced, so any tp starts from the tp = 1 model;
-// at tp = 1 both are exactly Linear.
+// row-parallel one needs no communication between them. Each rank draws only its slice of the
+// weight, with the counters the unsplit Linear's draw gives those elements (nn/init.h), so any tp
+// starts from the tp = 1 model; at tp = 1 both are exactly Linear.
 #pragma once
 #include "dist/tp_mappings.h"
 #include "nn/layers.h"
@@ -53,8 +53,8 @@ class RowParallelLinear : public Module {
   dist::TensorParallel tp_;
 };
 
-// A parameter of `full_shape` drawn as the unsplit layer draws it (N(0, std) from gen), then this
-// rank's shard of it by `spec`, placed at `at`.
+// This rank's shard by `spec` of a parameter of `full_shape` drawn as the unsplit layer draws it
+// (N(0, std) from gen), placed at `at`; only the shard is drawn.
 Tensor draw_shard(const Shape& full_shape, double std, Generator& gen, Placement at, const dist::ShardSpec& spec,
                   const dist::TensorParallel& tp);
 

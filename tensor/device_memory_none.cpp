@@ -12,6 +12,9 @@ std::string cuda_device_name(int) { return ""; }
 void* device_alloc(size_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
 void device_free(void*, int) {}
 void device_memset_zero(void*, size_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
+void device_fill(void*, const void*, size_t, int64_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
+bool device_can_convert(DType) { return false; }
+void device_convert(void*, DType, const void*, DType, int64_t, int) { ND_FAIL("this nanodist was built without CUDA"); }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
   ND_CHECK(dst_device.is_cpu() && src_device.is_cpu(), "this nanodist was built without CUDA");

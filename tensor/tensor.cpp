@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <sstream>
 
@@ -28,6 +29,22 @@ void write_element(void* base, DType dtype, int64_t i, double v) {
     case DType::BF16: static_cast<bf16*>(base)[i] = f32_to_bf16(static_cast<float>(v)); break;
     case DType::I32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
     case DType::U16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v); break;
+  }
+}
+
+// Runs fill(begin, n) over [p, p + nbytes) in 4 MiB pieces (a multiple of every element size, so
+// no piece splits an element), spread over the OpenMP threads when there are several: the first
+// touch of fresh pages (page faults, the kernel clearing them) is most of the cost of filling
+// gigabytes of optimizer state, and it parallelises.
+template <typename Fill>
+void fill_host_bytes(void* p, size_t nbytes, Fill fill) {
+  constexpr size_t kPiece = size_t{1} << 22;
+  char* base = static_cast<char*>(p);
+  const int64_t pieces = static_cast<int64_t>((nbytes + kPiece - 1) / kPiece);
+#pragma omp parallel for schedule(static) if (pieces > 1)
+  for (int64_t i = 0; i < pieces; ++i) {
+    const size_t begin = static_cast<size_t>(i) * kPiece;
+    fill(base + begin, std::min(kPiece, nbytes - begin));
   }
 }
 
@@ -79,7 +96,9 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
 Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
-  return generate(shape, dtype, device, [&](int64_t) { return value; });
+  Tensor t = empty(shape, dtype, device);
+  t.fill_(value);
+  return t;
 }
 
 Tensor Tensor::randn(const Shape& shape, Generator& gen, double mean, double std, DType dtype, Device device) {
@@ -191,6 +210,11 @@ Tensor Tensor::to(Device device) const {
 
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
+  if (device_.is_cuda() && device_can_convert(dtype) && device_can_convert(dtype_)) {
+    Tensor out = empty(shape_, dtype, device_);
+    device_convert(out.raw_data(), dtype, raw_data(), dtype_, numel_, device_.index);
+    return out;
+  }
   Tensor host = to(Device::cpu());
   Tensor out = empty(shape_, dtype, Device::cpu());
   const void* src = host.raw_data();
@@ -208,19 +232,24 @@ void Tensor::copy_from(const Tensor& src) {
 void Tensor::zero_() {
   if (numel_ == 0) return;
   if (device_.is_cpu()) {
-    std::memset(raw_data(), 0, nbytes());
+    fill_host_bytes(raw_data(), nbytes(), [](char* begin, size_t n) { std::memset(begin, 0, n); });
   } else {
     device_memset_zero(raw_data(), nbytes(), device_.index);
   }
 }
 
 void Tensor::fill_(double value) {
-  if (device_.is_cpu()) {
-    void* p = raw_data();
-    for (int64_t i = 0; i < numel_; ++i) write_element(p, dtype_, i, value);
-  } else {
-    copy_from(full(shape_, value, dtype_, Device::cpu()));
+  if (numel_ == 0) return;
+  alignas(8) char element[8];
+  write_element(element, dtype_, 0, value);
+  const size_t size = dtype_size(dtype_);
+  if (device_.is_cuda()) {
+    device_fill(raw_data(), element, size, numel_, device_.index);
+    return;
   }
+  fill_host_bytes(raw_data(), nbytes(), [&](char* begin, size_t n) {
+    for (size_t i = 0; i < n; i += size) std::memcpy(begin + i, element, size);
+  });
 }
 
 double Tensor::item() const {

@@ -1,6 +1,6 @@
 // Shards of full tensors: the exact elements a rank keeps (rows, columns, and c_attn's three
-// packed parts each split by head), full -> shards -> full round trips in f32 and bf16 at tp 1
-// to 4, and the errors for a dimension that does not split.
+// packed parts each split by head), the same elements named by shard_elements, full -> shards ->
+// full round trips in f32 and bf16 at tp 1 to 4, and the errors for a dimension that does not split.
 #include <gtest/gtest.h>
 
 #include "autograd/op_test_util.h"
@@ -47,6 +47,23 @@ TEST(TensorShard, FullFromShardsInvertsShardOf) {
         ASSERT_EQ(back.shape(), full.shape());
         EXPECT_EQ(back.to_double_vector(), full.to_double_vector())
             << "dim " << spec.dim << " parts " << spec.parts << " tp " << tp << " " << dtype_name(dtype);
+      }
+    }
+  }
+}
+
+TEST(TensorShard, ShardElementsNameTheElementsShardOfKeeps) {
+  // The index of every element, sliced by shard_of, against shard_elements' mapping.
+  for (ShardSpec spec : {ShardSpec{0, 1}, ShardSpec{0, 3}, ShardSpec{1, 1}, ShardSpec{2, 1}, ShardSpec{1, 3}, ShardSpec{}}) {
+    for (int tp = 1; tp <= 4; ++tp) {
+      const Shape shape{6 * tp, 3 * tp, 2 * tp};
+      for (int r = 0; r < tp; ++r) {
+        const std::vector<float> kept = values(shard_of(iota(shape), spec, r, tp));
+        const ElementSlice slice = shard_elements(shape, spec, r, tp);
+        ASSERT_EQ(slice.size(), static_cast<int64_t>(kept.size())) << "dim " << spec.dim << " tp " << tp;
+        for (int64_t j = 0; j < slice.size(); ++j)
+          ASSERT_EQ(slice.full_index(j), static_cast<int64_t>(kept[j]))
+              << "element " << j << " of rank " << r << ", dim " << spec.dim << " parts " << spec.parts << " tp " << tp;
       }
     }
   }

@@ -1,5 +1,6 @@
-// The whole GPT on the GPU against the same GPT on the CPU: identical initial weights (same seed),
-// same batch and dropout masks; f32 must match in loss and every parameter gradient (through two
+// The whole GPT on the GPU against the same GPT on the CPU: the same initial weights (same seed;
+// drawn on each device, so equal to within the last bit of the device's logf and cosf), the same
+// batch and dropout masks; f32 must match in loss and every parameter gradient (through two
 // layers the rounding differences compound, hence 1e-4), bf16 in the loss to 1e-2. And the GPU model
 // with every fusion (autograd/fusions.h) against itself with none: bf16 loss and gradients; and
 // the trainer's seeded micro-steps with the loss told its seed against the plain forward.

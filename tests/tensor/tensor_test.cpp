@@ -1,6 +1,7 @@
 // Tensor, views, dtype conversion and the counter-based RNG.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "tensor/philox.h"
@@ -19,6 +20,20 @@ TEST(Tensor, FactoriesFillEveryElement) {
   for (double v : o.to_double_vector()) EXPECT_EQ(v, 1.0);
   for (double v : f.to_double_vector()) EXPECT_EQ(v, 2.5);
   EXPECT_EQ(f.dtype(), DType::F64);
+}
+
+TEST(Tensor, LargeFillsCoverEveryElement) {
+  // Several 4 MiB pieces, spread over threads, and a tail that is not a whole piece.
+  const int64_t n = 3'000'001;
+  for (DType dtype : {DType::F32, DType::BF16, DType::F64, DType::U16}) {
+    Tensor t = Tensor::full({n}, 3.0, dtype);
+    std::vector<double> v = t.to_double_vector();
+    EXPECT_EQ(std::count(v.begin(), v.end(), 3.0), n) << dtype_name(dtype);
+    t.narrow(1, n - 2).zero_();
+    v = t.to_double_vector();
+    EXPECT_EQ(std::count(v.begin(), v.end(), 0.0), n - 2) << dtype_name(dtype);
+    EXPECT_EQ(v.front() + v.back(), 6.0) << dtype_name(dtype) << ": a view's fill stays inside the view";
+  }
 }
 
 TEST(Tensor, ViewsShareStorage) {
