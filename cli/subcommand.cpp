@@ -4,6 +4,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/threads.h"
+#include "cli/version.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -28,7 +30,8 @@ std::string commands_help() {
   }
   out +=
       "\n"
-      "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n";
+      "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n"
+      "nanodist --version prints the version, the commit and the build's options.\n";
   return out;
 }
 
@@ -39,6 +42,10 @@ int run_command_line(int argc, const char* const* argv) {
       std::strcmp(argv[first], "help") == 0) {
     std::cout << commands_help();
     return first >= argc ? 1 : 0;
+  }
+  if (std::strcmp(argv[first], "--version") == 0 || std::strcmp(argv[first], "version") == 0) {
+    std::cout << version_text();
+    return 0;
   }
   const std::string name = argv[first];
   std::string names;
@@ -53,6 +60,7 @@ int run_command_line(int argc, const char* const* argv) {
       std::cout << set.help();
       return 0;
     }
+    apply_thread_count(flags.threads);
     return c.run(flags);
   }
   ND_FAIL_INPUT("unknown command '" << name << "' (commands: " << names << "; see nanodist --help)");
