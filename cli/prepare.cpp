@@ -14,7 +14,7 @@ FlagSet prepare_flags() {
               "(--input FILE [--input FILE ...] | --corpus kjv|shakespeare | --random-tokens N --vocab-size V) "
               "--out DIR [flags]");
   set.add(flag("input", "", "text file to tokenize (several are concatenated)", FlagType::String, true))
-      .add(flag("corpus", "kjv", "named corpus used when no --input is given: kjv or shakespeare"))
+      .add(flag("corpus", "", "named corpus to tokenize instead of --input: kjv or shakespeare"))
       .add(flag("out", "", "directory for train.bin, val.bin, tokenizer.txt (required)"))
       .add(flag("tokenizer", "char", "char or bpe"))
       .add(flag("vocab-size", "0", "bpe vocabulary size, >= 256 (0 = 2048); with --random-tokens the id vocabulary",
@@ -43,6 +43,10 @@ int run_prepare(const ParsedFlags& flags) {
   PrepareOptions options;
   options.inputs = flags.get_strings("input");
   options.corpus = flags.get_string("corpus");
+  ND_CHECK_INPUT(!options.inputs.empty() || !options.corpus.empty() || flags.get_int("random-tokens") > 0,
+                 "nothing to prepare: give --input FILE (your text), --corpus kjv|shakespeare or --random-tokens N");
+  ND_CHECK_INPUT(options.inputs.empty() || options.corpus.empty(),
+                 "--input and --corpus both given: prepare reads one source; drop one");
   options.out_dir = flags.get_string("out");
   ND_CHECK_INPUT(!options.out_dir.empty(), "--out DIR is required (where train.bin, val.bin, tokenizer.txt go)");
   options.tokenizer = flags.get_string("tokenizer");

@@ -171,6 +171,9 @@ TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size, Dat
   ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
   if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size, splits);
   std::error_code ec;
+  ND_CHECK_INPUT(!fs::exists(data, ec) || fs::is_directory(data, ec),
+                 "--data " << data << " is a file; --data names the directory that holds it (" << data
+                           << " -> " << fs::path(data).parent_path().string() << "), or a glob of llm.c shards");
   ND_CHECK_INPUT(fs::is_directory(data, ec),
            "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
                              << ", or point --data at llm.c shards)");
