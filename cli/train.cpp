@@ -10,6 +10,7 @@
 #include "cli/op_table.h"
 #include "dist/world.h"
 #include "train/exit_status.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -48,6 +49,10 @@ double peak_flops(const Device& device, const std::string& dtype) {
 
 int run_train(const ParsedFlags& flags) {
   TrainConfig config = train_config_from_flags(flags);
+  // --init-from: the model's shape is the source's (flags that set it must agree).
+  if (!config.init_from.empty())
+    train::take_model_shape(config, train::describe_init_source(config.init_from),
+                            [&flags](const std::string& flag) { return flags.has(flag); });
   train::resolve_train_config(config);
   // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
   // also picks this rank's GPU); alone it is a one-rank LocalComm.

@@ -20,6 +20,7 @@
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
+#include "train/init_from.h"
 #include "train/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
@@ -125,6 +126,9 @@ class Trainer {
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
 
     const bool resumed = c_.resume && resume();
+    if (!resumed && !c_.init_from.empty())
+      say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_) +
+          " (--init-from: its weights, a fresh optimizer, step 0)");
     if (is_logger())
       for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
