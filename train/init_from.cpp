@@ -65,7 +65,7 @@ nn::GPTConfig gpt2_model_config(const std::string& dir) {
   m.n_layer = json_int(config, "n_layer", path);
   m.n_head = json_int(config, "n_head", path);
   m.n_embd = json_int(config, "n_embd", path);
-  m.block_size = json_int(config, "n_positions", path, json_int(config, "n_ctx", path, -1));
+  m.block_size = json_int(config, config.find("n_positions") ? "n_positions" : "n_ctx", path);
   m.vocab_size = json_int(config, "vocab_size", path);
   const int inner = json_int(config, "n_inner", path, 4 * m.n_embd);
   ND_CHECK_INPUT(inner == 4 * m.n_embd, path << ": n_inner " << inner << "; nanodist's MLP is 4 x n_embd wide");
