@@ -31,7 +31,11 @@ std::string commands_help() {
   out +=
       "\n"
       "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n"
-      "nanodist --version prints the version, the commit and the build's options.\n";
+      "nanodist --version prints the version, the commit and the build's options.\n"
+      "\n"
+      "Exit status: 0 done; 1 an error (one line, printed once under mpirun); 3 train diverged (a\n"
+      "non-finite loss or gradient with no --skip-nonfinite left: a retry would diverge again); 75 stopped\n"
+      "by a signal after saving a checkpoint (requeue the job with --resume). ablate and sweep pass on 75.\n";
   return out;
 }
 
