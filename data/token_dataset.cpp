@@ -9,6 +9,7 @@
 
 #include "data/atomic_file.h"
 #include "data/foreign_token_files.h"
+#include "data/gpt2_tokenizer.h"
 #include "data/tokenizer.h"
 #include "tensor/error.h"
 
@@ -139,7 +140,25 @@ TokenDataset open_glob(const std::string& pattern, int64_t vocab_size, DatasetSp
   return open_llmc_shards(files, pattern, vocab_size, splits);
 }
 
+TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, DatasetSplits splits);
+
+// llm.c or nanoGPT data with GPT-2's tokenizer files beside them (tokenizer.json, or vocab.json +
+// merges.txt, as Hugging Face ships them): that tokenizer, so sample and eval can read text.
+TokenDataset with_hugging_face_tokenizer(TokenDataset data, const std::string& dir) {
+  if (!has_hugging_face_tokenizer(dir)) return data;
+  data.tokenizer_text = gpt2_tokenizer_text_from_dir(dir);
+  const int32_t tokens = Tokenizer::from_text(data.tokenizer_text, dir)->vocab_size();
+  ND_CHECK_INPUT(tokens == data.vocab_size, "vocabulary mismatch: the GPT-2 tokenizer files in " << dir << " have "
+                                                << tokens << " tokens, the token files " << data.vocab_size);
+  data.format += " with GPT-2's tokenizer";
+  return data;
+}
+
 TokenDataset open_directory(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
+  return with_hugging_face_tokenizer(open_directory_files(dir, vocab_size, splits), dir);
+}
+
+TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   std::error_code ec;
   if (records_vocab_size(dir)) return open_nanodist(dir, vocab_size, splits);
   bool pair = fs::exists(dir + "/train.bin", ec) || fs::exists(dir + "/val.bin", ec);

@@ -9,9 +9,10 @@
 #include <set>
 
 #include "data/atomic_file.h"
+#include "data/gpt2_tokenizer.h"
 #include "tensor/error.h"
 #include "train/checkpoint_model.h"
-#include "train/json_value.h"
+#include "data/json_value.h"
 #include "train/model_config.h"
 #include "train/safetensors.h"
 
@@ -135,7 +136,10 @@ InitSource describe_init_source(const std::string& path) {
     s.path = path;
     s.hugging_face = true;
     s.model = gpt2_model_config(path);
-    if (fs::exists(in_dir(path, kExportedTokenizer), ec)) s.tokenizer_text = read_whole_file(in_dir(path, kExportedTokenizer));
+    if (fs::exists(in_dir(path, kExportedTokenizer), ec))
+      s.tokenizer_text = read_whole_file(in_dir(path, kExportedTokenizer));
+    else if (has_hugging_face_tokenizer(path))
+      s.tokenizer_text = gpt2_tokenizer_text_from_dir(path);  // GPT-2's own BPE
     return s;
   }
   ND_CHECK_INPUT(!fs::is_directory(path, ec) || !list_checkpoints(path).empty() || fs::exists(in_dir(path, "config.json")),
@@ -225,11 +229,10 @@ std::string load_initial_weights(const TrainConfig& config, const std::string& d
 std::string tokenizer_text_of(const std::string& path) {
   const InitSource source = describe_init_source(path);
   ND_CHECK_INPUT(!source.tokenizer_text.empty(),
-                 path << " has no nanodist tokenizer (" << (source.hugging_face ? std::string(kExportedTokenizer) + " is "
-                                                                                  "missing: GPT-2's own BPE is not one "
-                                                                                  "nanodist reads yet"
-                                                                                : "its model was trained on llm.c or "
-                                                                                  "nanoGPT token files")
+                 path << " has no tokenizer ("
+                      << (source.hugging_face ? std::string(kExportedTokenizer) + ", tokenizer.json and vocab.json + "
+                                                                                  "merges.txt are all missing"
+                                              : "its model was trained on llm.c or nanoGPT token files")
                       << ")");
   return source.tokenizer_text;
 }

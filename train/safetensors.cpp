@@ -7,7 +7,7 @@
 
 #include "data/mapped_file.h"
 #include "tensor/error.h"
-#include "train/json_value.h"
+#include "data/json_value.h"
 
 namespace nd::train {
 namespace {

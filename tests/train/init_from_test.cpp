@@ -12,7 +12,7 @@
 
 #include "train/checkpoint.h"
 #include "train/init_from.h"
-#include "train/json_value.h"
+#include "data/json_value.h"
 #include "train/safetensors.h"
 #include "train/trainer.h"
 #include "train_fixture.h"

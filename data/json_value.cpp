@@ -1,12 +1,12 @@
 // Recursive descent over RFC 8259 JSON; \u escapes (surrogate pairs too) become UTF-8.
-#include "train/json_value.h"
+#include "data/json_value.h"
 
 #include <cerrno>
 #include <cstdlib>
 
 #include "tensor/error.h"
 
-namespace nd::train {
+namespace nd {
 namespace {
 
 // Deeper than any config or header nanodist reads; keeps a hostile file from exhausting the stack.
@@ -202,4 +202,4 @@ const JsonValue* JsonValue::find(const std::string& key) const {
 
 JsonValue parse_json(const std::string& text, const std::string& source) { return Parser(text, source).document(); }
 
-}  // namespace nd::train
+}  // namespace nd

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace nd::train {
+namespace nd {
 
 struct JsonValue {
   enum class Kind { Null, Bool, Number, String, Array, Object };
@@ -29,4 +29,4 @@ struct JsonValue {
 // Parses a whole document; nd::Error (input) naming `source` and the byte offset of a syntax error.
 JsonValue parse_json(const std::string& text, const std::string& source);
 
-}  // namespace nd::train
+}  // namespace nd
