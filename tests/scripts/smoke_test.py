@@ -240,9 +240,30 @@ def test_export_hf(ctx, tmp):
         print("note: no transformers here, so --check did not run")
 
 
+def test_corpus_words(ctx, tmp):
+    """The demo's measure: the share of a sample's words found in the corpus, read from a text file
+    or decoded from a prepared data directory (char and BPE), the prompt left out."""
+    script = os.path.join(ctx.source, "scripts", "corpus_words.py")
+    text = os.path.join(tmp, "corpus.txt")
+    with open(text, "w") as f:
+        f.write("In the beginning God created the heaven and the earth. The LORD's word.\n" * 40)
+    sample = os.path.join(tmp, "sample.txt")
+    with open(sample, "w") as f:
+        f.write("And God said the earth hout beginning lord's zzz created")  # 5 of 7 after the prompt
+    for tokenizer in ("char", "bpe"):
+        data = os.path.join(tmp, "data_" + tokenizer)
+        prep = [ctx.nanodist, "prepare", "--input", text, "--out", data, "--tokenizer", tokenizer]
+        run(prep + (["--vocab-size", "300"] if tokenizer == "bpe" else []))
+        for corpus in (text, data):
+            r = run([sys.executable, script, corpus, sample, "--prompt", "And God said"])
+            expect(r.stdout.startswith("words: 5 of 7 (71.4%)"), f"{corpus}: {r.stdout}")
+    r = run([sys.executable, script, text, sample, "--prompt", "And God said", "--min", "0.85"], expect_ok=False)
+    expect(r.returncode == 1, f"--min 0.85 on 71%: exit {r.returncode}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf"])
+    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--nanodist", required=True)
     ctx = parser.parse_args()
