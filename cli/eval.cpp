@@ -91,6 +91,8 @@ int run_eval(const ParsedFlags& flags) {
                  "--dtype must be f32 or bf16, got " << flags.get_string("dtype"));
   Device device = parse_device(flags.get_string("device"));
   ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
+  ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
+                 "--device " << flags.get_string("device") << " but this build or machine has no CUDA GPU; drop --device");
 
   // Every rank reads the checkpoint and the data itself: the same input gives every rank the same
   // error, so a bad flag or file never leaves a rank waiting in a collective.

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/flag_suggestion.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -114,6 +115,34 @@ FlagSet& FlagSet::allow_config_file() {
   return *this;
 }
 
+std::string FlagSet::nearest(const std::string& name) const {
+  std::vector<std::string> known;
+  for (const FlagSpec& s : specs_) known.push_back(s.name);
+  return nearest_flag(name, known);
+}
+
+std::string FlagSet::suggestion(const std::string& name) const {
+  const std::string near = nearest(name);
+  return near.empty() ? "" : "; did you mean '" + near + "'?";
+}
+
+// `--n_layer 4` reads as `--n-layer 4` (config files take both spellings too), `-h` as `--help`;
+// any other flag this command does not know is an input error suggesting the nearest one.
+std::string FlagSet::known_spelling(const std::string& arg) const {
+  if (arg == "-h") return "--help";
+  if (arg.rfind("--", 0) != 0) return arg;
+  const size_t eq = arg.find('=');
+  const std::string name = normalize_key(arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
+  const bool general = name == "help" || name == "verbose" || name == "threads" || (name == "config" && config_file_);
+  if (!general && find(name) == nullptr) {
+    const std::string near = nearest(name);
+    ND_FAIL_INPUT("unknown flag " << arg.substr(0, eq) << " for nanodist " << command_
+                                  << (near.empty() ? "" : "; did you mean --" + near + "?") << " (see nanodist "
+                                  << command_ << " --help)");
+  }
+  return "--" + name + (eq == std::string::npos ? "" : arg.substr(eq));
+}
+
 const FlagSpec* FlagSet::find(const std::string& name) const {
   for (const FlagSpec& s : specs_) {
     if (s.name == name) return &s;
@@ -139,8 +168,8 @@ void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const 
     std::string key = normalize_key(trim(body.substr(0, eq)));
     std::string value = trim(body.substr(eq + 1));
     const FlagSpec* spec = find(key);
-    ND_CHECK_INPUT(spec != nullptr,
-                   "unknown key '" << key << "' at " << where << " (see nanodist " << command_ << " --help)");
+    ND_CHECK_INPUT(spec != nullptr, "unknown key '" << key << "' at " << where << suggestion(key)
+                                                    << " (see nanodist " << command_ << " --help)");
     check_type(*spec, value, "at " + where);
     FlagValue& slot = out.values[spec->name];
     if (!seen[spec->name] || !spec->repeated) slot.texts.clear();
@@ -158,7 +187,7 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
   // bad one is then reported against the flag).
   std::vector<std::string> args;
   for (int i = 0; i < argc; ++i) {
-    std::string a = argv[i];
+    std::string a = i > 0 ? known_spelling(argv[i]) : std::string(argv[i]);
     if (i > 0 && a.rfind("--", 0) == 0 && a.find('=') == std::string::npos && i + 1 < argc) {
       const FlagSpec* spec = find(a.substr(2));
       if (spec && spec->type == FlagType::Bool && std::string(argv[i + 1]).rfind("-", 0) != 0) {
@@ -176,6 +205,7 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
   auto adder = options.add_options();
   adder("help", "list every flag with its default", cxxopts::value<std::string>()->implicit_value("true"));
   adder("verbose", "errors also name the failing check", cxxopts::value<std::string>()->implicit_value("true"));
+  adder("threads", "CPU threads", cxxopts::value<std::string>());
   if (config_file_) adder("config", "config file of 'key = value' lines", cxxopts::value<std::string>());
   for (const FlagSpec& s : specs_) {
     auto value = cxxopts::value<std::string>();
@@ -208,12 +238,16 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
   for (const auto& kv : occurrences) {
     if (kv.key() == "help") out.help_requested = parse_bool_value(kv.value(), "--help");
     if (kv.key() == "verbose") out.verbose = parse_bool_value(kv.value(), "--verbose");
+    if (kv.key() == "threads") {
+      out.threads = parse_int_value(kv.value(), "--threads on the command line");
+      ND_CHECK_INPUT(out.threads >= 0, "--threads must be >= 0 (0 = the physical cores), got " << out.threads);
+    }
     if (kv.key() == "config") read_config_file(kv.value(), out);
   }
   std::map<std::string, bool> seen_on_command_line;
   for (const auto& kv : occurrences) {
     const FlagSpec* spec = find(kv.key());
-    if (spec == nullptr) continue;  // help, verbose, config
+    if (spec == nullptr) continue;  // help, verbose, config, threads
     check_type(*spec, kv.value(), "on the command line");
     FlagValue& slot = out.values[spec->name];
     if (!seen_on_command_line[spec->name] || !spec->repeated) slot.texts.clear();
@@ -253,8 +287,10 @@ std::string FlagSet::help() const {
   }
   out << "\ngeneral:\n";
   if (config_file_) line("--config FILE", "'key = value' lines (keys are flag names); flags override it");
+  line("--threads N", "CPU threads for the BLAS and OpenMP loops (default: the physical cores over the ranks on "
+                      "this node, or OMP_NUM_THREADS where set; more threads than cores slow every step)");
   line("--verbose", "errors also name the failing check and file:line (or NANODIST_VERBOSE=1)");
-  line("--help", "this list");
+  line("--help, -h", "this list");
   return out.str();
 }
 

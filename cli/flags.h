@@ -37,6 +37,7 @@ class ParsedFlags {
  public:
   bool help_requested = false;
   bool verbose = false;  // --verbose: errors also name the failing check and file:line
+  int64_t threads = -1;  // --threads N (every command): -1 = not given, 0 = the physical cores
 
   bool has(const std::string& name) const;  // given on the command line or in the file
   std::string get_string(const std::string& name) const;
@@ -65,7 +66,8 @@ class FlagSet {
 
   // argv[0] is the subcommand name; every later element is a flag. Unknown flags, stray
   // arguments, unknown config keys and values that do not parse as the flag's type are input
-  // errors. Every set also takes --help and --verbose.
+  // errors (naming the nearest known flag). Every set also takes --help (-h), --verbose and
+  // --threads; underscores read as dashes, on the command line as in the file.
   ParsedFlags parse(int argc, const char* const* argv) const;
   // Same shape for every subcommand: usage line, flags by group with type and default, then the
   // flags every subcommand takes.
@@ -76,6 +78,10 @@ class FlagSet {
   const FlagSpec* find(const std::string& name) const;
 
  private:
+  // The known flag nearest to an unknown name ("" when none is near); "; did you mean 'lr'?".
+  std::string nearest(const std::string& name) const;
+  std::string suggestion(const std::string& name) const;
+  std::string known_spelling(const std::string& arg) const;
   void read_config_file(const std::string& path, ParsedFlags& out) const;
 
   std::string command_;

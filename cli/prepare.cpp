@@ -5,6 +5,7 @@
 #include "cli/subcommand.h"
 #include "data/prepare.h"
 #include "tensor/error.h"
+#include "train/init_from.h"
 
 namespace nd::cli {
 namespace {
@@ -14,9 +15,12 @@ FlagSet prepare_flags() {
               "(--input FILE [--input FILE ...] | --corpus kjv|shakespeare | --random-tokens N --vocab-size V) "
               "--out DIR [flags]");
   set.add(flag("input", "", "text file to tokenize (several are concatenated)", FlagType::String, true))
-      .add(flag("corpus", "kjv", "named corpus used when no --input is given: kjv or shakespeare"))
+      .add(flag("corpus", "", "named corpus to tokenize instead of --input: kjv or shakespeare"))
       .add(flag("out", "", "directory for train.bin, val.bin, tokenizer.txt (required)"))
       .add(flag("tokenizer", "char", "char or bpe"))
+      .add(flag("tokenizer-from", "",
+                "encode with the tokenizer of this checkpoint (file or run directory) or exported Hugging Face "
+                "directory instead of learning one (to fine-tune it with train --init-from on new text)"))
       .add(flag("vocab-size", "0", "bpe vocabulary size, >= 256 (0 = 2048); with --random-tokens the id vocabulary",
                 FlagType::Int))
       .add(flag("val-fraction", "0.1", "share of the tokens that goes to val.bin", FlagType::Float))
@@ -43,9 +47,19 @@ int run_prepare(const ParsedFlags& flags) {
   PrepareOptions options;
   options.inputs = flags.get_strings("input");
   options.corpus = flags.get_string("corpus");
+  ND_CHECK_INPUT(!options.inputs.empty() || !options.corpus.empty() || flags.get_int("random-tokens") > 0,
+                 "nothing to prepare: give --input FILE (your text), --corpus kjv|shakespeare or --random-tokens N");
+  ND_CHECK_INPUT(options.inputs.empty() || options.corpus.empty(),
+                 "--input and --corpus both given: prepare reads one source; drop one");
   options.out_dir = flags.get_string("out");
   ND_CHECK_INPUT(!options.out_dir.empty(), "--out DIR is required (where train.bin, val.bin, tokenizer.txt go)");
   options.tokenizer = flags.get_string("tokenizer");
+  if (flags.has("tokenizer-from")) {
+    ND_CHECK_INPUT(!flags.has("tokenizer") && !flags.has("vocab-size"),
+                   "--tokenizer-from takes the checkpoint's tokenizer as it is; drop --tokenizer and --vocab-size");
+    options.tokenizer_source = flags.get_string("tokenizer-from");
+    options.tokenizer_text = train::tokenizer_text_of(options.tokenizer_source);
+  }
   options.vocab_size = flags.get_int("vocab-size");
   options.val_fraction = flags.get_double("val-fraction");
   options.progress = tenths_printer();

@@ -30,6 +30,12 @@ int run_sample(const ParsedFlags& flags) {
   CheckpointData data = read_checkpoint(path);
   nn::GPTConfig model_config = model_config_from_attributes(data.config, path);
   Device device = parse_device(flags.get_string("device"));
+  ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
+                 "--device " << flags.get_string("device") << " but this build or machine has no CUDA GPU; drop --device");
+  ND_CHECK_INPUT(!data.tokenizer_text.empty(),
+                 path << " has no tokenizer: its model was trained on token files without a nanodist tokenizer (llm.c shards or "
+                      << "nanoGPT .bin), so no text can be turned into ids and back; sample a model trained on "
+                      << "data made by nanodist prepare");
   Generator init_gen(0);
   nn::GPT model(model_config, init_gen, device, DType::F32);
   load_model(data, path, model, nullptr);
@@ -37,6 +43,9 @@ int run_sample(const ParsedFlags& flags) {
 
   std::string prompt = flags.get_string("prompt");
   std::vector<int32_t> context = tokenizer->encode(prompt.empty() ? std::string("\n") : prompt);
+  ND_CHECK_INPUT(!context.empty() || tokenizer->kind() != "ids",
+                 path << " was trained on bare token ids (prepare --random-tokens): give --prompt as ids, e.g. "
+                      << "--prompt '1 2 3'");
   ND_CHECK_INPUT(!context.empty(), "the prompt encodes to no tokens; give a --prompt with some text");
   SampleOptions options;
   options.max_new_tokens = static_cast<int>(flags.get_int("tokens"));

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <iostream>
 
+#include "cli/threads.h"
+#include "cli/version.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -28,7 +30,12 @@ std::string commands_help() {
   }
   out +=
       "\n"
-      "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n";
+      "Errors print one line; --verbose or NANODIST_VERBOSE=1 adds the failing check and file:line.\n"
+      "nanodist --version prints the version, the commit and the build's options.\n"
+      "\n"
+      "Exit status: 0 done; 1 an error (one line, printed once under mpirun); 3 train diverged (a\n"
+      "non-finite loss or gradient with no --skip-nonfinite left: a retry would diverge again); 75 stopped\n"
+      "by a signal after saving a checkpoint (requeue the job with --resume). ablate and sweep pass on 75.\n";
   return out;
 }
 
@@ -39,6 +46,10 @@ int run_command_line(int argc, const char* const* argv) {
       std::strcmp(argv[first], "help") == 0) {
     std::cout << commands_help();
     return first >= argc ? 1 : 0;
+  }
+  if (std::strcmp(argv[first], "--version") == 0 || std::strcmp(argv[first], "version") == 0) {
+    std::cout << version_text();
+    return 0;
   }
   const std::string name = argv[first];
   std::string names;
@@ -53,6 +64,7 @@ int run_command_line(int argc, const char* const* argv) {
       std::cout << set.help();
       return 0;
     }
+    apply_thread_count(flags.threads);
     return c.run(flags);
   }
   ND_FAIL_INPUT("unknown command '" << name << "' (commands: " << names << "; see nanodist --help)");

@@ -9,6 +9,8 @@
 #include "cli/fault_guard_for.h"
 #include "cli/op_table.h"
 #include "dist/world.h"
+#include "train/exit_status.h"
+#include "train/init_from.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -47,6 +49,11 @@ double peak_flops(const Device& device, const std::string& dtype) {
 
 int run_train(const ParsedFlags& flags) {
   TrainConfig config = train_config_from_flags(flags);
+  // --init-from: the model's shape is the source's (flags that set it must agree).
+  if (!config.init_from.empty())
+    train::take_model_shape(config, train::describe_init_source(config.init_from),
+                            [&flags](const std::string& flag) { return flags.has(flag); });
+  train::resolve_train_config(config);
   // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
   // also picks this rank's GPU); alone it is a one-rank LocalComm.
   // Training keeps NCCL's default send/recv channels even for --collectives ring: the wider
@@ -65,7 +72,8 @@ int run_train(const ParsedFlags& flags) {
     const int dp = config.dp_size(comm->size());
     std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
               << " wide, context " << config.block_size << ", " << config.max_iters << " steps on " << config.device
-              << " x " << comm->size() << " rank(s) (" << comm->backend() << ")\n"
+              << " x " << comm->size() << " rank(s) (" << comm->backend() << "; grid tp " << config.tp
+              << " x pp 1 x dp " << dp << ")\n"
               << "global batch " << config.batch_size * config.grad_accum * dp << " sequences = " << config.batch_size
               << " per rank x " << config.grad_accum << " accumulation x " << dp << " data-parallel rank(s)"
               << (comm->size() > 1 ? ", collectives " + config.collectives : std::string()) << std::endl;
@@ -73,7 +81,7 @@ int run_train(const ParsedFlags& flags) {
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();
   if (comm->rank() == 0) std::cout << format_op_table(result) << final_summary_line(result) << std::endl;
-  return 0;
+  return result.diverged ? train::kExitDiverged : train::kExitDone;
 }
 
 }  // namespace

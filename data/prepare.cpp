@@ -79,7 +79,16 @@ PrepareStats prepare_text(const std::string& text, const std::string& source, co
 
   std::unique_ptr<Tokenizer> tokenizer;
   std::vector<int32_t> tokens;
-  if (options.tokenizer == "char") {
+  if (!options.tokenizer_text.empty()) {
+    tokenizer = Tokenizer::from_text(options.tokenizer_text, options.tokenizer_source);
+    try {
+      tokens = tokenizer->encode(text, sub_progress(options.progress, 0.0, 0.9));
+    } catch (const Error& e) {
+      ND_FAIL_INPUT(source << ": " << e.message() << " of " << options.tokenizer_source
+                           << " (a char tokenizer knows only the characters of the text it was made from; a bpe one "
+                              "encodes any text)");
+    }
+  } else if (options.tokenizer == "char") {
     tokenizer = std::make_unique<CharTokenizer>(CharTokenizer::train(text));
     tokens = tokenizer->encode(text, sub_progress(options.progress, 0.0, 0.9));
   } else {

@@ -18,6 +18,10 @@ struct PrepareOptions {
   std::string corpus = "kjv";       // "kjv" | "shakespeare" (see corpus.h)
   std::string out_dir;              // created if missing
   std::string tokenizer = "char";   // "char" | "bpe"
+  // Non-empty: encode with this tokenizer file (a checkpoint's, for fine-tuning on new text)
+  // instead of learning one from the text; `tokenizer_source` names it in errors.
+  std::string tokenizer_text;
+  std::string tokenizer_source;
   int64_t vocab_size = 0;           // bpe: total vocabulary, >= 256; 0 = kDefaultBpeVocabSize. char: unused.
                                     // random tokens: the id vocabulary, >= 1 (required)
   double val_fraction = 0.1;        // in (0, 1)

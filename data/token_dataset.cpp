@@ -9,6 +9,7 @@
 
 #include "data/atomic_file.h"
 #include "data/foreign_token_files.h"
+#include "data/gpt2_tokenizer.h"
 #include "data/tokenizer.h"
 #include "tensor/error.h"
 
@@ -139,7 +140,25 @@ TokenDataset open_glob(const std::string& pattern, int64_t vocab_size, DatasetSp
   return open_llmc_shards(files, pattern, vocab_size, splits);
 }
 
+TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, DatasetSplits splits);
+
+// llm.c or nanoGPT data with GPT-2's tokenizer files beside them (tokenizer.json, or vocab.json +
+// merges.txt, as Hugging Face ships them): that tokenizer, so sample and eval can read text.
+TokenDataset with_hugging_face_tokenizer(TokenDataset data, const std::string& dir) {
+  if (!has_hugging_face_tokenizer(dir)) return data;
+  data.tokenizer_text = gpt2_tokenizer_text_from_dir(dir);
+  const int32_t tokens = Tokenizer::from_text(data.tokenizer_text, dir)->vocab_size();
+  ND_CHECK_INPUT(tokens == data.vocab_size, "vocabulary mismatch: the GPT-2 tokenizer files in " << dir << " have "
+                                                << tokens << " tokens, the token files " << data.vocab_size);
+  data.format += " with GPT-2's tokenizer";
+  return data;
+}
+
 TokenDataset open_directory(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
+  return with_hugging_face_tokenizer(open_directory_files(dir, vocab_size, splits), dir);
+}
+
+TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   std::error_code ec;
   if (records_vocab_size(dir)) return open_nanodist(dir, vocab_size, splits);
   bool pair = fs::exists(dir + "/train.bin", ec) || fs::exists(dir + "/val.bin", ec);
@@ -171,6 +190,9 @@ TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size, Dat
   ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
   if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size, splits);
   std::error_code ec;
+  ND_CHECK_INPUT(!fs::exists(data, ec) || fs::is_directory(data, ec),
+                 "--data " << data << " is a file; --data names the directory that holds it (" << data
+                           << " -> " << fs::path(data).parent_path().string() << "), or a glob of llm.c shards");
   ND_CHECK_INPUT(fs::is_directory(data, ec),
            "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
                              << ", or point --data at llm.c shards)");

@@ -6,6 +6,7 @@
 #include "data/atomic_file.h"
 #include "data/bpe_tokenizer.h"
 #include "data/char_tokenizer.h"
+#include "data/gpt2_tokenizer.h"
 #include "data/id_tokenizer.h"
 #include "tensor/error.h"
 
@@ -23,7 +24,8 @@ std::unique_ptr<Tokenizer> Tokenizer::from_text(const std::string& text, const s
   if (kind == "char") return std::make_unique<CharTokenizer>(CharTokenizer::parse(text, source));
   if (kind == "bpe") return std::make_unique<BpeTokenizer>(BpeTokenizer::parse(text, source));
   if (kind == "ids") return std::make_unique<IdTokenizer>(IdTokenizer::parse(text, source));
-  ND_FAIL_INPUT(source << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char, bpe or ids)");
+  if (kind == "gpt2") return std::make_unique<Gpt2Tokenizer>(Gpt2Tokenizer::parse(text, source));
+  ND_FAIL_INPUT(source << ": unknown tokenizer kind \"" << escape_bytes(kind) << "\" (expected char, bpe, ids or gpt2)");
 }
 
 std::string escape_bytes(const std::string& bytes) {

@@ -16,7 +16,7 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  virtual std::string kind() const = 0;  // "char", "bpe" or "ids"
+  virtual std::string kind() const = 0;  // "char", "bpe", "ids" or "gpt2"
   virtual int32_t vocab_size() const = 0;
   // Raises nd::Error when the text holds something the vocabulary cannot express.
   virtual std::vector<int32_t> encode(const std::string& text, const ProgressFn& progress) const = 0;

@@ -65,7 +65,7 @@ std::vector<VariantSpec> select_variants(const std::vector<VariantSpec>& pool, c
     if (!known) {
       std::string all = "control";
       for (const VariantSpec& v : pool) all += ", " + v.name;
-      ND_FAIL("unknown variant '" << name << "' in --variants (known: " << all << ")");
+      ND_FAIL_INPUT("unknown variant '" << name << "' in --variants (known: " << all << ")");
     }
     wanted.insert(name);
   }
@@ -80,7 +80,7 @@ QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostre
   if (!base.has("log-interval")) base.values["log-interval"].texts = {"1"};
   if (comm.device().is_cuda()) base.values["device"].texts = {comm.device().str()};
   const int64_t seeds = base.get_int("seeds");
-  ND_CHECK(seeds >= 1, base.origin("seeds") << " must be >= 1, got " << seeds);
+  ND_CHECK_INPUT(seeds >= 1, base.origin("seeds") << " must be >= 1, got " << seeds);
   const std::string out_dir = base.get_string("out");
   const std::vector<VariantSpec>& pool =
       args.spec.variants.empty() ? builtin_ablation_variants().variants : args.spec.variants;

@@ -105,6 +105,31 @@ std::string spikes_per_seed(const AblationVariant& v) {
   return per_seed(v, [](const AblationRun& run) { return run.summary.grad_spikes; });
 }
 
+// Gradient-norm verdicts (unstable, dead by zero norms) read the logged steps; below this many a
+// spike count or a share of zeros says little.
+constexpr int64_t kMinLoggedStepsForNormVerdict = 20;
+
+// Where the report's statistics are too thin to trust: one seed, gradient-norm verdicts from
+// few logged steps. One line each, for report.md.
+std::vector<std::string> thin_statistics_warnings(const AblationReport& report) {
+  std::vector<std::string> out;
+  const AblationVariant& control = report.variants.front();
+  if (control.runs.size() == 1)
+    out.push_back("one seed per variant: a verdict from one seed cannot tell a variant's effect from seed noise "
+                  "(silent has no seed spread to measure against, only its " +
+                  fixed(100 * kSilentMinRelative, "%.1f") + "% floor); run --seeds 3 or more");
+  for (const AblationVariant& v : report.variants) {
+    int64_t fewest = -1;
+    for (const AblationRun& run : v.runs)
+      if (fewest < 0 || run.summary.steps < fewest) fewest = run.summary.steps;
+    if (fewest >= 0 && fewest < kMinLoggedStepsForNormVerdict)
+      out.push_back(v.name + ": its gradient-norm measurements (spikes, zero-grad steps, unstable and dead) rest on " +
+                    std::to_string(fewest) + " logged step(s), fewer than " +
+                    std::to_string(kMinLoggedStepsForNormVerdict) + "; lower --log-interval or train longer");
+  }
+  return out;
+}
+
 std::string markdown(const AblationReport& report) {
   std::ostringstream md;
   const AblationVariant& control = report.variants.front();
@@ -117,6 +142,7 @@ std::string markdown(const AblationReport& report) {
      << "first non-finite step | grad norm median / max | grad-norm spikes per seed (" << seeds << ") | "
      << "zero-grad steps | why |\n"
      << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+  const std::vector<std::string> warnings = thin_statistics_warnings(report);
   for (const AblationVariant& v : report.variants) {
     md << "| " << v.name << " | " << (v.settings.empty() ? "(base)" : v.settings) << " | **"
        << verdict_name(v.judgement.verdict) << "** | " << fixed(v.final_val.mean) << " ± "
@@ -137,6 +163,10 @@ std::string markdown(const AblationReport& report) {
      << "control's by more than " << kSilentSpreads << " pooled seed spreads and " << 100 * kSilentMinRelative
      << "%. The control is judged diverged, dead or ok only: unstable and silent are measured against it, and its "
      << "spikes per seed are the baseline.\n";
+  if (!warnings.empty()) {
+    md << "\n## Warnings: thin statistics\n\n";
+    for (const std::string& w : warnings) md << "- **warning**: " << w << "\n";
+  }
   return md.str();
 }
 

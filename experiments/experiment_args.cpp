@@ -133,7 +133,7 @@ ParsedFlags with_settings(ParsedFlags flags, const std::vector<Setting>& setting
       const double base = train::parse_double_value(flags.get_string(s.key), flags.origin(s.key));
       const double scaled = base * factor;
       if (train_flag_type(s.key) == FlagType::Int) {
-        ND_CHECK(std::fabs(scaled) < 2e9, "'" << s.key << "' at " << s.where << " scales " << base << " to "
+        ND_CHECK_INPUT(std::fabs(scaled) < 2e9, "'" << s.key << "' at " << s.where << " scales " << base << " to "
                                               << scaled << ", out of range");
         text = std::to_string(std::llround(scaled));
       } else {

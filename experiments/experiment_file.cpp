@@ -48,7 +48,7 @@ void check_value(const FlagSpec& spec, const std::string& value, bool in_variant
   const std::string what = "'" + spec.name + "' at " + where;
   double factor = 0;
   if (in_variant && parse_multiplier(value, &factor)) {
-    ND_CHECK(spec.type == FlagType::Int || spec.type == FlagType::Float,
+    ND_CHECK_INPUT(spec.type == FlagType::Int || spec.type == FlagType::Float,
              "multiplier '" << value << "' for " << what << ": only numeric flags can be scaled");
     return;
   }
@@ -82,7 +82,7 @@ ExperimentSpec parse_experiment(const std::string& text, const std::string& sour
   auto close_section = [&]() {
     if (spec.variants.empty()) return;
     const VariantSpec& v = spec.variants.back();
-    ND_CHECK(!v.settings.empty(), "variant [" << v.name << "] at " << v.where << " sets nothing (the control is "
+    ND_CHECK_INPUT(!v.settings.empty(), "variant [" << v.name << "] at " << v.where << " sets nothing (the control is "
                                               << "the base itself)");
   };
   while (std::getline(in, line)) {
@@ -91,40 +91,40 @@ ExperimentSpec parse_experiment(const std::string& text, const std::string& sour
     const std::string body = trim(line.substr(0, line.find('#')));
     if (body.empty()) continue;
     if (body.front() == '[') {
-      ND_CHECK(body.back() == ']', "expected '[name]' at " << where << ", got '" << body << "'");
+      ND_CHECK_INPUT(body.back() == ']', "expected '[name]' at " << where << ", got '" << body << "'");
       close_section();
       const std::string name = trim(body.substr(1, body.size() - 2));
-      ND_CHECK(valid_name(name), "bad variant name '" << name << "' at " << where
+      ND_CHECK_INPUT(valid_name(name), "bad variant name '" << name << "' at " << where
                                                       << " (letters, digits, '-', '_' and '.'; it names a directory)");
-      ND_CHECK(name != "control", "variant [control] at " << where << ": the control is the base; name variants "
+      ND_CHECK_INPUT(name != "control", "variant [control] at " << where << ": the control is the base; name variants "
                                                           << "otherwise");
       for (const VariantSpec& v : spec.variants)
-        ND_CHECK(v.name != name, "duplicate variant [" << name << "] at " << where << " (first at " << v.where << ")");
+        ND_CHECK_INPUT(v.name != name, "duplicate variant [" << name << "] at " << where << " (first at " << v.where << ")");
       spec.variants.push_back(VariantSpec{name, where, {}});
       keys_here.clear();
       continue;
     }
     const size_t eq = body.find('=');
-    ND_CHECK(eq != std::string::npos, "expected 'key = value' or '[name]' at " << where << ", got '" << body << "'");
+    ND_CHECK_INPUT(eq != std::string::npos, "expected 'key = value' or '[name]' at " << where << ", got '" << body << "'");
     Setting s{dashed(trim(body.substr(0, eq))), trim(body.substr(eq + 1)), where};
     const bool in_variant = !spec.variants.empty();
     const FlagSpec* flag = find_spec(in_variant ? variant_keys : base_keys, s.key);
-    ND_CHECK(flag != nullptr, "unknown key '" << s.key << "' at " << where << " (keys are flag names"
+    ND_CHECK_INPUT(flag != nullptr, "unknown key '" << s.key << "' at " << where << " (keys are flag names"
                                               << (in_variant ? "; a variant sets train flags)" : ")"));
     s.key = flag->name;  // an alias sets its flag
-    ND_CHECK(keys_here.insert(s.key).second, "duplicate key '" << s.key << "' at " << where);
+    ND_CHECK_INPUT(keys_here.insert(s.key).second, "duplicate key '" << s.key << "' at " << where);
     check_value(*flag, s.value, in_variant, where);
     (in_variant ? spec.variants.back().settings : spec.base).push_back(s);
   }
   close_section();
-  ND_CHECK(!spec.base.empty() || !spec.variants.empty(), "experiment " << source << " is empty (no settings, no "
+  ND_CHECK_INPUT(!spec.base.empty() || !spec.variants.empty(), "experiment " << source << " is empty (no settings, no "
                                                                        << "[variants])");
   return spec;
 }
 
 ExperimentSpec read_experiment_file(const std::string& path, const FlagSet& base_keys, const FlagSet& variant_keys) {
   std::ifstream in(path);
-  ND_CHECK(in.good(), "cannot open experiment file " << path);
+  ND_CHECK_INPUT(in.good(), "cannot open experiment file " << path);
   std::ostringstream text;
   text << in.rdbuf();
   return parse_experiment(text.str(), path, base_keys, variant_keys);

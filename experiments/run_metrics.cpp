@@ -110,7 +110,7 @@ RunMetrics read_run_metrics(const std::string& path) {
   for (size_t n = 0; n < lines.size(); ++n) {
     if (lines[n].find_first_not_of(" \t\r") == std::string::npos) continue;
     if (!parse_flat_json(lines[n], &f)) {
-      ND_CHECK(n + 1 == lines.size(), "malformed record at " << path << ":" << n + 1 << ": '" << lines[n] << "'");
+      ND_CHECK_INPUT(n + 1 == lines.size(), "malformed record at " << path << ":" << n + 1 << ": '" << lines[n] << "'");
       break;  // a record cut short by a crash: the run is unfinished
     }
     if (has(f, "final")) {
@@ -120,7 +120,7 @@ RunMetrics read_run_metrics(const std::string& path) {
       m.tokens = static_cast<int64_t>(field(f, "tokens", 0));
       continue;
     }
-    ND_CHECK(has(f, "step"), "record without a step at " << path << ":" << n + 1);
+    ND_CHECK_INPUT(has(f, "step"), "record without a step at " << path << ":" << n + 1);
     const auto step = static_cast<int64_t>(field(f, "step", 0));
     m.finished = false;
     if (has(f, "val_loss")) {

@@ -65,10 +65,10 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     if (lead) {
       std::error_code ec;
       std::filesystem::create_directories(config.out_dir, ec);
-      ND_CHECK(!ec, "cannot create " << config.out_dir << ": " << ec.message());
+      ND_CHECK_INPUT(!ec, "cannot create " << config.out_dir << ": " << ec.message());
       const std::string log_path = config.out_dir + "/train.log";
       log.open(log_path, config.resume ? std::ios::app : std::ios::trunc);
-      ND_CHECK(log.is_open(), "cannot write " << log_path);
+      ND_CHECK_INPUT(log.is_open(), "cannot write " << log_path);
       if (!config.resume) write_run_settings(config, comm.size());
     }
     say(head + (config.resume ? ": resuming" : ": training") + " (" + std::to_string(config.max_iters) +

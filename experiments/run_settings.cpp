@@ -16,6 +16,7 @@ namespace {
 // Flags that cannot change a run's metrics, so a rerun may change them and still reuse the run:
 //   out            each run's own folder (the experiment's --out may be moved as a whole)
 //   resume         set by the queue itself
+//   overwrite      how a run is launched (train/output_dir.h), never set by the queue
 //   log-interval   how often a step record is written, not what it holds
 //   ckpt-interval, keep   when checkpoints are written and how many stay; resuming is exact
 //   comm-timeout, heartbeat-timeout   when a stuck rank gives up (dist/fault_guard.h)
@@ -24,7 +25,7 @@ namespace {
 // Everything else is compared, including device, dtype, allreduce and attention: they choose
 // kernels and reduction orders, so the numbers differ even where the maths agrees.
 const std::set<std::string>& ignored_flags() {
-  static const std::set<std::string> keys = {"out",      "resume",       "log-interval",      "ckpt-interval", "keep",
+  static const std::set<std::string> keys = {"out", "resume", "overwrite", "log-interval",      "ckpt-interval", "keep",
                                              "comm-timeout", "heartbeat-timeout", "cuda-graph", "bucket-mb"};
   return keys;
 }
@@ -59,7 +60,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train::Train
   std::vector<std::pair<std::string, std::string>> out = {{"ranks", std::to_string(world_size)}};
   for (const train::ConfigField& f : train::train_config_fields(config)) {
     if (ignored_flags().count(f.name)) continue;
-    if (f.name != "data") {
+    if (f.name != "data" || f.text.empty()) {
       out.emplace_back(f.name, f.text);
       continue;
     }

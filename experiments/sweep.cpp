@@ -61,15 +61,15 @@ bool parse_size(const std::string& text, int* layers, int* width) {
 }  // namespace
 
 std::vector<VariantSpec> ladder_variants(const std::string& ladder, int head_dim) {
-  ND_CHECK(head_dim >= 1, "--head-dim must be >= 1, got " << head_dim);
+  ND_CHECK_INPUT(head_dim >= 1, "--head-dim must be >= 1, got " << head_dim);
   std::vector<VariantSpec> out;
   std::stringstream in(ladder);
   for (std::string item; std::getline(in, item, ',');) {
     int layers = 0, width = 0;
-    ND_CHECK(parse_size(item, &layers, &width), "bad size '" << item << "' in --ladder: expected LAYERSxWIDTH, e.g. 4x128");
-    ND_CHECK(width % head_dim == 0, "size '" << item << "' in --ladder: width " << width << " is not a multiple of "
+    ND_CHECK_INPUT(parse_size(item, &layers, &width), "bad size '" << item << "' in --ladder: expected LAYERSxWIDTH, e.g. 4x128");
+    ND_CHECK_INPUT(width % head_dim == 0, "size '" << item << "' in --ladder: width " << width << " is not a multiple of "
                                              << "--head-dim " << head_dim);
-    for (const VariantSpec& v : out) ND_CHECK(v.name != item, "size '" << item << "' twice in --ladder");
+    for (const VariantSpec& v : out) ND_CHECK_INPUT(v.name != item, "size '" << item << "' twice in --ladder");
     const std::string where = "--ladder " + item;
     out.push_back(VariantSpec{item,
                               where,
@@ -77,7 +77,7 @@ std::vector<VariantSpec> ladder_variants(const std::string& ladder, int head_dim
                                Setting{"n-embd", std::to_string(width), where},
                                Setting{"n-head", std::to_string(width / head_dim), where}}});
   }
-  ND_CHECK(!out.empty(), "--ladder lists no sizes");
+  ND_CHECK_INPUT(!out.empty(), "--ladder lists no sizes");
   return out;
 }
 

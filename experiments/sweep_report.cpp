@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "data/atomic_file.h"
 #include "train/metrics.h"
@@ -108,6 +110,28 @@ std::string markdown(const std::vector<SweepPoint>& points, const SweepFit& fit)
        << (p.breaks_law ? "**yes**: " + p.why : (p.why.empty() ? "no" : p.why)) << " |\n";
   md << "\nA point breaks the law when a model with fewer parameters reaches a lower loss; such points are left out "
         "of the fit and their error is against the law of the others.\n";
+  // A fit with as many parameters as points passes through every point: zero error and an
+  // interval of zero width say nothing about the law.
+  int fitted = 0, one_seed = 0;
+  for (const SweepPoint& p : points) {
+    fitted += p.in_fit ? 1 : 0;
+    one_seed += p.seeds == 1 ? 1 : 0;
+  }
+  std::vector<std::string> warnings;
+  if (fitted <= 2)
+    warnings.push_back("L(N) = a N^-alpha has 2 parameters and is fitted to " + std::to_string(fitted) +
+                       " point(s): it passes through them, so its error and its alpha interval (zero width) say "
+                       "nothing; sweep at least 4 sizes");
+  if (fitted <= 3)
+    warnings.push_back("L(N) = E + a N^-alpha has 3 parameters and is fitted to " + std::to_string(fitted) +
+                       " point(s): it is not determined by them; sweep at least 5 sizes to read E");
+  if (one_seed == static_cast<int>(points.size()) && !points.empty())
+    warnings.push_back("one seed per size: the losses carry no seed spread, so a point that breaks the law may be "
+                       "seed noise; run --seeds 2 or more");
+  if (!warnings.empty()) {
+    md << "\n## Warnings: thin statistics\n\n";
+    for (const std::string& w : warnings) md << "- **warning**: " << w << "\n";
+  }
   return md.str();
 }
 

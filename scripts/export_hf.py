@@ -49,7 +49,9 @@ def ensure_packages(names, install):
         return
     if not install:
         fail(f"needs {' '.join(missing)} (pip install {' '.join(missing)})")
-    print(f"installing {' '.join(missing)} with pip", file=sys.stderr)
+    who = "as root, into the system's Python " if os.geteuid() == 0 else "into "
+    print(f"export_hf.py: installing {' '.join(missing)} with pip {who}({sys.prefix}); pass --no-install to fail "
+          "instead", file=sys.stderr)
     subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", *missing])
     importlib.invalidate_caches()
 

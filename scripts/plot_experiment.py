@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """Plots of a nanodist experiment directory (PNG files written into it, or into --out-dir):
 
-  ablation (OUT/report.json from `nanodist ablate`): one figure per variant, its training loss
-    and gradient norm per step over the control's (every seed), titled with its verdict;
-    ablation_<variant>.png.
+  ablation (OUT/report.json from `nanodist ablate`): one figure per variant, its training loss,
+    val loss and gradient norm per step over the control's, one line style per seed (the control
+    drawn on top, the loss axes scaled to it so a diverging variant cannot flatten it), titled
+    with its verdict; ablation_<variant>.png. And ablation_summary.png: every variant's final val
+    loss, each seed a dot, the mean with its seed spread, coloured by verdict, the control's as a line.
   sweep (OUT/fit.json from `nanodist sweep`): final val loss against non-embedding parameters
     on log-log axes, both fitted laws, the points that break the law marked; sweep_fit.png.
 
 usage: scripts/plot_experiment.py OUT [--out-dir DIR] [--no-install]
-matplotlib is installed with pip when missing, unless --no-install (then exit 77: skipped).
+matplotlib is installed with pip when missing (saying so, and where: as root that is the
+system's Python), unless --no-install (then exit 77: skipped).
 """
 import argparse
 import json
@@ -27,6 +30,9 @@ def import_pyplot(install):
         if not install:
             print("plot_experiment: matplotlib is missing; skipped", file=sys.stderr)
             sys.exit(SKIPPED)
+        who = "as root, into the system's Python " if os.geteuid() == 0 else "into "
+        print(f"plot_experiment: matplotlib is missing; installing it with pip {who}({sys.prefix}); "
+              "pass --no-install to skip instead", file=sys.stderr)
         subprocess.check_call([sys.executable, "-m", "pip", "install", "--quiet", "matplotlib"])
         import matplotlib
     matplotlib.use("Agg")
@@ -36,9 +42,9 @@ def import_pyplot(install):
 
 
 def read_metrics(path):
-    """(steps, losses, grad_norms) of the step records of one run's metrics.jsonl, where a resumed
+    """(steps, losses, grad_norms, eval_steps, val_losses) of one run's metrics.jsonl, where a resumed
     attempt's records replace the interrupted one's (as experiments/run_metrics.cpp reads them)."""
-    records = {}
+    records, evals = {}, {}
     with open(path) as f:
         for line in f:
             line = line.strip()
@@ -51,36 +57,76 @@ def read_metrics(path):
             if "step" in rec and "loss" in rec:
                 for step in [s for s in records if s >= rec["step"]]:
                     del records[step]
+                for step in [s for s in evals if s >= rec["step"]]:
+                    del evals[step]
                 records[rec["step"]] = rec
-    steps = sorted(records)
+            elif "step" in rec and "val_loss" in rec:
+                for step in [s for s in evals if s >= rec["step"]]:
+                    del evals[step]
+                evals[rec["step"]] = rec
     nan = float("nan")
-    losses = [records[s]["loss"] if records[s]["loss"] is not None else nan for s in steps]
-    norms = [records[s]["grad_norm"] if records[s].get("grad_norm") is not None else nan for s in steps]
-    return steps, losses, norms
+
+    def value(rec, key):
+        return rec[key] if rec.get(key) is not None else nan
+
+    steps, eval_steps = sorted(records), sorted(evals)
+    return (steps, [value(records[s], "loss") for s in steps], [value(records[s], "grad_norm") for s in steps],
+            eval_steps, [value(evals[s], "val_loss") for s in eval_steps])
+
+
+SEED_STYLES = ["-", "--", ":", "-."]
+VERDICT_COLORS = {"ok": "tab:green", "silent": "tab:orange", "unstable": "tab:purple", "dead": "tab:brown",
+                  "diverged": "tab:red"}
+
+
+def finite(values):
+    return [v for v in values if v == v and abs(v) != float("inf")]
 
 
 def plot_ablation(plt, root, report, out_dir):
     variants = report["variants"]
     control = variants[0]
     written = []
+    metrics = {(v["name"], run["dir"]): read_metrics(os.path.join(root, run["dir"], "metrics.jsonl"))
+               for v in variants for run in v["runs"]}
 
-    def draw(ax_loss, ax_norm, variant, color, label):
+    def draw(axes, variant, color, zorder, width):
+        ax_loss, ax_val, ax_norm = axes
         for k, run in enumerate(variant["runs"]):
-            steps, losses, norms = read_metrics(os.path.join(root, run["dir"], "metrics.jsonl"))
-            tag = label if k == 0 else None
-            ax_loss.plot(steps, losses, color=color, alpha=0.8, linewidth=1, label=tag)
-            ax_norm.plot(steps, norms, color=color, alpha=0.8, linewidth=1, label=tag)
+            steps, losses, norms, eval_steps, vals = metrics[(variant["name"], run["dir"])]
+            style = SEED_STYLES[k % len(SEED_STYLES)]
+            label = f"{variant['name']}, seed {run.get('seed', k)}"
+            ax_loss.plot(steps, losses, style, color=color, alpha=0.9, linewidth=width, zorder=zorder, label=label)
+            ax_val.plot(eval_steps, vals, style, marker="o", markersize=3, color=color, linewidth=width,
+                        zorder=zorder)
+            ax_norm.plot(steps, norms, style, color=color, alpha=0.9, linewidth=width, zorder=zorder)
+
+    def value_range(variant, index):
+        values = []
+        for run in variant["runs"]:
+            values += finite(metrics[(variant["name"], run["dir"])][index])
+        return (min(values), max(values)) if values else None
 
     for variant in variants[1:]:
-        fig, (ax_loss, ax_norm) = plt.subplots(1, 2, figsize=(11, 4))
-        draw(ax_loss, ax_norm, control, "0.45", "control")
-        draw(ax_loss, ax_norm, variant, "tab:red", variant["name"])
-        ax_loss.set_xlabel("step")
-        ax_loss.set_ylabel("training loss")
-        ax_norm.set_xlabel("step")
-        ax_norm.set_ylabel("gradient norm (before clipping)")
-        ax_norm.set_yscale("log")
-        ax_loss.legend()
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+        draw(axes, variant, VERDICT_COLORS.get(variant["verdict"], "tab:red"), 2, 1.2)
+        draw(axes, control, "black", 3, 1.0)  # on top: the reference stays visible
+        # Loss axes: everything below, but at most the control's range again above it, so a variant
+        # that diverges runs off the top instead of squashing the control into a flat line.
+        for ax, index in ((axes[0], 1), (axes[1], 4)):
+            c, v = value_range(control, index), value_range(variant, index)
+            if c:
+                lo = min(c[0], v[0]) if v else c[0]
+                hi = min(max(c[1], v[1]) if v else c[1], c[1] + (c[1] - c[0]))
+                pad = 0.05 * (hi - lo) if hi > lo else 0.05
+                ax.set_ylim(lo - pad, hi + pad)
+        axes[0].set_ylabel("training loss")
+        axes[1].set_ylabel("val loss")
+        axes[2].set_ylabel("gradient norm (before clipping)")
+        axes[2].set_yscale("log")
+        for ax in axes:
+            ax.set_xlabel("step")
+        axes[0].legend(fontsize=7)
         diff = variant.get("diff_pct")
         diff_text = f", {diff:+.2f}% vs control" if diff is not None else ""
         fig.suptitle(f"{variant['name']} ({variant['overrides']}): {variant['verdict']}{diff_text}")
@@ -89,7 +135,44 @@ def plot_ablation(plt, root, report, out_dir):
         fig.savefig(path, dpi=120)
         plt.close(fig)
         written.append(path)
+    written.append(plot_ablation_summary(plt, variants, metrics, out_dir))
     return written
+
+
+def plot_ablation_summary(plt, variants, metrics, out_dir):
+    """Every variant's final val loss: seeds as dots, mean and seed spread, the control's mean as a line."""
+    fig, ax = plt.subplots(figsize=(max(6, 1.1 * len(variants) + 2), 4.5))
+    control_finals = []
+    for i, variant in enumerate(variants):
+        finals = []
+        for run in variant["runs"]:
+            vals = finite(metrics[(variant["name"], run["dir"])][4])
+            finals.append(vals[-1] if vals else float("nan"))
+        if i == 0:
+            control_finals = finite(finals)
+        color = "black" if i == 0 else VERDICT_COLORS.get(variant["verdict"], "tab:red")
+        shown = finite(finals)
+        ax.scatter([i] * len(shown), shown, color=color, s=18, alpha=0.7, zorder=3)
+        if shown:
+            mean = sum(shown) / len(shown)
+            spread = (sum((v - mean) ** 2 for v in shown) / (len(shown) - 1)) ** 0.5 if len(shown) > 1 else 0.0
+            ax.errorbar([i + 0.15], [mean], yerr=[spread], fmt="D", color=color, capsize=4, zorder=4)
+        if len(shown) < len(finals):
+            ax.annotate("no finite val loss" if not shown else f"{len(finals) - len(shown)} seed(s) non-finite",
+                        (i, ax.get_ylim()[1]), fontsize=7, ha="center", va="top", color=color)
+    if control_finals:
+        mean = sum(control_finals) / len(control_finals)
+        ax.axhline(mean, color="black", linewidth=0.8, linestyle="--", label=f"control mean {mean:.3f}")
+        ax.legend(fontsize=8)
+    ax.set_xticks(range(len(variants)))
+    ax.set_xticklabels([f"{v['name']}\n{v['verdict']}" for v in variants], fontsize=8, rotation=20)
+    ax.set_ylabel("final val loss (dots: seeds; diamond: mean and spread)")
+    ax.set_title("every variant against the control")
+    fig.tight_layout()
+    path = os.path.join(out_dir, "ablation_summary.png")
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
 
 
 def plot_sweep(plt, fit, out_dir):

@@ -33,8 +33,18 @@ def number(value):
     return float("nan") if value is None else float(value)
 
 
+def drop_from(columns, step):
+    """Drops the records at `step` and after: a resumed attempt is about to log them again."""
+    while columns["step"] and columns["step"][-1] >= step:
+        for values in columns.values():
+            values.pop()
+
+
 def read_run(path):
-    """-> {"steps": {column: [..]}, "evals": {column: [..]}} in file order (a resumed run appends)."""
+    """-> {"steps": {column: [..]}, "evals": {column: [..]}} by step. A resumed run appends to the
+    file from its checkpoint's step on, after the records its interrupted attempt wrote past that
+    step: a step record replaces every record at or after its step, an eval record the evals at or
+    after its step, so each step is plotted once, from the attempt that finished it."""
     steps = {k: [] for k in ("step", "loss", "lr", "grad_norm", "tok_per_s")}
     evals = {k: [] for k in ("step", "val_loss", "train_loss")}
     with open(path) as f:
@@ -51,6 +61,10 @@ def read_run(path):
             target = evals if "val_loss" in record else steps if "loss" in record else None
             if target is None or "step" not in record:
                 continue
+            step = number(record["step"])
+            drop_from(target, step)
+            if target is steps:
+                drop_from(evals, step)
             for key in target:
                 target[key].append(number(record.get(key)))
     if not steps["step"] and not evals["step"]:

@@ -35,7 +35,13 @@ step() {  # name, subcommand, then its flags; the full output goes to OUT/<name>
   shift 2
   echo "== $name ($cmd), log in $out/$name.log"
   "$bin" "$cmd" --experiment "configs/experiments/$name.conf" --data "$data" --out "$out/$name" "$@" \
-    > "$out/$name.log" 2>&1 || { tail -5 "$out/$name.log"; exit 1; }
+    > "$out/$name.log" 2>&1 || {
+    local rc=$?
+    tail -5 "$out/$name.log"
+    # 75: stopped by a signal after saving (docs/CLI.md); a rerun skips finished runs and resumes.
+    [ "$rc" -eq 75 ] && echo "reproduce_findings: $name was stopped by a signal; run this script again to continue"
+    exit "$rc"
+  }
   grep -E "^(ablate|sweep): [^\[]" "$out/$name.log" | grep -v "variant(s)\|model size(s)" || true
   echo "   $((SECONDS - start)) s so far"
 }

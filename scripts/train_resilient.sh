@@ -5,6 +5,8 @@
 # by default the GPUs nvidia-smi lists for --device cuda, else N), rounded down to a divisor of
 # N, and multiplies --grad-accum by N / ranks so the global batch stays the same; checkpoints
 # hold full tensors, so a run resumes on any data-parallel size. Says what it did and why.
+# Exit status: 0 done; 3 the run diverged (no retry: it would diverge again); 75 a signal stopped
+# it after saving (no retry here: requeue the job, which resumes); else the last failure's.
 #
 # usage: scripts/train_resilient.sh --np N [--max-restarts 3] [--ranks-available CMD]
 #            [--mpirun "mpirun"] [--nanodist build/nanodist] -- TRAIN_FLAGS...
@@ -20,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     --mpirun) mpirun=$2; shift 2 ;;
     --nanodist) nanodist=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "train_resilient.sh: unknown argument $1 (train flags go after --)" >&2; exit 2 ;;
   esac
 done
@@ -80,6 +82,15 @@ while :; do
   if (( rc == 0 )); then
     say "attempt $((attempt + 1)) finished after $took s; $attempt restart(s) in all"
     exit 0
+  fi
+  # nanodist train's own statuses (docs/CLI.md): a restart would change neither.
+  if (( rc == 3 )); then
+    say "attempt $((attempt + 1)) diverged (non-finite loss or gradient) after $took s; not retrying (exit 3)"
+    exit 3
+  fi
+  if (( rc == 75 )); then
+    say "attempt $((attempt + 1)) was stopped by a signal after saving ($took s); requeue this job: it resumes (exit 75)"
+    exit 75
   fi
   if (( attempt >= max_restarts )); then
     say "attempt $((attempt + 1)) failed (exit $rc) after $took s; giving up after $attempt restart(s)"

@@ -116,7 +116,7 @@ const std::vector<Binding>& train_bindings() {
     b.add("lr", &C::lr, "peak learning rate");
     b.add("min-lr", &C::min_lr, "learning rate after the cosine decay");
     b.add("warmup-iters", &C::warmup_iters, "linear warmup steps (0 = no warmup)");
-    b.add("lr-decay-iters", &C::lr_decay_iters, "step where the cosine decay reaches min-lr");
+    b.add("lr-decay-iters", &C::lr_decay_iters, "step where the cosine decay reaches min-lr (-1 = --max-iters)");
     b.add("weight-decay", &C::weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)");
     b.add("beta1", &C::beta1, "AdamW beta1");
     b.add("beta2", &C::beta2, "AdamW beta2");
@@ -162,6 +162,13 @@ const std::vector<Binding>& train_bindings() {
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
     b.add("ckpt-interval", &C::ckpt_interval, "checkpoint every N steps (0 = only at the end)");
     b.add("keep", &C::keep, "checkpoints to keep in --out (0 = all)");
+    b.add("overwrite", &C::overwrite,
+          "start over in an --out that holds another run, deleting its checkpoints and metrics (without it, "
+          "such an --out is refused unless --resume)");
+    b.add("init-from", &C::init_from,
+          "start a new run (fresh optimizer, step 0) from these weights: a nanodist checkpoint (file or run "
+          "directory) or a Hugging Face GPT-2 directory (config.json + model.safetensors); with --resume, a "
+          "checkpoint in --out wins");
     return b.bindings();
   }();
   return bindings;
@@ -188,6 +195,10 @@ void set_train_config_field(TrainConfig& config, const std::string& name, const 
   ND_FAIL("TrainConfig has no field '" << name << "'");
 }
 
+void resolve_train_config(TrainConfig& c) {
+  if (c.lr_decay_iters < 0) c.lr_decay_iters = c.max_iters;
+}
+
 void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(!c.data_dir.empty(), "--data DIR is required (a directory made by nanodist prepare)");
   ND_CHECK_INPUT(!c.out_dir.empty(), "--out DIR is required");
@@ -199,7 +210,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.max_iters >= 0, "--max-iters must be >= 0, got " << c.max_iters);
   ND_CHECK_INPUT(c.lr >= 0.0 && c.min_lr >= 0.0, "--lr and --min-lr must be >= 0, got " << c.lr << " and " << c.min_lr);
   ND_CHECK_INPUT(c.warmup_iters >= 0, "--warmup-iters must be >= 0, got " << c.warmup_iters);
-  ND_CHECK_INPUT(c.lr_decay_iters >= 0, "--lr-decay-iters must be >= 0, got " << c.lr_decay_iters);
+  ND_CHECK_INPUT(c.lr_decay_iters >= -1, "--lr-decay-iters must be >= 0 (-1 = --max-iters), got " << c.lr_decay_iters);
   ND_CHECK_INPUT(c.weight_decay >= 0.0, "--weight-decay must be >= 0, got " << c.weight_decay);
   ND_CHECK_INPUT(c.beta1 >= 0.0 && c.beta1 < 1.0, "--beta1 must be in [0, 1), got " << c.beta1);
   ND_CHECK_INPUT(c.beta2 >= 0.0 && c.beta2 < 1.0, "--beta2 must be in [0, 1), got " << c.beta2);

@@ -34,7 +34,7 @@ struct TrainConfig {
   double lr = 1e-3;
   double min_lr = 1e-4;
   int warmup_iters = 100;
-  int lr_decay_iters = 5000;
+  int lr_decay_iters = -1;  // -1 = max_iters (resolve_train_config)
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.99;
@@ -71,6 +71,8 @@ struct TrainConfig {
   bool resume = false;
   int ckpt_interval = 0;
   int keep = 3;
+  bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/output_dir.h)
+  std::string init_from;     // a checkpoint (file or run dir) or a Hugging Face GPT-2 dir to start from
 
   // Data-parallel size for a world of `world_size` ranks.
   int dp_size(int world_size) const { return world_size / (tp * pp); }
@@ -94,6 +96,9 @@ std::vector<ConfigField> train_config_fields(const TrainConfig& config);
 // the command line") in the input error for a value out of the field's range.
 void set_train_config_field(TrainConfig& config, const std::string& name, const std::string& text,
                             const std::string& origin);
+
+// Fills the defaults that follow other fields: lr_decay_iters -1 becomes max_iters.
+void resolve_train_config(TrainConfig& config);
 
 // nd::Error naming the flags at fault when the config cannot run on `world_size` ranks.
 void validate_train_config(const TrainConfig& config, int world_size);

@@ -121,10 +121,10 @@ void check_same_model(const nn::GPTConfig& ckpt, const nn::GPTConfig& model, con
   compare("bias", ckpt.bias, model.bias);
   compare("use_layernorm", ckpt.use_layernorm, model.use_layernorm);
   compare("use_residual", ckpt.use_residual, model.use_residual);
-  ND_CHECK(ckpt.vocab_size == model.vocab_size,
+  ND_CHECK_INPUT(ckpt.vocab_size == model.vocab_size,
            "vocabulary mismatch: " << source << " was trained on a vocabulary of " << ckpt.vocab_size
                                    << " tokens, the data has " << model.vocab_size);
-  ND_CHECK(diff.tellp() == 0, "model shape mismatch: " << source << " holds another model (" << diff.str()
+  ND_CHECK_INPUT(diff.tellp() == 0, "model shape mismatch: " << source << " holds another model (" << diff.str()
                                                        << "); resume needs the same model flags");
 }
 

@@ -20,13 +20,16 @@
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
+#include "train/init_from.h"
 #include "train/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/metrics.h"
 #include "train/model_config.h"
 #include "train/optimizer.h"
+#include "train/output_dir.h"
 #include "train/precision.h"
 #include "train/run_files.h"
+#include "train/run_settings_file.h"
 #include "train/run_state.h"
 #include "train/time_budget.h"
 #include "train/train_step.h"
@@ -61,10 +64,25 @@ std::string why_no_cuda_graph(const TrainConfig& c) {
   return "";
 }
 
+TrainConfig resolved(TrainConfig config) {
+  resolve_train_config(config);
+  return config;
+}
+
+// Parameters of the whole model, not this rank's shards (padding rows of the embedding included).
+int64_t full_parameter_count(const nn::GPT& model, int tp) {
+  int64_t n = 0;
+  const auto specs = model.named_shard_specs();
+  const auto params = model.named_parameters();
+  for (size_t i = 0; i < params.size(); ++i)
+    n += params[i].second.data().numel() * (specs.at(i).second.sharded() ? tp : 1);
+  return n;
+}
+
 class Trainer {
  public:
   Trainer(const TrainConfig& config, const RunContext& context)
-      : c_(config), ctx_(context), data_(open_run_data(config.data_dir, config.vocab_size)), dropout_gen_(config.seed, kDropoutStream) {
+      : c_(resolved(config)), ctx_(context), data_(open_run_data(config.data_dir, config.vocab_size)), dropout_gen_(config.seed, kDropoutStream) {
     // One process without a communicator is a world of one rank.
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
@@ -75,6 +93,8 @@ class Trainer {
     grid.collectives = dist::parse_collectives(c_.collectives);
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     rank_ = world_->rank();
+    claimed_out_ = claim_output_dir_on_rank0(c_, *world_);
+    for (const std::string& note : claimed_out_.notes) say(note);
     dp_ = &grid_->dp();
     // Every rank of a tensor-parallel group reads the same batch: the loader shards by dp rank.
     const int dp_rank = grid_->dp_rank(), dp_size = grid_->dp_size();
@@ -113,11 +133,12 @@ class Trainer {
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
 
-    if (is_logger()) {
-      prepare_output_dir(c_.out_dir);
-      remove_checkpoint_temporaries(c_.out_dir);  // left by a run that was killed while writing
-    }
-    if (c_.resume) resume();
+    const bool resumed = c_.resume && resume();
+    if (!resumed && !c_.init_from.empty())
+      say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_) +
+          " (--init-from: its weights, a fresh optimizer, step 0)");
+    if (is_logger())
+      for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
 
     StepOptions step;
@@ -134,7 +155,7 @@ class Trainer {
   TrainResult run() {
     TrainResult result;
     result.first_step = counters_.step;
-    result.params = model_->num_parameters();
+    result.params = full_parameter_count(*model_, grid_->tp_size());
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
     if (c_.max_seconds > 0)
@@ -376,18 +397,21 @@ class Trainer {
     if (world_->size() > 1) world_->barrier();
   }
 
-  void resume() {
+  // True when a checkpoint in --out was loaded.
+  bool resume() {
     RunParts parts = run_parts();
     std::string path = resume_run(parts, counters_);
     if (path.empty()) {
       say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
-      return;
+      return false;
     }
     say("resumed from " + path + " at step " + std::to_string(counters_.step));
+    return true;
   }
 
   Clock::time_point started_ = Clock::now();
   TrainConfig c_;
+  ClaimedOutputDir claimed_out_;  // rank 0 holds --out's lock for the whole run
   RunContext ctx_;
   RunData data_;
   std::unique_ptr<dist::Comm> own_world_;  // when the context has no communicator

@@ -70,7 +70,7 @@ TEST(Subcommands, EveryCommandsHelpHasTheSameShape) {
     EXPECT_EQ(help.rfind(std::string("usage: nanodist ") + c.name + " ", 0), 0u) << help;
     EXPECT_NE(help.find("\ngeneral:\n"), std::string::npos) << help;
     EXPECT_NE(help.find("  --verbose "), std::string::npos) << help;
-    const std::string last = "  --help                       this list\n";
+    const std::string last = "  --help, -h                   this list\n";
     ASSERT_GE(help.size(), last.size());
     EXPECT_EQ(help.substr(help.size() - last.size()), last) << help;
     const FlagSet set = c.flags();

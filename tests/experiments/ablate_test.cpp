@@ -35,6 +35,18 @@ class AblateTest : public ::testing::Test {
   std::unique_ptr<dist::Comm> comm_;
 };
 
+// One seed and 6 logged steps: report.md says the verdicts rest on thin statistics.
+TEST_F(AblateTest, ThinStatisticsAreWarnedAbout) {
+  ExperimentArgs args = tiny_args(ablate_flag_set(), "ablate", dir_ / "data", dir_ / "thin",
+                                  {"--max-iters", "24", "--log-interval", "4", "--seeds", "1", "--variants", "no-clip"});
+  run_ablate(args, *comm_, nullptr);
+  const std::string md = read_text(dir_ / "thin/report.md");
+  EXPECT_NE(md.find("## Warnings: thin statistics"), std::string::npos) << md;
+  EXPECT_NE(md.find("**warning**: one seed per variant"), std::string::npos) << md;
+  EXPECT_NE(md.find("**warning**: no-clip: its gradient-norm measurements"), std::string::npos) << md;
+  EXPECT_NE(md.find("rest on 7 logged step(s), fewer than 20"), std::string::npos) << md;
+}
+
 TEST_F(AblateTest, ReportMatchesTheRunsAndRerunsSkipFinishedOnes) {
   std::ostringstream log;
   QueueOutcome first = ablate(&log);
@@ -44,6 +56,7 @@ TEST_F(AblateTest, ReportMatchesTheRunsAndRerunsSkipFinishedOnes) {
   const std::string json = read_text(out + "/report.json");
   ASSERT_FALSE(json.empty());
   ASSERT_TRUE(fs::exists(out + "/report.md"));
+  EXPECT_EQ(read_text(out + "/report.md").find("Warnings"), std::string::npos) << "2 seeds, 24 logged steps";
   EXPECT_NEAR(number_after(json, "unigram_val_loss"), unigram_val_loss(dir_ / "data"), 1e-6);
 
   std::map<std::string, double> control_finals;

@@ -76,6 +76,10 @@ TEST(Sweep, ThreeSizesEndToEnd) {
   }
   EXPECT_TRUE(std::filesystem::exists(dir / "out/report.md"));
   EXPECT_NE(log.str().find("sweep: L = "), std::string::npos) << log.str();
+  // Three sizes and one seed: the 3-parameter law is not determined, the losses carry no spread.
+  const std::string md = read_text(dir / "out/report.md");
+  EXPECT_NE(md.find("L(N) = E + a N^-alpha has 3 parameters and is fitted to"), std::string::npos) << md;
+  EXPECT_NE(md.find("**warning**: one seed per size"), std::string::npos) << md;
 
   QueueOutcome second = run_sweep(args, *comm, nullptr);
   EXPECT_EQ(second.trained, 0);

@@ -107,6 +107,23 @@ def test_plot_run(ctx, tmp):
     hand_run = plot_run.read_run(os.path.join(hand, "metrics.jsonl"))
     expect(hand_run["steps"]["loss"][29] != hand_run["steps"]["loss"][29], "null loss must read as NaN")
 
+    # A resumed run: attempt 1 logged steps 1..30 and evals 10, 20, 30, then died; attempt 2 resumed
+    # from the checkpoint at step 20 and logged 21..40 and evals 30, 40. Each step once, attempt 2's.
+    resumed = os.path.join(tmp, "resumed.jsonl")
+    with open(resumed, "w") as f:
+        for attempt, steps in ((1, range(1, 31)), (2, range(21, 41))):
+            for step in steps:
+                f.write(json.dumps({"step": step, "loss": 10.0 * attempt + step, "lr": 1e-3, "grad_norm": 1.0,
+                                    "tok_per_s": 100.0}) + "\n")
+                if step % 10 == 0:
+                    f.write(json.dumps({"step": step, "val_loss": 10.0 * attempt + step, "train_loss": 1.0}) + "\n")
+    got = plot_run.read_run(resumed)
+    expect(got["steps"]["step"] == list(range(1, 41)), f"resumed steps {got['steps']['step']}")
+    expect(got["steps"]["loss"][20:] == [20.0 + s for s in range(21, 41)], "steps 21.. come from the resumed attempt")
+    expect(got["evals"]["step"] == [10, 20, 30, 40], f"resumed evals {got['evals']['step']}")
+    expect(got["evals"]["val_loss"] == [20.0, 30.0, 50.0, 60.0], f"resumed evals {got['evals']['val_loss']}")
+    run([sys.executable, script, resumed, "--out", os.path.join(tmp, "resumed.png")])
+
     broken = os.path.join(tmp, "broken.jsonl")
     with open(broken, "w") as f:
         f.write('{"step":1,"loss":2.0}\n{"step":2,"loss":\n')
@@ -223,9 +240,30 @@ def test_export_hf(ctx, tmp):
         print("note: no transformers here, so --check did not run")
 
 
+def test_corpus_words(ctx, tmp):
+    """The demo's measure: the share of a sample's words found in the corpus, read from a text file
+    or decoded from a prepared data directory (char and BPE), the prompt left out."""
+    script = os.path.join(ctx.source, "scripts", "corpus_words.py")
+    text = os.path.join(tmp, "corpus.txt")
+    with open(text, "w") as f:
+        f.write("In the beginning God created the heaven and the earth. The LORD's word.\n" * 40)
+    sample = os.path.join(tmp, "sample.txt")
+    with open(sample, "w") as f:
+        f.write("And God said the earth hout beginning lord's zzz created")  # 5 of 7 after the prompt
+    for tokenizer in ("char", "bpe"):
+        data = os.path.join(tmp, "data_" + tokenizer)
+        prep = [ctx.nanodist, "prepare", "--input", text, "--out", data, "--tokenizer", tokenizer]
+        run(prep + (["--vocab-size", "300"] if tokenizer == "bpe" else []))
+        for corpus in (text, data):
+            r = run([sys.executable, script, corpus, sample, "--prompt", "And God said"])
+            expect(r.stdout.startswith("words: 5 of 7 (71.4%)"), f"{corpus}: {r.stdout}")
+    r = run([sys.executable, script, text, sample, "--prompt", "And God said", "--min", "0.85"], expect_ok=False)
+    expect(r.returncode == 1, f"--min 0.85 on 71%: exit {r.returncode}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf"])
+    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--nanodist", required=True)
     ctx = parser.parse_args()

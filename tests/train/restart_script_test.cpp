@@ -55,5 +55,24 @@ TEST(RestartScript, ResumesOnTheRanksLeftAfterAKilledRank) {
   EXPECT_EQ(newest_step(), steps);
 }
 
+// A run that diverges would diverge again: the script stops at once with train's status 3.
+TEST(RestartScript, DivergedIsNotRetried) {
+  TempDir dir;
+  write_tiny_data(dir / "data", 3000);
+  std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 bash " +
+                        std::string(ND_SOURCE_DIR) + "/scripts/train_resilient.sh --np 1 --max-restarts 2 --mpirun '" +
+                        ND_MPIEXEC + " --oversubscribe' --nanodist " + ND_NANODIST_BIN + " -- --data " +
+                        (dir / "data") + " --out " + (dir / "out") +
+                        " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --batch-size 2 --eval-interval 0"
+                        " --eval-iters 1 --max-iters 20 --lr 1e30 --min-lr 1e30 --grad-clip 0";
+  Child script(command, dir / "out.txt", dir / "err.txt");
+  ASSERT_TRUE(script.wait(60.0)) << script.out();
+  const std::string out = script.out();
+  EXPECT_EQ(script.exit_code(), 3) << out << script.err();
+  EXPECT_NE(out.find("train_resilient: attempt 1 diverged"), std::string::npos) << out;
+  EXPECT_NE(out.find("not retrying (exit 3)"), std::string::npos) << out;
+  EXPECT_EQ(out.find("attempt 2"), std::string::npos) << out;
+}
+
 }  // namespace
 }  // namespace nd::train::testing

@@ -1,0 +1,247 @@
+// --init-from, in-process: the safetensors and JSON readers against bytes written here by hand;
+// a Hugging Face GPT-2 directory that this test builds offline from a trained checkpoint (GPT-2's
+// names without "transformer.", Conv1D weights transposed, the tied lm_head and a causal-mask
+// buffer beside them, as published GPT-2 files have) loads into bit-identical weights and the
+// same first-step loss as the checkpoint itself; a cut context, the tokenizer and vocabulary
+// checks, and prepare --tokenizer-from.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "train/checkpoint.h"
+#include "train/init_from.h"
+#include "data/json_value.h"
+#include "train/safetensors.h"
+#include "train/trainer.h"
+#include "train_fixture.h"
+
+namespace nd::train {
+namespace {
+
+using testing::TempDir;
+
+struct RawTensor {
+  std::string name, dtype;
+  Shape shape;
+  std::string bytes;  // little-endian, as stored
+};
+
+std::string f32_bytes(const std::vector<float>& values) {
+  std::string out(values.size() * 4, '\0');
+  std::memcpy(out.data(), values.data(), out.size());  // the test machine is little-endian (x86, arm64)
+  return out;
+}
+
+// A .safetensors file: the header lists tensors in order, data back to back.
+void write_safetensors(const std::string& path, const std::vector<RawTensor>& tensors) {
+  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}", data;
+  for (const RawTensor& t : tensors) {
+    header += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
+    for (size_t i = 0; i < t.shape.size(); ++i) header += (i ? "," : "") + std::to_string(t.shape[i]);
+    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," + std::to_string(data.size() + t.bytes.size()) +
+              "]}";
+    data += t.bytes;
+  }
+  header += "}";
+  std::ofstream out(path, std::ios::binary);
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
+  out << header << data;
+}
+
+TEST(Safetensors, ReadsF32F16Bf16AsWritten) {
+  TempDir dir;
+  // 1.5 = f16 0x3E00 = bf16 0x3FC0; -2 = f16 0xC000; 2^-24 = the smallest f16 subnormal (0x0001).
+  write_safetensors(dir / "t.safetensors",
+                    {{"a", "F32", {2, 2}, f32_bytes({1.0f, -2.5f, 3.25f, 1e-20f})},
+                     {"h", "F16", {3}, std::string("\x00\x3E\x00\xC0\x01\x00", 6)},
+                     {"b", "BF16", {1}, std::string("\xC0\x3F", 2)}});
+  auto tensors = read_safetensors(dir / "t.safetensors");
+  ASSERT_EQ(tensors.size(), 3u);
+  EXPECT_EQ(tensors[0].first, "a");
+  EXPECT_EQ(tensors[0].second.shape(), (Shape{2, 2}));
+  EXPECT_EQ(tensors[0].second.data<float>()[3], 1e-20f);
+  EXPECT_EQ(tensors[1].first, "h");
+  EXPECT_EQ(tensors[1].second.data<float>()[0], 1.5f);
+  EXPECT_EQ(tensors[1].second.data<float>()[1], -2.0f);
+  EXPECT_EQ(tensors[1].second.data<float>()[2], std::ldexp(1.0f, -24));
+  EXPECT_EQ(tensors[2].second.data<float>()[0], 1.5f);
+
+  write_safetensors(dir / "bad.safetensors", {{"a", "F32", {3}, f32_bytes({1.0f, 2.0f})}});
+  try {
+    read_safetensors(dir / "bad.safetensors");
+    FAIL() << "a size that does not match the shape was read";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_input());
+    EXPECT_NE(e.message().find("holds 8 bytes"), std::string::npos) << e.message();
+  }
+  write_safetensors(dir / "i64.safetensors", {{"a", "I64", {1}, std::string(8, '\0')}});
+  EXPECT_THROW(read_safetensors(dir / "i64.safetensors"), Error);
+  std::ofstream(dir / "short.safetensors") << "abc";
+  EXPECT_THROW(read_safetensors(dir / "short.safetensors"), Error);
+}
+
+TEST(Json, ValuesEscapesAndErrors) {
+  JsonValue v = parse_json(R"({"a": [1, -2.5e3, true, null], "s": "\u00e9\ud83d\ude00\n\"x\"", "o": {}})", "t");
+  EXPECT_EQ(v.find("a")->items.size(), 4u);
+  EXPECT_EQ(v.find("a")->items[0].as_int("a"), 1);
+  EXPECT_EQ(v.find("a")->items[1].as_double("a"), -2500.0);
+  EXPECT_TRUE(v.find("a")->items[2].boolean);
+  EXPECT_EQ(v.find("s")->text, "\xc3\xa9\xf0\x9f\x98\x80\n\"x\"");
+  EXPECT_EQ(v.find("o")->kind, JsonValue::Kind::Object);
+  EXPECT_EQ(v.find("missing"), nullptr);
+  EXPECT_THROW(parse_json("{\"a\": }", "t"), Error);
+  EXPECT_THROW(parse_json("[1, 2", "t"), Error);
+  EXPECT_THROW(parse_json("{} x", "t"), Error);
+}
+
+// The checkpoint at `ckpt` as a GPT-2 directory the way Hugging Face publishes one.
+void export_as_gpt2(const std::string& ckpt, const std::string& dir) {
+  CheckpointData data = read_checkpoint(ckpt);
+  std::filesystem::create_directories(dir);
+  int64_t vocab = 0, positions = 0, width = 0;
+  std::vector<RawTensor> tensors;
+  std::string wte_bytes;
+  for (const auto& [name, t] : data.params) {
+    std::string hf = name.substr(std::string("transformer.").size());
+    Tensor out = t;
+    bool conv1d = false;
+    for (const char* s : {"c_attn.weight", "attn.c_proj.weight", "c_fc.weight", "mlp.c_proj.weight"})
+      conv1d = conv1d || hf.find(s) != std::string::npos;
+    if (conv1d) {  // (out, in) -> (in, out)
+      const int64_t rows = t.shape()[0], cols = t.shape()[1];
+      out = Tensor::empty({cols, rows});
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) out.data<float>()[c * rows + r] = t.data<float>()[r * cols + c];
+    }
+    if (hf == "wte.weight") vocab = t.shape()[0], width = t.shape()[1];
+    if (hf == "wpe.weight") positions = t.shape()[0];
+    const float* p = out.data<float>();
+    tensors.push_back({hf, "F32", out.shape(), f32_bytes(std::vector<float>(p, p + out.numel()))});
+    if (hf == "wte.weight") wte_bytes = tensors.back().bytes;
+    if (hf == "h.0.attn.c_attn.bias")  // a causal-mask buffer, as older exports keep
+      tensors.push_back({"h.0.attn.bias", "F32", {1, 1, 2, 2}, f32_bytes({1, 0, 1, 1})});
+  }
+  tensors.push_back({"lm_head.weight", "F32", {vocab, width}, wte_bytes});
+  write_safetensors(dir + "/model.safetensors", tensors);
+  std::ofstream(dir + "/config.json") << "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 2, \"n_embd\": " << width
+                                      << ", \"n_positions\": " << positions << ", \"vocab_size\": " << vocab
+                                      << ", \"n_inner\": null, \"activation_function\": \"gelu_new\", "
+                                         "\"layer_norm_epsilon\": 1e-05, \"tie_word_embeddings\": true}";
+}
+
+class InitFrom : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_tiny_data(dir / "data");
+    TrainConfig c = testing::tiny_config(dir / "data", dir / "base");
+    c.max_iters = 10;
+    ckpt = run_training(c).last_checkpoint;
+    ASSERT_FALSE(ckpt.empty());
+  }
+  // One step (or none) from `source` into OUT.
+  TrainResult start_from(const std::string& source, const std::string& out, int steps, int block = 16) {
+    TrainConfig c = testing::tiny_config(dir / "data", dir / out);
+    c.init_from = source;
+    c.max_iters = steps;
+    c.block_size = block;
+    c.seed = 99;  // another seed than the source's: the weights must come from the source
+    return run_training(c);
+  }
+  TempDir dir;
+  std::string ckpt;
+};
+
+TEST_F(InitFrom, HuggingFaceGpt2LoadsTheSameModelAsItsCheckpoint) {
+  export_as_gpt2(ckpt, dir / "hf");
+  ASSERT_TRUE(is_hugging_face_dir(dir / "hf"));
+  const InitSource source = describe_init_source(dir / "hf");
+  EXPECT_TRUE(source.hugging_face);
+  EXPECT_EQ(source.model.n_embd, 16);
+  EXPECT_EQ(source.model.block_size, 16);
+
+  // Zero steps: the weights as loaded, bit for bit.
+  const TrainResult from_ckpt = start_from(ckpt, "zero_ckpt", 0);
+  const TrainResult from_hf = start_from(dir / "hf", "zero_hf", 0);
+  EXPECT_EQ(from_hf.params_hash, from_ckpt.params_hash);
+  EXPECT_EQ(read_checkpoint(newest_checkpoint(dir / "zero_hf")).params.size(), read_checkpoint(ckpt).params.size());
+
+  // The first step's loss is the exported model's loss on the first batch: equal either way.
+  const TrainResult one_ckpt = start_from(ckpt, "one_ckpt", 1);
+  const TrainResult one_hf = start_from(dir / "hf", "one_hf", 1);
+  ASSERT_EQ(one_hf.step_losses.size(), 1u);
+  EXPECT_EQ(one_hf.step_losses[0], one_ckpt.step_losses[0]);
+  EXPECT_EQ(one_hf.first_step, 0);
+  // Trained for 10 steps, the source is far below a fresh model's ln(vocab).
+  const TrainResult fresh = [&] {
+    TrainConfig c = testing::tiny_config(dir / "data", dir / "fresh");
+    c.max_iters = 1;
+    c.seed = 99;
+    return run_training(c);
+  }();
+  EXPECT_LT(one_hf.step_losses[0], fresh.step_losses[0]);
+}
+
+TEST_F(InitFrom, ShorterContextTokenizerAndVocabularyChecks) {
+  // A context of 8 of the source's 16 positions: the position embedding is cut.
+  const TrainResult cut = start_from(ckpt, "cut", 1, 8);
+  EXPECT_EQ(cut.step_losses.size(), 1u);
+  try {
+    start_from(ckpt, "long", 1, 32);
+    FAIL() << "a context beyond the source's positions was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("positions for 16"), std::string::npos) << e.message();
+  }
+
+  // Data tokenized with another tokenizer: refused, naming prepare --tokenizer-from.
+  PrepareOptions other;
+  other.out_dir = dir / "other";
+  other.val_fraction = 0.2;
+  prepare_text(testing::tiny_text(3000) + "XYZ!", "other", other);
+  TrainConfig c = testing::tiny_config(dir / "other", dir / "o");
+  c.init_from = ckpt;
+  try {
+    run_training(c);
+    FAIL() << "data of another tokenizer were accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_input());
+    EXPECT_NE(e.message().find("--tokenizer-from"), std::string::npos) << e.message();
+  }
+
+  // The same new text with the checkpoint's tokenizer trains from it.
+  PrepareOptions same;
+  same.out_dir = dir / "same";
+  same.val_fraction = 0.2;
+  same.tokenizer_text = tokenizer_text_of(dir / "base");
+  same.tokenizer_source = dir / "base";
+  prepare_text(testing::tiny_text(2000), "new", same);
+  c = testing::tiny_config(dir / "same", dir / "s");
+  c.init_from = dir / "base";
+  c.max_iters = 1;
+  EXPECT_EQ(run_training(c).step_losses.size(), 1u);
+
+  EXPECT_THROW(describe_init_source(dir / "nothing"), Error);
+  std::filesystem::create_directories(dir / "empty");
+  EXPECT_THROW(describe_init_source(dir / "empty"), Error);
+}
+
+TEST_F(InitFrom, ShapeComesFromTheSource) {
+  const InitSource source = describe_init_source(ckpt);
+  TrainConfig c;
+  take_model_shape(c, source, [](const std::string&) { return false; });
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_embd, 16);
+  EXPECT_EQ(c.block_size, 16);
+  c.n_layer = 3;
+  try {
+    take_model_shape(c, source, [](const std::string& flag) { return flag == "n-layer"; });
+    FAIL() << "a conflicting --n-layer was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(e.message().find("--n-layer 3 but --init-from"), std::string::npos) << e.message();
+  }
+}
+
+}  // namespace
+}  // namespace nd::train
