@@ -9,6 +9,7 @@
 #include "cli/fault_guard_for.h"
 #include "cli/op_table.h"
 #include "dist/world.h"
+#include "train/exit_status.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
 
@@ -22,7 +23,7 @@ std::string final_summary_line(const TrainResult& r) {
   char line[256];
   std::snprintf(line, sizeof(line), "done: %lld steps | best val loss %.4f | %.2fM params | %s tokens%s",
                 static_cast<long long>(r.steps_done), r.best_val_loss, static_cast<double>(r.params) / 1e6,
-                train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : "");
+                train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : r.stopped_by_signal ? " | stopped by a signal, resume with --resume" : "");
   std::string out = line;
   if (r.peak_device_bytes > 0) {
     std::snprintf(line, sizeof(line), " | peak GPU memory %.2f GiB (tensors asked for %.2f)",
@@ -73,7 +74,7 @@ int run_train(const ParsedFlags& flags) {
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();
   if (comm->rank() == 0) std::cout << format_op_table(result) << final_summary_line(result) << std::endl;
-  return 0;
+  return result.stopped_by_signal ? train::kExitStoppedBySignal : train::kExitDone;
 }
 
 }  // namespace

@@ -66,9 +66,12 @@ struct TrainConfig {
   double heartbeat_timeout = 15.0;
   int skip_nonfinite = 0;
   // state
+  // ckpt_interval -1: at every evaluation (--eval-interval), so a preempted run can resume.
+  // async_save: auto = on for a GPU run (the snapshot is pinned host memory), off on the CPU.
   bool resume = false;
-  int ckpt_interval = 0;
+  int ckpt_interval = -1;
   int keep = 3;
+  std::string async_save = "auto";
 
   // Data-parallel size for a world of `world_size` ranks.
   int dp_size(int world_size) const { return world_size / tp; }
