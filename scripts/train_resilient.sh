@@ -4,7 +4,11 @@
 # --max-restarts times. Each attempt uses as many ranks as are available now (--ranks-available,
 # by default the GPUs nvidia-smi lists for --device cuda, else N), rounded down to a divisor of
 # N, and multiplies --grad-accum by N / ranks so the global batch stays the same; checkpoints
-# hold full tensors, so a run resumes on any data-parallel size. Says what it did and why.
+# hold full tensors by name, so a run resumes on any data-parallel size. Says what it did and why.
+# Preemption: a SIGTERM, SIGINT or SIGUSR1 to this script reaches the ranks as SIGUSR1 (which
+# mpirun forwards; a SIGTERM to mpirun kills the ranks a few seconds later, mid-save perhaps):
+# they save at the next step boundary and exit 75 (nanodist's "stopped by a signal"), and so does
+# this script, without restarting; run the same command again to resume.
 #
 # usage: scripts/train_resilient.sh --np N [--max-restarts 3] [--ranks-available CMD]
 #            [--mpirun "mpirun"] [--nanodist build/nanodist] -- TRAIN_FLAGS...
@@ -20,7 +24,7 @@ while [[ $# -gt 0 ]]; do
     --mpirun) mpirun=$2; shift 2 ;;
     --nanodist) nanodist=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "train_resilient.sh: unknown argument $1 (train flags go after --)" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +64,14 @@ ranks_available() {
 
 newest_checkpoint() { ls "$out"/ckpt_*.h5 2>/dev/null | sort | tail -n 1; }
 
+stopped_by_signal=75  # train/exit_status.h: kExitStoppedBySignal
+child=""; signalled=0
+forward_stop() {
+  signalled=1
+  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
+}
+trap forward_stop TERM INT USR1
+
 attempt=0
 while :; do
   available=$(ranks_available)
@@ -74,12 +86,20 @@ while :; do
   ckpt=$(newest_checkpoint)
   say "attempt $((attempt + 1)): $ranks rank(s) of $np, --grad-accum $run_accum (global batch kept), from ${ckpt:-the start}"
   start=$(date +%s.%N)
-  $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume
-  rc=$?
+  $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume &
+  child=$!
+  wait "$child"; rc=$?
+  # A trapped signal interrupts `wait` (status > 128) while the ranks are still saving.
+  while (( rc > 128 )) && kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+  child=""
   took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   if (( rc == 0 )); then
     say "attempt $((attempt + 1)) finished after $took s; $attempt restart(s) in all"
     exit 0
+  fi
+  if (( rc == stopped_by_signal || signalled )); then
+    say "attempt $((attempt + 1)) stopped by a signal after $took s (exit $rc); newest checkpoint: $(newest_checkpoint); not restarting (run the same command to resume)"
+    exit "$rc"
   fi
   if (( attempt >= max_restarts )); then
     say "attempt $((attempt + 1)) failed (exit $rc) after $took s; giving up after $attempt restart(s)"

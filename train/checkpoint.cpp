@@ -138,6 +138,29 @@ std::string resolve_checkpoint(const std::string& file_or_dir) {
   return newest;
 }
 
+CheckpointData read_newest_checkpoint(const std::string& file_or_dir, std::string& path,
+                                      std::vector<std::string>& skipped) {
+  struct stat info;
+  if (::stat(file_or_dir.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) {
+    path = file_or_dir;
+    return read_checkpoint(path);
+  }
+  auto all = list_checkpoints(file_or_dir);
+  std::string last_error;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      CheckpointData data = read_checkpoint(it->second);
+      path = it->second;
+      return data;
+    } catch (const Error& e) {
+      last_error = e.message();
+      skipped.push_back("skipping checkpoint " + it->second + ": " + e.message());
+    }
+  }
+  path = resolve_checkpoint(file_or_dir);  // the error when there is none
+  ND_FAIL_INPUT("none of the " << all.size() << " checkpoint(s) in " << file_or_dir << " can be read: " << last_error);
+}
+
 const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>& attrs, const std::string& name,
                            const std::string& source) {
   for (const auto& [key, value] : attrs)

@@ -67,6 +67,12 @@ void prune_checkpoints(const std::string& out_dir, int keep);
 // A checkpoint file, or the newest checkpoint of a directory; nd::Error when there is none.
 std::string resolve_checkpoint(const std::string& file_or_dir);
 
+// read_checkpoint of a file, or of the newest checkpoint of a directory that reads whole: a newer
+// one that does not (a missing part, a checksum mismatch, a damaged index) is skipped with one
+// line in `skipped`. `path` gets the checkpoint read. nd::Error when none reads.
+CheckpointData read_newest_checkpoint(const std::string& file_or_dir, std::string& path,
+                                      std::vector<std::string>& skipped);
+
 // Lookup in a config attribute list; nd::Error naming `source` when missing or mistyped.
 const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>& attrs, const std::string& name,
                            const std::string& source);
