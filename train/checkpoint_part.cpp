@@ -90,9 +90,17 @@ void write_all(int fd, const char* p, size_t n, int64_t offset, const std::strin
 void write_part_metadata(const std::string& path, std::vector<SliceRecord>& records, const std::string& rel) {
   H5Id file{H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose};
   ND_CHECK_INPUT(file.id >= 0, "cannot create " << path);
+  // No modification times in object headers: the same slices always make the same bytes (so an
+  // asynchronous and a synchronous save write identical files).
+  H5Id gcpl{H5Pcreate(H5P_GROUP_CREATE), H5Pclose};
+  H5Pset_obj_track_times(gcpl.id, 0);
+  for (const std::string& group : {"/params", "/optimizer", "/optimizer/m", "/optimizer/v"}) {
+    H5Id g{H5Gcreate2(file.id, group.c_str(), H5P_DEFAULT, gcpl.id, H5P_DEFAULT), H5Gclose};
+    ND_CHECK_INPUT(g.id >= 0, "cannot create group " << group << " in " << path);
+  }
   H5Id lcpl{H5Pcreate(H5P_LINK_CREATE), H5Pclose};
-  H5Pset_create_intermediate_group(lcpl.id, 1);
   H5Id dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+  H5Pset_obj_track_times(dcpl.id, 0);
   H5Pset_layout(dcpl.id, H5D_CONTIGUOUS);
   H5Pset_alloc_time(dcpl.id, H5D_ALLOC_TIME_EARLY);
   H5Pset_fill_time(dcpl.id, H5D_FILL_TIME_NEVER);
@@ -112,7 +120,9 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   H5Id text_type{H5Tcopy(H5T_C_S1), H5Tclose};
   H5Tset_size(text_type.id, H5T_VARIABLE);
   H5Id scalar{H5Screate(H5S_SCALAR), H5Sclose};
-  H5Id dset{H5Dcreate2(file.id, "/manifest", text_type.id, scalar.id, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose};
+  H5Id text_dcpl{H5Pcreate(H5P_DATASET_CREATE), H5Pclose};
+  H5Pset_obj_track_times(text_dcpl.id, 0);
+  H5Id dset{H5Dcreate2(file.id, "/manifest", text_type.id, scalar.id, H5P_DEFAULT, text_dcpl.id, H5P_DEFAULT), H5Dclose};
   const char* text = manifest.c_str();
   ND_CHECK_INPUT(dset.id >= 0 && H5Dwrite(dset.id, text_type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0,
                  "cannot write the manifest of " << path);

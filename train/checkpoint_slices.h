@@ -50,9 +50,9 @@ struct TensorPlacement {
 std::vector<BlockMap> held_blocks(const TensorPlacement& placement);
 
 // The blocks this rank writes: its held blocks, each cut along dimension 0 into `holders` row
-// ranges of which it takes number `holder`. Blocks under kSplitBytes are not cut: one holder
+// ranges of which it takes number `holder`. Blocks under a page are not worth cutting: one holder
 // (picked from the tensor's name, so small tensors spread over the ranks) writes each whole.
-constexpr int64_t kSplitBytes = 1 << 20;
+constexpr int64_t kSplitBytes = 4096;
 std::vector<BlockMap> owned_blocks(const TensorPlacement& placement, const std::string& name, int holder, int holders);
 
 // Copies the box `count` starting at `src_start` of the row-major array `src` (shape src_shape)
