@@ -105,7 +105,7 @@ std::string key_of(const std::string& group, const std::string& name) { return g
 
 }  // namespace
 
-void write_checkpoint_index(const std::string& index_path, int parts, const CheckpointData& meta) {
+int64_t write_checkpoint_index(const std::string& index_path, int parts, const CheckpointData& meta) {
   std::vector<SliceRecord> records;
   for (int rank = 0; rank < parts; ++rank) {
     std::vector<SliceRecord> part = read_part_manifest(index_path, rank);
@@ -113,7 +113,9 @@ void write_checkpoint_index(const std::string& index_path, int parts, const Chec
   }
   std::string table;
   std::map<std::string, std::vector<const SliceRecord*>> by_tensor;
+  int64_t bytes = 0;
   for (const SliceRecord& r : records) {
+    bytes += r.box.numel() * 4;
     table += record_line(r) + "\n";
     by_tensor[key_of(r.group, r.name)].push_back(&r);
   }
@@ -140,6 +142,7 @@ void write_checkpoint_index(const std::string& index_path, int parts, const Chec
     ::unlink(temp.c_str());
     ND_FAIL_INPUT("cannot write checkpoint index " << index_path << ": " << e.message());
   }
+  return bytes;
 }
 
 void remove_checkpoint(const std::string& index_path) {

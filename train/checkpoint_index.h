@@ -21,8 +21,9 @@ extern const char* const kCheckpointGroups[3];  // "params", "optimizer/m", "opt
 
 // Writes the index of checkpoint `index_path` from the manifests of parts 0 .. parts - 1 and the
 // config, state and tokenizer of `meta` (its tensors are not looked at). Temporary name, fsync,
-// rename, directory fsync. nd::Error when a part is missing or unreadable.
-void write_checkpoint_index(const std::string& index_path, int parts, const CheckpointData& meta);
+// rename, directory fsync. Returns the bytes of tensor data in all parts. nd::Error when a part
+// is missing or unreadable.
+int64_t write_checkpoint_index(const std::string& index_path, int parts, const CheckpointData& meta);
 
 // Removes a checkpoint: its index first (so it stops being complete), then its parts.
 void remove_checkpoint(const std::string& index_path);

@@ -119,11 +119,11 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
   return b.data;
 }
 
-void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size) {
+void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy) {
   slices_.clear();
+  held_.clear();
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
-  std::vector<std::pair<Tensor, Tensor>> converted;  // (a non-f32 tensor's f32 host copy) kept until done
   for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size)) {
     const Tensor* src = &e.tensor;
     Tensor host_f32;
@@ -132,11 +132,18 @@ void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_ra
       src = &host_f32;
     }
     for (const BlockMap& b : owned_blocks(e.placement, e.name, e.holder, e.holders)) {
+      const bool rows = is_row_range(b.local, src->shape());
+      int64_t row = 1;
+      for (size_t d = 1; d < src->shape().size(); ++d) row *= src->shape()[d];
+      const int64_t first = b.local.offset.empty() ? 0 : b.local.offset[0] * row;
+      if (!copy && rows && src->device().is_cpu()) {
+        held_.push_back(*src);
+        slices_.push_back(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, src->data<float>() + first});
+        continue;
+      }
       float* dst = buffer(index++, static_cast<size_t>(b.full.numel()), on_gpu);
-      if (is_row_range(b.local, src->shape())) {
-        int64_t row = 1;
-        for (size_t d = 1; d < src->shape().size(); ++d) row *= src->shape()[d];
-        copy_to_host(*src, b.local.offset.empty() ? 0 : b.local.offset[0] * row, b.full.numel(), dst);
+      if (rows) {
+        copy_to_host(*src, first, b.full.numel(), dst);
       } else {
         Tensor host = src->device().is_cpu() ? *src : src->to(Device::cpu());
         copy_box(static_cast<const char*>(host.raw_data()), host.shape(), b.local.offset, reinterpret_cast<char*>(dst),

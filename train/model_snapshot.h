@@ -24,8 +24,10 @@ class ModelSnapshot {
   // Copies this rank's owned slices of the parameters (the f32 masters where there are), the
   // AdamW moments (when `optimizer` is not null) out of the model; `dp_rank` of `dp_size` is this
   // rank's place among the data-parallel replicas. Returns when the copies are complete (the
-  // model may change after). Buffers are kept for the next snapshot of the same layout.
-  void take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size);
+  // model may change after). Buffers are kept for the next snapshot of the same layout. With
+  // `copy` false the slices of f32 CPU tensors point into the tensors themselves (a synchronous
+  // save, written before the model changes, needs no copy).
+  void take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy = true);
   const std::vector<OwnedSlice>& slices() const { return slices_; }
   int64_t bytes() const;
 
@@ -38,6 +40,7 @@ class ModelSnapshot {
   float* buffer(size_t index, size_t count, bool pinned);
   std::vector<Buffer> buffers_;
   std::vector<OwnedSlice> slices_;
+  std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
 };
 
 // Loads parameters (and masters and moments when `optimizer` is not null) from `reader` into

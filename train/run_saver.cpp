@@ -1,6 +1,7 @@
 // RunSaver: snapshot, part write (here or on the writer thread), agreement, index.
 #include "train/run_saver.h"
 
+#include <cstdio>
 #include <filesystem>
 
 #include "tensor/error.h"
@@ -27,7 +28,10 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   if (world_.rank() == 0) remove_checkpoint(pending_path_);
   if (world_.size() > 1) world_.barrier();
   meta_ = run_metadata(run, counters);
-  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_);
+  started_ = std::chrono::steady_clock::now();
+  // A synchronous save writes before the model changes: no copy of CPU tensors is needed.
+  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, /*copy=*/writer_ != nullptr);
+  snapshot_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   part_state_ = 0;
   if (writer_) {
     writer_->submit([this] { write_part(); });
@@ -89,7 +93,12 @@ std::string RunSaver::complete_pending() {
   pending_path_.clear();
   if (world_.rank() != 0) return path;
   try {
-    write_checkpoint_index(path, world_.size(), meta_);
+    const int64_t bytes = write_checkpoint_index(path, world_.size(), meta_);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    char line[160];
+    std::snprintf(line, sizeof(line), "%.2f GB in %d part%s, %.1f s (snapshot %.1f s)", bytes / 1e9, world_.size(),
+                  world_.size() == 1 ? "" : "s", seconds, snapshot_seconds_);
+    summary_ = line;
   } catch (const Error& e) {
     std::error_code ec;
     std::filesystem::remove_all(parts_directory(path), ec);

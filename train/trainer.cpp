@@ -389,7 +389,7 @@ class Trainer {
 
   void saved(const std::string& path, TrainResult& result) {
     result.last_checkpoint = path;
-    say("saved " + path);
+    say("saved " + path + " (" + saver_->last_summary() + ")");
   }
 
   void resume() {
