@@ -41,6 +41,10 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   return agree_and_complete();
 }
 
+void RunSaver::prepare(const RunParts& run) {
+  if (writer_) snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_);
+}
+
 void RunSaver::write_part() {
   try {
     write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices());

@@ -32,6 +32,10 @@ class RunSaver {
   // saved already or is the step the run resumed from.
   std::string save(const RunParts& run, const RunCounters& counters);
 
+  // Asynchronous saves: allocates (and touches) the snapshot's host buffers now, at start, so the
+  // first save does not pause training for it (page faults, or pinning on a GPU).
+  void prepare(const RunParts& run);
+
   // This rank's part of the pending save: written (1) or failed (1), else 0; for the loop to sum.
   int64_t part_written() const;
   int64_t part_failed() const;

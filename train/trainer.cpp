@@ -114,6 +114,7 @@ class Trainer {
     const bool async_save = c_.async_save == "true" || (c_.async_save == "auto" && model_->device().is_cuda());
     saver_ = std::make_unique<RunSaver>(*world_, dp_rank, dp_size, async_save);
     if (c_.resume) resume();
+    saver_->prepare(run_parts());
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
 
     StepOptions step;
