@@ -1,10 +1,6 @@
 // BackgroundWriter: a mutex, a condition variable and one job slot.
 #include "train/async_saver.h"
 
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -44,8 +40,6 @@ std::string BackgroundWriter::wait() {
 }
 
 void BackgroundWriter::loop() {
-  // Below the training threads: on a busy CPU the write takes the cycles training leaves.
-  ::setpriority(PRIO_PROCESS, static_cast<id_t>(::syscall(SYS_gettid)), 10);
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     changed_.wait(lock, [this] { return stopping_ || (running_ && job_); });

@@ -35,7 +35,7 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   part_state_ = 0;
   if (writer_) {
     writer_->submit([this] { write_part(); });
-    return "";
+    return completed;  // the save before, if it completed only now
   }
   write_part();
   return agree_and_complete();

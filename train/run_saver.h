@@ -27,9 +27,10 @@ class RunSaver {
   ~RunSaver();
 
   // Collective. Starts the save of the run as it is now, after completing the one before. Without
-  // async it returns the completed checkpoint's path; with async "" once the snapshot is taken
-  // (the path comes from complete_if_written or finish). Nothing happens ("") when this step was
-  // saved already or is the step the run resumed from.
+  // async it returns the completed checkpoint's path; with async it returns once the snapshot is
+  // taken, with the path of the save before if that completed only now, else "" (this one's path
+  // comes from complete_if_written or finish). Nothing is saved when this step was saved already
+  // or is the step the run resumed from.
   std::string save(const RunParts& run, const RunCounters& counters);
 
   // Asynchronous saves: allocates (and touches) the snapshot's host buffers now, at start, so the
