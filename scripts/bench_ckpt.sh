@@ -37,7 +37,7 @@ launch=(); (( np > 1 )) && launch=($mpirun -np "$np")
   --batch-size 1 --block-size 64 --grad-accum 1 --max-iters "$steps" --eval-interval 0 --log-interval 1 \
   --ckpt-interval "$every" --keep 1 --async-save "$async" "$@" | tee "$out/train.txt" | grep -E '^(saved|step)'
 ckpt=$(ls "$out"/run/ckpt_*.h5 | sort | tail -n 1)
-bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {print s}')
+bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {printf "%d", s}')
 # The same bytes in 64 MiB blocks (one file per rank, written in parallel as the parts are).
 per_rank=$(( bytes / np / 67108864 + 1 ))
 start=$(date +%s.%N)
@@ -52,9 +52,11 @@ echo "checkpoint $ckpt: $bytes bytes; last save ${save_s} s; dd conv=fsync of th
      "ratio $(awk -v a="$save_s" -v b="$dd_s" 'BEGIN { printf "%.2f", a / b }')"
 # Step times: the steps that ran while a save was in flight (after the save's step, up to its
 # "saved" line), plus the snapshot's pause, against as many ordinary steps; first step left out.
-awk '/^step/ { split($2, s, "/"); n = s[1] + 0; for (i = 1; i < NF; i++) if ($(i+1) == "ms") ms = $i; if (n > 1) t[n] = ms; last = n }
-     /^saved/ { match($0, /ckpt_0*([0-9]+)/, m); match($0, /snapshot ([0-9.]+) s/, p); done_at[m[1] + 0] = last; snap[m[1] + 0] = 1000 * p[1] }
-     END { for (s in done_at) { extra += snap[s]; for (n = s + 1; n <= done_at[s]; n++) if (n in t) around[n] = 1 }
+sed -E -n 's/^step +([0-9]+)\/[0-9]+ .*\| ([0-9.]+) ms .*/step \1 \2/p; s/^saved .*ckpt_0*([0-9]+)\.h5.*snapshot ([0-9.]+) s.*/saved \1 \2/p' \
+    "$out/train.txt" |
+awk '$1 == "step" { last = $2; if ($2 > 1) t[$2] = $3 }
+     $1 == "saved" { done_at[$2] = last; snap_ms += 1000 * $3 }
+     END { for (k in done_at) for (n = k + 1; n <= done_at[k]; n++) if (n in t) around[n] = 1
            for (n in t) if (n in around) { a += t[n]; na++ } else { o += t[n]; no++ }
-           if (na > 0 && no > 0) printf "steps with a save in flight: %d, %.0f ms in all with the snapshots (%.0f ms); other steps: %d, mean %.0f ms; slow-down %.1f%%\n", na, a + extra, extra, no, o / no, 100 * ((a + extra) / (na * o / no) - 1)
-           else print "no step ran while a save was in flight (synchronous saves, or too few steps)" }' "$out/train.txt"
+           if (na > 0 && no > 0) printf "steps with a save in flight: %d, %.0f ms with the snapshots (%.0f ms); other steps: %d, mean %.0f ms; slow-down %.1f%%\n", na, a + snap_ms, snap_ms, no, o / no, 100 * ((a + snap_ms) / (na * o / no) - 1)
+           else print "no step ran while a save was in flight (synchronous saves, or too few steps)" }'
