@@ -37,7 +37,7 @@ launch=(); (( np > 1 )) && launch=($mpirun -np "$np")
   --batch-size 1 --block-size 64 --grad-accum 1 --max-iters "$steps" --eval-interval 0 --log-interval 1 \
   --ckpt-interval "$every" --keep 1 --async-save "$async" "$@" | tee "$out/train.txt" | grep -E '^(saved|step)'
 ckpt=$(ls "$out"/run/ckpt_*.h5 | sort | tail -n 1)
-bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {printf "%d", s}')
+bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {printf "%.0f", s}')
 # The same bytes in 64 MiB blocks (one file per rank, written in parallel as the parts are).
 per_rank=$(( bytes / np / 67108864 + 1 ))
 start=$(date +%s.%N)
