@@ -96,8 +96,10 @@ int run_eval(const ParsedFlags& flags) {
 
   // Every rank reads the checkpoint and the data itself: the same input gives every rank the same
   // error, so a bad flag or file never leaves a rank waiting in a collective.
-  const std::string ckpt_path = train::resolve_checkpoint(flags.get_string("ckpt"));
-  train::CheckpointData ckpt = train::read_checkpoint(ckpt_path);
+  std::string ckpt_path;
+  std::vector<std::string> skipped;
+  train::CheckpointData ckpt = train::read_newest_checkpoint(flags.get_string("ckpt"), ckpt_path, skipped);
+  for (const std::string& line : skipped) std::cerr << "nanodist: " << line << std::endl;
   nn::GPTConfig model_config = train::model_config_from_attributes(ckpt.config, ckpt_path);
   std::shared_ptr<const TokenSource> tokens =
       open_split(flags.get_string("data"), split, ckpt, model_config, ckpt_path);

@@ -26,8 +26,10 @@ FlagSet sample_flags() {
 int run_sample(const ParsedFlags& flags) {
   using namespace train;
   ND_CHECK_INPUT(flags.has("ckpt"), "--ckpt FILE_OR_DIR is required (a checkpoint, or the --out directory of a run)");
-  std::string path = resolve_checkpoint(flags.get_string("ckpt"));
-  CheckpointData data = read_checkpoint(path);
+  std::string path;
+  std::vector<std::string> skipped;
+  CheckpointData data = read_newest_checkpoint(flags.get_string("ckpt"), path, skipped);
+  for (const std::string& line : skipped) std::cerr << "nanodist: " << line << std::endl;
   nn::GPTConfig model_config = model_config_from_attributes(data.config, path);
   Device device = parse_device(flags.get_string("device"));
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),

@@ -24,7 +24,7 @@ std::string final_summary_line(const TrainResult& r) {
   char line[256];
   std::snprintf(line, sizeof(line), "done: %lld steps | best val loss %.4f | %.2fM params | %s tokens%s",
                 static_cast<long long>(r.steps_done), r.best_val_loss, static_cast<double>(r.params) / 1e6,
-                train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : "");
+                train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : r.stopped_by_signal ? " | stopped by a signal, resume with --resume" : "");
   std::string out = line;
   if (r.peak_device_bytes > 0) {
     std::snprintf(line, sizeof(line), " | peak GPU memory %.2f GiB (tensors asked for %.2f)",
@@ -81,6 +81,7 @@ int run_train(const ParsedFlags& flags) {
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();
   if (comm->rank() == 0) std::cout << format_op_table(result) << final_summary_line(result) << std::endl;
+  if (result.stopped_by_signal) return train::kExitStoppedBySignal;
   return result.diverged ? train::kExitDiverged : train::kExitDone;
 }
 

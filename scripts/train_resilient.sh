@@ -4,9 +4,12 @@
 # --max-restarts times. Each attempt uses as many ranks as are available now (--ranks-available,
 # by default the GPUs nvidia-smi lists for --device cuda, else N), rounded down to a divisor of
 # N, and multiplies --grad-accum by N / ranks so the global batch stays the same; checkpoints
-# hold full tensors, so a run resumes on any data-parallel size. Says what it did and why.
+# hold full tensors by name, so a run resumes on any data-parallel size. Says what it did and why.
 # Exit status: 0 done; 3 the run diverged (no retry: it would diverge again); 75 a signal stopped
 # it after saving (no retry here: requeue the job, which resumes); else the last failure's.
+# Preemption: a SIGTERM, SIGINT or SIGUSR1 to this script reaches the ranks as SIGUSR1 (which
+# mpirun forwards; a SIGTERM to mpirun kills the ranks a few seconds later, mid-save perhaps):
+# they save at the next step boundary and exit 75, and so does this script, without restarting.
 #
 # usage: scripts/train_resilient.sh --np N [--max-restarts 3] [--ranks-available CMD]
 #            [--mpirun "mpirun"] [--nanodist build/nanodist] -- TRAIN_FLAGS...
@@ -22,7 +25,7 @@ while [[ $# -gt 0 ]]; do
     --mpirun) mpirun=$2; shift 2 ;;
     --nanodist) nanodist=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "train_resilient.sh: unknown argument $1 (train flags go after --)" >&2; exit 2 ;;
   esac
 done
@@ -62,6 +65,14 @@ ranks_available() {
 
 newest_checkpoint() { ls "$out"/ckpt_*.h5 2>/dev/null | sort | tail -n 1; }
 
+stopped_by_signal=75  # train/exit_status.h: kExitStoppedBySignal
+child=""; signalled=0
+forward_stop() {
+  signalled=1
+  [[ -n "$child" ]] && kill -USR1 "$child" 2>/dev/null
+}
+trap forward_stop TERM INT USR1
+
 attempt=0
 while :; do
   available=$(ranks_available)
@@ -76,8 +87,12 @@ while :; do
   ckpt=$(newest_checkpoint)
   say "attempt $((attempt + 1)): $ranks rank(s) of $np, --grad-accum $run_accum (global batch kept), from ${ckpt:-the start}"
   start=$(date +%s.%N)
-  $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume
-  rc=$?
+  $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume &
+  child=$!
+  wait "$child"; rc=$?
+  # A trapped signal interrupts `wait` (status > 128) while the ranks are still saving.
+  while (( rc > 128 )) && kill -0 "$child" 2>/dev/null; do wait "$child"; rc=$?; done
+  child=""
   took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   if (( rc == 0 )); then
     say "attempt $((attempt + 1)) finished after $took s; $attempt restart(s) in all"
@@ -88,9 +103,9 @@ while :; do
     say "attempt $((attempt + 1)) diverged (non-finite loss or gradient) after $took s; not retrying (exit 3)"
     exit 3
   fi
-  if (( rc == 75 )); then
-    say "attempt $((attempt + 1)) was stopped by a signal after saving ($took s); requeue this job: it resumes (exit 75)"
-    exit 75
+  if (( rc == stopped_by_signal || signalled )); then
+    say "attempt $((attempt + 1)) was stopped by a signal after saving ($took s); newest checkpoint: $(newest_checkpoint); requeue this job or run the same command: it resumes (exit $rc)"
+    exit "$rc"
   fi
   if (( attempt >= max_restarts )); then
     say "attempt $((attempt + 1)) failed (exit $rc) after $took s; giving up after $attempt restart(s)"

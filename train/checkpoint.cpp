@@ -1,5 +1,5 @@
-// Checkpoint write (built in memory, then temporary name, fsync, rename) and read, and the directory
-// bookkeeping: naming, listing complete files, keeping the newest N.
+// Whole-model checkpoint write and read (through the sharded format of one part), and the
+// directory bookkeeping: naming, listing complete checkpoints, temporaries, keeping the newest N.
 #include "train/checkpoint.h"
 
 #include <dirent.h>
@@ -12,15 +12,15 @@
 #include <cstdio>
 #include <cstring>
 
-#include "data/atomic_file.h"
+#include <filesystem>
+
 #include "tensor/error.h"
+#include "train/checkpoint_index.h"
 
 namespace nd::train {
 namespace {
 
-const char* kStateGroup = "/state";
-
-// AtomicFileWriter writes OUT/ckpt_000250.h5 as OUT/.ckpt_000250.h5.tmp.<pid> first: the leading
+// The index OUT/ckpt_000250.h5 is written as OUT/.ckpt_000250.h5.tmp.<pid> first: the leading
 // dot and the suffix keep it out of list_checkpoints() and out of a `ckpt_*.h5` glob alike.
 const char* kTemporaryPrefix = ".ckpt_";
 const char* kTemporaryMarker = ".h5.tmp.";
@@ -36,61 +36,29 @@ int64_t step_of_checkpoint_name(const std::string& name) {
   return std::stoll(digits);
 }
 
-void write_named(Hdf5File& file, const std::string& group, const NamedTensors& tensors) {
-  file.create_group(group);
-  for (const auto& [name, tensor] : tensors) {
-    ND_CHECK(name.find('/') == std::string::npos, "tensor name '" << name << "' holds a '/'");
-    file.write_tensor(group + "/" + name, tensor);
-  }
-}
-
-NamedTensors read_named(const Hdf5File& file, const std::string& group) {
-  NamedTensors out;
-  for (const std::string& name : file.list(group)) out.emplace_back(name, file.read_tensor(group + "/" + name));
-  return out;
-}
-
-void write_contents(Hdf5File& file, const CheckpointData& data) {
-  file.create_group("/config");
-  for (const auto& [name, value] : data.config) file.set_attr("/config", name, value);
-  write_named(file, "/params", data.params);
-  write_named(file, "/optimizer/m", data.m);
-  write_named(file, "/optimizer/v", data.v);
-  const CheckpointState& s = data.state;
-  file.create_group(kStateGroup);
-  file.set_attr(kStateGroup, "step", s.step);
-  file.set_attr(kStateGroup, "optimizer_step", s.optimizer_step);
-  file.set_attr(kStateGroup, "dropout_seed", static_cast<int64_t>(s.dropout_seed));
-  file.set_attr(kStateGroup, "dropout_stream", static_cast<int64_t>(s.dropout_stream));
-  file.set_attr(kStateGroup, "dropout_offset", static_cast<int64_t>(s.dropout_offset));
-  file.set_attr(kStateGroup, "data_step", static_cast<int64_t>(s.data_step));
-  file.set_attr(kStateGroup, "world_size", s.world_size);
-  file.set_attr(kStateGroup, "best_val_loss", s.best_val_loss);
-  file.set_attr(kStateGroup, "tokens", s.tokens);
-  file.write_string("/tokenizer", data.tokenizer_text);
-}
-
 }  // namespace
 
-// The file is built in memory, then written by AtomicFileWriter (temporary, fsync, rename,
-// directory fsync): HDF5 never holds a half-written file on disk, so a full disk is a plain
-// write error and leaves no HDF5 state behind.
+// One rank owns every tensor whole: a checkpoint of one part.
 void write_checkpoint(const std::string& path, const CheckpointData& data) {
-  try {
-    std::vector<char> image;
-    {
-      int64_t bytes = static_cast<int64_t>(data.tokenizer_text.size());
-      for (const NamedTensors* group : {&data.params, &data.m, &data.v})
-        for (const auto& named : *group) bytes += named.second.numel() * 4;
-      Hdf5File file = Hdf5File::create_in_memory(path, bytes);
-      write_contents(file, data);
-      image = file.image();
+  std::vector<Tensor> keep;  // f32 copies of tensors stored in another dtype
+  std::vector<OwnedSlice> slices;
+  const NamedTensors* groups[3] = {&data.params, &data.m, &data.v};
+  for (int g = 0; g < 3; ++g)
+    for (const auto& [name, tensor] : *groups[g]) {
+      ND_CHECK(name.find('/') == std::string::npos, "tensor name '" << name << "' holds a '/'");
+      Tensor host = tensor.to(Device::cpu());
+      if (host.dtype() != DType::F32) host = host.to(DType::F32);
+      keep.push_back(host);
+      slices.push_back(OwnedSlice{kCheckpointGroups[g], name, host.shape(), whole(host.shape()), host.data<float>()});
     }
-    AtomicFileWriter writer(path);
-    writer.write(image.data(), image.size());
-    writer.commit();
+  try {
+    remove_checkpoint(path);  // its part would be replaced under its index
+    write_checkpoint_part(path, 0, slices);
+    write_checkpoint_index(path, 1, data);
   } catch (const Error& e) {
-    ND_FAIL("cannot write checkpoint " << path << ": " << e.message());
+    std::error_code ec;
+    std::filesystem::remove_all(parts_directory(path), ec);
+    ND_FAIL_INPUT("cannot write checkpoint " << path << ": " << e.message());
   }
 }
 
@@ -106,29 +74,27 @@ int remove_checkpoint_temporaries(const std::string& out_dir) {
   }
   ::closedir(dir);
   for (const std::string& path : stale) removed += std::remove(path.c_str()) == 0 ? 1 : 0;
+  // Parts of checkpoints whose index was never written (a save cut short), whole.
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    const std::string suffix = ".parts";
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) continue;
+    if (step_of_checkpoint_name(name.substr(0, name.size() - suffix.size()) + ".h5") < 0) continue;
+    if (std::filesystem::exists(out_dir + "/" + name.substr(0, name.size() - suffix.size()) + ".h5")) continue;
+    std::error_code remove_ec;
+    removed += std::filesystem::remove_all(entry.path(), remove_ec) > 0 ? 1 : 0;
+  }
   return removed;
 }
 
 CheckpointData read_checkpoint(const std::string& path) {
-  Hdf5File file = Hdf5File::open_read(path);
-  for (const char* group : {"/config", "/params", "/optimizer/m", "/optimizer/v", "/state", "/tokenizer"})
-    ND_CHECK_INPUT(file.exists(group), path << " is not a nanodist checkpoint: it has no " << group);
-  CheckpointData data;
-  for (const std::string& name : file.attr_names("/config")) data.config.emplace_back(name, file.attr("/config", name));
-  data.params = read_named(file, "/params");
-  data.m = read_named(file, "/optimizer/m");
-  data.v = read_named(file, "/optimizer/v");
-  CheckpointState& s = data.state;
-  s.step = file.attr_int(kStateGroup, "step");
-  s.optimizer_step = file.attr_int(kStateGroup, "optimizer_step");
-  s.dropout_seed = static_cast<uint64_t>(file.attr_int(kStateGroup, "dropout_seed"));
-  s.dropout_stream = static_cast<uint64_t>(file.attr_int(kStateGroup, "dropout_stream"));
-  s.dropout_offset = static_cast<uint64_t>(file.attr_int(kStateGroup, "dropout_offset"));
-  s.data_step = static_cast<uint64_t>(file.attr_int(kStateGroup, "data_step"));
-  s.world_size = file.attr_int(kStateGroup, "world_size");
-  s.best_val_loss = file.attr_double(kStateGroup, "best_val_loss");
-  s.tokens = file.attr_int(kStateGroup, "tokens");
-  data.tokenizer_text = file.read_string("/tokenizer");
+  CheckpointReader reader(path);
+  CheckpointData data = reader.meta();
+  NamedTensors* groups[3] = {&data.params, &data.m, &data.v};
+  for (int g = 0; g < 3; ++g)
+    for (const std::string& name : reader.names(kCheckpointGroups[g]))
+      groups[g]->emplace_back(name, reader.read_full(kCheckpointGroups[g], name));
   return data;
 }
 
@@ -159,9 +125,7 @@ std::string newest_checkpoint(const std::string& out_dir) {
 void prune_checkpoints(const std::string& out_dir, int keep) {
   if (keep <= 0) return;
   auto all = list_checkpoints(out_dir);
-  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i)
-    ND_CHECK(std::remove(all[i].second.c_str()) == 0,
-             "cannot remove old checkpoint " << all[i].second << ": " << std::strerror(errno));
+  for (size_t i = 0; i + static_cast<size_t>(keep) < all.size(); ++i) remove_checkpoint(all[i].second);
 }
 
 std::string resolve_checkpoint(const std::string& file_or_dir) {
@@ -172,6 +136,29 @@ std::string resolve_checkpoint(const std::string& file_or_dir) {
   std::string newest = newest_checkpoint(file_or_dir);
   ND_CHECK_INPUT(!newest.empty(), "no checkpoint (ckpt_<step>.h5) in " << file_or_dir);
   return newest;
+}
+
+CheckpointData read_newest_checkpoint(const std::string& file_or_dir, std::string& path,
+                                      std::vector<std::string>& skipped) {
+  struct stat info;
+  if (::stat(file_or_dir.c_str(), &info) == 0 && !S_ISDIR(info.st_mode)) {
+    path = file_or_dir;
+    return read_checkpoint(path);
+  }
+  auto all = list_checkpoints(file_or_dir);
+  std::string last_error;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      CheckpointData data = read_checkpoint(it->second);
+      path = it->second;
+      return data;
+    } catch (const Error& e) {
+      last_error = e.message();
+      skipped.push_back("skipping checkpoint " + it->second + ": " + e.message());
+    }
+  }
+  path = resolve_checkpoint(file_or_dir);  // the error when there is none
+  ND_FAIL_INPUT("none of the " << all.size() << " checkpoint(s) in " << file_or_dir << " can be read: " << last_error);
 }
 
 const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>& attrs, const std::string& name,

@@ -1,12 +1,15 @@
-// Checkpoint files (HDF5, readable with h5py):
+// Checkpoints: OUT/ckpt_<step>.h5 is the index (checkpoint_index.h), readable with h5py as one
+// logical model:
 //   /config                attributes: every model and train field
-//   /params/<name>         f32, full shapes
+//   /params/<name>         f32, full shapes (HDF5 virtual datasets over the part files)
 //   /optimizer/m/<name>    f32 AdamW first moments;  /optimizer/v/<name> second moments
 //   /state                 attributes: step, optimizer_step, dropout RNG, data loader step, ...
 //   /tokenizer             the tokenizer file's text, so `sample` needs only the checkpoint
-// Written under a temporary name in the same directory (`.ckpt_<step>.h5.tmp.<pid>`, which no
-// listing or `ckpt_*.h5` glob matches), flushed, fsynced and renamed, then the directory fsynced,
-// so a crash (kill -9 included) never leaves a half-written file under the real name.
+//   /slices                which hyperslab of which tensor is in which part file, with checksums
+// and OUT/ckpt_<step>.parts/rank_<r>.h5 hold the slices each rank owns (checkpoint_part.h). Every
+// file is written under a temporary name (a leading dot, matching no listing or `ckpt_*.h5`
+// glob), fsynced and renamed; the index comes last, so a checkpoint whose index exists is
+// complete, and a crash (kill -9 included) never leaves one that looks complete.
 #pragma once
 #include <cstdint>
 #include <limits>
@@ -41,10 +44,12 @@ struct CheckpointData {
   std::string tokenizer_text;
 };
 
-// Writes `data` atomically to `path`; nd::Error "cannot write checkpoint <path>: <why>" (and no
-// file under `path`, no temporary left) on failure, e.g. a full disk.
+// Writes `data` (whole tensors, one owner) as a checkpoint of one part, replacing one at `path`;
+// nd::Error "cannot write checkpoint <path>: <why>" (and no file under `path`, no temporary
+// left) on failure, e.g. a full disk.
 void write_checkpoint(const std::string& path, const CheckpointData& data);
-// Reads a whole checkpoint; nd::Error naming the file when it is missing or malformed.
+// Reads a whole checkpoint (checksums verified; older single-file checkpoints too); nd::Error
+// naming the file when it is missing, malformed, incomplete or corrupt.
 CheckpointData read_checkpoint(const std::string& path);
 
 // OUT/ckpt_000250.h5
@@ -54,12 +59,19 @@ std::string checkpoint_path(const std::string& out_dir, int64_t step);
 std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string& out_dir);
 // The newest complete checkpoint, or "" when there is none.
 std::string newest_checkpoint(const std::string& out_dir);
-// Removes the temporaries a killed writer left in `out_dir`; returns how many.
+// Removes the temporaries a killed writer left in `out_dir`, and the parts of checkpoints that
+// never got their index; returns how many.
 int remove_checkpoint_temporaries(const std::string& out_dir);
 // Removes all but the newest `keep` checkpoints (keep 0 = keep all).
 void prune_checkpoints(const std::string& out_dir, int keep);
 // A checkpoint file, or the newest checkpoint of a directory; nd::Error when there is none.
 std::string resolve_checkpoint(const std::string& file_or_dir);
+
+// read_checkpoint of a file, or of the newest checkpoint of a directory that reads whole: a newer
+// one that does not (a missing part, a checksum mismatch, a damaged index) is skipped with one
+// line in `skipped`. `path` gets the checkpoint read. nd::Error when none reads.
+CheckpointData read_newest_checkpoint(const std::string& file_or_dir, std::string& path,
+                                      std::vector<std::string>& skipped);
 
 // Lookup in a config attribute list; nd::Error naming `source` when missing or mistyped.
 const AttrValue& find_attr(const std::vector<std::pair<std::string, AttrValue>>& attrs, const std::string& name,

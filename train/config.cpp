@@ -160,7 +160,9 @@ const std::vector<Binding>& train_bindings() {
           "updates with a non-finite loss or gradient norm that may be dropped before the run stops");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
-    b.add("ckpt-interval", &C::ckpt_interval, "checkpoint every N steps (0 = only at the end)");
+    b.add("ckpt-interval", &C::ckpt_interval,
+          "checkpoint every N steps (-1 = at every evaluation, 0 = only at the end); SIGTERM, SIGINT or SIGUSR1 "
+          "also save, then stop with exit status 75");
     b.add("keep", &C::keep, "checkpoints to keep in --out (0 = all)");
     b.add("overwrite", &C::overwrite,
           "start over in an --out that holds another run, deleting its checkpoints and metrics (without it, "
@@ -169,6 +171,9 @@ const std::vector<Binding>& train_bindings() {
           "start a new run (fresh optimizer, step 0) from these weights: a nanodist checkpoint (file or run "
           "directory) or a Hugging Face GPT-2 directory (config.json + model.safetensors); with --resume, a "
           "checkpoint in --out wins");
+    b.add("async-save", &C::async_save,
+          "write checkpoints from a host snapshot in a background thread while training goes on: true, false or "
+          "auto (true on a GPU)");
     return b.bindings();
   }();
   return bindings;
@@ -233,7 +238,10 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << c.comm_timeout);
   ND_CHECK_INPUT(c.heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << c.heartbeat_timeout);
   ND_CHECK_INPUT(c.skip_nonfinite >= 0, "--skip-nonfinite must be >= 0, got " << c.skip_nonfinite);
-  ND_CHECK_INPUT(c.ckpt_interval >= 0, "--ckpt-interval must be >= 0 (0 = only at the end), got " << c.ckpt_interval);
+  ND_CHECK_INPUT(c.ckpt_interval >= -1,
+                 "--ckpt-interval must be >= -1 (-1 = at every evaluation, 0 = only at the end), got " << c.ckpt_interval);
+  ND_CHECK_INPUT(c.async_save == "auto" || c.async_save == "true" || c.async_save == "false",
+                 "--async-save must be true, false or auto, got '" << c.async_save << "'");
   ND_CHECK_INPUT(c.keep >= 0, "--keep must be >= 0 (0 = keep all), got " << c.keep);
   ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);
   ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);

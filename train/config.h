@@ -68,11 +68,14 @@ struct TrainConfig {
   double heartbeat_timeout = 15.0;
   int skip_nonfinite = 0;
   // state
+  // ckpt_interval -1: at every evaluation (--eval-interval), so a preempted run can resume.
+  // async_save: auto = on for a GPU run (the snapshot is pinned host memory), off on the CPU.
   bool resume = false;
-  int ckpt_interval = 0;
+  int ckpt_interval = -1;
   int keep = 3;
   bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/output_dir.h)
   std::string init_from;     // a checkpoint (file or run dir) or a Hugging Face GPT-2 dir to start from
+  std::string async_save = "auto";
 
   // Data-parallel size for a world of `world_size` ranks.
   int dp_size(int world_size) const { return world_size / (tp * pp); }

@@ -29,6 +29,7 @@ class Hdf5File {
   ~Hdf5File();
 
   const std::string& path() const { return path_; }
+  int64_t id() const { return id_; }  // the hid_t, for the HDF5 calls this class does not wrap
 
   // Object paths are absolute ("/params/transformer.wte.weight"); missing groups are created.
   void create_group(const std::string& group);

@@ -7,6 +7,7 @@
 
 #include "tensor/error.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_index.h"
 #include "train/run_files.h"
 #include "train/run_settings_file.h"
 
@@ -46,9 +47,7 @@ ClaimedOutputDir claim_output_dir(const TrainConfig& c) {
                                        << "; pass --resume to continue it, or --overwrite to delete it and start over "
                                           "(or pick another --out)");
   std::error_code ec;
-  for (const auto& [step, path] : list_checkpoints(c.out_dir)) {
-    ND_CHECK_INPUT(std::filesystem::remove(path, ec) && !ec, "--overwrite: cannot remove " << path << ": " << ec.message());
-  }
+  for (const auto& [step, path] : list_checkpoints(c.out_dir)) remove_checkpoint(path);  // the index and its parts
   for (const std::string& path : {metrics_path(c.out_dir), run_settings_path(c.out_dir)}) {
     std::filesystem::remove(path, ec);
     ND_CHECK_INPUT(!ec, "--overwrite: cannot remove " << path << ": " << ec.message());

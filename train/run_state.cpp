@@ -1,16 +1,18 @@
-// Checkpoint writing and resuming for a training run (run_state.h).
+// Checkpoint metadata of a run, and resuming from the newest intact checkpoint (run_state.h).
 #include "train/run_state.h"
 
-#include "train/checkpoint_model.h"
+#include <algorithm>
+
+#include "tensor/error.h"
+#include "train/checkpoint_index.h"
+#include "train/model_config.h"
+#include "train/model_snapshot.h"
 #include "train/run_files.h"
 
 namespace nd::train {
 
-std::string save_run(const RunParts& run, const RunCounters& counters, bool write) {
-  if (!write && !run.model.tensor_parallel().active()) return "";
+CheckpointData run_metadata(const RunParts& run, const RunCounters& counters) {
   CheckpointData data;
-  store_model(run.model, &run.optimizer, data);  // collective over the tp group
-  if (!write) return "";
   data.config = config_attributes(run.model_config, run.config);
   CheckpointState& s = data.state;
   s.step = counters.step;
@@ -23,28 +25,32 @@ std::string save_run(const RunParts& run, const RunCounters& counters, bool writ
   s.best_val_loss = counters.best_val_loss;
   s.tokens = counters.tokens;
   data.tokenizer_text = run.tokenizer_text;
-  std::string path = checkpoint_path(run.config.out_dir, counters.step);
-  try {
-    write_checkpoint(path, data);
-  } catch (const Error& e) {
-    std::string kept = newest_checkpoint(run.config.out_dir);
-    ND_FAIL(e.message() << (kept.empty() ? std::string("; no earlier checkpoint exists")
-                                         : "; the newest complete checkpoint stays " + kept));
-  }
-  prune_checkpoints(run.config.out_dir, run.config.keep);
-  return path;
+  return data;
 }
 
-std::string resume_run(RunParts& run, RunCounters& counters) {
-  std::string path = newest_checkpoint(run.config.out_dir);
-  if (path.empty()) return path;
-  CheckpointData data = read_checkpoint(path);
-  check_same_model(model_config_from_attributes(data.config, path), run.model_config, path);
-  ND_CHECK(data.tokenizer_text == run.tokenizer_text,
-           "tokenizer mismatch: " << path << " was trained with another tokenizer than "
-                                  << run.config.data_dir << "/tokenizer.txt");
-  load_model(data, path, run.model, &run.optimizer);
-  const CheckpointState& s = data.state;
+namespace {
+
+// Loads `path` into the run; "" when done, else why it could not be read (corruption, a
+// missing part): a reason to try an older checkpoint. Another model or tokenizer throws.
+std::string try_load(const std::string& path, RunParts& run, RunCounters& counters) {
+  std::unique_ptr<CheckpointReader> reader;
+  try {
+    reader = std::make_unique<CheckpointReader>(path);
+  } catch (const Error& e) {
+    return e.message();
+  }
+  const CheckpointData& meta = reader->meta();
+  check_same_model(model_config_from_attributes(meta.config, path), run.model_config, path);
+  ND_CHECK_INPUT(meta.tokenizer_text == run.tokenizer_text,
+                 "tokenizer mismatch: " << path << " was trained with another tokenizer than " << run.config.data_dir
+                                        << "/tokenizer.txt");
+  try {
+    load_model_slices(*reader, run.model, &run.optimizer);
+  } catch (const Error& e) {
+    if (!e.is_input()) throw;
+    return e.message();
+  }
+  const CheckpointState& s = meta.state;
   counters.step = s.step;
   counters.best_val_loss = s.best_val_loss;
   counters.tokens = s.tokens;
@@ -52,7 +58,29 @@ std::string resume_run(RunParts& run, RunCounters& counters) {
   run.dropout_gen = Generator(s.dropout_seed, s.dropout_stream);
   run.dropout_gen.set_offset(s.dropout_offset);
   run.loader.set_step(s.data_step);
-  return path;
+  return "";
+}
+
+}  // namespace
+
+std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped) {
+  auto all = list_checkpoints(run.config.out_dir);
+  std::reverse(all.begin(), all.end());
+  // Every rank sees the same directory, so the same list; each agrees on each candidate.
+  for (const auto& [step, path] : all) {
+    const RunCounters before = counters;
+    std::string why = try_load(path, run, counters);
+    int64_t bad = why.empty() ? 0 : 1;
+    if (world.size() > 1) world.host_allreduce(&bad, 1, dist::HostReduce::Sum);
+    if (bad == 0) return path;
+    counters = before;
+    skipped.push_back("skipping checkpoint " + path + ": " +
+                      (why.empty() ? std::string("another rank could not read its slices") : why));
+  }
+  // The model may hold part of a damaged checkpoint now: starting from scratch would be wrong.
+  ND_CHECK_INPUT(all.empty(), "--resume: none of the " << all.size() << " checkpoint(s) in " << run.config.out_dir
+                                                       << " can be read (newest: " << skipped.front() << ")");
+  return "";
 }
 
 }  // namespace nd::train

@@ -5,9 +5,12 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "data/loader.h"
+#include "dist/comm.h"
 #include "nn/gpt.h"
+#include "train/checkpoint.h"
 #include "train/config.h"
 #include "train/optimizer.h"
 
@@ -32,14 +35,15 @@ struct RunParts {
   int world_size;
 };
 
-// Writes OUT/ckpt_<step>.h5 atomically and prunes to --keep; returns its path. Under tensor
-// parallelism every rank calls it (the full tensors are gathered over each tp group at once) and
-// only the rank passing `write` writes (returning "" elsewhere); without it one rank may call it
-// alone.
-std::string save_run(const RunParts& run, const RunCounters& counters, bool write = true);
+// The config, state and tokenizer a checkpoint of the run holds beside its tensors (which
+// RunSaver, run_saver.h, writes).
+CheckpointData run_metadata(const RunParts& run, const RunCounters& counters);
 
-// Loads the newest complete checkpoint in --out into the run; returns its path, or "" when the
-// directory holds none yet. nd::Error when it holds another model or another tokenizer.
-std::string resume_run(RunParts& run, RunCounters& counters);
+// Collective over `world`: loads the newest checkpoint in --out that is complete and intact into
+// the run, each rank reading only the slices it holds, whatever layout (tp, dp, world size)
+// wrote it. A newer checkpoint that cannot be read (a missing part, a checksum mismatch, a
+// damaged index) on any rank is skipped with one line in `skipped`. Returns the path, or "" when
+// there is none. nd::Error when the checkpoint holds another model or another tokenizer.
+std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped);
 
 }  // namespace nd::train

@@ -28,7 +28,9 @@
 #include "train/optimizer.h"
 #include "train/output_dir.h"
 #include "train/precision.h"
+#include "train/preemption.h"
 #include "train/run_files.h"
+#include "train/run_saver.h"
 #include "train/run_settings_file.h"
 #include "train/run_state.h"
 #include "train/time_budget.h"
@@ -133,10 +135,13 @@ class Trainer {
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
 
+    const bool async_save = c_.async_save == "true" || (c_.async_save == "auto" && model_->device().is_cuda());
+    saver_ = std::make_unique<RunSaver>(*world_, dp_rank, dp_size, async_save);
     const bool resumed = c_.resume && resume();
     if (!resumed && !c_.init_from.empty())
       say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_) +
           " (--init-from: its weights, a fresh optimizer, step 0)");
+    saver_->prepare(run_parts());
     if (is_logger())
       for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
     if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
@@ -164,8 +169,10 @@ class Trainer {
     bool evaluated_now = false, saved_now = false;
     while (counters_.step < c_.max_iters) {
       StepResult step;
-      // Ranks with a non-finite loss, with a non-finite norm, out of time: agreed by all ranks.
-      int64_t agreed[3] = {0, 0, 0};
+      // Ranks with a non-finite loss, with a non-finite norm, out of time, asked to stop by a
+      // signal, with their part of a pending asynchronous checkpoint written, failed: agreed by
+      // all ranks.
+      int64_t agreed[6] = {0, 0, 0, 0, 0, 0};
       {
         auto watched = watch("training step " + std::to_string(counters_.step + 1) +
                              " (forward, backward, gradient all-reduce, update)");
@@ -173,8 +180,13 @@ class Trainer {
         agreed[0] = std::isfinite(step.loss) ? 0 : 1;
         agreed[1] = std::isfinite(step.grad_norm) ? 0 : 1;
         agreed[2] = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds ? 1 : 0;
-        if (world_->size() > 1) world_->host_allreduce(agreed, 3, dist::HostReduce::Sum);
+        agreed[3] = signals_.requested() ? 1 : 0;
+        agreed[4] = saver_->part_written();
+        agreed[5] = saver_->part_failed();
+        if (world_->size() > 1) world_->host_allreduce(agreed, 6, dist::HostReduce::Sum);
       }
+      const std::string completed = saver_->complete_if_written(agreed[4], agreed[5]);
+      if (!completed.empty()) saved(completed, result);
       if (c_.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
         fit_schedule(seconds_since(loop_start));
       evaluated_now = saved_now = false;
@@ -183,18 +195,35 @@ class Trainer {
       } else if (agreed[2] > 0) {
         break;
       }
+      if (agreed[3] > 0) {  // preempted: save this step and stop, skipping the evaluation
+        result.stopped_by_signal = true;
+        say(std::string(signals_.requested() ? signal_name(signals_.signal()) : "a signal on another rank") +
+            ": saving step " + std::to_string(counters_.step) + " and stopping");
+        break;
+      }
       if (c_.eval_interval > 0 && counters_.step % c_.eval_interval == 0) {
         evaluate(result);
         evaluated_now = true;
       }
-      if (c_.ckpt_interval > 0 && counters_.step % c_.ckpt_interval == 0) {
+      const int ckpt_interval = c_.ckpt_interval < 0 ? c_.eval_interval : c_.ckpt_interval;
+      if (ckpt_interval > 0 && counters_.step % ckpt_interval == 0) {
         save_checkpoint(result);
         saved_now = true;
       }
     }
     if (!result.diverged) {
-      if (!evaluated_now) evaluate(result);
+      if (!evaluated_now && !result.stopped_by_signal) evaluate(result);
       if (!saved_now) save_checkpoint(result);
+    }
+    {
+      auto watched = watch("the last checkpoint write", 12.0 * model_->num_parameters() / kSlowDiskBytesPerSecond);
+      const std::string completed = saver_->finish();
+      if (!completed.empty()) saved(completed, result);
+    }
+    if (result.stopped_by_signal) {
+      // Saved: from here no signal may kill this rank before every rank exits with its status.
+      signals_.ignore_from_now();
+      if (world_->size() > 1) world_->barrier();
     }
     result.steps_done = counters_.step;
     result.params_hash = parameters_hash(/*replicated_only=*/false);
@@ -380,31 +409,35 @@ class Trainer {
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
   }
 
-  // Rank 0 writes while the others wait at a barrier afterwards, never inside a collective (the
-  // tensor-parallel gather comes before the write). The
-  // watchdog gives the write time for its size on a slow disk on top of --comm-timeout.
+  // Every rank writes the slices it owns (checkpoint_slices.h), in parallel, then rank 0 the
+  // index. Synchronous: the watchdog gives the write (the previous asynchronous one's end
+  // included) time for the whole checkpoint on a slow disk on top of --comm-timeout.
+  // Asynchronous: this only takes the snapshot; the loop completes the save when every part is in.
   void save_checkpoint(TrainResult& result) {
     const double bytes = 12.0 * static_cast<double>(model_->num_parameters());  // params, m, v in f32
-    auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (rank 0 writes " +
-                             std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB, the others wait for it)",
-                         bytes / kSlowDiskBytesPerSecond);
-    // Every rank takes part in gathering the tensor-parallel shards; rank 0 writes.
-    std::string path = save_run(run_parts(), counters_, is_logger());
-    if (is_logger()) {
-      result.last_checkpoint = path;
-      say("saved " + result.last_checkpoint);
-    }
-    if (world_->size() > 1) world_->barrier();
+    auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (" +
+                             std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB over all ranks)",
+                         2.0 * bytes / kSlowDiskBytesPerSecond);
+    const std::string completed = saver_->save(run_parts(), counters_);
+    if (!completed.empty()) saved(completed, result);
+  }
+
+  void saved(const std::string& path, TrainResult& result) {
+    result.last_checkpoint = path;
+    say("saved " + path + " (" + saver_->last_summary() + ")");
   }
 
   // True when a checkpoint in --out was loaded.
   bool resume() {
     RunParts parts = run_parts();
-    std::string path = resume_run(parts, counters_);
+    std::vector<std::string> skipped;
+    std::string path = resume_run(parts, counters_, *world_, skipped);
+    for (const std::string& line : skipped) say(line);
     if (path.empty()) {
       say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
       return false;
     }
+    saver_->set_saved_step(counters_.step);
     say("resumed from " + path + " at step " + std::to_string(counters_.step));
     return true;
   }
@@ -432,6 +465,8 @@ class Trainer {
   Generator dropout_gen_;
   MetricsWriter metrics_;
   RunCounters counters_;
+  PreemptionSignals signals_;  // from construction on, a signal stops the run at a step boundary
+  std::unique_ptr<RunSaver> saver_;
   int64_t tokens_per_step_ = 0;
   double timed_seconds_ = 0.0;
   Clock::time_point loop_start_ = Clock::now();  // steps 2..kTimedSteps+1 of this run, for --fit-schedule

@@ -39,6 +39,7 @@ struct TrainResult {
   int64_t params = 0;
   int64_t tokens = 0;               // training tokens over all ranks, resumed ones included
   bool diverged = false;            // stopped on a non-finite loss or gradient norm
+  bool stopped_by_signal = false;   // SIGTERM, SIGINT or SIGUSR1: saved, then stopped early
   int64_t skipped_nonfinite = 0;    // updates dropped for a non-finite value (--skip-nonfinite)
   std::string last_checkpoint;
   // FNV-1a over the bytes of every parameter at the end: equal hashes = bit-identical models

@@ -182,7 +182,8 @@ def test_export_hf(ctx, tmp):
         expect(sorted(json.load(f).values()) == list(range(vocab)), "vocab.json ids")
 
     # A GPU run pads the vocabulary rows to a multiple of 128: the export drops the padding.
-    padded = os.path.join(tmp, "padded.h5")
+    # (Beside the index: its virtual datasets name the part files relative to its directory.)
+    padded = os.path.join(run_dir, "padded.h5")
     with h5py.File(ckpt, "r") as src, h5py.File(padded, "w") as dst:
         for key in src:
             src.copy(key, dst)

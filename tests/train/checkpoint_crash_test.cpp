@@ -13,6 +13,7 @@
 
 #include "process_helpers.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_part.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {
@@ -141,6 +142,7 @@ TEST(CheckpointCrash, WriteErrorIsOneLineAndThePreviousCheckpointStays) {
   EXPECT_EQ(newest_checkpoint(dir / "out"), kept);
   EXPECT_NO_THROW(read_checkpoint(kept));
   for (const std::string& name : names_in(dir / "out")) EXPECT_EQ(name.find(".tmp"), std::string::npos) << name;
+  EXPECT_FALSE(std::filesystem::exists(parts_directory(checkpoint_path(dir / "out", 3))));
 }
 
 }  // namespace

@@ -85,8 +85,9 @@ TEST(Checkpoint, RoundTripIsExact) {
   EXPECT_TRUE(std::isinf(r.state.best_val_loss));
   EXPECT_EQ(r.state.tokens, 123456789012);
   EXPECT_EQ(r.tokenizer_text, d.tokenizer_text);
-  // The write was atomic: only the real name is left.
-  EXPECT_EQ(files_in(dir.path()), std::vector<std::string>{"ckpt_000250.h5"});
+  // The write was atomic: only the index and its parts are left, under their real names.
+  EXPECT_EQ(files_in(dir.path()), (std::vector<std::string>{"ckpt_000250.h5", "ckpt_000250.parts"}));
+  EXPECT_EQ(files_in(dir / "ckpt_000250.parts"), std::vector<std::string>{"rank_00000.h5"});
 }
 
 TEST(Checkpoint, FailedWriteLeavesNothing) {
@@ -110,7 +111,8 @@ TEST(Checkpoint, KeepNewestAndIgnoreTemporaries) {
   EXPECT_EQ(resolve_checkpoint(dir / "ckpt_000020.h5"), dir / "ckpt_000020.h5");
   prune_checkpoints(dir.path(), 2);
   EXPECT_EQ(files_in(dir.path()),
-            (std::vector<std::string>{"ckpt_000040.h5", "ckpt_000050.h5", "ckpt_000060.h5.tmp.999", "notes.txt"}));
+            (std::vector<std::string>{"ckpt_000040.h5", "ckpt_000040.parts", "ckpt_000050.h5", "ckpt_000050.parts",
+                                      "ckpt_000060.h5.tmp.999", "notes.txt"}));
   prune_checkpoints(dir.path(), 0);  // 0 keeps all
   EXPECT_EQ(list_checkpoints(dir.path()).size(), 2u);
   // Steps beyond six digits still sort by number.

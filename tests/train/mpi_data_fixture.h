@@ -14,6 +14,7 @@
 
 #include "dist/world.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_part.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 
@@ -75,7 +76,10 @@ class MpiDataTest : public ::testing::Test {
     if (member) {
       if (comm_->rank() == 0) {
         std::filesystem::create_directories(resumed.out_dir);
-        std::filesystem::copy_file(checkpoint_path(from_dir, step), checkpoint_path(resumed.out_dir, step));
+        // The index and its parts.
+        const std::string from = checkpoint_path(from_dir, step), to = checkpoint_path(resumed.out_dir, step);
+        std::filesystem::copy(parts_directory(from), parts_directory(to), std::filesystem::copy_options::recursive);
+        std::filesystem::copy_file(from, to);
       }
       sub->barrier();
       resumed.resume = true;

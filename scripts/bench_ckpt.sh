@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Times checkpoint saves of a real-size model against `dd conv=fsync` of the same bytes on the
+# same disk, and the step times around asynchronous saves against the others. Trains --steps
+# steps of --config (tiny batches: the model's size is what matters) on random tokens of GPT-2's
+# vocabulary, saving every --every steps, then writes the newest checkpoint's bytes with dd.
+#
+# usage: scripts/bench_ckpt.sh [--config configs/gpt2_350m.conf] [--np 1] [--device cpu]
+#            [--steps 8] [--every 4] [--async-save false] [--out /tmp/nd_bench_ckpt] [--mpirun mpirun]
+#            [-- EXTRA_TRAIN_FLAGS...]
+# e.g. on a GPU: scripts/bench_ckpt.sh --config configs/gpt2_1558m.conf --device cuda --np 1 --async-save true
+set -euo pipefail
+cd "$(dirname "$0")/.."
+config=configs/gpt2_350m.conf; np=1; device=cpu; steps=8; every=4; async=false; out=/tmp/nd_bench_ckpt; mpirun=mpirun
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --config) config=$2; shift 2 ;;
+    --np) np=$2; shift 2 ;;
+    --device) device=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --every) every=$2; shift 2 ;;
+    --async-save) async=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --mpirun) mpirun=$2; shift 2 ;;
+    --) shift; break ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    *) echo "bench_ckpt.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+bin=build/nanodist
+[[ -x $bin ]] || { echo "bench_ckpt.sh: $bin not found (build first)" >&2; exit 2; }
+mkdir -p "$out"
+[[ -f $out/data/train.bin ]] || $bin prepare --random-tokens 2000000 --vocab-size 50257 --out "$out/data" >/dev/null
+rm -rf "$out/run"
+dtype=f32; [[ $device == cuda* ]] && dtype=bf16
+launch=(); (( np > 1 )) && launch=($mpirun -np "$np")
+"${launch[@]}" $bin train --config "$config" --data "$out/data" --out "$out/run" --device "$device" --dtype "$dtype" \
+  --batch-size 1 --block-size 64 --grad-accum 1 --max-iters "$steps" --eval-interval 0 --log-interval 1 \
+  --ckpt-interval "$every" --keep 1 --async-save "$async" "$@" | tee "$out/train.txt" | grep -E '^(saved|step)'
+ckpt=$(ls "$out"/run/ckpt_*.h5 | sort | tail -n 1)
+bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {printf "%.0f", s}')
+# The same bytes in 64 MiB blocks (one file per rank, written in parallel as the parts are).
+per_rank=$(( bytes / np / 67108864 + 1 ))
+start=$(date +%s.%N)
+for ((r = 0; r < np; r++)); do
+  dd if=/dev/zero of="$out/dd_$r" bs=64M count="$per_rank" conv=fsync status=none &
+done
+wait
+dd_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+rm -f "$out"/dd_*
+save_s=$(grep '^saved' "$out/train.txt" | tail -n 1 | sed -E 's/.*, ([0-9.]+) s \(snapshot.*/\1/')
+echo "checkpoint $ckpt: $bytes bytes; last save ${save_s} s; dd conv=fsync of the same bytes ($np file(s)): ${dd_s} s;" \
+     "ratio $(awk -v a="$save_s" -v b="$dd_s" 'BEGIN { printf "%.2f", a / b }')"
+# Step times: the steps that ran while a save was in flight (after the save's step, up to its
+# "saved" line), plus the snapshot's pause, against as many ordinary steps; first step left out.
+sed -E -n 's/^step +([0-9]+)\/[0-9]+ .*\| ([0-9.]+) ms .*/step \1 \2/p; s/^saved .*ckpt_0*([0-9]+)\.h5.*snapshot ([0-9.]+) s.*/saved \1 \2/p' \
+    "$out/train.txt" |
+awk '$1 == "step" { last = $2; if ($2 > 1) t[$2] = $3 }
+     $1 == "saved" { done_at[$2] = last; snap_ms += 1000 * $3 }
+     END { for (k in done_at) for (n = k + 1; n <= done_at[k]; n++) if (n in t) around[n] = 1
+           for (n in t) if (n in around) { a += t[n]; na++ } else { o += t[n]; no++ }
+           if (na > 0 && no > 0) printf "steps with a save in flight: %d, %.0f ms with the snapshots (%.0f ms); other steps: %d, mean %.0f ms; slow-down %.1f%%\n", na, a + snap_ms, snap_ms, no, o / no, 100 * ((a + snap_ms) / (na * o / no) - 1)
+           else print "no step ran while a save was in flight (synchronous saves, or too few steps)" }'

@@ -1,0 +1,51 @@
+// Between a live model (and its AdamW state) and the slices of a sharded checkpoint. A snapshot
+// copies the slices this rank writes (checkpoint_slices.h decides which) into host buffers,
+// pinned when the model is on a GPU, so a background thread can write them while training goes
+// on. load_model_slices fills each rank's tensors from any checkpoint layout, reading only the
+// slices that meet what the rank holds.
+#pragma once
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "nn/gpt.h"
+#include "train/checkpoint_index.h"
+#include "train/optimizer.h"
+
+namespace nd::train {
+
+class ModelSnapshot {
+ public:
+  ModelSnapshot() = default;
+  ~ModelSnapshot();
+  ModelSnapshot(const ModelSnapshot&) = delete;
+  ModelSnapshot& operator=(const ModelSnapshot&) = delete;
+
+  // Copies this rank's owned slices of the parameters (the f32 masters where there are), the
+  // AdamW moments (when `optimizer` is not null) out of the model; `dp_rank` of `dp_size` is this
+  // rank's place among the data-parallel replicas. Returns when the copies are complete (the
+  // model may change after). Buffers are kept for the next snapshot of the same layout. With
+  // `copy` false the slices of f32 CPU tensors point into the tensors themselves (a synchronous
+  // save, written before the model changes, needs no copy).
+  void take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy = true);
+  const std::vector<OwnedSlice>& slices() const { return slices_; }
+  int64_t bytes() const;
+
+ private:
+  struct Buffer {
+    float* data = nullptr;
+    size_t count = 0;
+    bool pinned = false;
+  };
+  float* buffer(size_t index, size_t count, bool pinned);
+  std::vector<Buffer> buffers_;
+  std::vector<OwnedSlice> slices_;
+  std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
+};
+
+// Loads parameters (and masters and moments when `optimizer` is not null) from `reader` into
+// this rank's tensors, on their device; the token embedding's padding rows become zeros.
+// nd::Error when a tensor is missing or has another shape, or a slice is corrupt.
+void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimizer);
+
+}  // namespace nd::train

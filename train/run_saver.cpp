@@ -1,0 +1,128 @@
+// RunSaver: snapshot, part write (here or on the writer thread), agreement, index.
+#include "train/run_saver.h"
+
+#include <cstdio>
+#include <filesystem>
+
+#include "tensor/error.h"
+#include "train/checkpoint_index.h"
+
+namespace nd::train {
+
+RunSaver::RunSaver(dist::Comm& world, int dp_rank, int dp_size, bool async)
+    : world_(world), dp_rank_(dp_rank), dp_size_(dp_size) {
+  if (async) writer_ = std::make_unique<BackgroundWriter>();
+}
+
+RunSaver::~RunSaver() = default;  // the writer joins its thread; an unfinished part stays a temporary
+
+std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
+  std::string completed = finish();
+  if (counters.step == saved_step_) return completed;
+  saved_step_ = counters.step;
+  out_dir_ = run.config.out_dir;
+  keep_ = run.config.keep;
+  pending_path_ = checkpoint_path(out_dir_, counters.step);
+  // A complete checkpoint of this step (from an earlier run in this directory) stops being one
+  // before any part of it is replaced.
+  if (world_.rank() == 0) remove_checkpoint(pending_path_);
+  if (world_.size() > 1) world_.barrier();
+  meta_ = run_metadata(run, counters);
+  started_ = std::chrono::steady_clock::now();
+  // A synchronous save writes before the model changes: no copy of CPU tensors is needed.
+  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, /*copy=*/writer_ != nullptr);
+  snapshot_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+  part_state_ = 0;
+  if (writer_) {
+    writer_->submit([this] { write_part(); });
+    return completed;  // the save before, if it completed only now
+  }
+  write_part();
+  return agree_and_complete();
+}
+
+void RunSaver::prepare(const RunParts& run) {
+  if (writer_) snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_);
+}
+
+void RunSaver::write_part() {
+  try {
+    write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices());
+    part_state_ = 1;
+  } catch (const Error& e) {
+    part_error_ = e.message();
+    part_state_ = 2;
+  }
+}
+
+int64_t RunSaver::part_written() const { return pending() && part_state_ == 1 ? 1 : 0; }
+int64_t RunSaver::part_failed() const { return pending() && part_state_ == 2 ? 1 : 0; }
+
+std::string RunSaver::complete_if_written(int64_t written, int64_t failed) {
+  if (!pending()) return "";
+  if (failed > 0) {
+    if (writer_) writer_->wait();
+    fail_pending(part_state_ == 2 ? part_error_ : "another rank could not write its part");
+  }
+  if (written < world_.size()) return "";
+  if (writer_) writer_->wait();
+  return complete_pending();
+}
+
+std::string RunSaver::finish() {
+  if (!pending()) return "";
+  if (writer_) writer_->wait();
+  return agree_and_complete();
+}
+
+std::string RunSaver::agree_and_complete() {
+  int64_t counts[2] = {part_state_ == 1 ? 1 : 0, part_state_ == 2 ? 1 : 0};
+  if (world_.size() > 1) world_.host_allreduce(counts, 2, dist::HostReduce::Sum);
+  if (counts[1] > 0) fail_pending(part_state_ == 2 ? part_error_ : "another rank could not write its part");
+  std::string error;
+  std::string path;
+  try {
+    path = complete_pending();
+  } catch (const Error& e) {
+    error = e.message();
+  }
+  int64_t failed = error.empty() ? 0 : 1;
+  if (world_.size() > 1) world_.host_allreduce(&failed, 1, dist::HostReduce::Sum);
+  ND_CHECK_INPUT(failed == 0, (error.empty() ? "rank 0 could not write the checkpoint index" : error));
+  return path;
+}
+
+std::string RunSaver::complete_pending() {
+  std::string path = pending_path_;
+  pending_path_.clear();
+  if (world_.rank() != 0) return path;
+  try {
+    const int64_t bytes = write_checkpoint_index(path, world_.size(), meta_);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    char line[160];
+    std::snprintf(line, sizeof(line), "%.2f GB in %d part%s, %.1f s (snapshot %.1f s)", bytes / 1e9, world_.size(),
+                  world_.size() == 1 ? "" : "s", seconds, snapshot_seconds_);
+    summary_ = line;
+  } catch (const Error& e) {
+    std::error_code ec;
+    std::filesystem::remove_all(parts_directory(path), ec);
+    throw;
+  }
+  prune_checkpoints(out_dir_, keep_);
+  return path;
+}
+
+void RunSaver::fail_pending(const std::string& why) {
+  const std::string path = pending_path_;
+  pending_path_.clear();
+  if (world_.rank() == 0) {
+    std::error_code ec;
+    std::filesystem::remove_all(parts_directory(path), ec);
+  }
+  const std::string kept = newest_checkpoint(out_dir_);
+  ND_FAIL_INPUT("cannot write checkpoint " << path << ": " << why
+                                           << (kept.empty() ? std::string("; no earlier checkpoint exists")
+                                                            : "; the newest complete checkpoint stays " + kept));
+}
+
+}  // namespace nd::train
