@@ -3,6 +3,9 @@
 // through the compute stream (Comm's contract, rule 3), never on the host.
 #include "dist/hierarchical_comm.h"
 
+#include <map>
+#include <vector>
+
 namespace nd::dist {
 
 HierarchicalComm::HierarchicalComm(Comm& inner, int node, const RingOptions& options)
@@ -17,13 +20,21 @@ HierarchicalComm::HierarchicalComm(std::unique_ptr<Comm> inner, int node, const 
 
 void HierarchicalComm::build() {
   ND_CHECK(node_id_ >= 0, "HierarchicalComm: node " << node_id_ << " must be >= 0");
+  // Every rank learns every member's node (one host reduction), so all decide alike, and the
+  // level comms (with NCCL, a communicator each) are built only where two levels exist: not for
+  // a group inside one node (tp), not for one rank per node.
+  std::vector<int64_t> nodes(size(), 0);
+  nodes[rank()] = node_id_ + 1;
+  inner().host_allreduce(nodes.data(), size(), HostReduce::Sum);
+  std::map<int64_t, int> per_node;
+  for (int64_t node : nodes) ++per_node[node];
+  bool even = true;
+  for (const auto& [node, count] : per_node) even = even && count == per_node.begin()->second;
+  const int ranks_per_node = per_node.begin()->second;
+  two_levels_ = even && per_node.size() > 1 && ranks_per_node > 1;
+  if (!two_levels_) return;
   node_ = inner().split(node_id_, rank());
   cross_ = inner().split(node_->rank(), rank());
-  // Shards line up only when every node holds as many ranks: agree on the smallest and largest.
-  int64_t sizes[2] = {node_->size(), -node_->size()};
-  inner().host_allreduce(sizes, 2, HostReduce::Max);
-  const bool even = sizes[0] == -sizes[1];
-  two_levels_ = even && node_->size() > 1 && cross_->size() > 1;
 }
 
 CommWork HierarchicalComm::allreduce_async(Tensor& buffer, ReduceOp op) {

@@ -13,10 +13,11 @@ namespace nd::dist {
 
 class HierarchicalComm : public RingComm {
  public:
-  // Collective over `inner`: `node` is this rank's node (dist/node_map.h), any number the ranks of
-  // one node share. Splits `inner` into the node's comm and the comm across nodes. Nodes holding
-  // different numbers of this comm's ranks make the all-reduce the flat ring (shards would not
-  // line up). `inner` must outlive this comm, or is owned.
+  // Collective over `inner`: `node` is this rank's node (dist/node_map.h), any number >= 0 the
+  // ranks of one node share. Splits `inner` into the node's comm and the comm across nodes when
+  // there are two levels: more than one node, more than one rank on each, as many on every node
+  // (else the shards would not line up, and the all-reduce is the flat ring). `inner` must
+  // outlive this comm, or is owned.
   HierarchicalComm(Comm& inner, int node, const RingOptions& options = {});
   HierarchicalComm(std::unique_ptr<Comm> inner, int node, const RingOptions& options = {});
 
@@ -24,6 +25,7 @@ class HierarchicalComm : public RingComm {
   // A HierarchicalComm around the wrapped comm's split, same node and options.
   std::unique_ptr<Comm> split(int color, int key) override;
 
+  // With two levels only (otherwise neither is built and the all-reduce is the flat ring):
   Comm& node_comm() const { return *node_; }    // the ranks of this comm on this node
   Comm& cross_comm() const { return *cross_; }  // one rank per node: those with this rank's place in theirs
   bool two_levels() const { return two_levels_; }

@@ -8,10 +8,10 @@
 # Writes CSVs, logs and summary.txt under --out.
 #
 # usage: scripts/network_path.sh [--part gpu|cpu|all] [--np 2] [--out out/network_path]
-#            [--max-bytes 1G] [--cpu-max-bytes 16M] [--steps 30] [--bin build/nanodist]
+#            [--max-bytes 1G] [--cpu-max-bytes 16M] [--iters 20] [--steps 30] [--bin build/nanodist]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-part=""; np=2; out=out/network_path; max_bytes=1G; cpu_max_bytes=16M; steps=30; bin=build/nanodist
+part=""; np=2; out=out/network_path; max_bytes=1G; cpu_max_bytes=16M; steps=30; iters=20; bin=build/nanodist
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --part) part=$2; shift 2 ;;
@@ -20,6 +20,7 @@ while [[ $# -gt 0 ]]; do
     --max-bytes) max_bytes=$2; shift 2 ;;
     --cpu-max-bytes) cpu_max_bytes=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
+    --iters) iters=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
     *) echo "network_path.sh: unknown argument $1" >&2; exit 2 ;;
@@ -49,10 +50,10 @@ curve() {
   env "${envs[@]}" NANODIST_RANKS_PER_NODE=1 mpirun -np "$np" --bind-to none "${mpi[@]}" \
     -x NANODIST_RANKS_PER_NODE -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
     "$bin" bench-comm --op allreduce --impl "$impl" --device "$device" --dtype f32 \
-    --min-bytes 8 --max-bytes "$max" --iters 20 --warmup 5 --csv "$csv" >"$log" 2>&1 ||
+    --min-bytes 8 --max-bytes "$max" --iters "$iters" --warmup 5 --csv "$csv" >"$log" 2>&1 ||
     { echo "$label failed; last lines of $log:"; tail -n 5 "$log"; return 0; }
-  note "$label: $(awk -F, 'NR > 1 { s = $5; b = $11; t = $9 } NR == 2 { t0 = $9 }
-      END { printf "8 B %.1f us, %s B %.2f GB/s busbw", t0, s, b }' "$csv")"
+  note "$label: $(awk -F, 'NR == 2 { t0 = $9 } $5 == 1048576 { m = $11 } NR > 1 { s = $5; b = $11 }
+      END { printf "8 B %.1f us | 1 MB %.2f GB/s | %d MB %.2f GB/s busbw", t0, m, s / 1048576, b }' "$csv")"
 }
 
 if [[ "$part" == cpu || "$part" == all ]]; then
@@ -83,17 +84,23 @@ if [[ "$part" == gpu || "$part" == all ]]; then
         -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE "$bin" train --config configs/gpt2_124m.conf --data "$data" \
         --out "$run" --batch-size 32 --grad-accum 1 --collectives "$coll" --max-iters "$steps" --warmup-iters 10 \
         --eval-interval 0 --eval-iters 1 --log-interval 1 >"$log" 2>&1; then
-      python3 - "$run/metrics.jsonl" "$steps" "$label" <<'PY' | tee -a "$summary"
+      python3 - "$run/metrics.jsonl" "$steps" "$label" ${base_tok:+"$base_tok" "$ranks"} <<'PY' | tee -a "$summary"
 import json, statistics, sys
 recs = [r for r in map(json.loads, open(sys.argv[1])) if "tok_per_s" in r and 10 <= r["step"] <= int(sys.argv[2])]
-print(f"{sys.argv[3]}: {statistics.median(r['tok_per_s'] for r in recs):,.0f} tok/s, "
-      f"{statistics.median(r['ms'] for r in recs):.2f} ms/step")
+tok = statistics.median(r["tok_per_s"] for r in recs)
+ms = statistics.median(r["ms"] for r in recs)
+line = f"{sys.argv[3]}: {tok:,.0f} tok/s, {ms:.2f} ms/step"
+if sys.argv[4:]:  # tok/s of one GPU, and this run's GPU count
+    line += f", efficiency {100 * tok / (int(sys.argv[5]) * float(sys.argv[4])):.1f}%"
+print(line)
 PY
     else
       echo "$label failed; last lines of $log:"; tail -n 5 "$log"
     fi
   }
+  base_tok=""
   ddp ddp_np1 1 native NCCL_P2P_DISABLE=0 NCCL_SHM_DISABLE=0
+  base_tok=$(grep '^ddp_np1:' "$summary" | sed 's/^ddp_np1: \([0-9,]*\) tok.*/\1/' | tr -d ,)  || true
   for path in nvlink socket; do
     flags=(NCCL_P2P_DISABLE=0 NCCL_SHM_DISABLE=0)
     [[ "$path" == socket ]] && flags=(NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)
