@@ -8,10 +8,13 @@
 # Writes CSVs, logs and summary.txt under --out.
 #
 # usage: scripts/network_path.sh [--part gpu|cpu|all] [--np 2] [--out out/network_path]
-#            [--max-bytes 1G] [--cpu-max-bytes 16M] [--iters 20] [--steps 30] [--bin build/nanodist]
+#            [--max-bytes 1G] [--cpu-max-bytes 16M] [--iters 20] [--steps 30] [--ranks-per-node 1]
+#            [--bin build/nanodist]
+# --ranks-per-node K: NANODIST_RANKS_PER_NODE for every run (1: each rank its own "node"; with
+# --np 4, 2 gives the hierarchical all-reduce its two levels, 2 nodes x 2 ranks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-part=""; np=2; out=out/network_path; max_bytes=1G; cpu_max_bytes=16M; steps=30; iters=20; bin=build/nanodist
+part=""; np=2; out=out/network_path; max_bytes=1G; cpu_max_bytes=16M; steps=30; iters=20; per_node=1; bin=build/nanodist
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --part) part=$2; shift 2 ;;
@@ -21,8 +24,9 @@ while [[ $# -gt 0 ]]; do
     --cpu-max-bytes) cpu_max_bytes=$2; shift 2 ;;
     --steps) steps=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
+    --ranks-per-node) per_node=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "network_path.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -47,13 +51,14 @@ curve() {
   mpi=("$@")
   local csv="$out/csv/${label}.csv" log="$out/logs/${label}.log"
   # NANODIST_RANKS_PER_NODE=1: every rank its own node, so the hierarchical all-reduce goes across.
-  env "${envs[@]}" NANODIST_RANKS_PER_NODE=1 mpirun -np "$np" --bind-to none "${mpi[@]}" \
+  [[ "$device" == cpu ]] && mpi+=(--oversubscribe)  # more ranks than cores on a small machine
+  env "${envs[@]}" NANODIST_RANKS_PER_NODE="$per_node" mpirun -np "$np" --bind-to none "${mpi[@]}" \
     -x NANODIST_RANKS_PER_NODE -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
     "$bin" bench-comm --op allreduce --impl "$impl" --device "$device" --dtype f32 \
     --min-bytes 8 --max-bytes "$max" --iters "$iters" --warmup 5 --csv "$csv" >"$log" 2>&1 ||
     { echo "$label failed; last lines of $log:"; tail -n 5 "$log"; return 0; }
   note "$label: $(awk -F, 'NR == 2 { t0 = $9 } $5 == 1048576 { m = $11 } NR > 1 { s = $5; b = $11 }
-      END { printf "8 B %.1f us | 1 MB %.2f GB/s | %d MB %.2f GB/s busbw", t0, m, s / 1048576, b }' "$csv")"
+      END { printf "8 B %.1f us | 1 MB %s | %d KB %.2f GB/s busbw", t0, m == "" ? "-" : sprintf("%.2f GB/s", m), s / 1024, b }' "$csv")"
 }
 
 if [[ "$part" == cpu || "$part" == all ]]; then
@@ -80,7 +85,7 @@ if [[ "$part" == gpu || "$part" == all ]]; then
     local label=$1 ranks=$2 coll=$3; shift 3
     local run="$out/runs/$label" log="$out/logs/$label.log"
     rm -rf "$run"
-    if env "$@" NANODIST_RANKS_PER_NODE=1 mpirun -np "$ranks" --bind-to none -x NANODIST_RANKS_PER_NODE \
+    if env "$@" NANODIST_RANKS_PER_NODE="$per_node" mpirun -np "$ranks" --bind-to none -x NANODIST_RANKS_PER_NODE \
         -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE "$bin" train --config configs/gpt2_124m.conf --data "$data" \
         --out "$run" --batch-size 32 --grad-accum 1 --collectives "$coll" --max-iters "$steps" --warmup-iters 10 \
         --eval-interval 0 --eval-iters 1 --log-interval 1 >"$log" 2>&1; then
