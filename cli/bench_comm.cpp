@@ -17,10 +17,12 @@ namespace nd::cli {
 namespace {
 
 FlagSet bench_comm_flags() {
-  FlagSet set("bench-comm", "--op OP --impl native|ring [flags]   (under mpirun, one rank per GPU or CPU)");
+  FlagSet set("bench-comm", "--op OP --impl native|ring|hierarchical [flags]   (under mpirun, one rank per GPU or CPU)");
   set.group("collective")
       .add(flag("op", "allreduce", "allreduce, sendrecv, allgather or reducescatter"))
-      .add(flag("impl", "native", "native (MPI on CPU, NCCL on GPU) or ring (ours)"))
+      .add(flag("impl", "native",
+                "native (MPI on CPU, NCCL on GPU), ring (ours) or hierarchical (our all-reduce inside each node, then "
+                "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node)"))
       .add(flag("device", "cpu", "cpu or cuda"))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
@@ -48,9 +50,11 @@ FlagSet bench_comm_flags() {
   return set;
 }
 
-// "native", "ring", or "ring-pN" for the pipelined GPU ring on N pipes (its own curve in a plot).
+// "native", "ring", "hierarchical", or "ring-pN" for the pipelined GPU ring on N pipes (its own
+// curve in a plot).
 std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
   if (!options.ring) return "native";
+  if (options.hierarchical) return "hierarchical";
   const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
   return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
 }
@@ -59,8 +63,10 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   dist::BenchCommOptions options;
   options.op = dist::parse_bench_op(flags.get_string("op"));
   const std::string impl = flags.get_string("impl");
-  ND_CHECK_INPUT(impl == "native" || impl == "ring", "unknown --impl '" << impl << "' (expected native or ring)");
-  options.ring = impl == "ring";
+  ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical",
+                 "unknown --impl '" << impl << "' (expected native, ring or hierarchical)");
+  options.ring = impl != "native";
+  options.hierarchical = impl == "hierarchical";
   const Device device = parse_device(flags.get_string("device"));
   options.dtype = parse_dtype(flags.get_string("dtype"));
   options.min_bytes = parse_byte_size(flags.get_string("min-bytes"));

@@ -8,6 +8,7 @@
 #include "cli/train_flags.h"
 #include "cli/fault_guard_for.h"
 #include "cli/op_table.h"
+#include "dist/node_map.h"
 #include "dist/world.h"
 #include "train/exit_status.h"
 #include "train/init_from.h"
@@ -68,6 +69,8 @@ int run_train(const ParsedFlags& flags) {
   context.log = comm->rank() == 0 ? &std::cout : nullptr;
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, config.comm_timeout, config.heartbeat_timeout);
   if (guard) context.watchdog = &guard->watchdog();
+  // Collective: where the ranks are, for the header's nodes line.
+  const dist::NodeMap nodes = dist::discover_nodes(*comm);
   if (comm->rank() == 0) {
     const int dp = config.dp_size(comm->size());
     std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
@@ -76,7 +79,8 @@ int run_train(const ParsedFlags& flags) {
               << " x pp 1 x dp " << dp << ")\n"
               << "global batch " << config.batch_size * config.grad_accum * dp << " sequences = " << config.batch_size
               << " per rank x " << config.grad_accum << " accumulation x " << dp << " data-parallel rank(s)"
-              << (comm->size() > 1 ? ", collectives " + config.collectives : std::string()) << std::endl;
+              << (comm->size() > 1 ? ", collectives " + config.collectives : std::string()) << "\n"
+              << "nodes: " << dist::describe_placement(nodes, config.tp, config.pp) << std::endl;
   }
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();

@@ -4,6 +4,8 @@
 
 #include "dist/comm_bench_data.h"
 #include "dist/comm_timer.h"
+#include "dist/hierarchical_comm.h"
+#include "dist/node_map.h"
 #include "dist/ring_comm.h"
 
 namespace nd::dist {
@@ -142,14 +144,18 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
                  "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
   std::vector<BenchCommRow> rows;
   CommTimer timer(comm);
-  RingComm ring_comm(comm, options.ring_options);
+  // Collective (splits): the hierarchical decorator only when asked for.
+  std::unique_ptr<RingComm> ring_comm =
+      options.hierarchical
+          ? std::make_unique<HierarchicalComm>(comm, discover_nodes(comm).node(comm.rank()), options.ring_options)
+          : std::make_unique<RingComm>(comm, options.ring_options);
   int64_t previous_total = -1;
   for (double size = static_cast<double>(options.min_bytes); size <= static_cast<double>(options.max_bytes) * (1 + 1e-12);
        size *= options.factor) {
     const int64_t total = total_count(options.op, static_cast<int64_t>(size), options.dtype, comm.size());
     if (total == previous_total) continue;  // sizes below one element (or block) collapse
     previous_total = total;
-    Case c = make_case(comm, ring_comm, options, total);
+    Case c = make_case(comm, *ring_comm, options, total);
 
     c.fill(comm);
     CommWork work = c.run(comm);

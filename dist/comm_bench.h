@@ -19,6 +19,9 @@ const char* bench_op_name(BenchOp op);
 struct BenchCommOptions {
   BenchOp op = BenchOp::AllReduce;
   bool ring = false;  // --impl ring (else native: MPI on CPU, NCCL on GPU)
+  // --impl hierarchical (with ring): the all-reduce in two levels, inside each node then across
+  // (dist/hierarchical_comm.h; nodes from dist/node_map.h); the other ops as the flat ring.
+  bool hierarchical = false;
   DType dtype = DType::F32;
   int64_t min_bytes = 8;
   int64_t max_bytes = int64_t{1} << 30;

@@ -2,6 +2,9 @@
 // (tp fastest, then dp, then pp) and builds each distinct group once, in the same order everywhere.
 #include "dist/parallel_grid.h"
 
+#include <iostream>
+
+#include "dist/hierarchical_comm.h"
 #include "dist/local_comm.h"
 #include "dist/ring_comm.h"
 
@@ -25,8 +28,9 @@ void agree(Comm& world, const int64_t (&values)[3]) {
                                                                        << "; this rank " << values[0] << ")");
   ND_CHECK(same(1), "ranks pass different pipeline-parallel sizes (from " << -range[3] << " to " << range[2]
                                                                          << "; this rank " << values[1] << ")");
-  ND_CHECK(same(2), "ranks pass different collectives (this rank "
-                        << collectives_name(static_cast<Collectives>(values[2])) << ")");
+  ND_CHECK(same(2), "ranks pass different collectives or --allow-cross-node-tp (this rank "
+                        << collectives_name(static_cast<Collectives>(values[2] / 2)) << ", "
+                        << (values[2] % 2 ? "allowed" : "not allowed") << ")");
 }
 
 }  // namespace
@@ -43,17 +47,24 @@ const char* axis_name(Axis axis) {
 Collectives parse_collectives(const std::string& name) {
   if (name == "native" || name == "auto") return Collectives::Native;
   if (name == "ring") return Collectives::Ring;
-  ND_FAIL("unknown collectives '" << name << "' (expected native, ring or auto)");
+  if (name == "hierarchical") return Collectives::Hierarchical;
+  ND_FAIL("unknown collectives '" << name << "' (expected native, ring, hierarchical or auto)");
 }
 
 const char* collectives_name(Collectives collectives) {
-  return collectives == Collectives::Ring ? "ring" : "native";
+  switch (collectives) {
+    case Collectives::Native: return "native";
+    case Collectives::Ring: return "ring";
+    case Collectives::Hierarchical: return "hierarchical";
+  }
+  return "?";
 }
 
 ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
     : world_(world), collectives_(options.collectives), ring_options_(options.ring) {
   // Agree first: a rank that raised alone would leave the others waiting in a split.
-  agree(world, {options.tp, options.pp, static_cast<int64_t>(options.collectives)});
+  agree(world, {options.tp, options.pp,
+                static_cast<int64_t>(options.collectives) * 2 + (options.allow_cross_node_tp ? 1 : 0)});
   const int n = world.size(), w = world.rank(), tp = options.tp, pp = options.pp;
   ND_CHECK(tp >= 1, "the tensor-parallel size must be >= 1, got " << tp);
   ND_CHECK(pp >= 1, "the pipeline-parallel size must be >= 1, got " << pp);
@@ -63,6 +74,15 @@ ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
   } else {
     ND_CHECK(n % model == 0, "the tensor-parallel size " << tp << " x pipeline-parallel size " << pp << " = " << model
                                                          << " does not divide the world size " << n);
+  }
+  // Every rank holds the same map (discovered together or passed alike), so all raise together.
+  nodes_ = options.nodes.node_of_rank.empty() ? discover_nodes(world) : options.nodes;
+  ND_CHECK(static_cast<int>(nodes_.node_of_rank.size()) == n,
+           "the node map covers " << nodes_.node_of_rank.size() << " ranks, the world " << n);
+  const std::string crossing = tp_crossing_nodes(nodes_, tp);
+  if (!crossing.empty()) {
+    ND_CHECK_INPUT(options.allow_cross_node_tp, crossing << "; or pass --allow-cross-node-tp to run it anyway");
+    if (w == 0) std::cerr << "nanodist: warning: " << crossing << " (allowed by --allow-cross-node-tp; its all-reduces cross the network every layer)" << std::endl;
   }
   sizes_[index(Axis::Tp)] = tp;
   sizes_[index(Axis::Pp)] = pp;
@@ -112,10 +132,15 @@ Comm* ParallelGrid::build(int mask) {
     if (size(axis) > 1) spread |= 1 << index(axis);
   const int members = mask & spread;
   if (members == spread) {  // everyone: the world itself (built once)
-    if (everyone_ == nullptr)
-      everyone_ = collectives_ == Collectives::Ring && world_.size() > 1
-                      ? keep(std::make_unique<RingComm>(world_, ring_options_))
-                      : &world_;
+    if (everyone_ == nullptr) {
+      if (collectives_ == Collectives::Native || world_.size() == 1) {
+        everyone_ = &world_;
+      } else if (collectives_ == Collectives::Ring) {
+        everyone_ = keep(std::make_unique<RingComm>(world_, ring_options_));
+      } else {
+        everyone_ = keep(std::make_unique<HierarchicalComm>(world_, nodes_.node(world_.rank()), ring_options_));
+      }
+    }
     return everyone_;
   }
   if (members != mask) return groups_[members];  // built earlier: members < mask
@@ -130,8 +155,13 @@ Comm* ParallelGrid::build(int mask) {
 }
 
 Comm* ParallelGrid::keep(std::unique_ptr<Comm> comm) {
-  if (collectives_ == Collectives::Ring && comm->size() > 1 && dynamic_cast<RingComm*>(comm.get()) == nullptr)
-    comm = std::make_unique<RingComm>(std::move(comm), ring_options_);
+  if (collectives_ != Collectives::Native && comm->size() > 1 && dynamic_cast<RingComm*>(comm.get()) == nullptr) {
+    if (collectives_ == Collectives::Ring) {
+      comm = std::make_unique<RingComm>(std::move(comm), ring_options_);
+    } else {
+      comm = std::make_unique<HierarchicalComm>(std::move(comm), nodes_.node(world_.rank()), ring_options_);
+    }
+  }
   owned_.push_back(std::move(comm));
   return owned_.back().get();
 }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "dist/comm.h"
+#include "dist/node_map.h"
 #include "dist/ring_allreduce.h"
 
 namespace nd::dist {
@@ -22,10 +23,11 @@ enum class Axis { Tp, Dp, Pp };
 const char* axis_name(Axis axis);  // "tp", "dp", "pp"
 
 // Which implementation the grid's groups use for all-reduce, reduce-scatter and all-gather:
-// the backend's own (NCCL on GPU, MPI on CPU) or our ring.
-enum class Collectives { Native, Ring };
-// "native" | "ring" | "auto" (for now the native collectives: measured faster in training,
-// docs/PERFORMANCE.md); anything else raises.
+// the backend's own (NCCL on GPU, MPI on CPU), our ring, or our ring in two levels, inside each
+// node then across nodes (dist/hierarchical_comm.h; reduce-scatter and all-gather stay flat).
+enum class Collectives { Native, Ring, Hierarchical };
+// "native" | "ring" | "hierarchical" | "auto" (for now the native collectives: measured faster
+// in training, docs/PERFORMANCE.md); anything else raises.
 Collectives parse_collectives(const std::string& name);
 const char* collectives_name(Collectives collectives);
 
@@ -33,13 +35,18 @@ struct GridOptions {
   int tp = 1;
   int pp = 1;  // dp = world size / (tp x pp)
   Collectives collectives = Collectives::Native;
-  RingOptions ring;  // the ring's options, with Collectives::Ring
+  RingOptions ring;  // the ring's options, with Collectives::Ring and Hierarchical
+  // Which node each world rank is on; empty: discover_nodes(world) (dist/node_map.h).
+  NodeMap nodes;
+  // A tp group that spans nodes is an error unless this is set (then a warning on rank 0).
+  bool allow_cross_node_tp = false;
 };
 
 class ParallelGrid {
  public:
   // Collective over `world` (every rank passes the same options; checked): raises nd::Error on
-  // every rank unless tp >= 1 and pp >= 1 and tp x pp divides world.size(). A group of one rank
+  // every rank unless tp >= 1 and pp >= 1 and tp x pp divides world.size(), and unless every tp
+  // group lies inside one node (or allow_cross_node_tp). A group of one rank
   // is a LocalComm on the world's device, a group of every rank is `world` itself, any other a
   // world.split() (groups with the same members are one comm: at pp 1, the tp x pp group is the
   // tp group). `world` must outlive the grid.
@@ -69,6 +76,7 @@ class ParallelGrid {
   bool is_first_stage() const { return rank(Axis::Pp) == 0; }
   bool is_last_stage() const { return rank(Axis::Pp) == size(Axis::Pp) - 1; }
   Collectives collectives() const { return collectives_; }
+  const NodeMap& nodes() const { return nodes_; }
 
   int world_rank() const { return world_.rank(); }
   int world_size() const { return world_.size(); }
@@ -90,6 +98,7 @@ class ParallelGrid {
   Comm& world_;
   Collectives collectives_;
   RingOptions ring_options_;
+  NodeMap nodes_;
   std::array<int, kAxes> sizes_{};
   std::array<int, kAxes> coords_{};
   std::array<Comm*, 1 << kAxes> groups_{};  // by axis mask

@@ -2,12 +2,12 @@
 #include "dist/world.h"
 
 #include <cstdlib>
-#include <string>
 
 #include "dist/local_comm.h"
 #include "dist/mpi_check.h"
 #include "dist/mpi_comm.h"
 #include "dist/nccl_comm.h"
+#include "dist/node_map.h"
 
 namespace nd::dist {
 
@@ -21,19 +21,12 @@ void finalize_mpi_at_exit() {
   if (initialized && !finalized) MPI_Finalize();
 }
 
-// A positive integer environment variable, or -1.
-int env_int(const char* name) {
-  const char* text = std::getenv(name);
-  if (!text || !*text) return -1;
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  return (*end == '\0' && value >= 0) ? static_cast<int>(value) : -1;
-}
-
 }  // namespace
 
 bool launched_under_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_RANK") != nullptr ||
+  // Open MPI's mpirun; srun with PMIx (Open MPI built against it) or PMI-2.
+  return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr ||
+         std::getenv("PMI_RANK") != nullptr ||
          std::getenv("PMI_SIZE") != nullptr;
 }
 
@@ -49,17 +42,9 @@ void ensure_mpi_initialized() {
 }
 
 LocalPlace local_place(MPI_Comm world) {
+  // MPI's shared-memory split, not a launcher's variables (OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID):
+  // the library knows which processes share a host whatever started them.
   LocalPlace place;
-  int env_rank = env_int("OMPI_COMM_WORLD_LOCAL_RANK");
-  int env_size = env_int("OMPI_COMM_WORLD_LOCAL_SIZE");
-  // Every rank must take the same branch: the split below is collective.
-  int have_env = (env_rank >= 0 && env_size > 0) ? 1 : 0, all_have_env = 0;
-  MPI_CHECK(MPI_Allreduce(&have_env, &all_have_env, 1, MPI_INT, MPI_MIN, world));
-  if (all_have_env) {
-    place.rank = env_rank;
-    place.size = env_size;
-    return place;
-  }
   MPI_Comm node;
   MPI_CHECK(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   MPI_CHECK(MPI_Comm_rank(node, &place.rank));
@@ -76,6 +61,7 @@ std::unique_ptr<Comm> make_world_comm(Device device, bool ring_transfers) {
   MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   set_error_rank(rank);
   if (size == 1) return std::make_unique<LocalComm>(device);
+  remember_node();
   if (device.is_cpu()) return std::make_unique<MpiComm>(MPI_COMM_WORLD);
 #if NANODIST_WITH_CUDA
   int gpu = select_local_gpu(MPI_COMM_WORLD);

@@ -17,7 +17,8 @@ bool launched_under_mpi();
 void ensure_mpi_initialized();
 
 // This process's rank among the ranks of its node, and how many there are. Collective over
-// `world`: Open MPI's OMPI_COMM_WORLD_LOCAL_* when present, else a shared-memory split.
+// `world`: MPI's shared-memory split, so mpirun and srun agree. The GPU a rank takes is its local
+// rank (NANODIST_RANKS_PER_NODE, dist/node_map.h, pretends nodes for the grid, not for GPUs).
 struct LocalPlace {
   int rank = 0;
   int size = 1;

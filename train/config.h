@@ -51,7 +51,8 @@ struct TrainConfig {
   int tp = 1;
   int pp = 1;  // pipeline stages; above 1 refused until the pipeline lands (the grid has the axis)
   bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1
-  std::string collectives = "native";  // native | ring | auto (dist::parse_collectives); alias --allreduce
+  std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
+  bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing
   double bucket_mb = 25.0;
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time

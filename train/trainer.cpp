@@ -93,6 +93,7 @@ class Trainer {
     grid.tp = c_.tp;
     grid.pp = c_.pp;
     grid.collectives = dist::parse_collectives(c_.collectives);
+    grid.allow_cross_node_tp = c_.allow_cross_node_tp;
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     rank_ = world_->rank();
     claimed_out_ = claim_output_dir_on_rank0(c_, *world_);
