@@ -36,9 +36,9 @@ while IFS= read -r line; do
   now=$(date +%s.%N)
   cpu="?"
   if read -r -a stat 2>/dev/null <"/proc/$pid/stat"; then
-    cpu=$(printf '%.2f' "$(echo "(${stat[13]} + ${stat[14]}) / $tick" | bc -l)")
+    cpu=$(awk -v u="${stat[13]}" -v s="${stat[14]}" -v t="$tick" 'BEGIN { printf "%.2f", (u + s) / t }')
   fi
-  printf '%7.2f s  cpu %7s s | %s\n' "$(echo "$now - $start" | bc)" "$cpu" "$line"
+  printf '%7.2f s  cpu %7s s | %s\n' "$(awk -v a="$now" -v b="$start" 'BEGIN { print a - b }')" "$cpu" "$line"
   if [[ "$line" == "step 1/"* ]]; then
     seen_step=1
     kill "$pid" 2>/dev/null || true
