@@ -23,17 +23,25 @@ void on_signal(int sig) {
   g_first_signal.store(sig);
 }
 
+void install(struct sigaction* previous) {
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // a write or a collective in progress goes on
+  for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &action, previous ? &previous[i] : nullptr);
+}
+
 }  // namespace
 
 PreemptionSignals::PreemptionSignals() {
   g_first_signal.store(0);
   g_count.store(0);
   g_ignoring = false;
-  struct sigaction action {};
-  action.sa_handler = on_signal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // a write or a collective in progress goes on
-  for (int i = 0; i < 3; ++i) ::sigaction(kSignals[i], &action, &g_previous[i]);
+  install(g_previous);
+}
+
+void PreemptionSignals::reinstall() {
+  if (!g_ignoring) install(nullptr);
 }
 
 PreemptionSignals::~PreemptionSignals() {

@@ -14,6 +14,9 @@ class PreemptionSignals {
   PreemptionSignals(const PreemptionSignals&) = delete;
   PreemptionSignals& operator=(const PreemptionSignals&) = delete;
 
+  // Installs the handlers again (keeping the ones to restore): libraries initialised after the
+  // constructor (NCCL, CUDA, MPI components) may have put their own in place.
+  void reinstall();
   bool requested() const;  // a signal has arrived
   // After a stop's checkpoint is written: the three signals are ignored from now until the process
   // ends (the destructor leaves them so), so that the launcher's own SIGTERM to ranks still

@@ -167,6 +167,7 @@ class Trainer {
     if (c_.max_seconds > 0)
       say("time budget: " + std::to_string(static_cast<int>(c_.max_seconds)) + " s of training" +
           (c_.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
+    signals_.reinstall();  // after every library's set-up (NCCL, CUDA), ours handle the signals
     bool evaluated_now = false, saved_now = false;
     while (counters_.step < c_.max_iters) {
       StepResult step;
