@@ -10,6 +10,7 @@
 #include "dist/hierarchical_comm.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
+#include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 #endif
@@ -22,16 +23,8 @@ using test::rank_input;
 using test::rounding_tolerance;
 using test::sum_over_ranks;
 
-bool enough_gpus() {
-  if (!cuda_available()) return false;
-#if NANODIST_WITH_CUDA
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) return false;
-  return local_place(MPI_COMM_WORLD).size <= gpus;
-#else
-  return false;
-#endif
-}
+using test::enough_gpus;
+using test::gpu_world;
 
 TEST(HierarchicalCommNccl, EqualsTheClosedFormForEveryNodeShape) {
   if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank";

@@ -13,6 +13,7 @@
 #include "dist/ring_allreduce.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
+#include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -27,27 +28,8 @@ using test::rank_input;
 using test::rounding_tolerance;
 using test::sum_over_ranks;
 
-// One NCCL comm for the whole binary: creating one costs far more than any test here. Never
-// destroyed, so no destructor runs after MPI_Finalize or during the CUDA runtime's shutdown.
-Comm& gpu_world() {
-  static Comm* comm = make_world_comm(Device::cuda(0)).release();
-  return *comm;
-}
-
-// One GPU for each rank of this node. Every rank of a node sees the same answer, so all skip.
-bool enough_gpus() {
-  if (!cuda_available()) return false;
-#if NANODIST_WITH_CUDA
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) return false;
-  return local_place(MPI_COMM_WORLD).size <= gpus;
-#else
-  return false;
-#endif
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank"
+using test::enough_gpus;
+using test::gpu_world;
 
 void check_ring(const RingOptions& options, int64_t count, const char* path) {
   Comm& comm = gpu_world();

@@ -13,6 +13,7 @@
 #include "dist/ring_comm.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
+#include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -28,25 +29,8 @@ using test::rank_value;
 using test::rounding_tolerance;
 using test::sum_over_ranks;
 
-// One NCCL comm for the whole binary, never destroyed (see nccl_ring_mpi_test).
-Comm& gpu_world() {
-  static Comm* comm = make_world_comm(Device::cuda(0)).release();
-  return *comm;
-}
-
-bool enough_gpus() {
-  if (!cuda_available()) return false;
-#if NANODIST_WITH_CUDA
-  int gpus = 0;
-  if (cudaGetDeviceCount(&gpus) != cudaSuccess) return false;
-  return local_place(MPI_COMM_WORLD).size <= gpus;
-#else
-  return false;
-#endif
-}
-
-#define SKIP_WITHOUT_GPU() \
-  if (!enough_gpus()) GTEST_SKIP() << "needs one GPU per rank"
+using test::enough_gpus;
+using test::gpu_world;
 
 // NCCL's average scales each term before summing: compare with the terms' rounding as atol.
 void expect_near(const Tensor& got, const std::vector<double>& want, DType dtype, ReduceOp op, const char* what) {
