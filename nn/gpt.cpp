@@ -80,8 +80,9 @@ Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
   return use_residual_ ? ops::add(h, m) : m;
 }
 
-GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const dist::TensorParallel& tp)
-    : config_(config), at_{device, dtype}, tp_(tp) {
+GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const dist::TensorParallel& tp,
+         const GPTStage& stage)
+    : config_(config), at_{device, dtype}, tp_(tp), first_block_(stage.first_block) {
   config_.validate();
   const GPTConfig& c = config_;
   check_tensor_parallel_shape(c.n_embd, c.n_head, tp.size());
@@ -90,17 +91,33 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
                                    << " vocabulary rows (vocab_size " << c.vocab_size << ", padded_vocab_size "
                                    << c.padded_vocab_size << "); pad to "
                                    << padded_vocab_rows(c.vocab_size, tp.size(), false));
+  const int end = stage.end_block < 0 ? c.n_layer : stage.end_block;
+  ND_CHECK(0 <= stage.first_block && stage.first_block < end && end <= c.n_layer,
+           "GPT stage: blocks [" << stage.first_block << ", " << end << ") of " << c.n_layer);
+  const bool first = stage.first_block == 0, last = end == c.n_layer;
   auto transformer = register_module("transformer", std::make_shared<Group>());
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
-  Tensor wte = padded_rows_shard(c.vocab_rows(), c.vocab_size, c.n_embd, 0.0, 0.02, gen, at_, tp.rank(), tp.size());
-  wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte, kVocabRows))->weight;
-  Tensor wpe = normal_shard({c.block_size, c.n_embd}, 0.0, 0.02, gen, at_);
-  wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(wpe))->weight;
+  if (first || last) {
+    Tensor wte = padded_rows_shard(c.vocab_rows(), c.vocab_size, c.n_embd, 0.0, 0.02, gen, at_, tp.rank(), tp.size());
+    wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte, kVocabRows))->weight;
+  } else {
+    gen.advance(static_cast<uint64_t>(c.vocab_size) * c.n_embd);
+  }
+  if (first) {
+    Tensor wpe = normal_shard({c.block_size, c.n_embd}, 0.0, 0.02, gen, at_);
+    wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(wpe))->weight;
+  } else {
+    gen.advance(static_cast<uint64_t>(c.block_size) * c.n_embd);
+  }
+  // A block draws c_attn (3C x C), attn.c_proj (C x C), c_fc (4C x C) and mlp.c_proj (C x 4C).
+  const uint64_t block_draws = 12ull * c.n_embd * c.n_embd;
+  gen.advance(block_draws * static_cast<uint64_t>(stage.first_block));
   auto h = transformer->add("h", std::make_shared<Group>());
-  for (int i = 0; i < c.n_layer; ++i)
+  for (int i = stage.first_block; i < end; ++i)
     blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp)));
-  ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
+  gen.advance(block_draws * static_cast<uint64_t>(c.n_layer - end));
+  if (last) ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
 }
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
@@ -118,6 +135,7 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
 // there to ln_f each rank holds its share of the batch (B / tp, T, C), drawing the dropout masks of
 // that share.
 Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
+  ND_CHECK(is_first_stage(), "GPT::embed on a stage without the embeddings (first block " << first_block_ << ")");
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
   ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
                  "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
@@ -146,6 +164,7 @@ Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) co
 
 GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient) const {
   ND_CHECK(!loss_gradient || targets, "GPT::head: a loss_gradient without targets (no loss to seed)");
+  ND_CHECK(is_last_stage(), "GPT::head on a stage without the head (its blocks end before the last)");
   Output out;
   out.logits = dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
   if (!targets) return out;

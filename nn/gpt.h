@@ -53,13 +53,28 @@ class Block : public Module {
   std::shared_ptr<MLP> mlp_;
 };
 
+// A pipeline stage's share of the model: blocks [first_block, end_block) (end_block -1: to the
+// last), the embeddings (wte, wpe) when it starts at block 0, and the final LayerNorm with the tied
+// head when it ends at the last block; a last stage that is not also the first holds its own copy
+// of wte for the head (as Megatron's), whose gradient the pipeline sums with the first stage's over
+// the grid's embedding group. Every stage draws exactly the weights the whole model would give
+// those parameters (the generator advances past the others), and blocks keep their global names
+// (transformer.h.<i>). The default is the whole model.
+struct GPTStage {
+  int first_block = 0;
+  int end_block = -1;
+};
+
 class GPT : public Module {
  public:
   // Under tp > 1, every rank of the group must pass the same config and an init_gen of the same
   // seed: it draws each full tensor and keeps its shard. tp must divide n_head, n_embd and
   // vocab_rows() (see padded_vocab_rows); an nd::Error names the numbers otherwise.
   GPT(const GPTConfig& config, Generator& init_gen, Device device = Device::cpu(), DType dtype = DType::F32,
-      const dist::TensorParallel& tp = {});
+      const dist::TensorParallel& tp = {}, const GPTStage& stage = {});
+
+  bool is_first_stage() const { return first_block_ == 0; }
+  bool is_last_stage() const { return first_block_ + static_cast<int>(blocks_.size()) == config_.n_layer; }
 
   struct Output {
     // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp; undefined
@@ -81,7 +96,7 @@ class GPT : public Module {
   // tp splits tokens.
   // Token + position embedding and dropout: vocabulary-parallel under tp, the fused lookup at tp 1.
   Variable embed(const Tensor& idx, Generator& dropout_gen) const;
-  // Blocks [first, last) of the model (last = -1: to the end).
+  // Blocks [first, last) of this stage's blocks (last = -1: to its end).
   Variable blocks(Variable x, Generator& dropout_gen, int first = 0, int last = -1) const;
   // Final LayerNorm, the tied head (column-parallel over the vocabulary) and, with targets, the loss.
   Output head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient = nullptr) const;
@@ -104,6 +119,7 @@ class GPT : public Module {
   GPTConfig config_;
   Placement at_;
   dist::TensorParallel tp_;
+  int first_block_ = 0;  // the global index of blocks_[0]
   Variable wte_;
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
