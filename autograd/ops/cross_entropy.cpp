@@ -8,6 +8,7 @@
 #include "autograd/dispatch.h"
 #include "autograd/fusions.h"
 #include "autograd/ops.h"
+#include "autograd/ops/loss_seed.h"
 #include "autograd/parallel_ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cuda/cross_entropy.h"
@@ -35,20 +36,6 @@ CrossEntropyDims cross_entropy_dims(const Tensor& logits, const Tensor& targets,
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid_vocab " << valid_vocab << " must be in [1, " << Vp
                                                              << "] for logits " << shape_str(ls));
   return {targets.numel(), Vp, V};
-}
-
-void check_seed(const Tensor& seed, const Tensor& logits) {
-  ND_CHECK(seed.defined(), "cross_entropy: the LossGradient's seed is undefined");
-  ND_CHECK(seed.shape() == Shape{}, "cross_entropy: the LossGradient's seed must be a scalar (shape []) like the "
-                                    "loss, got " << seed.str());
-  check_dtype(seed, logits.dtype(), "cross_entropy: the LossGradient's seed");
-  check_device(seed, logits.device(), "cross_entropy: the LossGradient's seed");
-}
-
-// The backward was seeded with the very tensor the forward scaled by (not a copy: the engine
-// passes it itself, Node::only_reads_grad_out), so the written gradient is the gradient.
-bool is_seed(const Tensor& grad_out, const Tensor& seed) {
-  return grad_out.shares_storage(seed) && grad_out.raw_data() == seed.raw_data();
 }
 
 // The backward from the logits and the forward's saved (N) row log-sum-exp and count: softmax
@@ -85,7 +72,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab,
                        const LossGradient& gradient) {
   const Tensor& x = logits.data();
-  check_seed(gradient.seed, x);
+  check_loss_seed(gradient.seed, x, "cross_entropy");
   if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
     return cross_entropy(logits, targets, valid_vocab);
   const CrossEntropyDims d = cross_entropy_dims(x, targets, valid_vocab);
@@ -102,7 +89,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
   });
   Variable result = make_result(loss, {logits}, [targets, saved, d, seed, dlogits, in_place](
                                                     const Tensor& grad_out, std::vector<Variable>& inputs) {
-    if (is_seed(grad_out, seed)) {
+    if (is_loss_seed(grad_out, seed)) {
       pass_gradient(dlogits, inputs[0]);
       return;
     }

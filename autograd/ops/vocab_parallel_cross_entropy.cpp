@@ -7,6 +7,7 @@
 #include "autograd/dispatch.h"
 #include "autograd/fusions.h"
 #include "autograd/ops.h"
+#include "autograd/ops/loss_seed.h"
 #include "autograd/parallel_ops.h"
 #include "kernels/cpu/cross_entropy.h"
 #include "kernels/cpu/vocab_parallel_cross_entropy.h"
@@ -105,11 +106,6 @@ VocabCrossEntropyForward forward_on_device(const Tensor& x, const Tensor& target
   return f;
 }
 
-// Backward seeded with the tensor the forward was told (not a copy: Node::only_reads_grad_out).
-bool is_seed(const Tensor& grad_out, const Tensor& seed) {
-  return grad_out.shares_storage(seed) && grad_out.raw_data() == seed.raw_data();
-}
-
 }  // namespace
 
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
@@ -134,9 +130,7 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
   const Tensor& x = logits.data();
   if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
     return vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
-  ND_CHECK(gradient.seed.defined() && gradient.seed.shape() == Shape{},
-           "vocab_parallel_cross_entropy: the LossGradient's seed must be a scalar");
-  check_dtype(gradient.seed, x.dtype(), "vocab_parallel_cross_entropy: the LossGradient's seed");
+  check_loss_seed(gradient.seed, x, "vocab_parallel_cross_entropy");
   VocabCrossEntropyForward f = forward_on_device(x, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
   // The CUDA kernel reads and writes each element once per thread (in place is safe); the CPU one
   // clears its output first.
@@ -149,7 +143,7 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
                                                       const Tensor& grad_out, std::vector<Variable>& inputs) {
     if (!inputs[0].requires_grad()) return;
     Variable& in = inputs[0];
-    if (is_seed(grad_out, seed)) return pass_gradient(dlogits, in);
+    if (is_loss_seed(grad_out, seed)) return pass_gradient(dlogits, in);
     ND_CHECK(!in_place, "vocab_parallel_cross_entropy: the logits were overwritten by the gradient for the announced "
                         "seed; a backward from another seed cannot recompute it");
     GradSlot slot = in.grad_slot();
