@@ -1,5 +1,7 @@
 #include "nn/gpt.h"
 
+#include <set>
+
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
 
@@ -122,7 +124,6 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
                          const ops::LossGradient* loss_gradient) const {
-  ND_CHECK(!loss_gradient || targets, "GPT::forward: a loss_gradient without targets (no loss to seed)");
   Output out = head(blocks(embed(idx, dropout_gen), dropout_gen), targets, loss_gradient);
   // Overwritten (or to be treated so whichever kernel ran): nobody may read them.
   if (loss_gradient && loss_gradient->overwrite_logits) out.logits = Variable();
@@ -179,18 +180,16 @@ GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossG
 
 void GPT::sum_sequence_parallel_gradients(dist::FlatParams* flat) const {
   if (!tp_.splits_tokens()) return;
-  const NamedParameters params = named_parameters();
-  const NamedShardSpecs specs = named_shard_specs();
+  std::set<std::string> sharded;
+  for (const auto& [name, spec] : named_shard_specs())
+    if (spec.sharded()) sharded.insert(name);
   std::vector<Tensor> replicated;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (specs[i].second.sharded()) continue;
-    const Variable& p = params[i].second;
-    if (!flat) {
-      if (p.has_grad()) replicated.push_back(p.grad());
-      continue;
-    }
+  if (flat) {
     for (const dist::FlatEntry& e : flat->entries())
-      if (e.param.same(p)) replicated.push_back(flat->grad_of(e));
+      if (!sharded.count(e.name)) replicated.push_back(flat->grad_of(e));
+  } else {
+    for (const auto& [name, p] : named_parameters())
+      if (!sharded.count(name) && p.has_grad()) replicated.push_back(p.grad());
   }
   dist::sum_gradients_over_tp(std::move(replicated), tp_);
 }

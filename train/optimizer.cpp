@@ -15,16 +15,6 @@ double clip_scale(double norm, double grad_clip) {
   return coef < 1.0 ? coef : 1.0;
 }
 
-namespace {
-
-std::vector<std::pair<std::string, Variable>> named_in_registration_order(const dist::FlatParams& flat) {
-  std::vector<std::pair<std::string, Variable>> named;
-  for (auto it = flat.entries().rbegin(); it != flat.entries().rend(); ++it) named.emplace_back(it->name, it->param);
-  return named;
-}
-
-}  // namespace
-
 AdamW::AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options)
     : AdamW(std::make_shared<dist::FlatParams>(named_params,
                                                named_params.empty() ? DType::F32 : named_params.front().second.dtype()),
@@ -37,7 +27,6 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : opt
   flat_state_.v = Tensor::zeros({flat_->numel()}, DType::F32, device);
   if (flat_->param_dtype() != DType::F32) flat_state_.master = flat_->params().to(DType::F32);
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
-  state_of_entry_.resize(entries.size());
   // The states in registration order (the layout is its reverse), as checkpoints list them.
   for (size_t k = entries.size(); k-- > 0;) {
     const dist::FlatEntry& e = entries[k];
@@ -49,7 +38,6 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : opt
     s.v = flat_->view_of(flat_state_.v, e);
     if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
     s.decay = in_decay_group(e.param.data());
-    state_of_entry_[k] = states_.size();
     states_.push_back(std::move(s));
   }
 }
@@ -63,7 +51,7 @@ std::vector<FlatRun> AdamW::runs() const {
       open = false;
       continue;
     }
-    const ParamState& s = states_[state_of_entry_[k]];
+    const ParamState& s = states_[entries.size() - 1 - k];  // registration order: the layout reversed
     const dist::FlatEntry& e = entries[k];
     ND_CHECK(flat_->separate_grads() || e.param.grad().raw_data() == static_cast<char*>(flat_->grads().raw_data()) +
                                                                          e.offset * dtype_size(flat_->grad_dtype()),

@@ -107,8 +107,7 @@ class AdamW {
   AdamWOptions options_;
   std::shared_ptr<dist::FlatParams> flat_;
   FlatOptimizerState flat_state_;
-  std::vector<ParamState> states_;   // registration order
-  std::vector<size_t> state_of_entry_;  // layout entry -> states_ index
+  std::vector<ParamState> states_;  // registration order: the flat layout's entries reversed
   dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)
