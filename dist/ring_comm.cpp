@@ -4,10 +4,10 @@
 
 namespace nd::dist {
 
-RingComm::RingComm(Comm& inner, const RingOptions& options) : inner_(inner), options_(options) {}
+RingComm::RingComm(Comm& inner, const RingOptions& options) : ForwardingComm(inner), options_(options) {}
 
 RingComm::RingComm(std::unique_ptr<Comm> inner, const RingOptions& options)
-    : owned_(std::move(inner)), inner_(*owned_), options_(options) {}
+    : ForwardingComm(std::move(inner)), options_(options) {}
 
 // A destructor must not throw: a failed synchronisation (an aborted comm) is left alone.
 RingComm::~RingComm() {

@@ -8,33 +8,20 @@
 #include <memory>
 
 #include "dist/comm.h"
+#include "dist/forwarding_comm.h"
 #include "dist/ring_allreduce.h"
 
 namespace nd::dist {
 
-class RingComm : public Comm {
+class RingComm : public ForwardingComm {
  public:
   // Wraps `inner`, which must outlive this comm; or owns it.
   explicit RingComm(Comm& inner, const RingOptions& options = {});
   explicit RingComm(std::unique_ptr<Comm> inner, const RingOptions& options = {});
   // Waits for the wrapped comm's queued work before the staging buffers go back to the allocator.
   ~RingComm() override;
-  RingComm(const RingComm&) = delete;
-  RingComm& operator=(const RingComm&) = delete;
 
-  Comm& inner() const { return inner_; }
   const RingOptions& options() const { return options_; }
-
-  int rank() const override { return inner_.rank(); }
-  int size() const override { return inner_.size(); }
-  Device device() const override { return inner_.device(); }
-  const char* backend() const override { return inner_.backend(); }
-
-  void send(const Tensor& buffer, int peer) override { inner_.send(buffer, peer); }
-  void recv(Tensor& buffer, int peer) override { inner_.recv(buffer, peer); }
-  void group_start() override { inner_.group_start(); }
-  void post_group() override { inner_.post_group(); }
-  void wait_posted() override { inner_.wait_posted(); }
 
   // Sum and Avg: the ring in place. Max: the wrapped comm's.
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
@@ -46,27 +33,14 @@ class RingComm : public Comm {
   // input (n) -> output (size() * n): input is copied into block rank() of output, then the
   // ring's all-gather fills the other blocks in place. Any dtype (it moves bytes).
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
-  CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
-  void barrier() override { inner_.barrier(); }
   // A RingComm around the wrapped comm's split, with the same options.
   std::unique_ptr<Comm> split(int color, int key) override;
-
-  void synchronize() override { inner_.synchronize(); }
-  void host_allreduce(int64_t* values, int n, HostReduce op) override { inner_.host_allreduce(values, n, op); }
-  void host_allreduce(double* values, int n, HostReduce op) override { inner_.host_allreduce(values, n, op); }
-  std::string async_error() override { return inner_.async_error(); }
-  void abort() override { inner_.abort(); }
-  void order_after_compute() override { inner_.order_after_compute(); }
-  CommWork record_work() override { return inner_.record_work(); }
-  void stream_copy(Tensor& dst, const Tensor& src) override { inner_.stream_copy(dst, src); }
 
  private:
   // A buffer of `numel` elements of `dtype` for the reduce-scatter's input, reused across calls
   // (one per dtype; used only on the wrapped comm's stream, so calls in order never race).
   Tensor staging(int64_t numel, DType dtype);
 
-  std::unique_ptr<Comm> owned_;
-  Comm& inner_;
   RingOptions options_;
   std::map<DType, Tensor> staging_;
 };
