@@ -3,13 +3,15 @@
 # forwards it to every rank, as a scheduler's SIGTERM to the job would reach them) once it has
 # logged step --at, which must exit 75 having saved, then resumed to the end; compares the two
 # runs' logged losses step by step (as text: bit for bit). Exit 0 when all are equal.
+# --signal-to ranks sends the signal to every rank process instead (as SLURM signals each task
+# of a job step), for launchers that do not forward SIGUSR1.
 #
 # usage: scripts/preempt_drill.sh --data DIR [--np 2] [--device cuda] [--steps 60] [--at 25]
-#            [--out /tmp/nd_preempt] [--mpirun mpirun] [-- EXTRA_TRAIN_FLAGS...]
+#            [--out /tmp/nd_preempt] [--mpirun mpirun] [--signal-to mpirun|ranks] [-- EXTRA_TRAIN_FLAGS...]
 # e.g.   scripts/preempt_drill.sh --data data/fineweb10B --np 2 -- --config configs/gpt2_124m.conf --grad-accum 1
 set -uo pipefail
 cd "$(dirname "$0")/.."
-data=""; np=2; device=cuda; steps=60; at=25; out=/tmp/nd_preempt; mpirun=mpirun
+data=""; np=2; device=cuda; steps=60; at=25; out=/tmp/nd_preempt; mpirun=mpirun; signal_to=mpirun
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --data) data=$2; shift 2 ;;
@@ -19,8 +21,9 @@ while [[ $# -gt 0 ]]; do
     --at) at=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     --mpirun) mpirun=$2; shift 2 ;;
+    --signal-to) signal_to=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n "2,12p" "$0"; exit 0 ;;
     *) echo "preempt_drill.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -33,10 +36,16 @@ $mpirun -np "$np" "${train[@]}" --out "$out/run" --resume > "$out/run1.txt" 2>&1
 job=$!
 until grep -q "^step *$at/" "$out/run1.txt" 2>/dev/null || ! kill -0 $job 2>/dev/null; do sleep 0.2; done
 start=$(date +%s.%N)
-kill -USR1 $job 2>/dev/null
+if [[ $signal_to == ranks ]]; then
+  ranks=$(pgrep -P "$job" -f "nanodist train")
+  [[ -n $ranks ]] || { echo "no rank processes under mpirun ($job)"; kill "$job"; exit 1; }
+  kill -USR1 $ranks 2>/dev/null
+else
+  kill -USR1 $job 2>/dev/null
+fi
 wait $job; rc=$?
 took=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
-echo "SIGUSR1 after step $at: exit $rc after $took s ($(grep -E 'saving step|^saved' "$out/run1.txt" | tr '\n' ' '))"
+echo "SIGUSR1 (to $signal_to) after step $at: exit $rc after $took s ($(grep -E 'saving step|^saved' "$out/run1.txt" | tr '\n' ' '))"
 (( rc == 75 )) || { echo "expected exit 75: $out/run1.txt"; exit 1; }
 $mpirun -np "$np" "${train[@]}" --out "$out/run" --resume > "$out/run2.txt" 2>&1 || { echo "resume failed: $out/run2.txt"; exit 1; }
 grep -m1 '^resumed' "$out/run2.txt"
