@@ -6,6 +6,8 @@
 // memory), so the kernel launches alone can be captured into a CUDA graph and replayed.
 #include "train/optimizer_dispatch.h"
 
+#include <algorithm>
+
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -72,15 +74,23 @@ std::vector<cuda::NormSlot<G>> norm_slots(dist::FlatParams& flat, const std::vec
   return slots;
 }
 
+// AdamW's slots: each run cut into pieces of at most kAdamWSlotElements, so that the kernel's
+// blocks share the work evenly (one long run, such as the embedding's, would otherwise keep a few
+// blocks busy after the rest are done). The length keeps every piece's start vector-aligned.
+constexpr int64_t kAdamWSlotElements = 65536;
+
 template <typename T, typename G>
 std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptimizerState& state,
                                                const std::vector<FlatRun>& runs, float weight_decay) {
   std::vector<cuda::AdamWSlot<T, G>> slots;
   for (const FlatRun& r : runs) {
-    float* master = state.master.defined() ? state.master.data<float>() + r.begin : nullptr;
-    slots.push_back({flat.params().data<T>() + r.begin, flat.grads().data<G>() + r.begin, master,
-                     state.m.data<float>() + r.begin, state.v.data<float>() + r.begin, r.length,
-                     r.decay ? weight_decay : 0.0f});
+    for (int64_t begin = r.begin; begin < r.begin + r.length; begin += kAdamWSlotElements) {
+      const int64_t n = std::min(kAdamWSlotElements, r.begin + r.length - begin);
+      float* master = state.master.defined() ? state.master.data<float>() + begin : nullptr;
+      slots.push_back({flat.params().data<T>() + begin, flat.grads().data<G>() + begin, master,
+                       state.m.data<float>() + begin, state.v.data<float>() + begin, n,
+                       r.decay ? weight_decay : 0.0f});
+    }
   }
   return slots;
 }

@@ -1,6 +1,7 @@
 // CUDA multi-tensor AdamW and global norm against the CPU kernels (adamw_update, sum_of_squares):
 // several tensors of odd sizes in one launch, per-tensor weight decay, a device-side clip scale;
-// f32 parameters (updated in place) and bf16 parameters with f32 master weights.
+// f32 parameters (updated in place) and bf16 parameters with f32 master weights; buffers that
+// start on a vector boundary (the kernel's packed path) and one element past it (element by element).
 #include <cmath>
 
 #include "kernels/cpu/adamw.h"
@@ -19,8 +20,16 @@ const std::vector<float> kDecay = {0.1f, 0.0f, 0.1f, 0.0f};
 
 float host_value(const Tensor& t) { return static_cast<float>(t.to_double_vector()[0]); }
 
+// A view of `t`'s values that starts `shift` elements into a larger device buffer.
+Tensor shifted(const Tensor& t, int64_t shift) {
+  if (shift == 0) return t;
+  Tensor view = Tensor::zeros({t.numel() + shift}, t.dtype(), t.device()).narrow(shift, t.numel());
+  view.copy_from(t);
+  return view;
+}
+
 // Runs three steps on the GPU and on the CPU (f32 throughout) and compares parameters, m and v.
-void check_adamw(DType dtype) {
+void check_adamw(DType dtype, int64_t shift = 0) {
   Generator gen(fresh_seed());
   const float lr = 1e-2f, beta1 = 0.9f, beta2 = 0.95f, eps = 1e-8f, max_norm = 1.0f;
   std::vector<Tensor> cpu_w, cpu_m, cpu_v, gpu_param, gpu_grad, gpu_master, gpu_m, gpu_v;
@@ -29,11 +38,11 @@ void check_adamw(DType dtype) {
     cpu_w.push_back(w.clone());
     cpu_m.push_back(Tensor::zeros({n}));
     cpu_v.push_back(Tensor::zeros({n}));
-    gpu_param.push_back(on_gpu(w, dtype));
-    gpu_master.push_back(on_gpu(w, DType::F32));
-    gpu_m.push_back(Tensor::zeros({n}, DType::F32, Device::cuda(0)));
-    gpu_v.push_back(Tensor::zeros({n}, DType::F32, Device::cuda(0)));
-    gpu_grad.push_back(Tensor::zeros({n}, dtype, Device::cuda(0)));
+    gpu_param.push_back(shifted(on_gpu(w, dtype), shift));
+    gpu_master.push_back(shifted(on_gpu(w, DType::F32), shift));
+    gpu_m.push_back(shifted(Tensor::zeros({n}, DType::F32, Device::cuda(0)), shift));
+    gpu_v.push_back(shifted(Tensor::zeros({n}, DType::F32, Device::cuda(0)), shift));
+    gpu_grad.push_back(shifted(Tensor::zeros({n}, dtype, Device::cuda(0)), shift));
   }
   std::vector<cuda::AdamWSlot<float>> slots_f32;
   std::vector<cuda::AdamWSlot<bf16>> slots_bf16;
@@ -103,6 +112,12 @@ TEST(AdamWCuda, F32MatchesCpu) {
 TEST(AdamWCuda, Bf16WithMasterWeightsMatchesCpu) {
   ND_SKIP_WITHOUT_GPU();
   check_adamw(DType::BF16);
+}
+
+TEST(AdamWCuda, UnalignedBuffersMatchCpu) {
+  ND_SKIP_WITHOUT_GPU();
+  check_adamw(DType::F32, 1);
+  check_adamw(DType::BF16, 1);
 }
 
 TEST(GlobalNormCuda, NoClipWhenMaxNormIsZero) {
