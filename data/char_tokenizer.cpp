@@ -52,7 +52,9 @@ std::string CharTokenizer::decode(const std::vector<int32_t>& ids) const {
   return text;
 }
 
-void CharTokenizer::save(const std::string& path) const {
+void CharTokenizer::save(const std::string& path) const { write_file_atomically(path, to_text()); }
+
+std::string CharTokenizer::to_text() const {
   std::ostringstream out;
   out << kTokenizerFileTag << " char\n";
   out << "vocab_size " << symbols_.size() << "\n";
@@ -60,7 +62,7 @@ void CharTokenizer::save(const std::string& path) const {
   for (size_t i = 0; i < symbols_.size(); ++i)
     out << i << " " << int(symbols_[i]) << " \"" << escape_bytes(std::string(1, static_cast<char>(symbols_[i])))
         << "\"\n";
-  write_file_atomically(path, out.str());
+  return out.str();
 }
 
 CharTokenizer CharTokenizer::parse(const std::string& file_text, const std::string& path) {

@@ -24,6 +24,7 @@ class CharTokenizer : public Tokenizer {
   std::vector<int32_t> encode(const std::string& text, const ProgressFn& progress) const override;
   std::string decode(const std::vector<int32_t>& ids) const override;
   void save(const std::string& path) const override;
+  std::string to_text() const;  // what save() writes
 
   const std::vector<unsigned char>& symbols() const { return symbols_; }
 

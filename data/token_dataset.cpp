@@ -10,6 +10,7 @@
 #include "data/atomic_file.h"
 #include "data/foreign_token_files.h"
 #include "data/gpt2_tokenizer.h"
+#include "data/nanogpt_meta.h"
 #include "data/tokenizer.h"
 #include "tensor/error.h"
 
@@ -110,11 +111,23 @@ TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size, DatasetSp
   return data;
 }
 
+// nanoGPT's raw u16 files; their vocabulary (and, for char data, the tokenizer) comes from the
+// meta.pkl beside them when there is one, else from --vocab-size.
 TokenDataset open_nanogpt(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
-  ND_CHECK_INPUT(vocab_size > 0, dir << "/train.bin has no header (nanoGPT's raw uint16 tokens), so nothing records its "
-                               << "vocabulary: pass --vocab-size (50257 for GPT-2 BPE; shakespeare_char: "
-                               << "vocab_size in its meta.pkl)");
+  std::error_code ec;
+  const std::string meta_path = dir + "/meta.pkl";
+  NanoGptMeta meta;
+  if (fs::exists(meta_path, ec)) {
+    meta = read_nanogpt_meta(meta_path);
+    ND_CHECK_INPUT(vocab_size == 0 || vocab_size == meta.vocab_size,
+                   "--vocab-size " << vocab_size << " disagrees with " << meta_path << ", whose vocab_size is "
+                                   << meta.vocab_size << " (leave --vocab-size at 0 to take it from there)");
+    vocab_size = meta.vocab_size;
+  }
+  ND_CHECK_INPUT(vocab_size > 0, dir << "/train.bin has no header (nanoGPT's raw uint16 tokens) and no meta.pkl beside "
+                               << "it, so nothing records its vocabulary: pass --vocab-size (50257 for GPT-2 BPE)");
   TokenDataset data;
+  data.tokenizer_text = char_tokenizer_text_from_meta(meta);
   data.vocab_size = vocab_size;
   if (splits != DatasetSplits::Val)
     data.train = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/train.bin")},
@@ -123,6 +136,9 @@ TokenDataset open_nanogpt(const std::string& dir, int64_t vocab_size, DatasetSpl
     data.val = std::make_shared<const TokenSource>(std::vector<TokenShard>{open_nanogpt_raw(dir + "/val.bin")},
                                                    vocab_size);
   data.format = "nanoGPT uint16";
+  if (!meta.itos.empty())
+    data.format += data.tokenizer_text.empty() ? " (meta.pkl: characters beyond ASCII, not decoded)"
+                                               : " with meta.pkl's characters";
   return data;
 }
 

@@ -2,7 +2,8 @@
 // there decides the format:
 //   DIR with tokenizer.txt             nanodist prepare: train.bin, val.bin in our format
 //   DIR/train.bin with an llm.c magic  llm.c shards that happen to be called train/val.bin
-//   DIR/train.bin otherwise            nanoGPT: raw u16, vocabulary size from --vocab-size
+//   DIR/train.bin otherwise            nanoGPT: raw u16, vocabulary (and char tokenizer) from its
+//                                      meta.pkl, else --vocab-size
 //   DIR of *.bin otherwise             llm.c shards, "train" or "val" a word of each name
 //   a glob ("dir/fineweb_train_*.bin") llm.c shards; a "train" pattern also reads its "val" twin
 // Shards are read in name order as one stream per split.
@@ -30,7 +31,8 @@ struct TokenDataset {
 };
 
 // vocab_size: 0 = what the data records (ours), the tokenizer's own for llm.c (50257 GPT-2,
-// 128256 Llama 3); required for nanoGPT's files; where the data records one they must agree.
+// 128256 Llama 3), meta.pkl's for nanoGPT's files (else required); where the data records one they
+// must agree.
 // nd::Error naming the file on anything missing, malformed, or out of the vocabulary.
 TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size = 0,
                                 DatasetSplits splits = DatasetSplits::Both);
