@@ -8,6 +8,7 @@
 #include "dist/world.h"
 #include "experiments/ablate.h"
 #include "experiments/sweep.h"
+#include "train/exit_status.h"
 
 namespace nd::cli {
 namespace {
@@ -22,9 +23,10 @@ int run_experiment(const FlagSet& set, Driver driver, const ParsedFlags& flags) 
   // The whole experiment is watched: a frozen or lost rank ends it instead of hanging it.
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, args.flags.get_double("comm-timeout"),
                                                             args.flags.get_double("heartbeat-timeout"));
-  driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr);
+  const experiments::QueueOutcome outcome = driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr);
   if (guard) guard->finish();
-  return 0;
+  // Stopped by a signal, as train is: the status a scheduler's requeue script looks for.
+  return outcome.stopped_by_signal ? train::kExitStoppedBySignal : train::kExitDone;
 }
 
 int run_ablate(const ParsedFlags& flags) {

@@ -116,7 +116,7 @@ QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostre
               << " runs into " << out_dir << std::endl;
 
   QueueOutcome outcome = run_queue(runs, comm, "ablate", progress);
-  if (comm.rank() == 0) {
+  if (comm.rank() == 0 && !outcome.stopped_by_signal) {
     AblationReport report =
         build_ablation_report(out_dir, std::move(report_plan), unigram_val_loss(base.get_string("data")));
     write_ablation_report(out_dir, report);

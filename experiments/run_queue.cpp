@@ -80,8 +80,14 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     char line[200];
     std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",
                   static_cast<long long>(r.steps_done), r.last_val_loss, r.best_val_loss,
-                  r.diverged ? " | diverged" : "");
+                  r.diverged ? " | diverged" : r.stopped_by_signal ? " | stopped" : "");
     say(head + line);
+    if (r.stopped_by_signal) {
+      say(head + ": stopped by a signal after step " + std::to_string(r.steps_done) +
+          "; run the same command again to resume the experiment");
+      outcome.stopped_by_signal = true;
+      break;
+    }
     ++outcome.trained;
   }
   return outcome;

@@ -24,6 +24,9 @@ RunStatus run_status(const std::string& run_dir);
 struct QueueOutcome {
   int trained = 0;  // runs trained (or completed) by this call
   int skipped = 0;  // runs found finished
+  // A run was stopped by a signal (it saved; train/preemption.h): the queue stopped after it, the
+  // experiment has no report yet, and the same command resumes it.
+  bool stopped_by_signal = false;
 };
 
 // `command` prefixes the progress lines ("ablate"); `progress` is written on rank 0 only

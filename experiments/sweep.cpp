@@ -174,7 +174,7 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
   }
 
   QueueOutcome outcome = run_queue(runs, comm, "sweep", progress);
-  if (comm.rank() != 0) return outcome;
+  if (comm.rank() != 0 || outcome.stopped_by_signal) return outcome;
   std::vector<SweepPoint> points;
   for (const PlannedSize& s : plan) {
     SweepPoint p = s.point;

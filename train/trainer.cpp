@@ -237,7 +237,10 @@ class Trainer {
     }
     result.best_val_loss = counters_.best_val_loss;
     result.tokens = counters_.tokens;
-    metrics_.write_line(final_json(counters_.best_val_loss, result.params, counters_.tokens));
+    // A run stopped by a signal is not finished: no final record, so whoever reads the metrics
+    // (the experiment drivers' queue, plots) sees a run still to be resumed.
+    if (!result.stopped_by_signal)
+      metrics_.write_line(final_json(counters_.best_val_loss, result.params, counters_.tokens));
     return result;
   }
 
