@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "tensor/error.h"
+#include "train/direct_write.h"
 
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -114,8 +115,11 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
     return b.data;
   }
 #endif
-  b = Buffer{static_cast<float*>(std::malloc(bytes)), count, false};
-  ND_CHECK(b.data != nullptr, "cannot allocate " << bytes << " bytes for a checkpoint snapshot");
+  // Page-aligned (as cudaHostAlloc's are), so the part's bytes can go to disk by direct I/O.
+  void* p = nullptr;
+  ND_CHECK(::posix_memalign(&p, DirectWriter::kAlign, bytes) == 0,
+           "cannot allocate " << bytes << " bytes for a checkpoint snapshot");
+  b = Buffer{static_cast<float*>(p), count, false};
   return b.data;
 }
 
