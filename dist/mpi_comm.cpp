@@ -173,7 +173,11 @@ CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
   agree_on_layout(Collective::AllGather, input, 0);
   int count = mpi_count(input.numel(), "all_gather");
   MPI_Datatype type = mpi_datatype(input.dtype());
-  MPI_CHECK(MPI_Allgather(input.raw_data(), count, type, output.raw_data(), count, type, comm_));
+  // In place (ZeRO's gather of parameters): input is block rank() of output, which MPI spells IN_PLACE.
+  const bool in_place = input.raw_data() == static_cast<const char*>(output.raw_data()) +
+                                               static_cast<size_t>(rank_) * input.numel() * dtype_size(input.dtype());
+  MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.raw_data(), count, type, output.raw_data(), count, type,
+                          comm_));
   return CommWork();
 }
 
