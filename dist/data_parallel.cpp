@@ -119,10 +119,12 @@ void DataParallel::plan_sharded_buckets() {
   }
   for (Bucket& b : buckets_)
     if (b.first == entries.size()) b.first = b.last = 0;  // padding only
-  shard_grads_ = Tensor::zeros({shard_numel_}, DType::F32, flat_.device());
-  // bf16 reductions land beside the f32 shard; so do ZeRO 2's later micro-batches.
-  if (flat_.grad_dtype() != DType::F32 || options_.zero == 2)
+  // ZeRO 1 reduces each bucket in place (the owned slice of the flat gradients); ZeRO 2 adds every
+  // micro-batch into an f32 shard, its later ones (and bf16 ones) landing beside it first.
+  if (options_.zero == 2) {
+    shard_grads_ = Tensor::zeros({shard_numel_}, DType::F32, flat_.device());
     incoming_ = Tensor::zeros({shard_numel_}, flat_.grad_dtype(), flat_.device());
+  }
 }
 
 void DataParallel::broadcast_parameters() {
@@ -187,13 +189,16 @@ void DataParallel::complete(Bucket& bucket) {
   bucket.work = comm_.allreduce_async(range, ReduceOp::Avg);
 }
 
-// The bucket's average over the group, this rank's slice of it, into the shard: straight into
-// shard_grads_ when it is f32 and empty, else into incoming_ (added by drain_into_shard).
+// The bucket's average over the group, this rank's slice of it: ZeRO 1 in place, ZeRO 2 into the
+// shard, straight into shard_grads_ when it is f32 and empty, else into incoming_ (added by
+// drain_into_shard).
 void DataParallel::reduce_scatter(Bucket& bucket) {
   const int64_t slice = bucket.length / comm_.size();
   Tensor input = flat_.grads().narrow(bucket.begin, bucket.length);
   Tensor out;
-  if (flat_.grad_dtype() == DType::F32 && !shard_filled_) {
+  if (options_.zero == 1) {
+    out = flat_.grads().narrow(owned_[static_cast<size_t>(&bucket - buckets_.data())].begin, slice);
+  } else if (flat_.grad_dtype() == DType::F32 && !shard_filled_) {
     out = shard_grads_.narrow(bucket.local, slice);
   } else {
     out = incoming_.narrow(bucket.local, slice);
@@ -215,7 +220,7 @@ void DataParallel::drain_into_shard() {
 void DataParallel::finish_gradient_sync() {
   // In bucket order, which every rank shares: the collectives match up across ranks.
   for (Bucket& b : buckets_) complete(b);
-  if (options_.zero >= 1) return drain_into_shard();
+  if (options_.zero == 2) return drain_into_shard();
   for (Bucket& b : buckets_) b.work.wait();
 }
 

@@ -7,11 +7,13 @@
 // bucket. The engine sees parameters, not a Module, and the group it is handed.
 // Modes (--zero): 0 all-reduces the buckets (DDP). 1 and 2 (ZeRO) shard the optimizer: each bucket
 // is a range of the flat buffers cut into dp equal aligned slices, rank r owns slice r of every
-// bucket (Megatron's distributed optimizer; with one bucket, a contiguous 1/dp of the buffer); the
-// bucket is reduce-scattered into the rank's f32 shard of the gradients, AdamW updates only the
-// owned slices (its m, v and masters are shard-sized) and gather_parameters() all-gathers them.
-// 1 reduce-scatters once per step (after the last micro-batch), 2 after every micro-batch and adds
-// into the shard, so the full-size gradients never hold more than one micro-batch.
+// bucket (Megatron's distributed optimizer; with one bucket, a contiguous 1/dp of the buffer); AdamW
+// updates only the owned slices (its m, v and masters are shard-sized) and gather_parameters()
+// all-gathers them. 1 reduce-scatters each bucket in place once per step (after the last
+// micro-batch; the owned slice of the flat gradients holds the average), 2 after every micro-batch
+// into an f32 gradient shard that adds the micro-batches up. The full-size gradient buffers stay
+// (backward writes into views of them), so 2 saves no memory over 1 here: it moves the reduction
+// into every micro-batch, the step ZeRO-3 builds on.
 #pragma once
 #include <string>
 #include <vector>
@@ -40,8 +42,9 @@ class DataParallel {
   void broadcast_parameters();
 
   int zero() const { return options_.zero; }
-  // ZeRO (zero() >= 1): the slices this rank owns, in layout order, and the f32 gradient shard
-  // (shard_numel() elements) that finish_gradient_sync leaves the group's average in.
+  // ZeRO (zero() >= 1): the slices this rank owns, in layout order, and (ZeRO 2) the f32 gradient
+  // shard (shard_numel() elements) that finish_gradient_sync leaves the group's average in; ZeRO 1
+  // leaves it in the owned slices of the flat gradients, and shard_grads() is undefined.
   const std::vector<ShardSlice>& owned() const { return owned_; }
   int64_t shard_numel() const { return shard_numel_; }
   Tensor& shard_grads() { return shard_grads_; }

@@ -13,8 +13,8 @@ MemoryPlan memory_plan(int zero, int dp, DType param, DType grad) {
   plan.params = p;
   // Backward's gradients in the parameters' dtype, and a wider accumulation buffer beside them.
   plan.grads = p + (grad != param ? g : 0.0);
-  // ZeRO: the f32 gradient shard, and the reduce-scatters' staging where they cannot land in it.
-  if (zero > 0) plan.grads += (4.0 + (grad != DType::F32 || zero == 2 ? g : 0.0)) / n;
+  // ZeRO 2: the f32 gradient shard and the reduce-scatters' staging beside it (ZeRO 1 reduces in place).
+  if (zero == 2) plan.grads += (4.0 + g) / n;
   plan.optimizer = (8.0 + (param != DType::F32 ? 4.0 : 0.0)) / n;  // m, v (and f32 masters)
   const double state = 2.0 * p + (param != DType::F32 ? 12.0 : 8.0);  // params + grads + optimizer
   if (zero == 0) plan.paper = state;

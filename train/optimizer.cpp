@@ -26,11 +26,12 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
   ND_CHECK(flat_ != nullptr, "AdamW: no parameters");
   const Device device = flat_->device();
   if (shard != nullptr) {
-    ND_CHECK(shard->grads.defined() && shard->grads.dtype() == DType::F32 && shard->grads.numel() == shard->numel,
+    ND_CHECK(!shard->grads.defined() || (shard->grads.dtype() == DType::F32 && shard->grads.numel() == shard->numel),
              "AdamW: the gradient shard must be f32 with " << shard->numel << " elements");
     sharded_ = true;
+    grads_in_shard_ = shard->grads.defined();
     owned_ = shard->owned;
-    flat_state_.grads = shard->grads;
+    flat_state_.grads = grads_in_shard_ ? shard->grads : flat_->grads();
     flat_state_.shard_group = shard->group;
   }
   const int64_t n = sharded_ ? shard->numel : flat_->numel();
@@ -107,13 +108,16 @@ std::vector<FlatRun> AdamW::runs() const {
         if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
           runs.back().length = end - runs.back().begin;  // the padding between is zero
         } else {
-          runs.push_back(FlatRun{begin, end - begin, s.decay, s.sharded, slice.local + (begin - slice.begin)});
+          const int64_t local = slice.local + (begin - slice.begin);
+          runs.push_back(FlatRun{begin, end - begin, s.decay, s.sharded, local, grads_in_shard_ ? local : begin});
         }
         open = true;
       }
     }
     // A shard of padding only still joins the norm's sum over the group (an empty run).
-    if (runs.empty() && !owned_.empty()) runs.push_back(FlatRun{owned_[0].begin, 0, false, false, owned_[0].local});
+    if (runs.empty() && !owned_.empty())
+      runs.push_back(FlatRun{owned_[0].begin, 0, false, false, owned_[0].local,
+                             grads_in_shard_ ? owned_[0].local : owned_[0].begin});
     return runs;
   }
   bool open = false;  // the last run may be extended (its last tensor was the previous entry)
@@ -131,7 +135,7 @@ std::vector<FlatRun> AdamW::runs() const {
     if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
       runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
     } else {
-      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset});
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset});
     }
     open = true;
   }

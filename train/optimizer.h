@@ -54,12 +54,14 @@ struct FlatOptimizerState {
 
 // A contiguous range [begin, begin + length) of the flat buffers whose tensors all have a gradient
 // this step and share the weight-decay group and the tensor-parallel sharding. `local`: where the
-// range starts in m, v, master and grads of FlatOptimizerState (begin itself unless sharded).
+// range starts in m, v and master of FlatOptimizerState, `grad` where in its grads (both begin
+// itself unless sharded; ZeRO 1 reduces in place, so its grads stay at begin).
 struct FlatRun {
   int64_t begin = 0, length = 0;
   bool decay = false;
   bool sharded = false;
   int64_t local = 0;
+  int64_t grad = 0;
 };
 
 // ZeRO's part of the optimizer on this rank (dist::DataParallel's owned(), shard_numel(),
@@ -67,7 +69,7 @@ struct FlatRun {
 struct AdamWShard {
   std::vector<dist::ShardSlice> owned;
   int64_t numel = 0;
-  Tensor grads;  // f32, numel
+  Tensor grads;  // f32, numel (ZeRO 2); undefined: the flat gradients, reduced in place (ZeRO 1)
   dist::Comm* group = nullptr;
 };
 
@@ -75,7 +77,8 @@ class AdamW {
  public:
   // Over `flat` (shared with the data-parallel engine, which must see the same object). With
   // `shard` (ZeRO): m, v and the masters hold only the owned slices (the masters copied from the
-  // parameters), the update reads shard->grads and writes only the owned parameters, and the norm
+  // parameters), the update reads shard->grads (or the flat gradients' owned slices) and writes only
+  // the owned parameters, and the norm
   // sums the shards' squares over shard->group; the per-parameter views of ParamState (m, v,
   // master) stay undefined (owned_of and load_owned reach a tensor's pieces).
   AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const AdamWShard* shard = nullptr);
@@ -141,6 +144,7 @@ class AdamW {
   std::vector<ParamState> states_;  // registration order: the flat layout's entries reversed
   dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
   bool sharded_ = false;
+  bool grads_in_shard_ = false;  // ZeRO 2: the update reads the engine's gradient shard
   std::vector<dist::ShardSlice> owned_;
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)

@@ -74,7 +74,7 @@ void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<G>>& slots, int split, 
 template <typename G>
 std::vector<cuda::NormSlot<G>> norm_slots(const Tensor& grads, const std::vector<FlatRun>& runs) {
   std::vector<cuda::NormSlot<G>> slots;
-  for (const FlatRun& r : runs) slots.push_back({grads.data<G>() + r.local, r.length});
+  for (const FlatRun& r : runs) slots.push_back({grads.data<G>() + r.grad, r.length});
   return slots;
 }
 
@@ -84,7 +84,7 @@ std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptim
   std::vector<cuda::AdamWSlot<T, G>> slots;
   for (const FlatRun& r : runs) {
     float* master = state.master.defined() ? state.master.data<float>() + r.local : nullptr;
-    slots.push_back({flat.params().data<T>() + r.begin, state.grads.data<G>() + r.local, master,
+    slots.push_back({flat.params().data<T>() + r.begin, state.grads.data<G>() + r.grad, master,
                      state.m.data<float>() + r.local, state.v.data<float>() + r.local, r.length,
                      r.decay ? weight_decay : 0.0f});
   }
@@ -96,7 +96,7 @@ std::vector<int64_t> key_of(dist::FlatParams& flat, const FlatOptimizerState& op
                            reinterpret_cast<int64_t>(opt.grads.raw_data()),
                            reinterpret_cast<int64_t>(opt.m.raw_data())};
   for (const FlatRun& r : runs)
-    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local});
+    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad});
   return key;
 }
 

@@ -22,7 +22,7 @@ double global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& state,
   // [0]: the sharded runs' squares (summed over the group), [1]: the replicated ones (once).
   double sums[2] = {0.0, 0.0};
   const float* grads = state.grads.data<float>();
-  for (const FlatRun& r : runs) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.local, r.length);
+  for (const FlatRun& r : runs) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.grad, r.length);
   if (state.shard_group != nullptr && state.shard_group->size() > 1)
     state.shard_group->host_allreduce(sums, 2, dist::HostReduce::Sum);
   if (splits_norm(runs, tp)) tp->host_allreduce(&sums[0], 1, dist::HostReduce::Sum);
@@ -40,7 +40,7 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
   const float* grads = state.grads.data<float>();
   float *m = state.m.data<float>(), *v = state.v.data<float>();
   for (const FlatRun& r : runs)
-    cpu::adamw_update(params + r.begin, grads + r.local, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
+    cpu::adamw_update(params + r.begin, grads + r.grad, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
                       h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
   return norm;
 }

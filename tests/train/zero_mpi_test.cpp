@@ -3,7 +3,8 @@
 // also at tp 2 x dp 2 and with the ring's collectives, and every rank ends with the same
 // parameters (the all-gather); a ZeRO checkpoint (each rank writes the pieces its shard holds)
 // resumes at zero 0 on one rank, and a one-rank checkpoint at zero 2 on all ranks, with the
-// uninterrupted losses; the persistent state per rank is what the memory plan says.
+// uninterrupted losses; the persistent state per rank is what the memory plan says (for zero 0
+// and 1, the ZeRO paper's 16 and 4 + 12/N bytes per parameter in bf16 with f32 masters).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -132,6 +133,10 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
       EXPECT_EQ(flat->numel() % (n * flat->alignment()), 0);
     }
   }
+  // bf16 with f32 masters, the paper's case: zero 0 and 1 allocate exactly its 16 and 4 + 12/N.
+  EXPECT_DOUBLE_EQ(memory_plan(0, n, DType::BF16, DType::BF16).total(), 16.0);
+  EXPECT_DOUBLE_EQ(memory_plan(1, n, DType::BF16, DType::BF16).total(), 4.0 + 12.0 / n);
+  EXPECT_DOUBLE_EQ(memory_plan(1, n, DType::BF16, DType::BF16).paper, 4.0 + 12.0 / n);
 }
 
 }  // namespace
