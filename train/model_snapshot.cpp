@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "tensor/error.h"
 
@@ -156,20 +157,17 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
 }
 
 // Each rank writes exactly the pieces its shard holds (a replicated tensor's by tp rank 0 only), so
-// no rank ever holds more than its shard; the masters stand for bf16 parameters.
-void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer) {
+// no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
+// are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
+// its columns; then it is copied row by row.
+void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, bool copy) {
   const FlatOptimizerState& state = optimizer.flat_state();
   dist::FlatParams& flat = const_cast<AdamW&>(optimizer).flat();
-  Tensor host[3];  // this rank's shard of the parameters, m and v, on the host
-  if (state.master.defined()) {
-    host[0] = state.master.to(Device::cpu());
-  } else {
-    host[0] = Tensor::zeros({state.m.numel()}, DType::F32, Device::cpu());
-    for (const dist::ShardSlice& s : optimizer.owned())
-      host[0].narrow(s.local, s.length).copy_from(flat.params().narrow(s.begin, s.length));
-  }
-  host[1] = state.m.to(Device::cpu());
-  host[2] = state.v.to(Device::cpu());
+  const bool on_gpu = model.device().is_cuda();
+  const Tensor* source[3] = {state.master.defined() ? &state.master : &flat.params(), &state.m, &state.v};
+  ND_CHECK(source[0]->dtype() == DType::F32, "ZeRO checkpoints: parameters without f32 masters must be f32");
+  std::map<std::string, int64_t> flat_offset;
+  for (const dist::FlatEntry& e : flat.entries()) flat_offset[e.name] = e.offset;
   const dist::TensorParallel& tp = model.tensor_parallel();
   size_t index = 0;
   for (const Entry& e : entries_of(model, nullptr, 0, 1)) {
@@ -183,26 +181,40 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer) {
           if (in.empty()) continue;
           Hyperslab full = in;
           for (size_t d = 0; d < full.offset.size(); ++d) full.offset[d] += b.full.offset[d] - b.local.offset[d];
-          const int64_t rows = shape.size() == 2 ? in.count[0] : 1, width = shape.size() == 2 ? in.count[1] : in.count[0];
+          const bool two_d = shape.size() == 2;
+          const int64_t rows = two_d ? in.count[0] : 1, width = two_d ? in.count[1] : in.count[0];
+          const int64_t first = two_d ? in.offset[0] * cols + in.offset[1] : in.offset[0];
+          const bool contiguous = rows == 1 || width == cols;
           for (int g = 0; g < 3; ++g) {
-            float* dst = buffer(index++, static_cast<size_t>(in.numel()), false);
-            for (int64_t r = 0; r < rows; ++r) {
-              const int64_t element = (in.offset[0] + r) * cols + (shape.size() == 2 ? in.offset[1] : 0);
-              std::memcpy(dst + r * width, host[g].data<float>() + piece.local + (element - piece.begin),
-                          static_cast<size_t>(width) * sizeof(float));
+            // Element `element` of the tensor in the group's buffer.
+            auto at = [&](int64_t element) {
+              return (g == 0 && !state.master.defined() ? flat_offset.at(e.name) + element
+                                                       : piece.local + (element - piece.begin));
+            };
+            if (!copy && contiguous && !on_gpu) {
+              slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
+                                           source[g]->data<float>() + at(first)});
+              continue;
             }
+            float* dst = buffer(index++, static_cast<size_t>(in.numel()), on_gpu);
+            for (int64_t r = 0; r < (contiguous ? 1 : rows); ++r)
+              copy_to_host(*source[g], at(first + r * cols), contiguous ? in.numel() : width, dst + r * width);
             slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full, dst});
           }
         }
       }
     }
   }
+  if (!copy) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
+#if NANODIST_WITH_CUDA
+  if (on_gpu) CUDA_CHECK(cudaStreamSynchronize(compute_stream(model.device().index)));
+#endif
 }
 
 void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy) {
   slices_.clear();
   held_.clear();
-  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer);
+  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, copy);
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
   for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size)) {

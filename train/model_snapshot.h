@@ -39,7 +39,7 @@ class ModelSnapshot {
   };
   float* buffer(size_t index, size_t count, bool pinned);
   // ZeRO: the pieces of the parameters (masters), m and v this rank's shard holds.
-  void take_sharded(const nn::GPT& model, const AdamW& optimizer);
+  void take_sharded(const nn::GPT& model, const AdamW& optimizer, bool copy);
   std::vector<Buffer> buffers_;
   std::vector<OwnedSlice> slices_;
   std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
