@@ -1,5 +1,7 @@
 // `nanodist train`: flags to TrainConfig, the world communicator, a header, the training run
 // (which prints its step lines on rank 0), and a one-line summary.
+#include <sys/resource.h>
+
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -32,6 +34,13 @@ std::string final_summary_line(const TrainResult& r) {
                   static_cast<double>(r.peak_device_bytes) / (1 << 30),
                   static_cast<double>(r.peak_requested_device_bytes) / (1 << 30));
     out += line;
+  } else {
+    // The CPU: the process's peak resident memory (ru_maxrss, KiB on Linux).
+    struct rusage usage {};
+    if (getrusage(RUSAGE_SELF, &usage) == 0) {
+      std::snprintf(line, sizeof(line), " | peak RSS %.2f GiB", static_cast<double>(usage.ru_maxrss) / (1 << 20));
+      out += line;
+    }
   }
   return out;
 }

@@ -42,8 +42,9 @@ void accumulate_range(const Tensor& src, Tensor& dst, bool overwrite) {
 
 }  // namespace
 
-FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype) {
+FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards) {
   ND_CHECK(!params.empty(), "FlatParams: no parameters");
+  ND_CHECK(shards >= 1, "FlatParams: " << shards << " shards");
   const DType dtype = params.front().second.dtype();
   const Device device = params.front().second.device();
   std::set<std::string> names;
@@ -69,7 +70,8 @@ FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& para
     numel_ = e.offset + e.numel;
     entries_.push_back(std::move(e));
   }
-  numel_ = aligned(numel_, dtype);
+  const int64_t unit = aligned(1, dtype) * shards;
+  numel_ = (numel_ + unit - 1) / unit * unit;
   params_ = Tensor::zeros({numel_}, dtype, device);
   grads_ = Tensor::zeros({numel_}, grad_dtype, device);
   if (separate_) {
@@ -87,6 +89,8 @@ FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& para
     if (!had_grad) e.param.zero_grad();
   }
 }
+
+int64_t FlatParams::alignment() const { return aligned(1, params_.dtype()); }
 
 Tensor FlatParams::view_of(const Tensor& flat, const FlatEntry& e) const {
   return flat.narrow(e.offset, e.numel).view(e.param.shape());

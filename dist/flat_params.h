@@ -25,18 +25,28 @@ struct FlatEntry {
   int64_t numel = 0;
 };
 
+// One slice of the flat buffers a rank owns under ZeRO (dist/data_parallel.h): elements
+// [begin, begin + length) of the layout, stored at `local` in the shard-sized buffers (the
+// gradient shard, AdamW's m, v and masters).
+struct ShardSlice {
+  int64_t begin = 0, length = 0, local = 0;
+};
+
 class FlatParams {
  public:
   // `params` in registration (forward) order, defined, one dtype and one device. Their values are
   // copied in and each becomes a view of params(); gradients a parameter already holds are
   // carried over, the others start as "no gradient yet" (the first contribution overwrites).
   // grad_dtype: the parameters' dtype, or F32 (an f32 accumulation buffer beside bf16 ones).
-  FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype);
+  // shards: the buffers' length is padded to a multiple of shards x the alignment, so ZeRO can cut
+  // them into that many aligned equal parts (dist/data_parallel.h).
+  FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards = 1);
   FlatParams(const FlatParams&) = delete;
   FlatParams& operator=(const FlatParams&) = delete;
 
   const std::vector<FlatEntry>& entries() const { return entries_; }  // layout order
   int64_t numel() const { return numel_; }  // with padding
+  int64_t alignment() const;  // elements of the parameters' dtype in one aligned unit (256 bytes)
   DType param_dtype() const { return params_.dtype(); }
   DType grad_dtype() const { return grads_.dtype(); }
   Device device() const { return params_.device(); }

@@ -4,6 +4,8 @@
 #include "dist/mpi_comm.h"
 
 #include <climits>
+#include <cstring>
+#include <vector>
 
 #include "dist/mpi_check.h"
 #include "kernels/cpu/reduce.h"
@@ -159,7 +161,15 @@ CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, Redu
            "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
   agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
   int count = mpi_count(output.numel(), "reduce_scatter");
-  MPI_CHECK(MPI_Reduce_scatter_block(input.raw_data(), output.raw_data(), count, mpi_datatype(input.dtype()),
+  const size_t bytes = static_cast<size_t>(output.numel()) * dtype_size(output.dtype());
+  // In place (ZeRO 1): output is block rank() of input, which MPI forbids; the input is copied.
+  std::vector<char> staged;
+  const void* send = input.raw_data();
+  if (output.raw_data() == static_cast<const char*>(input.raw_data()) + static_cast<size_t>(rank_) * bytes) {
+    staged.assign(static_cast<const char*>(input.raw_data()), static_cast<const char*>(input.raw_data()) + bytes * size_);
+    send = staged.data();
+  }
+  MPI_CHECK(MPI_Reduce_scatter_block(send, output.raw_data(), count, mpi_datatype(input.dtype()),
                                      mpi_reduce_op(op, input.dtype()), comm_));
   if (op == ReduceOp::Avg) scale_for_average(output, size_);
   return CommWork();
@@ -173,7 +183,11 @@ CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
   agree_on_layout(Collective::AllGather, input, 0);
   int count = mpi_count(input.numel(), "all_gather");
   MPI_Datatype type = mpi_datatype(input.dtype());
-  MPI_CHECK(MPI_Allgather(input.raw_data(), count, type, output.raw_data(), count, type, comm_));
+  // In place (ZeRO's gather of parameters): input is block rank() of output, which MPI spells IN_PLACE.
+  const bool in_place = input.raw_data() == static_cast<const char*>(output.raw_data()) +
+                                               static_cast<size_t>(rank_) * input.numel() * dtype_size(input.dtype());
+  MPI_CHECK(MPI_Allgather(in_place ? MPI_IN_PLACE : input.raw_data(), count, type, output.raw_data(), count, type,
+                          comm_));
   return CommWork();
 }
 

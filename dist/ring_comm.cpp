@@ -50,7 +50,7 @@ CommWork RingComm::all_gather_async(const Tensor& input, Tensor& output) {
   const RingChunk mine = ring_chunk(output.numel(), size(), rank());
   Tensor block = output.view({-1}).narrow(mine.begin, mine.size);
   inner_.order_after_compute();
-  inner_.stream_copy(block, input);
+  if (block.raw_data() != input.raw_data()) inner_.stream_copy(block, input);  // not in place
   return ring_all_gather_async(inner_, output, options_);
 }
 

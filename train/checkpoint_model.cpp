@@ -69,6 +69,8 @@ void copy_into(Tensor& dst, const nn::GPT& model, const NamedTensors& tensors, c
 }  // namespace
 
 void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& data) {
+  ND_CHECK(optimizer == nullptr || !optimizer->sharded(),
+           "store_model holds whole tensors; a ZeRO optimizer's state is saved by ModelSnapshot");
   data.params.clear();
   data.m.clear();
   data.v.clear();
@@ -94,6 +96,18 @@ void load_model(const CheckpointData& data, const std::string& source, nn::GPT& 
                                                       << named.size());
   for (auto& [name, param] : named) copy_into(param.data(), model, data.params, name, "parameter", source);
   if (optimizer == nullptr) return;
+  if (optimizer->sharded()) {  // ZeRO: each rank keeps its pieces, one tensor at a time
+    for (ParamState& s : optimizer->states()) {
+      const NamedTensors* groups[3] = {&data.params, &data.m, &data.v};
+      const char* what[3] = {"parameter", "AdamW first moment", "AdamW second moment"};
+      for (int g = 0; g < 3; ++g) {
+        Tensor value = Tensor::zeros(s.param.shape(), DType::F32, s.param.device());
+        copy_into(value, model, *groups[g], s.name, what[g], source);
+        optimizer->load_owned(s.name, g, value);
+      }
+    }
+    return;
+  }
   for (ParamState& s : optimizer->states()) {
     if (s.master.defined()) copy_into(s.master, model, data.params, s.name, "parameter", source);
     copy_into(s.m, model, data.m, s.name, "AdamW first moment", source);

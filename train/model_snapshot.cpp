@@ -1,8 +1,10 @@
 // Snapshots of owned slices (device-to-host copies of row ranges) and loads of held blocks.
 #include "train/model_snapshot.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "tensor/error.h"
 #include "train/direct_write.h"
@@ -69,6 +71,41 @@ bool is_row_range(const Hyperslab& box, const Shape& shape) {
   return true;
 }
 
+// The elements [begin, begin + length) (row-major) of a tensor of `shape` (1 or 2 dimensions) as
+// boxes: a partial first row, whole rows, a partial last row.
+std::vector<Hyperslab> boxes_of_range(const std::vector<int64_t>& shape, int64_t begin, int64_t length) {
+  ND_CHECK(shape.size() == 1 || shape.size() == 2,
+           "ZeRO checkpoints: tensors of " << shape.size() << " dimensions are not supported");
+  if (shape.size() == 1) return {Hyperslab{{begin}, {length}}};
+  const int64_t cols = shape[1], end = begin + length;
+  std::vector<Hyperslab> boxes;
+  int64_t row = begin / cols, col = begin % cols;
+  if (col != 0) {
+    const int64_t stop = std::min(end, (row + 1) * cols);
+    boxes.push_back(Hyperslab{{row, col}, {1, stop - begin}});
+    if (stop == end) return boxes;
+    ++row;
+  }
+  const int64_t last_row = end / cols;
+  if (last_row > row) boxes.push_back(Hyperslab{{row, 0}, {last_row - row, cols}});
+  if (end % cols != 0) boxes.push_back(Hyperslab{{last_row, 0}, {1, end % cols}});
+  return boxes;
+}
+
+// Reads every block of e's full tensor that this rank holds into a host f32 tensor of the local
+// shape (padding rows zero).
+Tensor read_local(CheckpointReader& reader, const std::string& group, const std::string& name,
+                  const TensorPlacement& placement) {
+  Tensor host = Tensor::zeros(placement.local_shape, DType::F32, Device::cpu());
+  for (const BlockMap& b : held_blocks(placement)) {
+    std::vector<float> block(static_cast<size_t>(b.full.numel()));
+    reader.read_box(group, name, b.full, block.data());
+    copy_box(reinterpret_cast<const char*>(block.data()), b.local.count, std::vector<int64_t>(b.local.count.size(), 0),
+             static_cast<char*>(host.raw_data()), host.shape(), b.local.offset, b.local.count, sizeof(float));
+  }
+  return host;
+}
+
 // Copies `count` f32 values from a tensor's memory at element `offset` to host `dst`.
 void copy_to_host(const Tensor& t, int64_t offset, int64_t count, float* dst) {
   if (t.device().is_cpu()) {
@@ -123,9 +160,65 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
   return b.data;
 }
 
+// Each rank writes exactly the pieces its shard holds (a replicated tensor's by tp rank 0 only), so
+// no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
+// are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
+// its columns; then it is copied row by row.
+void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, bool copy) {
+  const FlatOptimizerState& state = optimizer.flat_state();
+  dist::FlatParams& flat = const_cast<AdamW&>(optimizer).flat();
+  const bool on_gpu = model.device().is_cuda();
+  const Tensor* source[3] = {state.master.defined() ? &state.master : &flat.params(), &state.m, &state.v};
+  ND_CHECK(source[0]->dtype() == DType::F32, "ZeRO checkpoints: parameters without f32 masters must be f32");
+  std::map<std::string, int64_t> flat_offset;
+  for (const dist::FlatEntry& e : flat.entries()) flat_offset[e.name] = e.offset;
+  const dist::TensorParallel& tp = model.tensor_parallel();
+  size_t index = 0;
+  for (const Entry& e : entries_of(model, nullptr, 0, 1)) {
+    if (!(e.placement.spec.sharded() && tp.size() > 1) && tp.rank() != 0) continue;
+    const std::vector<int64_t>& shape = e.placement.local_shape;
+    const int64_t cols = shape.size() == 2 ? shape[1] : 1;
+    for (const dist::ShardSlice& piece : optimizer.owned_of(e.name)) {
+      for (const Hyperslab& box : boxes_of_range(shape, piece.begin, piece.length)) {
+        for (const BlockMap& b : held_blocks(e.placement)) {
+          const Hyperslab in = intersect(box, b.local);
+          if (in.empty()) continue;
+          Hyperslab full = in;
+          for (size_t d = 0; d < full.offset.size(); ++d) full.offset[d] += b.full.offset[d] - b.local.offset[d];
+          const bool two_d = shape.size() == 2;
+          const int64_t rows = two_d ? in.count[0] : 1, width = two_d ? in.count[1] : in.count[0];
+          const int64_t first = two_d ? in.offset[0] * cols + in.offset[1] : in.offset[0];
+          const bool contiguous = rows == 1 || width == cols;
+          for (int g = 0; g < 3; ++g) {
+            // Element `element` of the tensor in the group's buffer.
+            auto at = [&](int64_t element) {
+              return (g == 0 && !state.master.defined() ? flat_offset.at(e.name) + element
+                                                       : piece.local + (element - piece.begin));
+            };
+            if (!copy && contiguous && !on_gpu) {
+              slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
+                                           source[g]->data<float>() + at(first)});
+              continue;
+            }
+            float* dst = buffer(index++, static_cast<size_t>(in.numel()), on_gpu);
+            for (int64_t r = 0; r < (contiguous ? 1 : rows); ++r)
+              copy_to_host(*source[g], at(first + r * cols), contiguous ? in.numel() : width, dst + r * width);
+            slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full, dst});
+          }
+        }
+      }
+    }
+  }
+  if (!copy) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
+#if NANODIST_WITH_CUDA
+  if (on_gpu) CUDA_CHECK(cudaStreamSynchronize(compute_stream(model.device().index)));
+#endif
+}
+
 void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy) {
   slices_.clear();
   held_.clear();
+  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, copy);
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
   for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size)) {
@@ -172,25 +265,21 @@ void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimize
   const size_t stored = reader.names(kCheckpointGroups[0]).size();
   ND_CHECK_INPUT(stored == names.size(), reader.path() << " holds " << stored << " parameters, the model has "
                                                        << names.size());
-  // Each tensor to fill: the parameter (its data, and its master) and the moments.
-  for (const Entry& e : entries_of(model, optimizer, 0, 1)) {
+  // Each tensor to fill: the parameter (its data, and its master) and the moments; under ZeRO the
+  // parameters here and the masters and moments below.
+  const AdamW* whole = optimizer != nullptr && !optimizer->sharded() ? optimizer : nullptr;
+  for (const Entry& e : entries_of(model, whole, 0, 1)) {
     const std::string what = "/" + e.group + "/" + e.name;
     ND_CHECK_INPUT(reader.has(e.group, e.name), reader.path() << " has no " << what);
     const std::vector<int64_t> stored_shape = reader.full_shape(e.group, e.name);
     ND_CHECK_INPUT(stored_shape == e.placement.full_shape, reader.path() << ": " << what << " has shape "
                                                                          << shape_str(stored_shape) << ", the model has "
                                                                          << shape_str(e.placement.full_shape));
-    Tensor host = Tensor::zeros(e.tensor.shape(), DType::F32, Device::cpu());  // padding rows stay zero
-    for (const BlockMap& b : held_blocks(e.placement)) {
-      std::vector<float> block(static_cast<size_t>(b.full.numel()));
-      reader.read_box(e.group, e.name, b.full, block.data());
-      copy_box(reinterpret_cast<const char*>(block.data()), b.local.count, std::vector<int64_t>(b.local.count.size(), 0),
-               static_cast<char*>(host.raw_data()), host.shape(), b.local.offset, b.local.count, sizeof(float));
-    }
+    Tensor host = read_local(reader, e.group, e.name, e.placement);
     Tensor dst = e.tensor;
     dst.copy_from(dst.dtype() == DType::F32 ? host : host.to(dst.dtype()));
     // A bf16 parameter with an f32 master: the parameter gets the master's rounded value.
-    if (e.group == kCheckpointGroups[0] && optimizer != nullptr) {
+    if (e.group == kCheckpointGroups[0] && whole != nullptr) {
       for (const auto& [name, param] : names) {
         Tensor data = param.data();
         if (name == e.name && !data.shares_storage(dst))
@@ -198,6 +287,13 @@ void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimize
       }
     }
   }
+  if (optimizer == nullptr || whole != nullptr) return;
+  for (const Entry& e : entries_of(model, nullptr, 0, 1))
+    for (int g = 0; g < 3; ++g) {
+      ND_CHECK_INPUT(reader.has(kCheckpointGroups[g], e.name), reader.path() << " has no /" << kCheckpointGroups[g]
+                                                                               << "/" << e.name);
+      optimizer->load_owned(e.name, g, read_local(reader, kCheckpointGroups[g], e.name, e.placement));
+    }
 }
 
 }  // namespace nd::train

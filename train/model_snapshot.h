@@ -38,13 +38,16 @@ class ModelSnapshot {
     bool pinned = false;
   };
   float* buffer(size_t index, size_t count, bool pinned);
+  // ZeRO: the pieces of the parameters (masters), m and v this rank's shard holds.
+  void take_sharded(const nn::GPT& model, const AdamW& optimizer, bool copy);
   std::vector<Buffer> buffers_;
   std::vector<OwnedSlice> slices_;
   std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
 };
 
 // Loads parameters (and masters and moments when `optimizer` is not null) from `reader` into
-// this rank's tensors, on their device; the token embedding's padding rows become zeros.
+// this rank's tensors, on their device; the token embedding's padding rows become zeros. Under
+// ZeRO the masters and moments are read one tensor at a time and each rank keeps its pieces.
 // nd::Error when a tensor is missing or has another shape, or a slice is corrupt.
 void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimizer);
 

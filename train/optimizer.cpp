@@ -1,6 +1,7 @@
 // AdamW bookkeeping; the arithmetic runs in the device kernels behind optimizer_dispatch.h.
 #include "train/optimizer.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "train/optimizer_dispatch.h"
@@ -20,12 +21,29 @@ AdamW::AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, 
                                                named_params.empty() ? DType::F32 : named_params.front().second.dtype()),
             options) {}
 
-AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : options_(options), flat_(std::move(flat)) {
+AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const AdamWShard* shard)
+    : options_(options), flat_(std::move(flat)) {
   ND_CHECK(flat_ != nullptr, "AdamW: no parameters");
   const Device device = flat_->device();
-  flat_state_.m = Tensor::zeros({flat_->numel()}, DType::F32, device);
-  flat_state_.v = Tensor::zeros({flat_->numel()}, DType::F32, device);
-  if (flat_->param_dtype() != DType::F32) flat_state_.master = flat_->params().to(DType::F32);
+  if (shard != nullptr) {
+    ND_CHECK(!shard->grads.defined() || (shard->grads.dtype() == DType::F32 && shard->grads.numel() == shard->numel),
+             "AdamW: the gradient shard must be f32 with " << shard->numel << " elements");
+    sharded_ = true;
+    grads_in_shard_ = shard->grads.defined();
+    owned_ = shard->owned;
+    flat_state_.grads = grads_in_shard_ ? shard->grads : flat_->grads();
+    flat_state_.shard_group = shard->group;
+  }
+  const int64_t n = sharded_ ? shard->numel : flat_->numel();
+  flat_state_.m = Tensor::zeros({n}, DType::F32, device);
+  flat_state_.v = Tensor::zeros({n}, DType::F32, device);
+  if (flat_->param_dtype() != DType::F32 && !sharded_) flat_state_.master = flat_->params().to(DType::F32);
+  if (flat_->param_dtype() != DType::F32 && sharded_) {
+    flat_state_.master = Tensor::zeros({n}, DType::F32, device);
+    for (const dist::ShardSlice& s : owned_)
+      flat_state_.master.narrow(s.local, s.length).copy_from(flat_->params().narrow(s.begin, s.length).to(DType::F32));
+  }
+  if (!sharded_) flat_state_.grads = flat_->grads();
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
   // The states in registration order (the layout is its reverse), as checkpoints list them.
   for (size_t k = entries.size(); k-- > 0;) {
@@ -34,17 +52,74 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : opt
     s.name = e.name;
     s.param = e.param;
     s.entry = k;
-    s.m = flat_->view_of(flat_state_.m, e);
-    s.v = flat_->view_of(flat_state_.v, e);
-    if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
+    if (!sharded_) {
+      s.m = flat_->view_of(flat_state_.m, e);
+      s.v = flat_->view_of(flat_state_.v, e);
+      if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
+    }
     s.decay = in_decay_group(e.param.data());
     states_.push_back(std::move(s));
   }
 }
 
+std::vector<dist::ShardSlice> AdamW::owned_of(const std::string& name) const {
+  const dist::FlatEntry& e = flat_->entries().at(const_cast<AdamW*>(this)->state(name).entry);
+  if (!sharded_) return {dist::ShardSlice{0, e.numel, e.offset}};
+  std::vector<dist::ShardSlice> pieces;
+  for (const dist::ShardSlice& s : owned_) {
+    const int64_t begin = std::max(e.offset, s.begin), end = std::min(e.offset + e.numel, s.begin + s.length);
+    if (begin < end) pieces.push_back(dist::ShardSlice{begin - e.offset, end - begin, s.local + (begin - s.begin)});
+  }
+  return pieces;
+}
+
+void AdamW::load_owned(const std::string& name, int group, const Tensor& value) {
+  ND_CHECK(group >= 0 && group <= 2, "AdamW::load_owned: group " << group);
+  Tensor& dst = group == 0 ? flat_state_.master : group == 1 ? flat_state_.m : flat_state_.v;
+  if (!dst.defined()) return;  // no masters beside f32 parameters
+  const ParamState& s = state(name);
+  ND_CHECK(value.numel() == s.param.data().numel(), "AdamW::load_owned: " << name << " has " << s.param.data().numel()
+                                                                          << " elements, the value " << value.numel());
+  Tensor flat = value.view({-1});
+  if (flat.dtype() != DType::F32) flat = flat.to(DType::F32);
+  for (const dist::ShardSlice& p : owned_of(name)) dst.narrow(p.local, p.length).copy_from(flat.narrow(p.begin, p.length));
+}
+
+int64_t AdamW::state_bytes() const {
+  int64_t bytes = 0;
+  for (const Tensor* t : {&flat_state_.m, &flat_state_.v, &flat_state_.master})
+    if (t->defined()) bytes += t->numel() * static_cast<int64_t>(dtype_size(t->dtype()));
+  return bytes;
+}
+
 std::vector<FlatRun> AdamW::runs() const {
   std::vector<FlatRun> runs;
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
+  if (sharded_) {
+    // Every owned element: the data-parallel engine leaves a gradient (zeros where none came) for all.
+    for (const dist::ShardSlice& slice : owned_) {
+      bool open = false;
+      for (size_t k = 0; k < entries.size(); ++k) {
+        const dist::FlatEntry& e = entries[k];
+        const int64_t begin = std::max(e.offset, slice.begin);
+        const int64_t end = std::min(e.offset + e.numel, slice.begin + slice.length);
+        if (begin >= end) continue;
+        const ParamState& s = states_[entries.size() - 1 - k];
+        if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
+          runs.back().length = end - runs.back().begin;  // the padding between is zero
+        } else {
+          const int64_t local = slice.local + (begin - slice.begin);
+          runs.push_back(FlatRun{begin, end - begin, s.decay, s.sharded, local, grads_in_shard_ ? local : begin});
+        }
+        open = true;
+      }
+    }
+    // A shard of padding only still joins the norm's sum over the group (an empty run).
+    if (runs.empty() && !owned_.empty())
+      runs.push_back(FlatRun{owned_[0].begin, 0, false, false, owned_[0].local,
+                             grads_in_shard_ ? owned_[0].local : owned_[0].begin});
+    return runs;
+  }
   bool open = false;  // the last run may be extended (its last tensor was the previous entry)
   for (size_t k = 0; k < entries.size(); ++k) {
     if (!flat_->has_gradient(k)) {
@@ -60,7 +135,7 @@ std::vector<FlatRun> AdamW::runs() const {
     if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
       runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
     } else {
-      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded});
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset});
     }
     open = true;
   }
@@ -73,7 +148,7 @@ ParamState& AdamW::state(const std::string& name) {
   ND_FAIL("AdamW has no parameter " << name);
 }
 
-double AdamW::grad_norm() const { return global_grad_norm(*flat_, runs(), tp_); }
+double AdamW::grad_norm() const { return global_grad_norm(*flat_, flat_state_, runs(), tp_); }
 
 void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names) {
   for (ParamState& s : states_) s.sharded = false;

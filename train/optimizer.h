@@ -43,23 +43,45 @@ struct DeviceOptimizerState;  // per-device launch data, built on the first GPU 
 // True for the tensors nanoGPT decays: dim >= 2.
 bool in_decay_group(const Tensor& param);
 
-// The flat optimizer state: m, v and (for bf16 parameters) the f32 masters, numel() each.
+// The flat optimizer state: m, v and (for bf16 parameters) the f32 masters, numel() each, or under
+// ZeRO the rank's shard of them; `grads` is what the update reads (the flat gradients, or the
+// engine's f32 gradient shard), and `shard_group` (ZeRO) the group whose shards sum to the norm.
 struct FlatOptimizerState {
   Tensor m, v, master;
+  Tensor grads;
+  dist::Comm* shard_group = nullptr;
 };
 
 // A contiguous range [begin, begin + length) of the flat buffers whose tensors all have a gradient
-// this step and share the weight-decay group and the tensor-parallel sharding.
+// this step and share the weight-decay group and the tensor-parallel sharding. `local`: where the
+// range starts in m, v and master of FlatOptimizerState, `grad` where in its grads (both begin
+// itself unless sharded; ZeRO 1 reduces in place, so its grads stay at begin).
 struct FlatRun {
   int64_t begin = 0, length = 0;
   bool decay = false;
   bool sharded = false;
+  int64_t local = 0;
+  int64_t grad = 0;
+};
+
+// ZeRO's part of the optimizer on this rank (dist::DataParallel's owned(), shard_numel(),
+// shard_grads() and its group).
+struct AdamWShard {
+  std::vector<dist::ShardSlice> owned;
+  int64_t numel = 0;
+  Tensor grads;  // f32, numel (ZeRO 2); undefined: the flat gradients, reduced in place (ZeRO 1)
+  dist::Comm* group = nullptr;
 };
 
 class AdamW {
  public:
-  // Over `flat` (shared with the data-parallel engine, which must see the same object).
-  AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options);
+  // Over `flat` (shared with the data-parallel engine, which must see the same object). With
+  // `shard` (ZeRO): m, v and the masters hold only the owned slices (the masters copied from the
+  // parameters), the update reads shard->grads (or the flat gradients' owned slices) and writes only
+  // the owned parameters, and the norm
+  // sums the shards' squares over shard->group; the per-parameter views of ParamState (m, v,
+  // master) stay undefined (owned_of and load_owned reach a tensor's pieces).
+  AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const AdamWShard* shard = nullptr);
   // Flattens `named_params` itself (gradients in the parameters' dtype): for one-rank uses.
   AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options);
 
@@ -90,6 +112,17 @@ class AdamW {
   // the replicated ones once, so it equals the unsplit model's. nd::Error on an unknown name.
   void set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names);
 
+  bool sharded() const { return sharded_; }
+  const std::vector<dist::ShardSlice>& owned() const { return owned_; }  // ZeRO: this rank's slices
+  // ZeRO: the pieces of parameter `name` this rank owns: elements [begin, begin + length) of the
+  // tensor (row-major, its local shape) at `local` in the shard buffers. Unsharded: the whole.
+  std::vector<dist::ShardSlice> owned_of(const std::string& name) const;
+  // Copies this rank's pieces of `name` out of `value` (the whole local tensor, any device and
+  // float dtype) into the master (group 0), m (1) or v (2): what a load does under ZeRO.
+  void load_owned(const std::string& name, int group, const Tensor& value);
+  // Bytes of m, v and the masters on this rank.
+  int64_t state_bytes() const;
+
   int64_t step_count() const { return step_count_; }
   void set_step_count(int64_t steps) { step_count_ = steps; }
   const AdamWOptions& options() const { return options_; }
@@ -98,6 +131,7 @@ class AdamW {
   ParamState& state(const std::string& name);  // nd::Error on an unknown name
   dist::FlatParams& flat() { return *flat_; }
   FlatOptimizerState& flat_state() { return flat_state_; }
+  const FlatOptimizerState& flat_state() const { return flat_state_; }
   // The runs of this step: the tensors with a gradient (dist::FlatParams::has_gradient), merged.
   std::vector<FlatRun> runs() const;
 
@@ -109,6 +143,9 @@ class AdamW {
   FlatOptimizerState flat_state_;
   std::vector<ParamState> states_;  // registration order: the flat layout's entries reversed
   dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
+  bool sharded_ = false;
+  bool grads_in_shard_ = false;  // ZeRO 2: the update reads the engine's gradient shard
+  std::vector<dist::ShardSlice> owned_;
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)
   double host_grad_norm_ = 0.0;  // the CPU update's norm (the GPU's stays on the device)

@@ -56,21 +56,27 @@ std::vector<FlatRun> ordered(const std::vector<FlatRun>& runs, bool sharded_firs
 // norm (scalars[0]) and clip factor (scalars[1]) of the gradients in `slots`. With a tensor-parallel
 // group `tp` the first `split` slots are sharded: their sum of squares (scalars[2]) is summed over
 // the group by the comm (stream-ordered on the compute stream), the rest (scalars[3]) counts once.
+// Under ZeRO both sums are first summed over the data-parallel shards (`dp`).
 template <typename G>
-void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<G>>& slots, int split, dist::Comm* tp, Tensor& scalars,
-                  float max_norm, cudaStream_t stream) {
+void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<G>>& slots, int split, dist::Comm* tp, dist::Comm* dp,
+                  Tensor& scalars, float max_norm, cudaStream_t stream) {
   float* norm = scalars.data<float>();
-  if (tp == nullptr) return cuda::global_norm<G>(slots, norm, norm + 1, max_norm, stream);
+  if (dp != nullptr && dp->size() == 1) dp = nullptr;
+  if (tp == nullptr && dp == nullptr) return cuda::global_norm<G>(slots, norm, norm + 1, max_norm, stream);
   cuda::sums_of_squares<G>(slots, split, norm + 2, stream);
+  if (dp != nullptr) {
+    Tensor sums = scalars.narrow(2, 2);
+    dp->allreduce(sums, dist::ReduceOp::Sum);
+  }
   Tensor sharded_sum = scalars.narrow(2, 1);
-  tp->allreduce(sharded_sum, dist::ReduceOp::Sum);
+  if (tp != nullptr) tp->allreduce(sharded_sum, dist::ReduceOp::Sum);
   cuda::norm_from_sums(norm + 2, norm, norm + 1, max_norm, stream);
 }
 
 template <typename G>
-std::vector<cuda::NormSlot<G>> norm_slots(dist::FlatParams& flat, const std::vector<FlatRun>& runs) {
+std::vector<cuda::NormSlot<G>> norm_slots(const Tensor& grads, const std::vector<FlatRun>& runs) {
   std::vector<cuda::NormSlot<G>> slots;
-  for (const FlatRun& r : runs) slots.push_back({flat.grads().data<G>() + r.begin, r.length});
+  for (const FlatRun& r : runs) slots.push_back({grads.data<G>() + r.grad, r.length});
   return slots;
 }
 
@@ -84,21 +90,23 @@ std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptim
                                                const std::vector<FlatRun>& runs, float weight_decay) {
   std::vector<cuda::AdamWSlot<T, G>> slots;
   for (const FlatRun& r : runs) {
-    for (int64_t begin = r.begin; begin < r.begin + r.length; begin += kAdamWSlotElements) {
-      const int64_t n = std::min(kAdamWSlotElements, r.begin + r.length - begin);
-      float* master = state.master.defined() ? state.master.data<float>() + begin : nullptr;
-      slots.push_back({flat.params().data<T>() + begin, flat.grads().data<G>() + begin, master,
-                       state.m.data<float>() + begin, state.v.data<float>() + begin, n,
+    for (int64_t at = 0; at < r.length; at += kAdamWSlotElements) {
+      const int64_t n = std::min(kAdamWSlotElements, r.length - at);
+      float* master = state.master.defined() ? state.master.data<float>() + r.local + at : nullptr;
+      slots.push_back({flat.params().data<T>() + r.begin + at, state.grads.data<G>() + r.grad + at, master,
+                       state.m.data<float>() + r.local + at, state.v.data<float>() + r.local + at, n,
                        r.decay ? weight_decay : 0.0f});
     }
   }
   return slots;
 }
 
-std::vector<int64_t> key_of(dist::FlatParams& flat, const std::vector<FlatRun>& runs) {
+std::vector<int64_t> key_of(dist::FlatParams& flat, const FlatOptimizerState& opt, const std::vector<FlatRun>& runs) {
   std::vector<int64_t> key{reinterpret_cast<int64_t>(flat.params().raw_data()),
-                           reinterpret_cast<int64_t>(flat.grads().raw_data())};
-  for (const FlatRun& r : runs) key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0});
+                           reinterpret_cast<int64_t>(opt.grads.raw_data()),
+                           reinterpret_cast<int64_t>(opt.m.raw_data())};
+  for (const FlatRun& r : runs)
+    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad});
   return key;
 }
 
@@ -125,12 +133,12 @@ DeviceOptimizerState& launch_state(dist::FlatParams& flat, FlatOptimizerState& o
   if (rebuilt) *rebuilt = false;
   const int device = flat.device().index;
   std::vector<FlatRun> active = ordered(runs, split);
-  std::vector<int64_t> key = key_of(flat, active);
+  std::vector<int64_t> key = key_of(flat, opt, active);
   if (!state || state->key != key) {
     auto fresh = std::make_shared<DeviceOptimizerState>();
     fresh->key = key;
     fresh->lists = std::shared_ptr<LaunchLists<T, G>>(new LaunchLists<T, G>{
-        {norm_slots<G>(flat, active), device}, {adamw_slots<T, G>(flat, opt, active, weight_decay), device}});
+        {norm_slots<G>(opt.grads, active), device}, {adamw_slots<T, G>(flat, opt, active, weight_decay), device}});
     fresh->sharded_runs = 0;
     for (const FlatRun& r : active) fresh->sharded_runs += split && r.sharded ? 1 : 0;
     fresh->scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
@@ -168,8 +176,8 @@ void enqueue_update_as(dist::FlatParams& flat, FlatOptimizerState& opt, const st
   // inside capture: the runs and addresses are settled.
   if (upload_only || rebuilt) upload_step_scalars(s, h, stream);
   if (upload_only) return;
-  enqueue_norm<G>(lists<T, G>(s).norm, s.sharded_runs, split ? tp : nullptr, s.scalars, static_cast<float>(grad_clip),
-                  stream);
+  enqueue_norm<G>(lists<T, G>(s).norm, s.sharded_runs, split ? tp : nullptr, opt.shard_group, s.scalars,
+                  static_cast<float>(grad_clip), stream);
   const float* scale = s.scalars.data<float>() + 1;
   cuda::adamw_update<T, G>(lists<T, G>(s).adamw, h.beta1, h.beta2, h.eps,
                            static_cast<const cuda::AdamWStepScalars*>(s.step_scalars.raw_data()), scale, stream);
@@ -177,8 +185,8 @@ void enqueue_update_as(dist::FlatParams& flat, FlatOptimizerState& opt, const st
 
 // Runs `f.template operator()<T, G>()` for the flat buffers' parameter and gradient types.
 template <typename F>
-void with_types(dist::FlatParams& flat, F&& f) {
-  const DType p = flat.param_dtype(), g = flat.grad_dtype();
+void with_types(dist::FlatParams& flat, const FlatOptimizerState& opt, F&& f) {
+  const DType p = flat.param_dtype(), g = opt.grads.dtype();
   if (p == DType::F32 && g == DType::F32) return f(float{}, float{});
   if (p == DType::BF16 && g == DType::BF16) return f(bf16{}, bf16{});
   if (p == DType::BF16 && g == DType::F32) return f(bf16{}, float{});
@@ -187,7 +195,8 @@ void with_types(dist::FlatParams& flat, F&& f) {
 
 }  // namespace
 
-double cuda_global_grad_norm(dist::FlatParams& flat, const std::vector<FlatRun>& runs, dist::Comm* tp) {
+double cuda_global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
+                             dist::Comm* tp) {
   if (runs.empty()) return 0.0;
   const bool split = splits_norm(runs, tp);
   std::vector<FlatRun> active = ordered(runs, split);
@@ -198,10 +207,10 @@ double cuda_global_grad_norm(dist::FlatParams& flat, const std::vector<FlatRun>&
   cudaStream_t stream = compute_stream(device);
   auto norm_of = [&](auto g) {
     using G = decltype(g);
-    cuda::DeviceSlots<cuda::NormSlot<G>> slots(norm_slots<G>(flat, active), device);
-    enqueue_norm<G>(slots, sharded, split ? tp : nullptr, scalars, 0.0f, stream);
+    cuda::DeviceSlots<cuda::NormSlot<G>> slots(norm_slots<G>(opt.grads, active), device);
+    enqueue_norm<G>(slots, sharded, split ? tp : nullptr, opt.shard_group, scalars, 0.0f, stream);
   };
-  if (flat.grad_dtype() == DType::BF16)
+  if (opt.grads.dtype() == DType::BF16)
     norm_of(bf16{});
   else
     norm_of(float{});
@@ -210,7 +219,7 @@ double cuda_global_grad_norm(dist::FlatParams& flat, const std::vector<FlatRun>&
 
 void cuda_upload_step_scalars(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
                               const AdamWHyper& h, dist::Comm* tp, std::shared_ptr<DeviceOptimizerState>& state) {
-  with_types(flat, [&](auto t, auto g) {
+  with_types(flat, opt, [&](auto t, auto g) {
     enqueue_update_as<decltype(t), decltype(g)>(flat, opt, runs, h, 0.0, tp, state, /*upload_only=*/true);
   });
 }
@@ -218,7 +227,7 @@ void cuda_upload_step_scalars(dist::FlatParams& flat, FlatOptimizerState& opt, c
 void cuda_enqueue_clip_and_update(dist::FlatParams& flat, FlatOptimizerState& opt, const std::vector<FlatRun>& runs,
                                   const AdamWHyper& h, double grad_clip, dist::Comm* tp,
                                   std::shared_ptr<DeviceOptimizerState>& state) {
-  with_types(flat, [&](auto t, auto g) {
+  with_types(flat, opt, [&](auto t, auto g) {
     enqueue_update_as<decltype(t), decltype(g)>(flat, opt, runs, h, grad_clip, tp, state, /*upload_only=*/false);
   });
 }
@@ -232,7 +241,7 @@ double cuda_read_grad_norm(const std::shared_ptr<DeviceOptimizerState>& state, D
 
 struct DeviceOptimizerState {};
 
-double cuda_global_grad_norm(dist::FlatParams&, const std::vector<FlatRun>&, dist::Comm*) {
+double cuda_global_grad_norm(dist::FlatParams&, const FlatOptimizerState&, const std::vector<FlatRun>&, dist::Comm*) {
   ND_FAIL("this nanodist was built without CUDA");
 }
 

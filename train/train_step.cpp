@@ -82,6 +82,7 @@ void TrainStep::enqueue(Generator& dropout_gen) {
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
   op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);
+  data_parallel_.gather_parameters();  // ZeRO: every rank's updated slices to every rank
 }
 
 // Captures the step; true when every rank captured it (the graph then holds this step's work,

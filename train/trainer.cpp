@@ -23,6 +23,7 @@
 #include "train/init_from.h"
 #include "train/lr_schedule.h"
 #include "train/checkpoint.h"
+#include "train/memory_plan.h"
 #include "train/metrics.h"
 #include "train/model_config.h"
 #include "train/optimizer.h"
@@ -113,9 +114,11 @@ class Trainer {
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
-    flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad);
+    flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
+                                               c_.zero > 0 ? dp_size : 1);
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
+    dp_options.zero = c_.zero;
     data_parallel_ = std::make_unique<dist::DataParallel>(*dp_, *flat_, dp_options);
     if (dp_size > 1) {
       auto watched = watch("the parameter broadcast from rank 0");
@@ -125,7 +128,11 @@ class Trainer {
     options.beta1 = c_.beta1;
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
-    optimizer_ = std::make_unique<AdamW>(flat_, options);
+    AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_};
+    optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);
+    if (is_logger())
+      say("memory: " + memory_plan_line(memory_plan(c_.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
+                                        c_.zero, dp_size, flat_->numel()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
     if (grid_->model_parallel().size() > 1) {
       std::vector<std::string> sharded;

@@ -1,0 +1,36 @@
+// memory_plan: the allocations of dist/flat_params.cpp, dist/data_parallel.cpp and
+// train/optimizer.cpp, per parameter.
+#include "train/memory_plan.h"
+
+#include <cstdio>
+
+namespace nd::train {
+
+MemoryPlan memory_plan(int zero, int dp, DType param, DType grad) {
+  const double n = zero > 0 ? dp : 1;
+  const double p = static_cast<double>(dtype_size(param)), g = static_cast<double>(dtype_size(grad));
+  MemoryPlan plan;
+  plan.params = p;
+  // Backward's gradients in the parameters' dtype, and a wider accumulation buffer beside them.
+  plan.grads = p + (grad != param ? g : 0.0);
+  // ZeRO 2: the f32 gradient shard and the reduce-scatters' staging beside it (ZeRO 1 reduces in place).
+  if (zero == 2) plan.grads += (4.0 + g) / n;
+  plan.optimizer = (8.0 + (param != DType::F32 ? 4.0 : 0.0)) / n;  // m, v (and f32 masters)
+  const double state = 2.0 * p + (param != DType::F32 ? 12.0 : 8.0);  // params + grads + optimizer
+  if (zero == 0) plan.paper = state;
+  if (zero == 1) plan.paper = 2.0 * p + (state - 2.0 * p) / n;
+  if (zero == 2) plan.paper = p + (state - p) / n;
+  return plan;
+}
+
+std::string memory_plan_line(const MemoryPlan& plan, int zero, int dp, int64_t numel) {
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "zero %d over dp %d: params %.3g + grads %.3g + optimizer %.3g = %.3g B/param (ZeRO paper %.3g), "
+                "%.2f GiB per rank for %.1fM parameters",
+                zero, dp, plan.params, plan.grads, plan.optimizer, plan.total(), plan.paper,
+                plan.total() * static_cast<double>(numel) / (1 << 30), static_cast<double>(numel) / 1e6);
+  return line;
+}
+
+}  // namespace nd::train
