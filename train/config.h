@@ -62,6 +62,9 @@ struct TrainConfig {
   // backward asked for deterministically, and checked repeatable bit for bit on the GPU), ours
   // elsewhere: on the CPU, in f32, at head sizes cuDNN does not take, for dropout under --tp.
   std::string attention = "auto";
+  // none | attention | block (train/model_config.h recompute_for): activations recomputed in
+  // backward instead of kept (nn/layers.h Recompute).
+  std::string recompute = "none";
   // faults (dist/fault_guard.h): seconds a step or collective may take before the rank aborts, and
   // seconds a silent peer is given before it is declared gone (0 = off); updates with a
   // non-finite loss or gradient norm that may be dropped before the run stops.
