@@ -170,6 +170,9 @@ const std::vector<Binding>& train_bindings() {
           "checkpoint every N steps (-1 = at every evaluation, 0 = only at the end); SIGTERM, SIGINT or SIGUSR1 "
           "also save, then stop with exit status 75");
     b.add("keep", &C::keep, "checkpoints to keep in --out (0 = all)");
+    b.add("no-checkpoint", &C::no_checkpoint,
+          "write no checkpoint, not even at the end or on a stopping signal (benchmarks of models whose "
+          "checkpoints take minutes and tens of GB)");
     b.add("overwrite", &C::overwrite,
           "start over in an --out that holds another run, deleting its checkpoints and metrics (without it, "
           "such an --out is refused unless --resume)");

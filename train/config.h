@@ -78,6 +78,7 @@ struct TrainConfig {
   int ckpt_interval = -1;
   int keep = 3;
   bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/output_dir.h)
+  bool no_checkpoint = false;  // write none, not even at the end (benchmarks of large models)
   std::string init_from;     // a checkpoint (file or run dir) or a Hugging Face GPT-2 dir to start from
   std::string async_save = "auto";
 
