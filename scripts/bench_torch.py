@@ -30,6 +30,7 @@ import time
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gpt_torch import GPT, GPTConfig, decay_and_no_decay  # noqa: E402
