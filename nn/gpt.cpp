@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "autograd/checkpoint.h"
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
 
@@ -29,7 +30,7 @@ class Group : public Module {
 };
 
 BlockShape block_shape(const GPTConfig& c) {
-  return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout, c.attention};
+  return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout, c.attention, c.recompute};
 }
 
 // The token embedding is split by vocabulary rows.
@@ -68,7 +69,7 @@ void GPTConfig::validate(FieldNames names) const {
 }
 
 Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::TensorParallel& tp)
-    : use_residual_(c.use_residual) {
+    : use_residual_(c.use_residual), recompute_(c.recompute == Recompute::Block) {
   ln_1_ = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, tp));
   ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
@@ -76,6 +77,12 @@ Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::Tenso
 }
 
 Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
+  if (!recompute_) return run(x, dropout_gen);
+  return ops::checkpoint([this](const Variable& in, Generator& gen) { return run(in, gen); }, x, parameters(),
+                         dropout_gen);
+}
+
+Variable Block::run(const Variable& x, Generator& dropout_gen) const {
   Variable a = attn_->forward(ln_1_->forward(x), dropout_gen);
   Variable h = use_residual_ ? ops::add(x, a) : a;
   Variable m = mlp_->forward(ln_2_->forward(h), dropout_gen);

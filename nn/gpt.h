@@ -28,6 +28,8 @@ struct GPTConfig {
   // The attention kernel (ops::attention): a choice of implementation, not part of the model's
   // shape, so checkpoints do not record it here and check_same_model ignores it.
   ops::AttentionKernel attention = ops::AttentionKernel::Ours;
+  // Activation recomputation (nn/layers.h): likewise a trade of compute for memory, not the model.
+  Recompute recompute = Recompute::None;
 
   int vocab_rows() const { return padded_vocab_size > 0 ? padded_vocab_size : vocab_size; }
   // nd::Error naming the bad field, as a field (n_embd) or as the train flag (--n-embd).
@@ -43,10 +45,14 @@ int padded_vocab_rows(int vocab_size, int tp, bool on_cuda);
 class Block : public Module {
  public:
   Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
+  // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
+  Variable run(const Variable& x, Generator& dropout_gen) const;
+
   bool use_residual_;
+  bool recompute_;
   std::shared_ptr<LayerNorm> ln_1_;
   std::shared_ptr<CausalSelfAttention> attn_;
   std::shared_ptr<LayerNorm> ln_2_;

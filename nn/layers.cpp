@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
 #include "dist/sequence_parallel.h"
 #include "nn/parallel_linear.h"
@@ -55,14 +56,23 @@ CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen
 
 Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
   Variable qkv = c_attn_->forward(x);
-  // nanoGPT's attn_dropout on the probabilities, then its resid_dropout on the projection. Under
+  // Recomputed, the core keeps only qkv: its output lives on as c_proj's saved input anyway, so
+  // what is freed is the row statistics (B, heads, T) (docs/DESIGN.md, activation recomputation).
+  Variable y = shape_.recompute == Recompute::Attention
+                   ? ops::checkpoint([this](const Variable& in, Generator& gen) { return attention_core(in, gen); },
+                                     qkv, {}, dropout_gen)
+                   : attention_core(qkv, dropout_gen);
+  return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
+}
+
+Variable CausalSelfAttention::attention_core(const Variable& qkv, Generator& dropout_gen) const {
+  // nanoGPT's attn_dropout on the probabilities (its resid_dropout follows the projection). Under
   // tp each local head drops what its global head drops at tp = 1.
   const int local_heads = shape_.n_head / tp_.size();
-  Variable y = tp_.active() ? ops::attention(qkv, local_heads, shape_.dropout, &dropout_gen, training(),
-                                             tp_.rank() * local_heads, shape_.n_head, shape_.attention)
-                            : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training(), 0, 0,
-                                             shape_.attention);
-  return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
+  return tp_.active() ? ops::attention(qkv, local_heads, shape_.dropout, &dropout_gen, training(),
+                                       tp_.rank() * local_heads, shape_.n_head, shape_.attention)
+                      : ops::attention(qkv, shape_.n_head, shape_.dropout, &dropout_gen, training(), 0, 0,
+                                       shape_.attention);
 }
 
 MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp)

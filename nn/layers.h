@@ -32,6 +32,11 @@ class LayerNorm : public Module {
   bool enabled_;
 };
 
+// Activation recomputation (--recompute): what backward reruns instead of autograd keeping it.
+// Attention: each block's attention core (ops::attention: its output and row statistics); Block:
+// all of each block but its input. A choice of memory against compute, not part of the model.
+enum class Recompute { None, Attention, Block };
+
 struct BlockShape {
   int64_t n_embd;
   int n_head;
@@ -39,6 +44,7 @@ struct BlockShape {
   bool bias;
   float dropout;
   ops::AttentionKernel attention = ops::AttentionKernel::Ours;  // how attention is computed, not the model
+  Recompute recompute = Recompute::None;                          // nor is this
 };
 
 class ColumnParallelLinear;
@@ -53,10 +59,12 @@ class RowParallelLinear;
 class CausalSelfAttention : public Module {
  public:
   CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
-  // x (B, T, C) -> (B, T, C)
+  // x (B, T, C) -> (B, T, C). With Recompute::Attention the attention core is an ops::checkpoint.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
 
  private:
+  Variable attention_core(const Variable& qkv, Generator& dropout_gen) const;
+
   BlockShape shape_;
   dist::TensorParallel tp_;
   std::shared_ptr<ColumnParallelLinear> c_attn_;

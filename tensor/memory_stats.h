@@ -25,6 +25,16 @@ void reset_peak_device_memory(int device);
 // Returns every cached (unused) block of `device` to the CUDA runtime.
 void release_cached_device_memory(int device);
 
+// The same count for host tensors (tensor/storage.cpp): bytes of live CPU Storage blocks as asked
+// for, and the most they have been since the last reset. The CPU has no caching allocator, so these
+// are what the tensors hold (tests measure what autograd keeps from them).
+struct HostMemoryStats {
+  size_t current_bytes = 0;
+  size_t peak_bytes = 0;
+};
+HostMemoryStats host_memory_stats();
+void reset_peak_host_memory();
+
 // CUDA graph pools. Between begin_graph_pool(device) and end_graph_pool(device) every block
 // allocated on `device` joins a new pool (the returned id): its address is baked into the graph,
 // so once freed it is reused only by later allocations of the same capture, never by other work.

@@ -1,15 +1,30 @@
 #include "tensor/storage.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 
 #include "tensor/error.h"
+#include "tensor/memory_stats.h"
 
 namespace nd {
 
 namespace {
 constexpr size_t kHostAlignment = 64;  // one cache line, and enough for AVX-512 loads
+
+std::atomic<size_t> g_host_current{0};
+std::atomic<size_t> g_host_peak{0};
+
+void count_host_alloc(size_t nbytes) {
+  const size_t now = g_host_current.fetch_add(nbytes) + nbytes;
+  size_t peak = g_host_peak.load();
+  while (now > peak && !g_host_peak.compare_exchange_weak(peak, now)) {
+  }
 }
+}  // namespace
+
+HostMemoryStats host_memory_stats() { return {g_host_current.load(), g_host_peak.load()}; }
+void reset_peak_host_memory() { g_host_peak.store(g_host_current.load()); }
 
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (nbytes == 0) return;
@@ -17,6 +32,7 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
     data_ = std::aligned_alloc(kHostAlignment, rounded);
     ND_CHECK(data_ != nullptr, "out of host memory allocating " << nbytes << " bytes");
+    count_host_alloc(nbytes);
   } else {
     data_ = device_alloc(nbytes, device.index);
   }
@@ -26,6 +42,7 @@ Storage::~Storage() {
   if (!data_) return;
   if (device_.is_cpu()) {
     std::free(data_);
+    g_host_current.fetch_sub(nbytes_);
   } else {
     device_free(data_, device_.index);
   }

@@ -158,6 +158,10 @@ const std::vector<Binding>& train_bindings() {
           "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 on a GPU) or auto (cudnn where this build "
           "and GPU have it, --dtype is bf16 and the head size a multiple of 8 up to 128, except dropout under "
           "--tp; else ours)");
+    b.add("recompute", &C::recompute,
+          "activation recomputation: none, attention (each block's attention core is rerun in backward instead of "
+          "kept: Megatron's selective recompute) or block (each block keeps only its input and is rerun in "
+          "backward); the same losses and gradients, less memory, more compute");
     b.add("comm-timeout", &C::comm_timeout,
           "seconds a step or collective may wait before the rank aborts its communicator and exits (0 = off)");
     b.add("heartbeat-timeout", &C::heartbeat_timeout,
@@ -170,6 +174,9 @@ const std::vector<Binding>& train_bindings() {
           "checkpoint every N steps (-1 = at every evaluation, 0 = only at the end); SIGTERM, SIGINT or SIGUSR1 "
           "also save, then stop with exit status 75");
     b.add("keep", &C::keep, "checkpoints to keep in --out (0 = all)");
+    b.add("no-checkpoint", &C::no_checkpoint,
+          "write no checkpoint, not even at the end or on a stopping signal (benchmarks of models whose "
+          "checkpoints take minutes and tens of GB)");
     b.add("overwrite", &C::overwrite,
           "start over in an --out that holds another run, deleting its checkpoints and metrics (without it, "
           "such an --out is refused unless --resume)");

@@ -63,6 +63,9 @@ struct TrainConfig {
   // backward asked for deterministically, and checked repeatable bit for bit on the GPU), ours
   // elsewhere: on the CPU, in f32, at head sizes cuDNN does not take, for dropout under --tp.
   std::string attention = "auto";
+  // none | attention | block (train/model_config.h recompute_for): activations recomputed in
+  // backward instead of kept (nn/layers.h Recompute).
+  std::string recompute = "none";
   // faults (dist/fault_guard.h): seconds a step or collective may take before the rank aborts, and
   // seconds a silent peer is given before it is declared gone (0 = off); updates with a
   // non-finite loss or gradient norm that may be dropped before the run stops.
@@ -76,6 +79,7 @@ struct TrainConfig {
   int ckpt_interval = -1;
   int keep = 3;
   bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/output_dir.h)
+  bool no_checkpoint = false;  // write none, not even at the end (benchmarks of large models)
   std::string init_from;     // a checkpoint (file or run dir) or a Hugging Face GPT-2 dir to start from
   std::string async_save = "auto";
 

@@ -37,7 +37,15 @@ nn::GPTConfig model_config_for(const TrainConfig& c, int64_t vocab_size) {
   m.use_layernorm = !c.no_layernorm;
   m.use_residual = !c.no_residual;
   m.attention = attention_kernel_for(c);
+  m.recompute = recompute_for(c);
   return m;
+}
+
+nn::Recompute recompute_for(const TrainConfig& c) {
+  if (c.recompute == "none") return nn::Recompute::None;
+  if (c.recompute == "attention") return nn::Recompute::Attention;
+  if (c.recompute == "block") return nn::Recompute::Block;
+  ND_FAIL_INPUT("--recompute must be none, attention or block, got '" << c.recompute << "'");
 }
 
 ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {

@@ -426,6 +426,7 @@ class Trainer {
   // included) time for the whole checkpoint on a slow disk on top of --comm-timeout.
   // Asynchronous: this only takes the snapshot; the loop completes the save when every part is in.
   void save_checkpoint(TrainResult& result) {
+    if (c_.no_checkpoint) return;
     const double bytes = 12.0 * static_cast<double>(model_->num_parameters());  // params, m, v in f32
     auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (" +
                              std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB over all ranks)",

@@ -1,0 +1,70 @@
+// Activation recomputation under tensor parallelism, for every tp that divides the world, native
+// and ring collectives, with and without sequence parallelism: with dropout, over two accumulated
+// micro-batches, --recompute attention and block give each rank the losses and gradients of the
+// recorded model bit for bit (the rerun repeats the region's collectives and masks).
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "dist/world.h"
+#include "nn/gpt.h"
+#include "tests/nn/tp_test_util.h"
+
+namespace nd::nn {
+namespace {
+
+using dist::TensorParallel;
+
+dist::Comm& world() {
+  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
+  return *comm;
+}
+
+struct Result {
+  std::vector<double> losses;
+  std::vector<Tensor> grads;
+};
+
+Result train_micro_batches(const TensorParallel& tp, Recompute mode) {
+  GPTConfig c = test::tiny_tp_gpt_config(tp.size(), 0.1f);
+  c.recompute = mode;
+  Generator init(3);
+  GPT model(c, init, Device::cpu(), DType::F32, tp);
+  Generator dropout_gen(99);
+  Result r;
+  for (int micro = 0; micro < 2; ++micro) {
+    Tensor idx = test::random_ids({12, 8}, c.vocab_size, 4 + micro);
+    Tensor targets = test::random_ids({12, 8}, c.vocab_size, 40 + micro);
+    GPT::Output out = model.forward(idx, &targets, dropout_gen);
+    out.loss.backward(Tensor::full({}, 0.5));
+    r.losses.push_back(out.loss.data().item());
+  }
+  model.sum_sequence_parallel_gradients();
+  for (const Variable& p : model.parameters()) r.grads.push_back(p.grad().clone());
+  return r;
+}
+
+void check_modes(const TensorParallel& tp) {
+  const Result want = train_micro_batches(tp, Recompute::None);
+  for (Recompute mode : {Recompute::Attention, Recompute::Block}) {
+    SCOPED_TRACE(mode == Recompute::Attention ? "attention" : "block");
+    const Result got = train_micro_batches(tp, mode);
+    EXPECT_EQ(got.losses, want.losses);
+    ASSERT_EQ(got.grads.size(), want.grads.size());
+    int64_t differing = 0;
+    for (size_t i = 0; i < want.grads.size(); ++i)
+      differing += std::memcmp(got.grads[i].raw_data(), want.grads[i].raw_data(), want.grads[i].nbytes()) != 0;
+    EXPECT_EQ(differing, 0) << "parameters whose gradient differs";
+  }
+}
+
+TEST(RecomputeTensorParallel, EqualsTheRecordedModelBitForBit) {
+  test::for_each_tp_group(world(), check_modes);
+}
+
+TEST(RecomputeTensorParallel, EqualsTheRecordedModelBitForBitUnderSequenceParallelism) {
+  test::for_each_tp_group(world(), check_modes, /*sequence_parallel=*/true);
+}
+
+}  // namespace
+}  // namespace nd::nn
