@@ -57,10 +57,10 @@ std::vector<FlatRun> AdamW::runs() const {
                                                                          e.offset * dtype_size(flat_->grad_dtype()),
              "AdamW: the gradient of " << e.name << " was replaced (set_grad) by a tensor outside the flat buffer; "
                                        << "write into its buffer (grad_slot) instead");
-    if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
+    if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded && runs.back().in_norm == s.in_norm) {
       runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
     } else {
-      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded});
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, s.in_norm});
     }
     open = true;
   }
@@ -75,9 +75,11 @@ ParamState& AdamW::state(const std::string& name) {
 
 double AdamW::grad_norm() const { return global_grad_norm(*flat_, runs(), tp_); }
 
-void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names) {
-  for (ParamState& s : states_) s.sharded = false;
+void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names,
+                                const std::vector<std::string>& not_in_norm) {
+  for (ParamState& s : states_) s.sharded = false, s.in_norm = true;
   for (const std::string& name : sharded_names) state(name).sharded = true;
+  for (const std::string& name : not_in_norm) state(name).in_norm = false;
   tp_ = tp;
 }
 

@@ -21,7 +21,8 @@ double global_grad_norm(dist::FlatParams& flat, const std::vector<FlatRun>& runs
   // [0]: the sharded runs' squares (summed over the group), [1]: the replicated ones (once).
   double sums[2] = {0.0, 0.0};
   const float* grads = flat.grads().data<float>();
-  for (const FlatRun& r : runs) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.begin, r.length);
+  for (const FlatRun& r : runs)
+    if (r.in_norm) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.begin, r.length);
   if (splits_norm(runs, tp)) tp->host_allreduce(&sums[0], 1, dist::HostReduce::Sum);
   return std::sqrt(sums[0] + sums[1]);
 }
