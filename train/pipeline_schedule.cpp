@@ -3,8 +3,10 @@
 #include "train/pipeline_schedule.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "autograd/variable.h"
+#include "autograd/weight_grad_queue.h"
 #include "tensor/op_timer.h"
 
 namespace nd::train {
@@ -27,10 +29,6 @@ PipelineSchedule::PipelineSchedule(std::vector<nn::GPT*> chunks, dist::Comm& pp,
   ND_CHECK(static_cast<int>(options_.stage_blocks.size()) == s.global_stages() + 1,
            "pipeline: " << options_.stage_blocks.size() << " stage boundaries for " << s.global_stages() << " stages");
   program_ = pipeline_programs(pipeline_actions(options_.kind, s), s)[rank_];
-  for (const PipeAction& a : program_.actions)
-    ND_CHECK(a.op == PipeOp::Forward || a.op == PipeOp::Backward,
-             "pipeline: the runtime has no split backward yet (--pp-schedule " << pipeline_kind_name(options_.kind)
-                                                                           << ")");
   const Device device = chunks_.front()->device();
   const DType dtype = chunks_.front()->dtype();
   for (int k = 0; k < s.virtual_ * s.micro; ++k) {
@@ -38,6 +36,7 @@ PipelineSchedule::PipelineSchedule(std::vector<nn::GPT*> chunks, dist::Comm& pp,
     gradients_.push_back(Tensor::empty(options_.hidden, dtype, device));
   }
   in_flight_.resize(static_cast<size_t>(s.virtual_) * s.micro);
+  weight_work_.resize(in_flight_.size());
 }
 
 void PipelineSchedule::post(const std::vector<PipeTransfer>& group) {
@@ -91,6 +90,14 @@ void PipelineSchedule::forward(const PipeAction& a, MicroBatches& batches, Gener
 }
 
 void PipelineSchedule::backward(const PipeAction& a, MicroBatches& batches) {
+  const size_t k = static_cast<size_t>(a.chunk) * options_.shape.micro + a.micro;
+  if (a.op == PipeOp::BackwardWeight) {
+    weight_work_[k].run();
+    return;
+  }
+  // The input-gradient pass of zero-bubble queues the weight products for its W.
+  std::optional<ops::DeferWeightGradients> deferred;
+  if (a.op == PipeOp::BackwardInput) deferred.emplace(weight_work_[k]);
   InFlight& f = slot(a.chunk, a.micro);
   if (global(a.chunk) == options_.shape.global_stages() - 1)
     f.output.backward(batches.loss_scale);
@@ -107,17 +114,23 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
   const uint64_t step_offset = dropout_gen.offset();
   batches.losses.zero_();  // only the last stage writes its losses; the others add zeros below
   const auto& actions = program_.actions;
-  size_t first_backward = actions.size(), last_backward = 0;
+  // The data-parallel engine launches its buckets from the gradient hooks of the last backward.
+  // Under zero-bubble the hooks of an input-gradient pass come before the weight gradients: no
+  // backward is "last", and finalize_grads reduces every bucket after the last W.
+  const bool split = options_.kind == PipelineKind::ZeroBubble;
+  size_t first_backward = actions.size(), last_backward = split ? actions.size() : 0;
   for (size_t i = 0; i < actions.size(); ++i)
-    if (actions[i].op != PipeOp::Forward) {
+    if (actions[i].op == PipeOp::Backward || actions[i].op == PipeOp::BackwardInput) {
       first_backward = std::min(first_backward, i);
-      last_backward = i;
+      if (!split) last_backward = i;
     }
   for (size_t i = 0; i < actions.size(); ++i) {
     post(program_.groups[i]);
     if (program_.waits[i]) wait_posted();
     if (actions[i].op == PipeOp::Forward) {
       forward(actions[i], batches, dropout_gen, step_offset);
+    } else if (actions[i].op == PipeOp::BackwardWeight) {
+      backward(actions[i], batches);
     } else {
       data_parallel.prepare_backward(i == first_backward, i == last_backward);
       backward(actions[i], batches);
@@ -125,6 +138,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
   }
   post(program_.groups.back());
   wait_posted();
+  if (split) data_parallel.prepare_backward(false, true);  // reduce every bucket at the finish
   for (InFlight& f : in_flight_) f = InFlight{};
   const DropoutDraws& d = options_.draws;
   dropout_gen.set_offset(step_offset + (d.embed + d.block * options_.stage_blocks.back()) * options_.shape.micro);

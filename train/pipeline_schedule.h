@@ -11,6 +11,7 @@
 
 #include "data/loader.h"
 #include "dist/comm.h"
+#include "autograd/weight_grad_queue.h"
 #include "train/pipeline_plan.h"
 #include "train/schedule.h"
 
@@ -62,6 +63,7 @@ class PipelineSchedule : public Schedule {
   // [chunk * micro + m]: receive buffers, fixed for the run (addresses stay for a CUDA graph).
   std::vector<Tensor> activations_, gradients_;
   std::vector<InFlight> in_flight_;
+  std::vector<ops::WeightGradientQueue> weight_work_;  // [chunk * micro + m]: zero-bubble's W passes
 };
 
 // The pipeline's evaluation: the mean loss of `model` (this rank's stage, eval mode) over batches

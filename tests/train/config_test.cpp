@@ -253,8 +253,13 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_EQ(error_of_config(c, 2), "");
   c.pp_schedule = "nosuch";
   EXPECT_NE(error_of_config(c, 2).find("--pp-schedule must be gpipe, 1f1b, interleaved or zb"), std::string::npos);
-  c.pp_schedule = "gpipe";
+  c.pp_schedule = "zb";
+  EXPECT_EQ(error_of_config(c, 2), "");
+  c.pp_schedule = "interleaved";
   c.pp_virtual = 2;
+  c.grad_accum = 2;
+  EXPECT_NE(error_of_config(c, 2).find("the runtime runs gpipe, 1f1b and zb so far"), std::string::npos);
+  c.pp_schedule = "gpipe";
   EXPECT_NE(error_of_config(c, 2).find("--pp-virtual 2 needs --pp-schedule interleaved"), std::string::npos);
   c.pp = 0;
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);

@@ -1,5 +1,5 @@
 // Pipeline-parallel training equals single-rank training: pp 2 (np 2) with each schedule the
-// runtime runs (GPipe, 1F1B), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
+// runtime runs (GPipe, 1F1B, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
 // (np 4), give the losses of one rank with the same global batch and micro-batches (f32, relative
 // 1e-5) over 20 steps; evaluation runs through the pipeline; a pp 2 checkpoint resumes at pp 1 and
 // a pp 1 checkpoint at pp 2, continuing as the uninterrupted run.
@@ -49,6 +49,7 @@ class PpTrainingTest : public testing::MpiDataTest {
   void trains_like_one_rank(int tp, const std::string& schedule, bool dropout = false) {
     if (comm_->size() % (tp * kPp) != 0) GTEST_SKIP() << "tp " << tp << " x pp " << kPp << " on " << comm_->size();
     TrainConfig one = config("reference_" + std::to_string(comm_->rank()), 1, 1, 1);
+    one.overwrite = true;  // a test may compare several runs with it
     if (dropout) one = with_dropout_and_clipping(one);
     TrainResult reference = run_training(one);
     RunContext ctx;
@@ -66,6 +67,9 @@ TEST_F(PpTrainingTest, OneFOneBMatchesOneRank) { trains_like_one_rank(1, "1f1b")
 
 TEST_F(PpTrainingTest, GPipeMatchesOneRank) { trains_like_one_rank(1, "gpipe"); }
 
+// Weight gradients deferred (ops::DeferWeightGradients) and run in the bubble: the same sums.
+TEST_F(PpTrainingTest, ZeroBubbleMatchesOneRank) { trains_like_one_rank(1, "zb"); }
+
 TEST_F(PpTrainingTest, DropoutAndClippingMatchOneRank) {
   // Data-parallel replicas draw masks of their own, which one rank does not: pp alone.
   if (comm_->size() != kPp) GTEST_SKIP() << "dropout against one rank needs dp 1";
@@ -75,6 +79,7 @@ TEST_F(PpTrainingTest, DropoutAndClippingMatchOneRank) {
 TEST_F(PpTrainingTest, WithTensorParallelMatchesOneRank) {
   if (comm_->size() != 4) GTEST_SKIP() << "pp 2 x tp 2 needs 4 ranks";
   trains_like_one_rank(2, "1f1b");
+  trains_like_one_rank(2, "zb");  // the column-parallel linears' deferred weight gradients too
 }
 
 TEST_F(PpTrainingTest, PpTwoCheckpointResumesAtPpOneAndBack) {
