@@ -11,6 +11,7 @@
 #include "train/precision.h"
 #include "tensor/error.h"
 #include "train/model_config.h"
+#include "train/pipeline_stages.h"
 
 namespace nd::train {
 namespace {
@@ -134,7 +135,15 @@ const std::vector<Binding>& train_bindings() {
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("pp", &C::pp,
-          "pipeline-parallel size (data-parallel size = ranks / (tp x pp)); only 1 until pipeline parallelism lands");
+          "pipeline-parallel size: stages of contiguous blocks, one per rank of a pipeline group (data-parallel "
+          "size = ranks / (tp x pp)); the micro-batches of a step are its --grad-accum");
+    b.add("pp-schedule", &C::pp_schedule,
+          "pipeline schedule at --pp > 1: gpipe (all forwards, then all backwards), 1f1b, interleaved (1F1B over "
+          "--pp-virtual chunks per rank) or zb (zero-bubble ZB-H1)");
+    b.add("pp-layers", &C::pp_layers,
+          "blocks of each pipeline stage, comma-separated (e.g. 3,3,2); empty = equal stages (--pp must divide "
+          "--n-layer)");
+    b.add("pp-virtual", &C::pp_virtual, "model chunks per rank under --pp-schedule interleaved");
     b.add("sequence-parallel", &C::sequence_parallel,
           "LayerNorms, dropouts, residual adds and biases run on batch-size / tp sequences per rank instead of "
           "all (Megatron's sequence parallelism; --tp must divide --batch-size; no effect at --tp 1)");
@@ -263,7 +272,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(world_size >= 1, "world size must be >= 1, got " << world_size);
   ND_CHECK_INPUT(c.tp >= 1, "--tp must be >= 1, got " << c.tp);
   ND_CHECK_INPUT(c.pp >= 1, "--pp must be >= 1, got " << c.pp);
-  ND_CHECK_INPUT(c.pp == 1, "--pp " << c.pp << ": pipeline parallelism is not available yet (use --pp 1)");
+  ND_CHECK_INPUT(c.pp_virtual >= 1, "--pp-virtual must be >= 1, got " << c.pp_virtual);
+  if (c.pp > 1) validate_pipeline_config(c);
   ND_CHECK_INPUT(!c.sequence_parallel || c.batch_size % c.tp == 0,
                  "--sequence-parallel: --batch-size " << c.batch_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);

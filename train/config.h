@@ -49,7 +49,10 @@ struct TrainConfig {
   std::string grad_dtype = "";  // "" = the --dtype (train/precision.h)
   uint64_t seed = 1337;
   int tp = 1;
-  int pp = 1;  // pipeline stages; above 1 refused until the pipeline lands (the grid has the axis)
+  int pp = 1;  // pipeline stages (train/pipeline_schedule.h)
+  std::string pp_schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb (train/pipeline_plan.h)
+  std::string pp_layers = "";        // blocks per stage, "3,3,2"; "" = equal stages
+  int pp_virtual = 1;                // model chunks per rank (interleaved)
   bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1
   std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
   bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing

@@ -3,11 +3,18 @@
 
 namespace nd::train {
 
-void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat) {
+void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat,
+                    dist::Comm* embedding) {
   data_parallel.finish_gradient_sync();
   model.sum_sequence_parallel_gradients(&flat);
-  // The tied embedding (wte, read by the first stage's lookup and the last stage's head) lives
-  // on one stage while the pipeline has one: nothing to sum yet.
+  // The tied embedding (wte) is read by the first stage's lookup and the last stage's head: at
+  // pp > 1 each holds a copy whose gradient is a part of the whole; their sum is the gradient.
+  if (embedding == nullptr || embedding->size() == 1) return;
+  for (const dist::FlatEntry& e : flat.entries())
+    if (e.name == "transformer.wte.weight") {
+      Tensor grad = flat.grad_of(e);
+      embedding->allreduce(grad, dist::ReduceOp::Sum);
+    }
 }
 
 }  // namespace nd::train

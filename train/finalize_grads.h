@@ -2,8 +2,8 @@
 // (Megatron's finalize_model_grads): the data-parallel finish (all-reduce of the buckets still in
 // flight), the sum over the tensor-parallel group of the replicated parameters' gradients under
 // sequence parallelism, and, once the pipeline splits the model, the sum of the tied embedding's
-// gradient over the first and last stage. The norm over the model-parallel ranks is the
-// optimizer's (it sums the sharded runs' squares over that group).
+// gradient over the first and last stage (the grid's embedding group). The norm over the
+// model-parallel ranks is the optimizer's (it sums the sharded runs' squares over that group).
 #pragma once
 #include "dist/data_parallel.h"
 #include "dist/flat_params.h"
@@ -11,6 +11,8 @@
 
 namespace nd::train {
 
-void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat);
+// `embedding`: the grid's embedding group (null or one rank: nothing to sum).
+void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat,
+                    dist::Comm* embedding = nullptr);
 
 }  // namespace nd::train

@@ -30,13 +30,17 @@ struct Entry {  // one tensor of the model as a checkpoint sees it
   int holder = 0, holders = 1;
 };
 
-std::vector<Entry> entries_of(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size) {
+// `writing`: the tensors this rank writes; a pipeline's last stage leaves its copy of the tied
+// embedding to the first stage (the same values after every step).
+std::vector<Entry> entries_of(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size,
+                              bool writing = false) {
   const dist::TensorParallel& tp = model.tensor_parallel();
   auto specs = model.named_shard_specs();
   auto named = model.named_parameters();
   std::vector<Entry> out;
   for (size_t i = 0; i < named.size(); ++i) {
     const std::string& name = named[i].first;
+    if (writing && name == kTokenEmbedding && !model.is_first_stage()) continue;
     const dist::ShardSpec spec = specs.at(i).second;
     const ParamState* state = nullptr;
     if (optimizer != nullptr)
@@ -221,7 +225,7 @@ void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_ra
   if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, copy);
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
-  for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size)) {
+  for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size, /*writing=*/true)) {
     const Tensor* src = &e.tensor;
     Tensor host_f32;
     if (src->dtype() != DType::F32) {  // a parameter without an f32 master: convert on the host
@@ -263,8 +267,10 @@ int64_t ModelSnapshot::bytes() const {
 void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimizer) {
   const auto names = model.named_parameters();
   const size_t stored = reader.names(kCheckpointGroups[0]).size();
-  ND_CHECK_INPUT(stored == names.size(), reader.path() << " holds " << stored << " parameters, the model has "
-                                                       << names.size());
+  // A pipeline stage holds some of them (each one checked below).
+  const bool whole_model = model.is_first_stage() && model.is_last_stage();
+  ND_CHECK_INPUT(!whole_model || stored == names.size(),
+                 reader.path() << " holds " << stored << " parameters, the model has " << names.size());
   // Each tensor to fill: the parameter (its data, and its master) and the moments; under ZeRO the
   // parameters here and the masters and moments below.
   const AdamW* whole = optimizer != nullptr && !optimizer->sharded() ? optimizer : nullptr;

@@ -105,11 +105,13 @@ std::vector<FlatRun> AdamW::runs() const {
         const int64_t end = std::min(e.offset + e.numel, slice.begin + slice.length);
         if (begin >= end) continue;
         const ParamState& s = states_[entries.size() - 1 - k];
-        if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
+        if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded &&
+            runs.back().in_norm == s.in_norm) {
           runs.back().length = end - runs.back().begin;  // the padding between is zero
         } else {
           const int64_t local = slice.local + (begin - slice.begin);
-          runs.push_back(FlatRun{begin, end - begin, s.decay, s.sharded, local, grads_in_shard_ ? local : begin});
+          runs.push_back(
+              FlatRun{begin, end - begin, s.decay, s.sharded, local, grads_in_shard_ ? local : begin, s.in_norm});
         }
         open = true;
       }
@@ -132,10 +134,10 @@ std::vector<FlatRun> AdamW::runs() const {
                                                                          e.offset * dtype_size(flat_->grad_dtype()),
              "AdamW: the gradient of " << e.name << " was replaced (set_grad) by a tensor outside the flat buffer; "
                                        << "write into its buffer (grad_slot) instead");
-    if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded) {
+    if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded && runs.back().in_norm == s.in_norm) {
       runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
     } else {
-      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset});
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset, s.in_norm});
     }
     open = true;
   }
@@ -150,9 +152,11 @@ ParamState& AdamW::state(const std::string& name) {
 
 double AdamW::grad_norm() const { return global_grad_norm(*flat_, flat_state_, runs(), tp_); }
 
-void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names) {
-  for (ParamState& s : states_) s.sharded = false;
+void AdamW::set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names,
+                                const std::vector<std::string>& not_in_norm) {
+  for (ParamState& s : states_) s.sharded = false, s.in_norm = true;
   for (const std::string& name : sharded_names) state(name).sharded = true;
+  for (const std::string& name : not_in_norm) state(name).in_norm = false;
   tp_ = tp;
 }
 

@@ -36,6 +36,9 @@ struct ParamState {
   // Split over the tensor-parallel group (each rank holds a different shard): its squares are
   // summed over the group for the global norm; a replicated one counts once.
   bool sharded = false;
+  // Counted in the global norm here (false: another rank of the group counts the same gradient,
+  // as the first pipeline stage counts the tied embedding that the last stage holds a copy of).
+  bool in_norm = true;
 };
 
 struct DeviceOptimizerState;  // per-device launch data, built on the first GPU step
@@ -62,6 +65,7 @@ struct FlatRun {
   bool sharded = false;
   int64_t local = 0;
   int64_t grad = 0;
+  bool in_norm = true;  // false: a copy another rank of the model-parallel group counts
 };
 
 // ZeRO's part of the optimizer on this rank (dist::DataParallel's owned(), shard_numel(),
@@ -110,7 +114,10 @@ class AdamW {
   // Tensor parallelism: `tp` (the group, outliving this optimizer) and the names of the sharded
   // parameters. The global norm then sums the sharded parameters' squares over the group and
   // the replicated ones once, so it equals the unsplit model's. nd::Error on an unknown name.
-  void set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names);
+  // Under pipeline parallelism `tp` is the model-parallel group (tp x pp), every parameter counted
+  // here is "sharded" and `not_in_norm` names the copies another rank of it counts.
+  void set_tensor_parallel(dist::Comm* tp, const std::vector<std::string>& sharded_names,
+                           const std::vector<std::string>& not_in_norm = {});
 
   bool sharded() const { return sharded_; }
   const std::vector<dist::ShardSlice>& owned() const { return owned_; }  // ZeRO: this rank's slices

@@ -73,10 +73,12 @@ void enqueue_norm(const cuda::DeviceSlots<cuda::NormSlot<G>>& slots, int split, 
   cuda::norm_from_sums(norm + 2, norm, norm + 1, max_norm, stream);
 }
 
+// The runs counted in the norm (sharded ones first when ordered so: the excluded sort last).
 template <typename G>
 std::vector<cuda::NormSlot<G>> norm_slots(const Tensor& grads, const std::vector<FlatRun>& runs) {
   std::vector<cuda::NormSlot<G>> slots;
-  for (const FlatRun& r : runs) slots.push_back({grads.data<G>() + r.grad, r.length});
+  for (const FlatRun& r : runs)
+    if (r.in_norm) slots.push_back({grads.data<G>() + r.grad, r.length});
   return slots;
 }
 
@@ -106,7 +108,7 @@ std::vector<int64_t> key_of(dist::FlatParams& flat, const FlatOptimizerState& op
                            reinterpret_cast<int64_t>(opt.grads.raw_data()),
                            reinterpret_cast<int64_t>(opt.m.raw_data())};
   for (const FlatRun& r : runs)
-    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad});
+    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad, r.in_norm ? 1 : 0});
   return key;
 }
 
@@ -140,7 +142,7 @@ DeviceOptimizerState& launch_state(dist::FlatParams& flat, FlatOptimizerState& o
     fresh->lists = std::shared_ptr<LaunchLists<T, G>>(new LaunchLists<T, G>{
         {norm_slots<G>(opt.grads, active), device}, {adamw_slots<T, G>(flat, opt, active, weight_decay), device}});
     fresh->sharded_runs = 0;
-    for (const FlatRun& r : active) fresh->sharded_runs += split && r.sharded ? 1 : 0;
+    for (const FlatRun& r : active) fresh->sharded_runs += split && r.sharded && r.in_norm ? 1 : 0;
     fresh->scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
     fresh->step_scalars = Tensor::zeros({sizeof(cuda::AdamWStepScalars) / sizeof(float)}, DType::F32,
                                         Device::cuda(device));
@@ -201,7 +203,7 @@ double cuda_global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& o
   const bool split = splits_norm(runs, tp);
   std::vector<FlatRun> active = ordered(runs, split);
   int sharded = 0;
-  for (const FlatRun& r : active) sharded += split && r.sharded ? 1 : 0;
+  for (const FlatRun& r : active) sharded += split && r.sharded && r.in_norm ? 1 : 0;
   const int device = flat.device().index;
   Tensor scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));
   cudaStream_t stream = compute_stream(device);

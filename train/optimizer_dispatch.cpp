@@ -22,7 +22,8 @@ double global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& state,
   // [0]: the sharded runs' squares (summed over the group), [1]: the replicated ones (once).
   double sums[2] = {0.0, 0.0};
   const float* grads = state.grads.data<float>();
-  for (const FlatRun& r : runs) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.grad, r.length);
+  for (const FlatRun& r : runs)
+    if (r.in_norm) sums[r.sharded ? 0 : 1] += cpu::sum_of_squares(grads + r.grad, r.length);
   if (state.shard_group != nullptr && state.shard_group->size() > 1)
     state.shard_group->host_allreduce(sums, 2, dist::HostReduce::Sum);
   if (splits_norm(runs, tp)) tp->host_allreduce(&sums[0], 1, dist::HostReduce::Sum);

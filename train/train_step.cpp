@@ -58,6 +58,11 @@ TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_
   use_graph_ = options.cuda_graph && device_.is_cuda();
 }
 
+void TrainStep::set_pipeline(std::unique_ptr<Schedule> schedule, dist::Comm* embedding) {
+  schedule_ = std::move(schedule);
+  embedding_ = embedding;
+}
+
 void TrainStep::load_inputs(const std::vector<Batch>& batches, const Generator& dropout_gen) {
   ND_CHECK(static_cast<int>(batches.size()) == options_.grad_accum,
            "a step takes " << options_.grad_accum << " micro-batches, got " << batches.size());
@@ -78,7 +83,7 @@ void TrainStep::enqueue(Generator& dropout_gen) {
   }
   MicroBatches batches{inputs_, targets_, losses_, loss_scale_, loss_gradient_};
   schedule_->run(model_, data_parallel_, batches, dropout_gen);
-  finalize_grads(model_, data_parallel_, optimizer_.flat());
+  finalize_grads(model_, data_parallel_, optimizer_.flat(), embedding_);
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
   op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);

@@ -50,6 +50,10 @@ class TrainStep {
   TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_parallel, dist::Comm* world,
             const StepOptions& options);
 
+  // A pipeline's schedule in place of NoPipelining, and the grid's embedding group whose ranks
+  // sum the tied embedding's gradient (finalize_grads). Before the first step.
+  void set_pipeline(std::unique_ptr<Schedule> schedule, dist::Comm* embedding);
+
   // Runs one step at learning rate `lr` on `batches` (grad_accum of them, on the CPU).
   StepResult run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen);
 
@@ -63,6 +67,7 @@ class TrainStep {
   AdamW& optimizer_;
   dist::DataParallel& data_parallel_;
   std::unique_ptr<Schedule> schedule_;
+  dist::Comm* embedding_ = nullptr;
   dist::Comm* world_;
   StepOptions options_;
   Device device_;

@@ -28,6 +28,8 @@
 #include "train/model_config.h"
 #include "train/optimizer.h"
 #include "train/output_dir.h"
+#include "train/pipeline_schedule.h"
+#include "train/pipeline_setup.h"
 #include "train/precision.h"
 #include "train/preemption.h"
 #include "train/run_files.h"
@@ -109,8 +111,10 @@ class Trainer {
     model_config_ = model_config_for(c_, data_.vocab_size);
     Generator init_gen(c_.seed);
     // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
+    // A pipeline stage draws exactly the whole model's weights for its blocks.
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel});
+                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel},
+                                       pipeline_stage(c_, *grid_));
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
@@ -134,7 +138,9 @@ class Trainer {
       say("memory: " + memory_plan_line(memory_plan(c_.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
                                         c_.zero, dp_size, flat_->numel()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
-    if (grid_->model_parallel().size() > 1) {
+    if (grid_->pp_size() > 1) {
+      set_pipeline_norm(*optimizer_, *model_, *grid_);
+    } else if (grid_->model_parallel().size() > 1) {
       std::vector<std::string> sharded;
       for (const auto& [name, spec] : model_->named_shard_specs())
         if (spec.sharded()) sharded.push_back(name);
@@ -163,6 +169,8 @@ class Trainer {
     step.cuda_graph = why.empty();
     if (!step.cuda_graph) say("cuda graph: off (" + why + "); the step runs eagerly");
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
+    if (grid_->pp_size() > 1)
+      step_->set_pipeline(make_pipeline_schedule(c_, model_config_, *model_, *grid_), &grid_->embedding());
   }
 
   TrainResult run() {
@@ -407,8 +415,8 @@ class Trainer {
     auto watched = watch("the evaluation at step " + std::to_string(counters_.step));
     model_->set_training(false);
     op_timer::pause(true);
-    double train_loss = mean_eval_loss(*model_, *train_eval_, c_.eval_iters, dp_);
-    double val_loss = mean_eval_loss(*model_, *val_eval_, c_.eval_iters, dp_);
+    double train_loss = eval_loss(*train_eval_);
+    double val_loss = eval_loss(*val_eval_);
     op_timer::pause(false);
     model_->set_training(true);
     if (val_loss < counters_.best_val_loss) counters_.best_val_loss = val_loss;
@@ -419,6 +427,13 @@ class Trainer {
                   static_cast<long long>(counters_.step), train_loss, val_loss, counters_.best_val_loss, elapsed);
     say(line);
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
+  }
+
+  // Through the pipeline's stages at pp > 1; the mean over the data-parallel replicas.
+  double eval_loss(const EvalReader& reader) {
+    if (grid_->pp_size() == 1) return mean_eval_loss(*model_, reader, c_.eval_iters, dp_);
+    const Shape hidden = pipeline_hidden_shape(c_, *grid_);
+    return mean_over_ranks(pipeline_eval_loss(*model_, reader, c_.eval_iters, grid_->pp(), hidden), dp_);
   }
 
   // Every rank writes the slices it owns (checkpoint_slices.h), in parallel, then rank 0 the

@@ -6,6 +6,7 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/ops/linear_dims.h"
+#include "autograd/weight_grad_queue.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
@@ -57,6 +58,39 @@ Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b,
     const Tensor& x = in[0].data();
     const Tensor& fc_w = in[1].data();
     const Tensor& proj_w = in[2].data();
+    if (WeightGradientQueue* deferred = deferred_weight_gradients()) {
+      // Zero-bubble: the input gradient (and c_fc's bias, beside dpre) now; the two weight
+      // products and c_proj's bias when the queue runs.
+      Tensor dpre = Tensor::empty(saved.pre.shape(), saved.pre.dtype(), saved.pre.device());
+      const GradSlot dfc_b = layout.fc_bias ? in[layout.fc_b()].grad_slot() : GradSlot();
+      const GradSlot dx = in[0].grad_slot();
+      ND_DISPATCH_KERNEL(x, "gelu_mlp backward (input)", {
+        backend::linear_dgelu_backward(grad_out.data<scalar_t>(), proj_w.data<scalar_t>(),
+                                       saved.pre.data<scalar_t>(), dpre.data<scalar_t>(),
+                                       grad_dest<scalar_t>(dfc_b), proj.M, proj.N, proj.K);
+        if (dx.wanted())
+          backend::linear_backward(dpre.data<scalar_t>(), x.data<scalar_t>(), fc_w.data<scalar_t>(),
+                                   grad_dest<scalar_t>(dx), GradDest<scalar_t>{}, GradDest<scalar_t>{}, fc.M, fc.N,
+                                   fc.K);
+      });
+      deferred->push([=, dout = grad_out, x = x, fc_w = fc_w, proj_w = proj_w, fc_wv = in[1], proj_wv = in[2],
+                      proj_bv = layout.proj_bias ? in[layout.proj_b()] : Variable()]() mutable {
+        const GradSlot dproj_w = proj_wv.grad_slot();
+        const GradSlot dproj_b = proj_bv.defined() ? proj_bv.grad_slot() : GradSlot();
+        const GradSlot dfc_w = fc_wv.grad_slot();
+        ND_DISPATCH_KERNEL(x, "gelu_mlp backward (weight)", {
+          if (dproj_w.wanted() || dproj_b.wanted())
+            backend::linear_backward(dout.data<scalar_t>(), saved.hidden.data<scalar_t>(), proj_w.data<scalar_t>(),
+                                     GradDest<scalar_t>{}, grad_dest<scalar_t>(dproj_w),
+                                     grad_dest<scalar_t>(dproj_b), proj.M, proj.N, proj.K);
+          if (dfc_w.wanted())
+            backend::linear_backward(dpre.data<scalar_t>(), x.data<scalar_t>(), fc_w.data<scalar_t>(),
+                                     GradDest<scalar_t>{}, grad_dest<scalar_t>(dfc_w), GradDest<scalar_t>{}, fc.M,
+                                     fc.N, fc.K);
+        });
+      });
+      return;
+    }
     const GradSlot dproj_w = in[2].grad_slot();
     const GradSlot dproj_b = layout.proj_bias ? in[layout.proj_b()].grad_slot() : GradSlot();
     const bool fc_wanted = in[0].requires_grad() || in[1].requires_grad() ||

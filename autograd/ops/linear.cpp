@@ -3,6 +3,7 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/ops/linear_dims.h"
+#include "autograd/weight_grad_queue.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
@@ -47,6 +48,24 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   return make_result(out, std::move(inputs), [d, flops](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
+    WeightGradientQueue* deferred = deferred_weight_gradients();
+    if (deferred && (in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad()))) {
+      // Zero-bubble: dx now, dw and db when the queue runs (their slots taken then).
+      const GradSlot dx = in[0].grad_slot();
+      if (dx.wanted())
+        ND_DISPATCH_KERNEL(x, "linear backward (input)",
+                           backend::linear_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                                    grad_dest<scalar_t>(dx), GradDest<scalar_t>{}, GradDest<scalar_t>{},
+                                                    d.M, d.N, d.K));
+      deferred->push([d, dout = grad_out, x = x, w = w, wv = in[1], bv = in.size() > 2 ? in[2] : Variable()]() mutable {
+        const GradSlot dw = wv.grad_slot(), db = bv.defined() ? bv.grad_slot() : GradSlot();
+        ND_DISPATCH_KERNEL(x, "linear backward (weight)",
+                           backend::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                                    GradDest<scalar_t>{}, grad_dest<scalar_t>(dw),
+                                                    grad_dest<scalar_t>(db), d.M, d.N, d.K));
+      });
+      return;
+    }
     const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
     const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
     if (op_timer::enabled())  // one GEMM of the forward's size for dx, one for dw

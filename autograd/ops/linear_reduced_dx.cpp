@@ -4,6 +4,7 @@
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
+#include "autograd/weight_grad_queue.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
@@ -52,9 +53,18 @@ Variable linear_reduced_dx(const Variable& x, const Variable& w, const Variable&
                          input_gradient(grad_out, x, w, dx, M, N, K);
                          wait = start_reduce(dx);
                        }
-                       const GradSlot dw = in[1].grad_slot();
-                       const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
-                       if (dw.wanted() || db.wanted()) weight_gradients(grad_out, x, w, dw, db, M, N, K);
+                       if (WeightGradientQueue* deferred = deferred_weight_gradients()) {
+                         // Zero-bubble: the weight and bias gradients when the queue runs.
+                         deferred->push([=, dout = grad_out, x = x, w = w, wv = in[1],
+                                         bv = in.size() > 2 ? in[2] : Variable()]() mutable {
+                           const GradSlot dw = wv.grad_slot(), db = bv.defined() ? bv.grad_slot() : GradSlot();
+                           if (dw.wanted() || db.wanted()) weight_gradients(dout, x, w, dw, db, M, N, K);
+                         });
+                       } else {
+                         const GradSlot dw = in[1].grad_slot();
+                         const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
+                         if (dw.wanted() || db.wanted()) weight_gradients(grad_out, x, w, dw, db, M, N, K);
+                       }
                        if (!wait) return;
                        wait();
                        pass_gradient(dx, in[0]);

@@ -234,10 +234,33 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_EQ(error_of_config(c, 2), "");
   EXPECT_EQ(error_of_config(c, 3), "");
 
-  // --pp is refused above 1, with one line that says why, until pipeline parallelism lands.
+  // --pp: the stages must split the blocks (evenly, or as --pp-layers lists them), the schedule
+  // must be one the runtime runs.
   c = ok;
+  c.n_layer = 4;
+  c.pp = 3;
+  EXPECT_NE(error_of_config(c, 3).find("--pp 3 does not divide --n-layer 4"), std::string::npos)
+      << error_of_config(c, 3);
+  c.pp_layers = "2,1,1";
+  EXPECT_EQ(error_of_config(c, 3), "");
+  c.pp_layers = "2,1";
+  EXPECT_NE(error_of_config(c, 3).find("lists 2 stages of 3 blocks"), std::string::npos) << error_of_config(c, 3);
+  c.pp_layers = "2,x,1";
+  EXPECT_NE(error_of_config(c, 3).find("'x' is not a block count"), std::string::npos) << error_of_config(c, 3);
+  c = ok;
+  c.n_layer = 4;
   c.pp = 2;
-  EXPECT_NE(error_of_config(c, 2).find("pipeline parallelism is not available yet"), std::string::npos);
+  EXPECT_EQ(error_of_config(c, 2), "");
+  c.pp_schedule = "nosuch";
+  EXPECT_NE(error_of_config(c, 2).find("--pp-schedule must be gpipe, 1f1b, interleaved or zb"), std::string::npos);
+  c.pp_schedule = "zb";
+  EXPECT_EQ(error_of_config(c, 2), "");
+  c.pp_schedule = "interleaved";
+  c.pp_virtual = 2;
+  c.grad_accum = 2;
+  EXPECT_NE(error_of_config(c, 2).find("the runtime runs gpipe, 1f1b and zb so far"), std::string::npos);
+  c.pp_schedule = "gpipe";
+  EXPECT_NE(error_of_config(c, 2).find("--pp-virtual 2 needs --pp-schedule interleaved"), std::string::npos);
   c.pp = 0;
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
   EXPECT_EQ(ok.dp_size(4), 4);

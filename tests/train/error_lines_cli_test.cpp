@@ -80,6 +80,12 @@ TEST_F(ErrorLines, OnceUnderMpirun) {
   EXPECT_EQ(count_of(r.err, "nanodist: error: "), 1) << r.err;
   EXPECT_NE(r.err.find("--lr and --min-lr must be >= 0"), std::string::npos) << r.err;
 
+  // A pipeline that does not split the blocks evenly (n_layer 1 here): one line with the numbers.
+  r = run_nanodist_under(mpirun(2), train("out_pp", "--pp 2"));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(count_of(r.err, "nanodist: error: "), 1) << r.err;
+  EXPECT_NE(r.err.find("--pp 2 does not divide --n-layer 1"), std::string::npos) << r.err;
+
   // A refusal only rank 0 can see (it alone looks into --out): one line, rank 0's.
   ASSERT_EQ(run_nanodist(train("out"), dir.path()).exit_code, 0);
   r = run_nanodist_under(mpirun(2), train("out"));

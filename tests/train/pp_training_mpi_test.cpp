@@ -1,0 +1,107 @@
+// Pipeline-parallel training equals single-rank training: pp 2 (np 2) with each schedule the
+// runtime runs (GPipe, 1F1B, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
+// (np 4), give the losses of one rank with the same global batch and micro-batches (f32, relative
+// 1e-5) over 20 steps; evaluation runs through the pipeline; a pp 2 checkpoint resumes at pp 1 and
+// a pp 1 checkpoint at pp 2, continuing as the uninterrupted run.
+#include <gtest/gtest.h>
+
+#include "train/mpi_data_fixture.h"
+#include "train/trainer.h"
+
+namespace nd::train {
+namespace {
+
+constexpr int kPp = 2;
+constexpr int kGlobalBatch = 4;
+constexpr int kMicro = 4;
+constexpr int kSteps = 20;
+
+class PpTrainingTest : public testing::MpiDataTest {
+ protected:
+  // A tiny model of 4 blocks; `ranks` ranks at tp `tp` and pp `pp` share the global batch over
+  // their data-parallel replicas.
+  TrainConfig config(const std::string& out, int ranks, int tp, int pp) const {
+    TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_embd = 32;
+    c.block_size = 16;
+    c.tp = tp;
+    c.pp = pp;
+    c.batch_size = kGlobalBatch / (ranks / (tp * pp));
+    c.grad_accum = kMicro;
+    c.max_iters = kSteps;
+    c.lr_decay_iters = kSteps;
+    c.eval_interval = 10;
+    c.eval_iters = 2;
+    c.log_interval = 1000;
+    c.bucket_mb = 0.01;
+    return c;
+  }
+
+  static TrainConfig with_dropout_and_clipping(TrainConfig c) {
+    c.dropout = 0.1f;
+    c.grad_clip = 0.05;
+    return c;
+  }
+
+  // Trains at (tp, pp) on every rank and checks the losses and evaluation against one rank.
+  void trains_like_one_rank(int tp, const std::string& schedule, bool dropout = false) {
+    if (comm_->size() % (tp * kPp) != 0) GTEST_SKIP() << "tp " << tp << " x pp " << kPp << " on " << comm_->size();
+    TrainConfig one = config("reference_" + std::to_string(comm_->rank()), 1, 1, 1);
+    one.overwrite = true;  // a test may compare several runs with it
+    if (dropout) one = with_dropout_and_clipping(one);
+    TrainResult reference = run_training(one);
+    RunContext ctx;
+    ctx.comm = comm_.get();
+    TrainConfig c = config(schedule + "_tp" + std::to_string(tp) + (dropout ? "_dropout" : ""), comm_->size(), tp, kPp);
+    c.pp_schedule = schedule;
+    if (dropout) c = with_dropout_and_clipping(c);
+    TrainResult r = run_training(c, ctx);
+    expect_close(mean_losses(r.step_losses, *comm_), reference.step_losses);
+    EXPECT_NEAR(r.last_val_loss, reference.last_val_loss, 1e-5 * reference.last_val_loss);
+  }
+};
+
+TEST_F(PpTrainingTest, OneFOneBMatchesOneRank) { trains_like_one_rank(1, "1f1b"); }
+
+TEST_F(PpTrainingTest, GPipeMatchesOneRank) { trains_like_one_rank(1, "gpipe"); }
+
+// Weight gradients deferred (ops::DeferWeightGradients) and run in the bubble: the same sums.
+TEST_F(PpTrainingTest, ZeroBubbleMatchesOneRank) { trains_like_one_rank(1, "zb"); }
+
+TEST_F(PpTrainingTest, DropoutAndClippingMatchOneRank) {
+  // Data-parallel replicas draw masks of their own, which one rank does not: pp alone.
+  if (comm_->size() != kPp) GTEST_SKIP() << "dropout against one rank needs dp 1";
+  trains_like_one_rank(1, "1f1b", /*dropout=*/true);
+}
+
+TEST_F(PpTrainingTest, WithTensorParallelMatchesOneRank) {
+  if (comm_->size() != 4) GTEST_SKIP() << "pp 2 x tp 2 needs 4 ranks";
+  trains_like_one_rank(2, "1f1b");
+  trains_like_one_rank(2, "zb");  // the column-parallel linears' deferred weight gradients too
+}
+
+TEST_F(PpTrainingTest, PpTwoCheckpointResumesAtPpOneAndBack) {
+  if (comm_->size() % kPp != 0) GTEST_SKIP() << "pp " << kPp << " does not divide " << comm_->size();
+  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 1)).step_losses;
+  RunContext ctx;
+  ctx.comm = comm_.get();
+  TrainConfig c = config("written_pp2", comm_->size(), 1, kPp);
+  c.ckpt_interval = kSteps / 2;
+  c.keep = 0;
+  run_training(c, ctx);
+  comm_->barrier();
+  expect_resume_matches(config("resumed_pp1", 1, 1, 1), 1, root_ + "/written_pp2", kSteps / 2, reference);
+  if (comm_->rank() == 0) {
+    TrainConfig one = config("written_pp1", 1, 1, 1);
+    one.ckpt_interval = kSteps / 2;
+    one.keep = 0;
+    run_training(one);
+  }
+  comm_->barrier();
+  expect_resume_matches(config("resumed_pp2", kPp, 1, kPp), kPp, root_ + "/written_pp1", kSteps / 2, reference);
+}
+
+}  // namespace
+}  // namespace nd::train

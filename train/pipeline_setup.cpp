@@ -1,0 +1,41 @@
+// The pipeline's pieces for the trainer (pipeline_setup.h).
+#include "train/pipeline_setup.h"
+
+#include "train/pipeline_schedule.h"
+#include "train/pipeline_stages.h"
+
+namespace nd::train {
+
+nn::GPTStage pipeline_stage(const TrainConfig& c, const dist::ParallelGrid& grid) {
+  if (grid.pp_size() == 1) return {};
+  const std::vector<int> first = pipeline_stage_blocks(c.n_layer, c.pp, c.pp_layers);
+  return nn::GPTStage{first[grid.pp_rank()], first[grid.pp_rank() + 1]};
+}
+
+Shape pipeline_hidden_shape(const TrainConfig& c, const dist::ParallelGrid& grid) {
+  const int rows = c.sequence_parallel && grid.tp_size() > 1 ? c.batch_size / grid.tp_size() : c.batch_size;
+  return Shape{rows, c.block_size, c.n_embd};
+}
+
+std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn::GPTConfig& model_config,
+                                                 nn::GPT& model, const dist::ParallelGrid& grid) {
+  PipelineOptions options;
+  options.kind = parse_pipeline_kind(c.pp_schedule);
+  options.shape = PipelineShape{c.pp, c.grad_accum, c.pp_virtual};
+  options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
+  options.hidden = pipeline_hidden_shape(c, grid);
+  options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
+  return std::make_unique<PipelineSchedule>(std::vector<nn::GPT*>{&model}, grid.pp(), std::move(options));
+}
+
+void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::ParallelGrid& grid) {
+  std::vector<std::string> counted, not_counted;
+  for (const auto& [name, spec] : model.named_shard_specs()) {
+    const bool tied_copy = name == "transformer.wte.weight" && !model.is_first_stage();
+    const bool tp_copy = !spec.sharded() && grid.tp_rank() > 0;
+    (tied_copy || tp_copy ? not_counted : counted).push_back(name);
+  }
+  optimizer.set_tensor_parallel(&grid.model_parallel(), counted, not_counted);
+}
+
+}  // namespace nd::train
