@@ -22,9 +22,19 @@ struct EvalRecord {
   double train_loss = 0;
 };
 
+// One block's line of a --layer-stats record (train/layer_stats.h); NaN where null.
+struct BlockStatsRecord {
+  double grad_norm = 0, resid_rms = 0, attn_rms = 0, mlp_rms = 0;
+};
+struct LayerStatsRecord {
+  int64_t step = 0;
+  std::vector<BlockStatsRecord> blocks;  // by layer
+};
+
 struct RunMetrics {
   std::vector<StepRecord> steps;  // ascending steps
   std::vector<EvalRecord> evals;  // ascending steps
+  std::vector<LayerStatsRecord> layer_stats;  // ascending steps (--layer-stats)
   bool finished = false;          // the last record is the final record
   double best_val_loss = 0;       // from the final record; NaN when it says null
   int64_t params = 0;
