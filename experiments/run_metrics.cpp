@@ -161,7 +161,8 @@ RunMetrics read_run_metrics(const std::string& path) {
       drop_from(m.steps, step);
       drop_from(m.evals, step);
       drop_from(m.layer_stats, step);
-      m.steps.push_back(StepRecord{step, field(f, "loss", kNaN), field(f, "lr", kNaN), field(f, "grad_norm", kNaN)});
+      m.steps.push_back(StepRecord{step, field(f, "loss", kNaN), field(f, "lr", kNaN), field(f, "grad_norm", kNaN),
+                                   field(f, "tok_per_s", kNaN), field(f, "mfu", kNaN)});
     }
   }
   return m;

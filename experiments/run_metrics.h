@@ -14,6 +14,8 @@ struct StepRecord {
   double loss = 0;       // NaN where the file says null (a non-finite loss)
   double lr = 0;
   double grad_norm = 0;  // NaN where null
+  double tok_per_s = 0;  // NaN where absent
+  double mfu = 0;        // NaN where null (the device's peak is unknown, e.g. the CPU)
 };
 
 struct EvalRecord {
