@@ -163,6 +163,20 @@ std::string markdown(const AblationReport& report) {
      << "control's by more than " << kSilentSpreads << " pooled seed spreads and " << 100 * kSilentMinRelative
      << "%. The control is judged diverged, dead or ok only: unstable and silent are measured against it, and its "
      << "spikes per seed are the baseline.\n";
+  bool damage_header = false;
+  for (size_t i = 1; i < report.variants.size(); ++i) {
+    const AblationVariant& v = report.variants[i];
+    if (v.judgement.verdict == Verdict::Ok) continue;
+    if (!damage_header) {
+      md << "\n## Where the damage starts\n\nPer seed, the first statistics step and in it the first layer where the "
+         << "variant's block gradient norm or residual, attention or MLP output RMS (--layer-stats) departs from the "
+         << "control's on the same seed by more than " << kDepartureFactor << "x either way.\n\n";
+      damage_header = true;
+    }
+    for (const AblationRun& run : v.runs)
+      md << "- " << v.name << " (" << verdict_name(v.judgement.verdict) << "), seed " << run.seed << ": "
+         << describe(run.departure) << "\n";
+  }
   if (!warnings.empty()) {
     md << "\n## Warnings: thin statistics\n\n";
     for (const std::string& w : warnings) md << "- **warning**: " << w << "\n";
@@ -192,7 +206,10 @@ std::string json(const AblationReport& report) {
          << ",\"grad_norm_median\":" << json_number(r.summary.grad_norm_median)
          << ",\"grad_norm_max\":" << json_number(r.summary.grad_norm_max)
          << ",\"zero_grad_share\":" << json_number(r.summary.zero_grad_share)
-         << ",\"grad_spikes\":" << r.summary.grad_spikes
+         << ",\"grad_spikes\":" << r.summary.grad_spikes << ",\"damage_start\":"
+         << (r.departure.found ? "{\"step\":" + std::to_string(r.departure.step) + ",\"layer\":" +
+                                     std::to_string(r.departure.layer) + ",\"stat\":\"" + r.departure.stat + "\"}"
+                               : std::string("null"))
          << ",\"spike_steps_counted\":" << r.summary.spike_steps_counted << ",\"verdict\":\""
          << verdict_name(r.judgement.verdict) << "\",\"why\":" << json_string(r.judgement.why) << "}";
     }
@@ -212,7 +229,11 @@ AblationReport build_ablation_report(const std::string& out_dir, std::vector<Abl
   for (AblationVariant& v : variants)
     for (AblationRun& run : v.runs) run.metrics = read_run_metrics(out_dir + "/" + run.dir + "/metrics.jsonl");
   aggregate(variants[0], nullptr, unigram_loss);
-  for (size_t i = 1; i < variants.size(); ++i) aggregate(variants[i], &variants[0], unigram_loss);
+  for (size_t i = 1; i < variants.size(); ++i) {
+    aggregate(variants[i], &variants[0], unigram_loss);
+    for (size_t k = 0; k < variants[i].runs.size() && k < variants[0].runs.size(); ++k)
+      variants[i].runs[k].departure = first_layer_departure(variants[i].runs[k].metrics, variants[0].runs[k].metrics);
+  }
   report.variants = std::move(variants);
   return report;
 }

@@ -1,11 +1,13 @@
 // The ablation report: per variant the val losses over seeds, the difference from the control
 // (percent and seed spreads), the first non-finite step, gradient-norm statistics, each seed's
-// gradient-norm spikes and the verdict (verdict.h), written as OUT/report.md and OUT/report.json.
+// gradient-norm spikes, the verdict (verdict.h) and, for a variant judged other than ok, where its
+// per-layer statistics first depart from the control's (layer_departure.h), written as OUT/report.md and OUT/report.json.
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "experiments/layer_departure.h"
 #include "experiments/run_metrics.h"
 #include "experiments/verdict.h"
 
@@ -17,6 +19,7 @@ struct AblationRun {
   RunMetrics metrics;
   RunSummary summary;
   Judgement judgement;
+  LayerDeparture departure;  // against the control's run of the same seed (not for the control)
 };
 
 struct AblationVariant {

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <limits>
 
+#include "data/json_value.h"
 #include "tensor/error.h"
 
 namespace nd::experiments {
@@ -74,6 +75,22 @@ void drop_from(std::vector<Record>& records, int64_t step) {
   while (!records.empty() && records.back().step >= step) records.pop_back();
 }
 
+double number_or_nan(const JsonValue* v) {
+  return v && v->kind == JsonValue::Kind::Number ? v->as_double("a statistic") : kNaN;
+}
+
+// A --layer-stats record: the per-block statistics the report compares.
+LayerStatsRecord layer_stats_record(const JsonValue& v) {
+  LayerStatsRecord r;
+  r.step = v.find("step")->as_int("step");
+  const JsonValue* blocks = v.find("layer_stats")->find("blocks");
+  if (!blocks) return r;
+  for (const JsonValue& b : blocks->items)
+    r.blocks.push_back(BlockStatsRecord{number_or_nan(b.find("grad_norm")), number_or_nan(b.find("resid_rms")),
+                                        number_or_nan(b.find("attn_rms")), number_or_nan(b.find("mlp_rms"))});
+  return r;
+}
+
 }  // namespace
 
 bool parse_flat_json(const std::string& line, std::vector<std::pair<std::string, double>>* fields) {
@@ -109,6 +126,20 @@ RunMetrics read_run_metrics(const std::string& path) {
   std::vector<std::pair<std::string, double>> f;
   for (size_t n = 0; n < lines.size(); ++n) {
     if (lines[n].find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (lines[n].find("\"layer_stats\"") != std::string::npos) {
+      JsonValue v;
+      try {
+        v = parse_json(lines[n], path);
+      } catch (const Error&) {
+        ND_CHECK_INPUT(n + 1 == lines.size(), "malformed record at " << path << ":" << n + 1);
+        break;  // cut short by a crash
+      }
+      ND_CHECK_INPUT(v.find("step") && v.find("layer_stats"), "malformed layer_stats record at " << path << ":" << n + 1);
+      LayerStatsRecord r = layer_stats_record(v);
+      drop_from(m.layer_stats, r.step);
+      m.layer_stats.push_back(std::move(r));
+      continue;
+    }
     if (!parse_flat_json(lines[n], &f)) {
       ND_CHECK_INPUT(n + 1 == lines.size(), "malformed record at " << path << ":" << n + 1 << ": '" << lines[n] << "'");
       break;  // a record cut short by a crash: the run is unfinished
@@ -129,7 +160,9 @@ RunMetrics read_run_metrics(const std::string& path) {
     } else {
       drop_from(m.steps, step);
       drop_from(m.evals, step);
-      m.steps.push_back(StepRecord{step, field(f, "loss", kNaN), field(f, "lr", kNaN), field(f, "grad_norm", kNaN)});
+      drop_from(m.layer_stats, step);
+      m.steps.push_back(StepRecord{step, field(f, "loss", kNaN), field(f, "lr", kNaN), field(f, "grad_norm", kNaN),
+                                   field(f, "tok_per_s", kNaN), field(f, "mfu", kNaN)});
     }
   }
   return m;

@@ -14,6 +14,8 @@ struct StepRecord {
   double loss = 0;       // NaN where the file says null (a non-finite loss)
   double lr = 0;
   double grad_norm = 0;  // NaN where null
+  double tok_per_s = 0;  // NaN where absent
+  double mfu = 0;        // NaN where null (the device's peak is unknown, e.g. the CPU)
 };
 
 struct EvalRecord {
@@ -22,9 +24,19 @@ struct EvalRecord {
   double train_loss = 0;
 };
 
+// One block's line of a --layer-stats record (train/layer_stats.h); NaN where null.
+struct BlockStatsRecord {
+  double grad_norm = 0, resid_rms = 0, attn_rms = 0, mlp_rms = 0;
+};
+struct LayerStatsRecord {
+  int64_t step = 0;
+  std::vector<BlockStatsRecord> blocks;  // by layer
+};
+
 struct RunMetrics {
   std::vector<StepRecord> steps;  // ascending steps
   std::vector<EvalRecord> evals;  // ascending steps
+  std::vector<LayerStatsRecord> layer_stats;  // ascending steps (--layer-stats)
   bool finished = false;          // the last record is the final record
   double best_val_loss = 0;       // from the final record; NaN when it says null
   int64_t params = 0;

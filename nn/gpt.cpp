@@ -68,8 +68,8 @@ void GPTConfig::validate(FieldNames names) const {
   ND_CHECK_INPUT(dropout >= 0.0f && dropout < 1.0f, name("dropout") << " must be in [0, 1), got " << dropout);
 }
 
-Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::TensorParallel& tp)
-    : use_residual_(c.use_residual), recompute_(c.recompute == Recompute::Block) {
+Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::TensorParallel& tp, int layer)
+    : use_residual_(c.use_residual), recompute_(c.recompute == Recompute::Block), layer_(layer) {
   ln_1_ = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, tp));
   ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
@@ -83,10 +83,18 @@ Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
 }
 
 Variable Block::run(const Variable& x, Generator& dropout_gen) const {
-  Variable a = attn_->forward(ln_1_->forward(x), dropout_gen);
+  Variable n1 = ln_1_->forward(x);
+  Variable a = attn_->forward(n1, dropout_gen);
   Variable h = use_residual_ ? ops::add(x, a) : a;
-  Variable m = mlp_->forward(ln_2_->forward(h), dropout_gen);
-  return use_residual_ ? ops::add(h, m) : m;
+  Variable n2 = ln_2_->forward(h);
+  Variable m = mlp_->forward(n2, dropout_gen);
+  Variable out = use_residual_ ? ops::add(h, m) : m;
+  if (observer_) observer_->on_block({layer_, n1.data(), a.data(), n2.data(), m.data(), out.data()});
+  return out;
+}
+
+void GPT::set_block_observer(BlockObserver* observer) {
+  for (auto& block : blocks_) block->set_observer(observer);
 }
 
 GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const dist::TensorParallel& tp,
@@ -124,7 +132,7 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   gen.advance(block_draws * static_cast<uint64_t>(stage.first_block));
   auto h = transformer->add("h", std::make_shared<Group>());
   for (int i = stage.first_block; i < end; ++i)
-    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp)));
+    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp, i)));
   gen.advance(block_draws * static_cast<uint64_t>(c.n_layer - end));
   if (last) ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
 }

@@ -42,17 +42,36 @@ struct GPTConfig {
 // the CPU at tp = 1.
 int padded_vocab_rows(int vocab_size, int tp, bool on_cuda);
 
+// What a block shows an observer in its forward (the per-layer statistics, train/layer_stats.h):
+// each tensor (B, T, C), or this rank's (B / tp, T, C) under sequence parallelism.
+struct BlockActivations {
+  int layer;            // the block's global index
+  const Tensor& ln_1;   // attention input (ln_1's output)
+  const Tensor& attn;   // attention output (after c_proj and dropout)
+  const Tensor& ln_2;   // MLP input (ln_2's output)
+  const Tensor& mlp;    // MLP output
+  const Tensor& output; // the residual stream after the block
+};
+class BlockObserver {
+ public:
+  virtual ~BlockObserver() = default;
+  virtual void on_block(const BlockActivations& a) = 0;
+};
+
 class Block : public Module {
  public:
-  Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
+  Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {}, int layer = 0);
   // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
+  void set_observer(BlockObserver* observer) { observer_ = observer; }
 
  private:
   Variable run(const Variable& x, Generator& dropout_gen) const;
 
   bool use_residual_;
   bool recompute_;
+  int layer_;
+  BlockObserver* observer_ = nullptr;
   std::shared_ptr<LayerNorm> ln_1_;
   std::shared_ptr<CausalSelfAttention> attn_;
   std::shared_ptr<LayerNorm> ln_2_;
@@ -120,6 +139,10 @@ class GPT : public Module {
   // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
   // attention scores and values. Under tp each rank does 1 / tp of them.
   double flops_per_token(int T) const;
+  // Every block of this stage reports its activations to `observer` in forward (nullptr: none).
+  void set_block_observer(BlockObserver* observer);
+  int first_block() const { return first_block_; }
+  int num_blocks() const { return static_cast<int>(blocks_.size()); }
 
  private:
   GPTConfig config_;

@@ -3,8 +3,11 @@
 and tokens/s against step, read from each run's metrics.jsonl (train/metrics.cpp: step records
 {"step","loss","lr","grad_norm","ms","tok_per_s",...}, eval records {"step","val_loss","train_loss",
 "elapsed_s"}, and a final {"final":true,...}). Runs are overlaid, one colour each, labelled by folder.
+With --heatmap PNG, also a layer x step heat map of each per-layer statistic of one run (its
+{"step","layer_stats":{...}} records, written by `nanodist train --layer-stats N`).
 
 usage: scripts/plot_run.py OUT_DIR_OR_METRICS_JSONL [...] [--out run.png] [--smooth 0.9] [--title T]
+                           [--heatmap layers.png]
 Needs matplotlib (pip install matplotlib).
 """
 import argparse
@@ -72,6 +75,82 @@ def read_run(path):
     return {"steps": steps, "evals": evals}
 
 
+# The heat maps: (title, how to read a block's value, log colour scale).
+HEATMAP_STATS = [
+    ("block gradient norm", lambda b, t: b["grad_norm"], True),
+    ("update / weight (median of the block's tensors)", lambda b, t: median(t, "update_ratio"), True),
+    ("residual stream RMS", lambda b, t: b["resid_rms"], True),
+    ("attention output RMS", lambda b, t: b["attn_rms"], True),
+    ("MLP output RMS", lambda b, t: b["mlp_rms"], True),
+    ("GELU inputs below -3 (share)", lambda b, t: b["gelu_saturated"], False),
+    ("attention entropy, mean over heads (nats)", lambda b, t: mean(b["attn_entropy"]), False),
+    ("gradient values flushed to 0 in fp16 (share)", lambda b, t: median(t, "grad_underflow_fp16"), False),
+]
+
+
+def mean(values):
+    values = [number(v) for v in values]
+    values = [v for v in values if not math.isnan(v)]
+    return sum(values) / len(values) if values else float("nan")
+
+
+def median(tensors, key):
+    values = sorted(number(t[key]) for t in tensors if t.get(key) is not None)
+    return values[len(values) // 2] if values else float("nan")
+
+
+def read_layer_stats(path):
+    """-> (steps, layers, {title: rows[layer][step index]}) from the run's layer_stats records (a
+    resumed run's later record of a step replaces the earlier ones)."""
+    records = []
+    with open(path) as f:
+        for line in f:
+            if '"layer_stats"' not in line:
+                continue
+            record = json.loads(line)
+            while records and records[-1]["step"] >= record["step"]:
+                records.pop()
+            records.append(record)
+    if not records:
+        sys.exit(f"plot_run.py: {path} has no layer_stats records (train with --layer-stats N)")
+    steps = [r["step"] for r in records]
+    layers = len(records[0]["layer_stats"]["blocks"])
+    grids = {}
+    for title, value, _ in HEATMAP_STATS:
+        grid = [[float("nan")] * len(records) for _ in range(layers)]
+        for j, r in enumerate(records):
+            tensors = r["layer_stats"]["tensors"]
+            for b in r["layer_stats"]["blocks"]:
+                prefix = f"transformer.h.{b['layer']}."
+                own = [t for name, t in tensors.items() if name.startswith(prefix)]
+                grid[b["layer"]][j] = number(value(b, own))
+        grids[title] = grid
+    return steps, layers, grids
+
+
+def draw_heatmaps(path, out, title):
+    from matplotlib.colors import LogNorm
+    import numpy as np
+
+    steps, layers, grids = read_layer_stats(path)
+    fig, axes = plt.subplots(2, 4, figsize=(18, 7.5))
+    for ax, (name, _, log) in zip(axes.flat, HEATMAP_STATS):
+        grid = np.array(grids[name], dtype=float)
+        finite = grid[np.isfinite(grid) & (grid > 0)] if log else grid[np.isfinite(grid)]
+        norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.0001)) if log and finite.size else None
+        image = ax.imshow(np.ma.masked_invalid(np.where(grid > 0, grid, np.nan) if log else grid), aspect="auto",
+                          origin="lower", interpolation="nearest", cmap="viridis", norm=norm,
+                          extent=(steps[0] - 0.5, steps[-1] + 0.5, -0.5, layers - 0.5))
+        fig.colorbar(image, ax=ax)
+        ax.set_title(name, fontsize=9)
+        ax.set_xlabel("step")
+        ax.set_ylabel("layer")
+    fig.suptitle(title or f"per-layer statistics: {path}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
 def run_labels(paths):
     """The folder of each metrics file, with as many parent folders as it takes to tell runs apart
     (ablate/no-clip/seed1 and ablate/control/seed1 both end in seed1)."""
@@ -104,11 +183,16 @@ def main():
     parser.add_argument("--out", default="run.png", help="PNG to write")
     parser.add_argument("--smooth", type=float, default=0.0, help="EMA factor for the train loss, in [0, 1)")
     parser.add_argument("--title", default=None)
+    parser.add_argument("--heatmap", default=None, help="also write the layer x step heat maps of one run here")
     args = parser.parse_args()
     if not 0 <= args.smooth < 1:
         sys.exit(f"plot_run.py: --smooth must be in [0, 1), got {args.smooth}")
 
     paths = [metrics_path(r) for r in args.runs]
+    if args.heatmap:
+        if len(paths) != 1:
+            sys.exit("plot_run.py: --heatmap draws one run; give one run")
+        draw_heatmaps(paths[0], args.heatmap, args.title)
     runs = [read_run(p) for p in paths]
     labels = run_labels(paths)
     fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))

@@ -177,6 +177,11 @@ const std::vector<Binding>& train_bindings() {
           "seconds without a heartbeat after which a peer rank counts as frozen or gone (0 = off)");
     b.add("skip-nonfinite", &C::skip_nonfinite,
           "updates with a non-finite loss or gradient norm that may be dropped before the run stops");
+    b.group("observe");
+    b.add("layer-stats", &C::layer_stats,
+          "every N steps, per-layer statistics into metrics.jsonl: gradient and weight norms, update/weight "
+          "ratio, bf16/fp16 gradient underflow per tensor; residual, attention and MLP output RMS, attention "
+          "entropy per head, saturated GELU inputs per block (0 = off)");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
     b.add("ckpt-interval", &C::ckpt_interval,
@@ -263,6 +268,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
   ND_CHECK_INPUT(c.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << c.comm_timeout);
   ND_CHECK_INPUT(c.heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << c.heartbeat_timeout);
+  ND_CHECK_INPUT(c.layer_stats >= 0, "--layer-stats must be >= 0, got " << c.layer_stats);
   ND_CHECK_INPUT(c.skip_nonfinite >= 0, "--skip-nonfinite must be >= 0, got " << c.skip_nonfinite);
   ND_CHECK_INPUT(c.ckpt_interval >= -1,
                  "--ckpt-interval must be >= -1 (-1 = at every evaluation, 0 = only at the end), got " << c.ckpt_interval);

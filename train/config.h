@@ -75,6 +75,8 @@ struct TrainConfig {
   double comm_timeout = 600.0;
   double heartbeat_timeout = 15.0;
   int skip_nonfinite = 0;
+  // observability: per-layer statistics every N steps (train/layer_stats.h; 0 = off)
+  int layer_stats = 0;
   // state
   // ckpt_interval -1: at every evaluation (--eval-interval), so a preempted run can resume.
   // async_save: auto = on for a GPU run (the snapshot is pinned host memory), off on the CPU.

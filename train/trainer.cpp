@@ -21,6 +21,7 @@
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
 #include "train/init_from.h"
+#include "train/layer_stats.h"
 #include "train/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/memory_plan.h"
@@ -171,6 +172,7 @@ class Trainer {
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
     if (grid_->pp_size() > 1)
       step_->set_pipeline(make_pipeline_schedule(c_, model_config_, *model_, *grid_), &grid_->embedding());
+    if (c_.layer_stats > 0) layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank});
   }
 
   TrainResult run() {
@@ -332,7 +334,11 @@ class Trainer {
     double lr = schedule_.at(static_cast<int>(counters_.step));
     std::vector<Batch> batches;
     for (int micro = 0; micro < c_.grad_accum; ++micro) batches.push_back(train_loader_->next_batch());
+    // Every --layer-stats steps: a probe before the step, the sums after it (inside the step's time).
+    const bool stats_now = layer_stats_ && (counters_.step + 1) % c_.layer_stats == 0;
+    if (stats_now) layer_stats_->before_step(batches.front().inputs);
     StepResult step = step_->run(batches, lr, dropout_gen_);
+    if (stats_now) metrics_.write_line(layer_stats_->after_step(counters_.step + 1).json());
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
     if (step.replayed) {
       result.cuda_graph_replays += 1;
@@ -487,6 +493,7 @@ class Trainer {
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;
+  std::unique_ptr<LayerStats> layer_stats_;  // --layer-stats
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
   std::unique_ptr<EvalReader> train_eval_, val_eval_;

@@ -124,6 +124,17 @@ def test_plot_run(ctx, tmp):
     expect(got["evals"]["val_loss"] == [20.0, 30.0, 50.0, 60.0], f"resumed evals {got['evals']['val_loss']}")
     run([sys.executable, script, resumed, "--out", os.path.join(tmp, "resumed.png")])
 
+    # --layer-stats records drawn as layer x step heat maps; a run without them is one error line.
+    stats = train_tiny(ctx, tmp, "stats", extra=("--layer-stats", "2"))
+    heat = os.path.join(tmp, "heat.png")
+    run([sys.executable, script, stats, "--out", os.path.join(tmp, "stats.png"), "--heatmap", heat])
+    expect_png(heat)
+    steps, layers, grids = plot_run.read_layer_stats(os.path.join(stats, "metrics.jsonl"))
+    expect(steps == list(range(2, 21, 2)) and layers == 2, f"heat map steps {steps}, layers {layers}")
+    expect(all(v > 0 for row in grids["block gradient norm"] for v in row), "gradient norms")
+    r = run([sys.executable, script, real, "--heatmap", heat], expect_ok=False)
+    expect(r.returncode != 0 and "--layer-stats" in r.stderr, r.stderr)
+
     broken = os.path.join(tmp, "broken.jsonl")
     with open(broken, "w") as f:
         f.write('{"step":1,"loss":2.0}\n{"step":2,"loss":\n')

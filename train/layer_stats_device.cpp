@@ -1,0 +1,122 @@
+// The per-layer statistics kernels picked by device and dtype: CPU loops (f32), CUDA launches
+// (f32 or bf16) on the compute stream.
+#include "train/layer_stats_device.h"
+
+#include "kernels/cpu/layer_stats.h"
+#include "tensor/error.h"
+
+#if NANODIST_WITH_CUDA
+#include "kernels/cuda/layer_stats.h"
+#include "tensor/cuda_stream.h"
+#endif
+
+namespace nd::train {
+namespace {
+
+void check_out(const Tensor& out, const Tensor& x, int64_t last) {
+  ND_CHECK(out.dtype() == DType::F64 && out.device() == x.device(),
+           "layer statistics: the sums must be f64 beside " << x.str() << ", got " << out.str());
+  ND_CHECK(last <= out.numel(), "layer statistics: index " << last << " past the " << out.numel() << " sums");
+}
+
+template <typename T>
+StatSlot<T> slot_of(const Tensor& x, const Tensor* ref, int64_t index) {
+  StatSlot<T> s;
+  s.x = static_cast<const T*>(x.raw_data());
+  s.ref = ref && ref->defined() ? static_cast<const T*>(ref->raw_data()) : nullptr;
+  s.n = x.numel();
+  s.out = index;
+  return s;
+}
+
+}  // namespace
+
+#if NANODIST_WITH_CUDA
+struct StatTensorList::DeviceLists {
+  std::unique_ptr<cuda::DeviceSlots<StatSlot<float>>> f32;
+  std::unique_ptr<cuda::DeviceSlots<StatSlot<bf16>>> bf16s;
+};
+#else
+struct StatTensorList::DeviceLists {};
+#endif
+
+void add_tensor_stats(const Tensor& x, const Tensor* ref, Tensor& out, int64_t index) {
+  check_out(out, x, index + kStatsPerSlot);
+  ND_CHECK(!ref || !ref->defined() || (ref->numel() == x.numel() && ref->dtype() == x.dtype()),
+           "layer statistics: reference " << ref->str() << " does not match " << x.str());
+  double* sums = out.data<double>();
+  if (x.device().is_cpu()) {
+    check_dtype(x, DType::F32, "layer statistics on the CPU");
+    cpu::tensor_stats(std::vector<StatSlot<float>>{slot_of<float>(x, ref, index)}, sums);
+    return;
+  }
+#if NANODIST_WITH_CUDA
+  if (x.dtype() == DType::BF16)
+    cuda::tensor_stats(slot_of<bf16>(x, ref, index), sums);
+  else
+    cuda::tensor_stats(slot_of<float>(x, ref, index), sums);
+#else
+  ND_CHECK(false, "layer statistics: this build has no CUDA");
+#endif
+}
+
+void add_attention_entropy(const Tensor& qkv, int64_t NH, Tensor& out, int64_t index) {
+  check_out(out, qkv, index + NH);
+  ND_CHECK(qkv.ndim() == 3 && qkv.size(2) % 3 == 0, "attention entropy: qkv must be (B, T, 3C), got " << qkv.str());
+  const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
+  double* sums = out.data<double>() + index;
+  if (qkv.device().is_cpu()) {
+    check_dtype(qkv, DType::F32, "attention entropy on the CPU");
+    cpu::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
+    return;
+  }
+#if NANODIST_WITH_CUDA
+  if (qkv.dtype() == DType::BF16)
+    cuda::attention_entropy(qkv.data<bf16>(), B, T, C, NH, sums);
+  else
+    cuda::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
+#else
+  ND_CHECK(false, "attention entropy: this build has no CUDA");
+#endif
+}
+
+StatTensorList::StatTensorList(std::vector<StatTensor> tensors) : tensors_(std::move(tensors)) {
+  if (tensors_.empty() || tensors_.front().x.device().is_cpu()) return;
+#if NANODIST_WITH_CUDA
+  std::vector<StatSlot<float>> f32;
+  std::vector<StatSlot<bf16>> bf16s;
+  for (const StatTensor& t : tensors_) {
+    if (t.x.dtype() == DType::BF16)
+      bf16s.push_back(slot_of<bf16>(t.x, &t.ref, t.index));
+    else
+      f32.push_back(slot_of<float>(t.x, &t.ref, t.index));
+  }
+  const int device = tensors_.front().x.device().index;
+  device_ = std::make_unique<DeviceLists>();
+  device_->f32 = std::make_unique<cuda::DeviceSlots<StatSlot<float>>>(f32, device);
+  device_->bf16s = std::make_unique<cuda::DeviceSlots<StatSlot<bf16>>>(bf16s, device);
+#endif
+}
+
+StatTensorList::~StatTensorList() = default;
+
+void StatTensorList::add_to(Tensor& out) const {
+  if (tensors_.empty()) return;
+  const Tensor& first = tensors_.front().x;
+  for (const StatTensor& t : tensors_) check_out(out, t.x, t.index + kStatsPerSlot);
+  if (first.device().is_cpu()) {
+    std::vector<StatSlot<float>> slots;
+    for (const StatTensor& t : tensors_) {
+      check_dtype(t.x, DType::F32, "layer statistics on the CPU");
+      slots.push_back(slot_of<float>(t.x, &t.ref, t.index));
+    }
+    cpu::tensor_stats(slots, out.data<double>());
+    return;
+  }
+#if NANODIST_WITH_CUDA
+  cuda::tensor_stats(*device_->f32, out.data<double>());
+  cuda::tensor_stats(*device_->bf16s, out.data<double>());
+#endif
+}
+
+}  // namespace nd::train
