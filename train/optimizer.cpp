@@ -25,7 +25,7 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options) : opt
   const Device device = flat_->device();
   flat_state_.m = Tensor::zeros({flat_->numel()}, DType::F32, device);
   flat_state_.v = Tensor::zeros({flat_->numel()}, DType::F32, device);
-  if (flat_->param_dtype() != DType::F32) flat_state_.master = flat_->params().to(DType::F32);
+  if (flat_->param_dtype() != DType::F32 && options.master_weights) flat_state_.master = flat_->params().to(DType::F32);
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
   // The states in registration order (the layout is its reverse), as checkpoints list them.
   for (size_t k = entries.size(); k-- > 0;) {
