@@ -31,6 +31,9 @@ struct CheckpointState {
   int64_t world_size = 1;
   double best_val_loss = std::numeric_limits<double>::infinity();
   int64_t tokens = 0;          // training tokens consumed over all ranks
+  double loss_scale = 1.0;     // the loss scaler (train/loss_scaler.h): its scale, finite steps in a
+  int64_t loss_scale_finite_steps = 0;  // row and skipped steps; 1, 0, 0 without loss scaling
+  int64_t overflow_skips = 0;
 };
 
 using NamedTensors = std::vector<std::pair<std::string, Tensor>>;

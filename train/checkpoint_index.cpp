@@ -59,6 +59,9 @@ void write_meta(Hdf5File& file, const CheckpointData& data) {
   file.set_attr(kStateGroup, "world_size", s.world_size);
   file.set_attr(kStateGroup, "best_val_loss", s.best_val_loss);
   file.set_attr(kStateGroup, "tokens", s.tokens);
+  file.set_attr(kStateGroup, "loss_scale", s.loss_scale);
+  file.set_attr(kStateGroup, "loss_scale_finite_steps", s.loss_scale_finite_steps);
+  file.set_attr(kStateGroup, "overflow_skips", s.overflow_skips);
   file.write_string("/tokenizer", data.tokenizer_text);
 }
 
@@ -75,6 +78,11 @@ CheckpointData read_meta(const Hdf5File& file) {
   s.world_size = file.attr_int(kStateGroup, "world_size");
   s.best_val_loss = file.attr_double(kStateGroup, "best_val_loss");
   s.tokens = file.attr_int(kStateGroup, "tokens");
+  if (file.has_attr(kStateGroup, "loss_scale")) {  // checkpoints from before the loss scaler lack them
+    s.loss_scale = file.attr_double(kStateGroup, "loss_scale");
+    s.loss_scale_finite_steps = file.attr_int(kStateGroup, "loss_scale_finite_steps");
+    s.overflow_skips = file.attr_int(kStateGroup, "overflow_skips");
+  }
   data.tokenizer_text = file.read_string("/tokenizer");
   return data;
 }

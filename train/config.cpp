@@ -128,10 +128,18 @@ const std::vector<Binding>& train_bindings() {
     b.add("log-interval", &C::log_interval, "print a step line every N steps");
     b.group("system");
     b.add("device", &C::device, "cpu or cuda");
-    b.add("dtype", &C::dtype, "f32 or bf16 (bf16 needs cuda; f32 master weights and optimizer state either way)");
+    b.add("dtype", &C::dtype,
+          "f32, bf16 or fp16 (bf16 and fp16 need cuda; f32 master weights and optimizer state either way)");
     b.add("grad-dtype", &C::grad_dtype,
           "f32 or bf16: gradients accumulated over micro-batches and reduced in this dtype (default: --dtype; "
           "f32 under bf16 is Megatron's main_grad)");
+    b.add("loss-scale", &C::loss_scale,
+          "scale of the loss before backward, gradients divided by it before clipping, overflowing steps skipped: "
+          "dynamic (65536, x2 after 2000 finite steps, x0.5 on overflow), a fixed number (1 = off), or auto "
+          "(dynamic under fp16, else off)");
+    b.add("master-weights", &C::master_weights,
+          "keep f32 master weights beside bf16 parameters (false: the update rounds into the bf16 weights in "
+          "place, an ablation)");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("pp", &C::pp,
@@ -251,10 +259,13 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.eval_iters >= 1, "--eval-iters must be >= 1, got " << c.eval_iters);
   ND_CHECK_INPUT(c.log_interval >= 1, "--log-interval must be >= 1, got " << c.log_interval);
   Device device = parse_device(c.device);
+  ND_CHECK_INPUT(c.dtype != "fp16" || device.is_cuda(), "--dtype fp16 needs --device cuda");
+  ND_CHECK_INPUT(c.dtype != "fp16", "--dtype fp16: the f16 kernels are not built yet; use bf16 (with --loss-scale "
+                                    "to try the loss scaler)");
   DType dtype = parse_dtype(c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
-  precision_policy(c);  // checks --grad-dtype against --dtype
+  precision_policy(c);  // checks --grad-dtype, --master-weights and --loss-scale against --dtype
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.collectives == "native" || c.collectives == "ring" || c.collectives == "hierarchical" ||

@@ -47,6 +47,8 @@ struct TrainConfig {
   std::string device = "cpu";
   std::string dtype = "f32";
   std::string grad_dtype = "";  // "" = the --dtype (train/precision.h)
+  std::string loss_scale = "auto";  // auto | dynamic | X (train/loss_scaler.h); auto = dynamic under fp16, else off
+  bool master_weights = true;       // false: bf16 parameters updated in place, no f32 master copy
   uint64_t seed = 1337;
   int tp = 1;
   int pp = 1;  // pipeline stages (train/pipeline_schedule.h)

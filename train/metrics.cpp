@@ -57,7 +57,9 @@ std::string step_json(const StepMetrics& m) {
   out << "{\"step\":" << m.step << ",\"loss\":" << json_number(m.loss) << ",\"lr\":" << json_number(m.lr)
       << ",\"grad_norm\":" << json_number(m.grad_norm) << ",\"ms\":" << json_number(m.ms)
       << ",\"tok_per_s\":" << json_number(m.tok_per_s) << ",\"mfu\":" << (m.mfu >= 0 ? json_number(m.mfu) : "null")
-      << ",\"flops_per_s\":" << json_number(m.flops_per_s) << "}";
+      << ",\"flops_per_s\":" << json_number(m.flops_per_s);
+  if (m.loss_scale >= 0) out << ",\"loss_scale\":" << json_number(m.loss_scale) << ",\"skipped_steps\":" << m.skipped_steps;
+  out << "}";
   return out.str();
 }
 

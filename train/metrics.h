@@ -18,6 +18,8 @@ struct StepMetrics {
   double flops_per_s = 0;
   double mfu = -1;       // fraction of the device's peak; < 0 when the peak is unknown (CPU)
   double eta_s = -1;     // seconds of training left at the recent pace; < 0 = unknown (not shown)
+  double loss_scale = -1;     // the step's loss scale; < 0 = no loss scaling (not shown)
+  int64_t skipped_steps = 0;  // steps the loss scaler skipped so far (shown with loss_scale)
 };
 
 // `step  250/5000 | loss 1.8123 | lr 9.80e-04 | norm 0.4312 | 41.2 ms | 398k tok/s | ETA 3h05m | MFU 23.4%`

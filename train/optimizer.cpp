@@ -37,8 +37,8 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
   const int64_t n = sharded_ ? shard->numel : flat_->numel();
   flat_state_.m = Tensor::zeros({n}, DType::F32, device);
   flat_state_.v = Tensor::zeros({n}, DType::F32, device);
-  if (flat_->param_dtype() != DType::F32 && !sharded_) flat_state_.master = flat_->params().to(DType::F32);
-  if (flat_->param_dtype() != DType::F32 && sharded_) {
+  if (flat_->param_dtype() != DType::F32 && options.master_weights && !sharded_) flat_state_.master = flat_->params().to(DType::F32);
+  if (flat_->param_dtype() != DType::F32 && options.master_weights && sharded_) {
     flat_state_.master = Tensor::zeros({n}, DType::F32, device);
     for (const dist::ShardSlice& s : owned_)
       flat_state_.master.narrow(s.local, s.length).copy_from(flat_->params().narrow(s.begin, s.length).to(DType::F32));

@@ -21,6 +21,9 @@ struct AdamWOptions {
   double beta2 = 0.99;
   double eps = 1e-8;
   double weight_decay = 0.1;
+  // f32 master weights beside lower-precision parameters; false updates them in place (each step
+  // rounded to the parameter's dtype, so updates below its resolution are lost: an ablation).
+  bool master_weights = true;
 };
 
 struct ParamState {

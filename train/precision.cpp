@@ -6,8 +6,11 @@
 namespace nd::train {
 
 std::string PrecisionPolicy::str() const {
-  return std::string("param ") + dtype_name(param) + ", compute " + dtype_name(compute) + ", grad " + dtype_name(grad) +
-         ", reduce " + dtype_name(reduce) + ", master " + dtype_name(master);
+  std::string s = std::string("param ") + dtype_name(param) + ", compute " + dtype_name(compute) + ", grad " +
+                  dtype_name(grad) + ", reduce " + dtype_name(reduce) + ", master " + dtype_name(master);
+  if (loss_scaling)
+    s += loss_scaler.dynamic ? ", loss scale dynamic" : ", loss scale " + std::to_string(loss_scaler.initial_scale);
+  return s;
 }
 
 PrecisionPolicy precision_policy(const TrainConfig& c) {
@@ -20,7 +23,15 @@ PrecisionPolicy precision_policy(const TrainConfig& c) {
                  "--grad-dtype " << dtype_name(p.grad) << " with --dtype " << c.dtype
                                  << ": gradients may be as wide as the parameters or f32, not narrower");
   p.reduce = p.grad;
-  p.master = DType::F32;
+  ND_CHECK_INPUT(c.master_weights || p.param != DType::F32,
+                 "--master-weights false needs --dtype bf16 (f32 parameters are their own masters)");
+  p.master = c.master_weights ? DType::F32 : p.param;
+  if (c.loss_scale == "auto") {
+    p.loss_scaling = c.dtype == "fp16";
+  } else {
+    p.loss_scaler = parse_loss_scale(c.loss_scale);
+    p.loss_scaling = p.loss_scaler.dynamic || p.loss_scaler.initial_scale != 1.0;
+  }
   return p;
 }
 

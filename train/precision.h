@@ -1,12 +1,15 @@
 // The precision policy of a run: the dtype of each kind of tensor, in place of one dtype for
 // everything. --dtype bf16 is {param bf16, compute bf16, grad bf16, reduce bf16, master f32};
 // --grad-dtype f32 beside it accumulates the micro-batches' gradients in f32 and reduces them in
-// f32 (Megatron's main_grad); the CPU runs f32 throughout. fp16 and FP8 join here.
+// f32 (Megatron's main_grad); the CPU runs f32 throughout. --master-weights false drops the f32
+// master (master bf16: the update rounds into the weights, an ablation); --loss-scale adds the loss
+// scaler of train/loss_scaler.h (on by default under fp16 only). fp16 compute and FP8 join here.
 #pragma once
 #include <string>
 
 #include "tensor/dtype.h"
 #include "train/config.h"
+#include "train/loss_scaler.h"
 
 namespace nd::train {
 
@@ -15,13 +18,16 @@ struct PrecisionPolicy {
   DType compute = DType::F32;  // activations and GEMM inputs
   DType grad = DType::F32;     // gradients, accumulated over the micro-batches of a step
   DType reduce = DType::F32;   // the data-parallel reduction (today: the gradients' dtype)
-  DType master = DType::F32;   // the optimizer's weights and moments
+  DType master = DType::F32;   // the optimizer's weights (its moments are f32 always)
+  bool loss_scaling = false;   // a LossScaler with `loss_scaler` runs the step
+  LossScalerOptions loss_scaler;
 
   std::string str() const;  // "param bf16, compute bf16, grad f32, reduce f32, master f32"
 };
 
 // The policy of a config; nd::Error (an input error naming the flags) on a combination that does
-// not exist: --grad-dtype other than f32 or bf16, or bf16 gradients of f32 parameters.
+// not exist: --grad-dtype other than f32 or bf16, bf16 gradients of f32 parameters, no masters
+// beside f32 parameters, a --loss-scale that is not auto, dynamic or a positive number.
 PrecisionPolicy precision_policy(const TrainConfig& config);
 
 }  // namespace nd::train

@@ -24,6 +24,11 @@ CheckpointData run_metadata(const RunParts& run, const RunCounters& counters) {
   s.world_size = run.world_size;
   s.best_val_loss = counters.best_val_loss;
   s.tokens = counters.tokens;
+  if (run.loss_scaler != nullptr) {
+    s.loss_scale = run.loss_scaler->state().scale;
+    s.loss_scale_finite_steps = run.loss_scaler->state().finite_in_a_row;
+    s.overflow_skips = run.loss_scaler->state().skipped_steps;
+  }
   data.tokenizer_text = run.tokenizer_text;
   return data;
 }
@@ -58,6 +63,9 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
   run.dropout_gen = Generator(s.dropout_seed, s.dropout_stream);
   run.dropout_gen.set_offset(s.dropout_offset);
   run.loader.set_step(s.data_step);
+  // A checkpoint written without loss scaling holds scale 1: the scaler then starts afresh.
+  if (run.loss_scaler != nullptr && (s.loss_scale != 1.0 || s.overflow_skips > 0 || s.loss_scale_finite_steps > 0))
+    run.loss_scaler->set_state(LossScalerState{s.loss_scale, s.loss_scale_finite_steps, s.overflow_skips});
   return "";
 }
 

@@ -12,6 +12,7 @@
 #include "nn/gpt.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
+#include "train/loss_scaler.h"
 #include "train/optimizer.h"
 
 namespace nd::train {
@@ -33,6 +34,7 @@ struct RunParts {
   Generator& dropout_gen;
   const std::string& tokenizer_text;
   int world_size;
+  LossScaler* loss_scaler = nullptr;  // loss scaling only
 };
 
 // The config, state and tokenizer a checkpoint of the run holds beside its tensors (which

@@ -3,6 +3,7 @@
 
 #include "autograd/ops.h"
 #include "train/finalize_grads.h"
+#include "train/unscale_grads.h"
 #include "tensor/memory_stats.h"
 #include "tensor/op_timer.h"
 
@@ -51,6 +52,7 @@ TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_
   }
   loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, model.dtype(), device_);
   loss_gradient_ = {loss_scale_, /*overwrite_logits=*/true};
+  if (options.loss_scaling) inverse_loss_scale_ = Tensor::full({1}, 1.0, DType::F32, device_);
   losses_ = Tensor::zeros({options.grad_accum}, model.dtype(), device_);
   step_counter_ = Tensor::zeros({2}, DType::I32, device_);
   uploader_ = std::make_unique<PinnedUploader>(device_);
@@ -84,6 +86,8 @@ void TrainStep::enqueue(Generator& dropout_gen) {
   MicroBatches batches{inputs_, targets_, losses_, loss_scale_, loss_gradient_};
   schedule_->run(model_, data_parallel_, batches, dropout_gen);
   finalize_grads(model_, data_parallel_, optimizer_.flat(), embedding_);
+  // The gradients the optimizer reads: the flat buffer, or under ZeRO 2 this rank's shard.
+  if (options_.loss_scaling) unscale_grads(optimizer_.flat_state().grads, inverse_loss_scale_);
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});
   op_timer::Scope timed("optimizer", losses_);
   optimizer_.enqueue_update(options_.grad_clip);
@@ -111,6 +115,14 @@ bool TrainStep::capture_agreed(Generator& dropout_gen, std::string* note) {
           std::to_string(device_memory_stats(device_.index).cuda_mallocs - mallocs_before) +
           " cudaMalloc calls while capturing)";
   return true;
+}
+
+void TrainStep::set_loss_scale(double scale) {
+  if (scale == applied_loss_scale_) return;
+  ND_CHECK(options_.loss_scaling, "TrainStep: a loss scale of " << scale << " without loss scaling");
+  loss_scale_.fill_(scale / options_.grad_accum);
+  inverse_loss_scale_.fill_(1.0 / scale);
+  applied_loss_scale_ = scale;
 }
 
 StepResult TrainStep::run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen) {

@@ -32,6 +32,9 @@ struct StepOptions {
   int block_size = 1;
   // Capture the step as a CUDA graph (GPU only).
   bool cuda_graph = false;
+  // Loss scaling (train/loss_scaler.h): the backward seed is scale/accum and the gradients are
+  // divided by the scale after finalize_grads, before the norm; set_loss_scale picks the scale.
+  bool loss_scaling = false;
 };
 
 struct StepResult {
@@ -57,6 +60,10 @@ class TrainStep {
   // Runs one step at learning rate `lr` on `batches` (grad_accum of them, on the CPU).
   StepResult run(const std::vector<Batch>& batches, double lr, Generator& dropout_gen);
 
+  // The loss scale of the next steps (loss_scaling only; nd::Error otherwise unless 1). Changing it
+  // rewrites two device scalars that the step reads, so a captured graph stays valid.
+  void set_loss_scale(double scale);
+
  private:
   void enqueue(Generator& dropout_gen);
   void load_inputs(const std::vector<Batch>& batches, const Generator& dropout_gen);
@@ -72,7 +79,9 @@ class TrainStep {
   StepOptions options_;
   Device device_;
   std::vector<Tensor> inputs_, targets_;  // (B, T) i32 per micro-step, fixed addresses
-  Tensor loss_scale_;                     // scalar 1/accum: each backward adds grad / accum
+  Tensor loss_scale_;                     // scalar loss scale/accum: each backward adds scale * grad / accum
+  Tensor inverse_loss_scale_;             // f32 (1) 1 / loss scale, read by the unscale (loss_scaling)
+  double applied_loss_scale_ = 1.0;
   // loss_scale_ announced to the loss, which writes the logits' gradient over the logits in its
   // forward (the step reads nothing but the loss).
   ops::LossGradient loss_gradient_;

@@ -63,6 +63,13 @@ constexpr int kTimedSteps = 5;
 constexpr int kOpTimerWarmupSteps = 2;
 
 // Why a CUDA graph cannot run this job, or "" when it can.
+// A loss scale for a log line: 65536, 0.5, 1.048576e+06 (powers of two stay exact up to 2^33).
+std::string format_scale(double scale) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.10g", scale);
+  return text;
+}
+
 std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
@@ -133,6 +140,7 @@ class Trainer {
     options.beta1 = c_.beta1;
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
+    options.master_weights = precision_.master == DType::F32;
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);
     if (is_logger())
@@ -152,6 +160,7 @@ class Trainer {
 
     const bool async_save = c_.async_save == "true" || (c_.async_save == "auto" && model_->device().is_cuda());
     saver_ = std::make_unique<RunSaver>(*world_, dp_rank, dp_size, async_save);
+    if (precision_.loss_scaling) loss_scaler_ = std::make_unique<LossScaler>(precision_.loss_scaler);
     const bool resumed = c_.resume && resume();
     if (!resumed && !c_.init_from.empty())
       say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_) +
@@ -168,11 +177,16 @@ class Trainer {
     step.block_size = c_.block_size;
     std::string why = why_no_cuda_graph(c_);
     step.cuda_graph = why.empty();
+    step.loss_scaling = precision_.loss_scaling;
     if (!step.cuda_graph) say("cuda graph: off (" + why + "); the step runs eagerly");
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
     if (grid_->pp_size() > 1)
       step_->set_pipeline(make_pipeline_schedule(c_, model_config_, *model_, *grid_), &grid_->embedding());
     if (c_.layer_stats > 0) layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank});
+    if (loss_scaler_) {
+      step_->set_loss_scale(loss_scaler_->scale());
+      say("precision: " + precision_.str());
+    }
   }
 
   TrainResult run() {
@@ -209,7 +223,8 @@ class Trainer {
       if (c_.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
         fit_schedule(seconds_since(loop_start));
       evaluated_now = saved_now = false;
-      if (agreed[0] > 0 || agreed[1] > 0) {
+      // A norm the loss scaler overflowed on (agreed by its own flag) is its business, not a fault.
+      if (agreed[0] > 0 || (agreed[1] > 0 && !overflow_skipped_)) {
         if (!handle_nonfinite(step, agreed[0], agreed[1] > 0, result)) break;
       } else if (agreed[2] > 0) {
         break;
@@ -325,7 +340,7 @@ class Trainer {
 
   RunParts run_parts() {
     return RunParts{c_, model_config_, *model_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
-                    world_->size()};
+                    world_->size(), loss_scaler_.get()};
   }
 
   // One optimizer step: this rank's mean micro-batch loss and the global gradient norm.
@@ -340,6 +355,17 @@ class Trainer {
     StepResult step = step_->run(batches, lr, dropout_gen_);
     if (stats_now) metrics_.write_line(layer_stats_->after_step(counters_.step + 1).json());
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
+    const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
+    overflow_skipped_ = false;
+    if (loss_scaler_) {
+      overflow_skipped_ = loss_scaler_->update(!std::isfinite(step.grad_norm), world_);
+      step_->set_loss_scale(loss_scaler_->scale());
+      result.overflow_skips = loss_scaler_->state().skipped_steps;
+      result.loss_scale = loss_scaler_->scale();
+      if (overflow_skipped_)
+        say("step " + std::to_string(counters_.step + 1) + ": gradients overflowed at loss scale " +
+            format_scale(step_loss_scale) + "; update skipped, loss scale now " + format_scale(loss_scaler_->scale()));
+    }
     if (step.replayed) {
       result.cuda_graph_replays += 1;
       result.replay_cuda_mallocs += step.cuda_mallocs;
@@ -374,6 +400,8 @@ class Trainer {
       m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
       m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_->size()) : -1.0;
       m.eta_s = eta_seconds(run_step);
+      m.loss_scale = step_loss_scale;
+      m.skipped_steps = loss_scaler_ ? loss_scaler_->state().skipped_steps : 0;
       say(format_step_line(m));
       metrics_.write_line(step_json(m));
     }
@@ -494,6 +522,8 @@ class Trainer {
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;
   std::unique_ptr<LayerStats> layer_stats_;  // --layer-stats
+  std::unique_ptr<LossScaler> loss_scaler_;  // loss scaling only (train/loss_scaler.h)
+  bool overflow_skipped_ = false;            // the last step was skipped by the loss scaler
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
   std::unique_ptr<EvalReader> train_eval_, val_eval_;

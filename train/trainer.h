@@ -41,6 +41,8 @@ struct TrainResult {
   bool diverged = false;            // stopped on a non-finite loss or gradient norm
   bool stopped_by_signal = false;   // SIGTERM, SIGINT or SIGUSR1: saved, then stopped early
   int64_t skipped_nonfinite = 0;    // updates dropped for a non-finite value (--skip-nonfinite)
+  int64_t overflow_skips = 0;       // steps the loss scaler skipped (gradients overflowed), over the run
+  double loss_scale = 1.0;          // the loss scale at the end (1 without loss scaling)
   std::string last_checkpoint;
   // FNV-1a over the bytes of every parameter at the end: equal hashes = bit-identical models
   // (data-parallel ranks must agree).

@@ -62,6 +62,17 @@ cudaDataType_t cuda_type(DType t) {
   return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
 }
 
+cudaDataType_t fp8_cuda_type(Fp8Format f) { return f == Fp8Format::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
+
+// The FP8 inputs' dequantisation factors, per call like the epilogue's pointers.
+void set_scale_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
+  if (!p.fp8) return;
+  const void* a = p.a_scale;
+  const void* b = p.b_scale;
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &a, sizeof(a)));
+  CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b, sizeof(b)));
+}
+
 cublasLtEpilogue_t epilogue_of(const GemmProblem& p) {
   switch (p.epilogue) {
     case GemmEpilogue::GeluAux:
@@ -84,7 +95,9 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
 
 Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int align_b, int align_d) {
   Plan plan;
-  cudaDataType_t type = cuda_type(p.a_type), d_type = cuda_type(p.d_type);
+  const cudaDataType_t d_type = cuda_type(p.d_type);
+  const cudaDataType_t a_type = p.fp8 ? fp8_cuda_type(p.a_format) : cuda_type(p.a_type);
+  const cudaDataType_t b_type = p.fp8 ? fp8_cuda_type(p.b_format) : cuda_type(p.a_type);
   CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
   cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
@@ -103,9 +116,10 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux)));
   }
   set_epilogue_pointers(plan.op, p);
+  set_scale_pointers(plan.op, p);
   // Stored shapes: A is (m, k) or its transpose (k, m); likewise B.
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda));
-  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.a, a_type, p.trans_a ? p.k : p.m, p.trans_a ? p.m : p.k, p.lda));
+  CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.b, b_type, p.trans_b ? p.n : p.k, p.trans_b ? p.k : p.n, p.ldb));
   CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan.d, d_type, p.m, p.n, p.ldd));
 
   cublasLtMatmulPreference_t pref;
@@ -133,11 +147,27 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   return plan;
 }
 
+void check_fp8_problem(const GemmProblem& p) {
+  ND_CHECK(p.d_type == DType::BF16 || p.d_type == DType::F32,
+           "gemm: FP8 inputs with a " << dtype_name(p.d_type) << " output (expected bf16 or f32)");
+  ND_CHECK(p.a_scale && p.b_scale, "gemm: FP8 inputs need a_scale and b_scale (their dequantisation factors)");
+  ND_CHECK(!p.d_scale, "gemm: d_scale is for FP8 outputs, which are not supported");
+  ND_CHECK(p.a_format == Fp8Format::E4M3 || p.b_format == Fp8Format::E4M3, "gemm: E5M2 x E5M2 has no FP8 kernel");
+  ND_CHECK(p.trans_a && !p.trans_b, "gemm: FP8 needs the TN layout (trans_a set, trans_b not): transpose a copy first");
+  ND_CHECK(p.lda % 16 == 0 && p.ldb % 16 == 0,
+           "gemm: FP8 needs lda and ldb multiples of 16, got lda=" << p.lda << " ldb=" << p.ldb);
+  ND_CHECK(p.epilogue == GemmEpilogue::Plain, "gemm: FP8 with a GELU epilogue is not supported");
+}
+
 void check_problem(const GemmProblem& p) {
-  ND_CHECK(p.a_type == p.d_type || (p.a_type == DType::BF16 && p.d_type == DType::F32),
-           "gemm: " << dtype_name(p.a_type) << " inputs with a " << dtype_name(p.d_type)
-                    << " output (expected f32 -> f32, bf16 -> bf16 or bf16 -> f32)");
-  ND_CHECK(!p.a_scale && !p.b_scale && !p.d_scale, "gemm: per-tensor scales are for FP8 types only");
+  if (p.fp8) {
+    check_fp8_problem(p);
+  } else {
+    ND_CHECK(p.a_type == p.d_type || (p.a_type == DType::BF16 && p.d_type == DType::F32),
+             "gemm: " << dtype_name(p.a_type) << " inputs with a " << dtype_name(p.d_type)
+                      << " output (expected f32 -> f32, bf16 -> bf16 or bf16 -> f32)");
+    ND_CHECK(!p.a_scale && !p.b_scale && !p.d_scale, "gemm: per-tensor scales are for FP8 types only");
+  }
   ND_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative size m=" << p.m << " n=" << p.n << " k=" << p.k);
   if (p.m == 0 || p.n == 0) return;
   ND_CHECK(p.k > 0, "gemm: inner dimension k = 0 (m=" << p.m << " n=" << p.n << ")");
@@ -160,7 +190,8 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   int device = current_cuda_device();
   int align_a = alignment_of(p.A), align_b = alignment_of(p.B), align_d = alignment_of(p.D);
   int64_t align_epilogue = alignment_of(p.bias) | (int64_t{alignment_of(p.aux)} << 9);
-  PlanKey key{static_cast<int>(p.a_type) | (static_cast<int>(p.d_type) << 8), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
+  const int fp8_key = p.fp8 ? 1 | (static_cast<int>(p.a_format) << 1) | (static_cast<int>(p.b_format) << 2) : 0;
+  PlanKey key{static_cast<int>(p.a_type) | (static_cast<int>(p.d_type) << 8) | (fp8_key << 16), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
               p.bias != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
               static_cast<int64_t>(p.epilogue) | (p.ldaux << 2), align_epilogue};
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -171,6 +202,7 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   Plan& plan = it->second;
   if (!plan.found) return false;
   set_epilogue_pointers(plan.op, p);
+  set_scale_pointers(plan.op, p);
   float alpha = 1.0f, beta = p.beta;
   CUBLAS_CHECK(cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D, plan.d, p.D,
                               plan.d, &plan.algo, blas.workspace, kWorkspaceBytes, stream));
@@ -181,7 +213,7 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
 
 void gemm(const GemmProblem& p, cudaStream_t stream) {
   ND_CHECK(run_gemm(p, stream), "gemm: cuBLASLt has no algorithm for m=" << p.m << " n=" << p.n << " k=" << p.k
-                                                                          << " " << dtype_name(p.a_type) << " -> "
+                                                                          << " " << (p.fp8 ? "fp8" : dtype_name(p.a_type)) << " -> "
                                                                           << dtype_name(p.d_type));
 }
 

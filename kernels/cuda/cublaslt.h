@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/fp8_format.h"
 #include "tensor/dtype.h"
 
 namespace nd::cuda {
@@ -23,14 +24,20 @@ enum class GemmEpilogue {
 // gradients want). aux is (m, n) with leading dimension ldaux, which cuBLASLt wants a multiple of
 // 8; bias is (m). The GELU epilogue takes beta = 0.
 // Scales (device pointers to one f32 each, or null) are cuBLASLt's per-tensor scaling of FP8
-// inputs and output (D = scale_d · (scale_a · A)(scale_b · B)); they are refused until the FP8
-// types exist, so a caller cannot set one by mistake.
+// inputs (D = (scale_a · A)(scale_b · B)): with fp8 set, A and B are codes of a_format and
+// b_format (kernels/fp8_format.h; not both E5M2), a_scale and b_scale are required and are the
+// dequantisation factors (1 / the quantise's scales), D is BF16 or F32 and unscaled (d_scale stays
+// null), accumulation is f32, and the layout must be TN, Hopper's only FP8 layout: trans_a set,
+// trans_b not (both operands stored with k contiguous), lda and ldb multiples of 16. Outside FP8
+// the scales are refused, so a caller cannot set one by mistake.
 struct GemmProblem {
   DType a_type = DType::F32;  // A's and B's
   DType d_type = DType::F32;
   const float* a_scale = nullptr;
   const float* b_scale = nullptr;
   const float* d_scale = nullptr;
+  bool fp8 = false;
+  Fp8Format a_format = Fp8Format::E4M3, b_format = Fp8Format::E4M3;
   void set_type(DType t) { a_type = d_type = t; }
   bool trans_a = false, trans_b = false;
   int64_t m = 0, n = 0, k = 0;

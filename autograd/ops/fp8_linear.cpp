@@ -1,0 +1,84 @@
+// ops::fp8_linear (fp8_linear.h): checks, code buffers from the caching allocator, the kernels.
+#include "autograd/ops/fp8_linear.h"
+
+#include "autograd/ops/linear_dims.h"
+#include "tensor/error.h"
+#include "tensor/op_timer.h"
+
+#if NANODIST_WITH_CUDA
+#include "kernels/cuda/fp8_linear.h"
+#endif
+
+namespace nd::ops {
+
+#if NANODIST_WITH_CUDA
+namespace {
+
+// A device buffer of n bytes (FP8 codes) from the caching allocator.
+Tensor code_buffer(int64_t n, Device device) { return Tensor::empty({(n + 3) / 4}, DType::I32, device); }
+uint8_t* bytes(const Tensor& t) { return static_cast<uint8_t*>(t.raw_data()); }
+
+struct Slots {
+  cuda::Fp8ScaleSlot x, w, dout;
+};
+
+Slots slots_of(const Tensor& scalars) {
+  float* s = scalars.data<float>();
+  return {{s, s + 1, s + 2}, {s + 3, s + 4, s + 5}, {s + 6, s + 7, s + 8}};
+}
+
+}  // namespace
+#endif
+
+Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, const Tensor& scalars) {
+  const bool has_bias = b.defined();
+  const Tensor& xd = x.data();
+  const LinearDims d = linear_dims("fp8_linear", xd, w.data(), has_bias ? &b.data() : nullptr);
+  ND_CHECK(xd.device().is_cuda() && xd.dtype() == DType::BF16,
+           "fp8_linear: x must be bf16 on a GPU, got " << xd.str());
+  ND_CHECK(scalars.dtype() == DType::F32 && scalars.numel() == kFp8LinearScalars && scalars.device() == xd.device(),
+           "fp8_linear: scalars must be " << kFp8LinearScalars << " f32 on x's device, got " << scalars.str());
+#if NANODIST_WITH_CUDA
+  Shape out_shape = xd.shape();
+  out_shape.back() = d.N;
+  Tensor out = Tensor::empty(out_shape, DType::BF16, xd.device());
+  Tensor x_codes = code_buffer(d.M * d.K, xd.device()), x_t = code_buffer(d.M * d.K, xd.device());
+  Tensor w_codes = code_buffer(d.N * d.K, xd.device()), w_t = code_buffer(d.N * d.K, xd.device());
+  const Slots s = slots_of(scalars);
+  const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
+  {
+    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
+    op_timer::Scope timed("fp8_linear", xd);
+    cuda::Fp8LinearBuffers buf{bytes(x_codes), bytes(x_t), bytes(w_codes), bytes(w_t), nullptr, nullptr};
+    cuda::fp8_linear_forward(xd.data<bf16>(), w.data().data<bf16>(), has_bias ? b.data().data<bf16>() : nullptr,
+                             out.data<bf16>(), d.M, d.N, d.K, s.x, s.w, buf);
+  }
+  // Backward reads x and w only through their transposed codes: both inputs stay graph edges
+  // without their values.
+  std::vector<Variable> inputs = {x.without_data(), w.without_data()};
+  if (has_bias) inputs.push_back(b.without_data());
+  return make_result(out, std::move(inputs), [d, flops, scalars, x_t, w_t](const Tensor& grad_out,
+                                                                          std::vector<Variable>& in) {
+    const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
+    const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
+    ND_CHECK(grad_out.dtype() == DType::BF16, "fp8_linear backward: the output's gradient must be bf16");
+    Tensor dout_codes = code_buffer(d.M * d.N, grad_out.device()), dout_t = code_buffer(d.M * d.N, grad_out.device());
+    const Slots s = slots_of(scalars);
+    cuda::Fp8LinearBuffers buf{nullptr, bytes(x_t), nullptr, bytes(w_t), bytes(dout_codes), bytes(dout_t)};
+    auto dest = [](const GradSlot& slot) {
+      return GradDest<bf16>{slot.wanted() ? slot.buffer.data<bf16>() : nullptr, slot.accumulate};
+    };
+    if (op_timer::enabled())
+      op_timer::note_next({flops * ((dx.wanted() ? 1 : 0) + (dw.wanted() ? 1 : 0)), 0.0,
+                           std::to_string(d.K) + "->" + std::to_string(d.N)});
+    op_timer::Scope timed("fp8_linear backward", grad_out);
+    cuda::fp8_linear_backward(grad_out.data<bf16>(), dest(dx), dest(dw), dest(db), d.M, d.N, d.K, s.x, s.w, s.dout,
+                              buf);
+  });
+#else
+  (void)d;
+  ND_FAIL("fp8_linear: this nanodist was built without CUDA");
+#endif
+}
+
+}  // namespace nd::ops

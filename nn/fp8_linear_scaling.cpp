@@ -1,0 +1,48 @@
+// Fp8LinearScaling (fp8_linear_scaling.h): one device tensor of scalars, host histories.
+#include "nn/fp8_linear_scaling.h"
+
+#include "autograd/ops/fp8_linear.h"
+#include "tensor/error.h"
+
+namespace nd::nn {
+namespace {
+
+constexpr int kS = ops::kFp8LinearScalars;
+
+// Each quantised tensor's three scalars (scale, amax, scale_inv) start at (1, 0, 1).
+Tensor initial_scalars(int capacity) {
+  std::vector<float> v(static_cast<size_t>(capacity) * kS);
+  for (size_t i = 0; i < v.size(); i += 3) v[i] = 1.0f, v[i + 1] = 0.0f, v[i + 2] = 1.0f;
+  return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
+}
+
+}  // namespace
+
+Fp8LinearScaling::Fp8LinearScaling(Device device, int capacity, const DelayedScalingOptions& options)
+    : capacity_(capacity), scaling_(options) {
+  ND_CHECK(capacity >= 1, "Fp8LinearScaling: capacity must be >= 1, got " << capacity);
+  scalars_ = initial_scalars(capacity).to(device);
+}
+
+Tensor Fp8LinearScaling::add(const std::string& name, const Fp8LinearSharding& sharding) {
+  ND_CHECK(layers_ < capacity_, "Fp8LinearScaling: more than the " << capacity_ << " layers it has room for");
+  scaling_.add(name + ".x", Fp8Format::E4M3, sharding.x);
+  scaling_.add(name + ".w", Fp8Format::E4M3, sharding.w);
+  scaling_.add(name + ".dout", Fp8Format::E5M2, sharding.dout);
+  return scalars_.narrow(static_cast<int64_t>(layers_++) * kS, kS);
+}
+
+void Fp8LinearScaling::end_step(dist::Comm* tp) {
+  if (layers_ == 0) return;
+  Tensor host = scalars_.to(Device::cpu());
+  float* v = host.data<float>();
+  for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[3 * t + 1]);
+  scaling_.update(tp);
+  for (int t = 0; t < scaling_.size(); ++t) {
+    v[3 * t] = scaling_.tensor(t).scale;
+    v[3 * t + 1] = 0.0f;
+  }
+  scalars_.copy_from(host);
+}
+
+}  // namespace nd::nn

@@ -1,0 +1,89 @@
+// The delayed-scaling bookkeeping of fp8_scaling.h.
+#include "nn/fp8_scaling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tensor/error.h"
+
+namespace nd::nn {
+
+double delayed_scale(double fp8_max, double amax, int margin, double previous) {
+  if (!(amax > 0.0) || !std::isfinite(amax)) return previous;
+  return (fp8_max / amax) / std::ldexp(1.0, margin);
+}
+
+AmaxHistory::AmaxHistory(int length) {
+  ND_CHECK_INPUT(length >= 1, "the amax history must hold at least one step, got " << length);
+  values_.assign(static_cast<size_t>(length), 0.0f);
+}
+
+void AmaxHistory::push(float amax) {
+  values_[static_cast<size_t>(next_)] = amax;
+  next_ = (next_ + 1) % length();
+  count_ = std::min(count_ + 1, length());
+}
+
+float AmaxHistory::max() const { return *std::max_element(values_.begin(), values_.end()); }
+
+std::vector<float> AmaxHistory::oldest_first() const {
+  std::vector<float> out;
+  for (int k = count_; k > 0; --k) out.push_back(values_[static_cast<size_t>((next_ - k + length()) % length())]);
+  return out;
+}
+
+void AmaxHistory::assign_oldest_first(const std::vector<float>& values) {
+  ND_CHECK(static_cast<int>(values.size()) <= length(),
+           "an amax history of " << values.size() << " steps does not fit a window of " << length());
+  std::fill(values_.begin(), values_.end(), 0.0f);
+  next_ = count_ = 0;
+  for (float v : values) push(v);
+}
+
+DelayedScaling::DelayedScaling(const DelayedScalingOptions& options) : options_(options) {
+  ND_CHECK_INPUT(options.history_length >= 1, "--fp8-amax-history must be >= 1, got " << options.history_length);
+  ND_CHECK_INPUT(options.margin >= 0, "--fp8-margin must be >= 0, got " << options.margin);
+}
+
+int DelayedScaling::add(const std::string& name, Fp8Format format, bool sharded) {
+  for (const Fp8TensorScaling& t : tensors_) ND_CHECK(t.name != name, "FP8 tensor " << name << " registered twice");
+  tensors_.push_back(Fp8TensorScaling{name, format, sharded, AmaxHistory(options_.history_length)});
+  return size() - 1;
+}
+
+int DelayedScaling::index_of(const std::string& name) const {
+  for (int i = 0; i < size(); ++i)
+    if (tensors_[static_cast<size_t>(i)].name == name) return i;
+  ND_FAIL("no FP8 tensor named " << name);
+}
+
+void DelayedScaling::record_amax(int index, float amax) {
+  Fp8TensorScaling& t = tensor(index);
+  if (std::isnan(amax) || std::isnan(t.step_amax)) {
+    t.step_amax = NAN;
+  } else {
+    t.step_amax = std::max(t.step_amax, amax);
+  }
+}
+
+void DelayedScaling::update(dist::Comm* tp) {
+  if (tp != nullptr && tp->size() > 1) {
+    std::vector<double> sharded;  // NaN becomes inf: a max over ranks is then defined and agreed
+    for (const Fp8TensorScaling& t : tensors_)
+      if (t.sharded) sharded.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
+    if (!sharded.empty()) {
+      tp->host_allreduce(sharded.data(), static_cast<int>(sharded.size()), dist::HostReduce::Max);
+      size_t k = 0;
+      for (Fp8TensorScaling& t : tensors_)
+        if (t.sharded) t.step_amax = static_cast<float>(sharded[k++]);
+    }
+  }
+  for (Fp8TensorScaling& t : tensors_) {
+    if (std::isfinite(t.step_amax)) t.history.push(t.step_amax);
+    t.scale = static_cast<float>(delayed_scale(fp8_max(t.format), t.history.max(), options_.margin, t.scale));
+    t.step_amax = 0.0f;
+  }
+}
+
+}  // namespace nd::nn

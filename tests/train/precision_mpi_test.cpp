@@ -1,0 +1,48 @@
+// The precision bookkeeping agreed over ranks (mpirun -np 2, 3, 4): one rank's overflow makes every
+// rank skip and back off the loss scale (train/loss_scaler.h); a tensor sharded over the group
+// gets the max of the ranks' amaxes and so one scale everywhere, a replicated one keeps its own
+// (nn/fp8_scaling.h).
+#include <gtest/gtest.h>
+
+#include "dist/world.h"
+#include "nn/fp8_scaling.h"
+#include "train/loss_scaler.h"
+
+namespace nd::train {
+namespace {
+
+TEST(PrecisionMpi, OneRanksOverflowSkipsTheStepEverywhere) {
+  auto world = dist::make_world_comm(Device::cpu());
+  const int n = world->size();
+  LossScalerOptions o;
+  o.growth_interval = 2;
+  LossScaler s(o);
+  EXPECT_FALSE(s.update(false, world.get()));
+  // Step 2: only the last rank overflows; every rank must skip and halve.
+  EXPECT_TRUE(s.update(world->rank() == n - 1, world.get()));
+  EXPECT_EQ(s.scale(), 32768.0);
+  EXPECT_EQ(s.state().skipped_steps, 1);
+  EXPECT_FALSE(s.update(false, world.get()));
+  EXPECT_FALSE(s.update(false, world.get()));
+  EXPECT_EQ(s.scale(), 65536.0);  // two finite steps after the skip
+}
+
+TEST(PrecisionMpi, ShardedAmaxIsTheMaxOverTheGroup) {
+  auto world = dist::make_world_comm(Device::cpu());
+  const int r = world->rank(), n = world->size();
+  nn::DelayedScaling ds;
+  const int sharded = ds.add("fc.weight", Fp8Format::E4M3, true);
+  const int replicated = ds.add("ln.x", Fp8Format::E4M3, false);
+  ds.record_amax(sharded, static_cast<float>(r + 1));
+  ds.record_amax(replicated, static_cast<float>(r + 1));
+  ds.update(world.get());
+  EXPECT_EQ(ds.tensor(sharded).scale, static_cast<float>(448.0 / n));
+  EXPECT_EQ(ds.tensor(replicated).scale, static_cast<float>(448.0 / (r + 1)));
+  // A NaN on one rank's shard is agreed as non-finite: no rank's history takes the step.
+  ds.record_amax(sharded, r == 0 ? NAN : 1.0f);
+  ds.update(world.get());
+  EXPECT_EQ(ds.tensor(sharded).history.count(), 1);
+}
+
+}  // namespace
+}  // namespace nd::train
