@@ -7,6 +7,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
@@ -19,7 +20,9 @@ namespace {
 FlagSet bench_comm_flags() {
   FlagSet set("bench-comm", "--op OP --impl native|ring|hierarchical [flags]   (under mpirun, one rank per GPU or CPU)");
   set.group("collective")
-      .add(flag("op", "allreduce", "allreduce, sendrecv, allgather or reducescatter"))
+      .add(flag("op", "allreduce",
+                "allreduce, reducescatter, allgather, broadcast (root 0), alltoall, sendrecv, or p2p-matrix (every "
+                "ordered pair of ranks alone: latency at --min-bytes, bandwidth at --max-bytes)"))
       .add(flag("impl", "native",
                 "native (MPI on CPU, NCCL on GPU), ring (ours) or hierarchical (our all-reduce inside each node, then "
                 "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node)"))
@@ -59,9 +62,50 @@ std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& c
   return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
 }
 
+// The point-to-point matrix: two N x N tables (latency, bandwidth) on rank 0, CSV rows per pair.
+int run_p2p_matrix_command(dist::Comm& comm, const dist::BenchCommOptions& options, std::ofstream& csv) {
+  const bool printer = comm.rank() == 0;
+  if (printer) {
+    std::printf("# nanodist bench-comm: op p2p-matrix, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
+                comm.size(), comm.backend(), comm.device().str().c_str(), dtype_name(options.dtype), options.warmup,
+                options.iters);
+    if (csv.is_open()) csv << p2p_csv_header() << "\n";
+  }
+  const int n = comm.size();
+  std::vector<dist::P2pCell> cells = dist::run_p2p_matrix(comm, options, [&](const dist::P2pCell& cell) {
+    if (printer && csv.is_open()) csv << format_p2p_csv(cell, options, comm) << "\n" << std::flush;
+  });
+  int64_t wrong = 0;
+  for (const dist::P2pCell& cell : cells) wrong += cell.wrong;
+  if (printer) {
+    for (int table = 0; table < 2; ++table) {
+      std::printf("\n# %s, row = sender, column = receiver\n%8s", table == 0 ? "latency (us) at --min-bytes"
+                                                                              : "bandwidth (GB/s) at --max-bytes", "");
+      for (int dst = 0; dst < n; ++dst) std::printf(" %9d", dst);
+      std::printf("\n");
+      for (int src = 0; src < n; ++src) {
+        std::printf("%8d", src);
+        for (int dst = 0; dst < n; ++dst) {
+          if (src == dst) {
+            std::printf(" %9s", "-");
+            continue;
+          }
+          const dist::P2pCell& cell = cells[static_cast<size_t>(src * (n - 1) + dst - (dst > src ? 1 : 0))];
+          std::printf(" %9.2f", table == 0 ? cell.latency_us : cell.bw_gbps);
+        }
+        std::printf("\n");
+      }
+    }
+    if (wrong > 0) std::printf("# %lld wrong element(s) over all pairs\n", static_cast<long long>(wrong));
+  }
+  return wrong > 0 ? 1 : 0;
+}
+
 int run_bench_comm_command(const ParsedFlags& flags) {
   dist::BenchCommOptions options;
-  options.op = dist::parse_bench_op(flags.get_string("op"));
+  const std::string op = flags.get_string("op");
+  const bool matrix = op == "p2p-matrix";
+  if (!matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
   ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical",
                  "unknown --impl '" << impl << "' (expected native, ring or hierarchical)");
@@ -98,7 +142,13 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   if (printer && !csv_path.empty()) {
     csv.open(csv_path);
     ND_CHECK_INPUT(csv.good(), "cannot write --csv " << csv_path << " (is its directory there and writable?)");
-    csv << bench_comm_csv_header() << "\n";
+    if (!matrix) csv << bench_comm_csv_header() << "\n";
+  }
+  if (matrix) {
+    const int status = run_p2p_matrix_command(*comm, options, csv);
+    watched.reset();
+    if (guard) guard->finish();
+    return status;
   }
   if (printer) {
     std::printf("# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
@@ -171,6 +221,17 @@ std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::Ben
                 impl_name(options, comm).c_str(), comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
                 static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
                 row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+std::string p2p_csv_header() { return "op,impl,device,nranks,src,dst,min_bytes,max_bytes,type,latency_us,bw_gbps,wrong"; }
+
+std::string format_p2p_csv(const dist::P2pCell& cell, const dist::BenchCommOptions& options, const dist::Comm& comm) {
+  char line[512];
+  std::snprintf(line, sizeof line, "p2p-matrix,native,%s,%d,%d,%d,%lld,%lld,%s,%.3f,%.4f,%lld",
+                comm.device().is_cuda() ? "cuda" : "cpu", comm.size(), cell.src, cell.dst,
+                static_cast<long long>(options.min_bytes), static_cast<long long>(options.max_bytes),
+                dtype_name(options.dtype), cell.latency_us, cell.bw_gbps, static_cast<long long>(cell.wrong));
   return line;
 }
 

@@ -52,7 +52,7 @@ TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
     EXPECT_EQ(first.rfind("allreduce,ring,cpu," + std::to_string(probe->size()) + ",8,2,f32,sum,", 0), 0u) << first;
     std::remove(path.c_str());
   }
-  EXPECT_TRUE(input_error({"bench-comm", "--op", "alltoall"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--op", "alltoone"}));
   EXPECT_TRUE(input_error({"bench-comm", "--no-such-flag"}));
   EXPECT_TRUE(input_error({"bench-comm", "--max-bytes", "1.5M"}));
   EXPECT_TRUE(input_error({"bench-comm", "--iters", "0", "--max-bytes", "64"}));
