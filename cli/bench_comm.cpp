@@ -7,9 +7,12 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
+#include "dist/comm_model.h"
+#include "dist/peer_comm.h"
 #include "dist/world.h"
 #include "tensor/error.h"
 
@@ -17,12 +20,18 @@ namespace nd::cli {
 namespace {
 
 FlagSet bench_comm_flags() {
-  FlagSet set("bench-comm", "--op OP --impl native|ring|hierarchical [flags]   (under mpirun, one rank per GPU or CPU)");
+  FlagSet set("bench-comm",
+              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|auto [--fit] [flags]   (under mpirun, one "
+              "rank per GPU or CPU)");
   set.group("collective")
-      .add(flag("op", "allreduce", "allreduce, sendrecv, allgather or reducescatter"))
+      .add(flag("op", "allreduce",
+                "allreduce, reducescatter, allgather, broadcast (root 0), alltoall, sendrecv, or p2p-matrix (every "
+                "ordered pair of ranks alone: latency at --min-bytes, bandwidth at --max-bytes)"))
       .add(flag("impl", "native",
-                "native (MPI on CPU, NCCL on GPU), ring (ours) or hierarchical (our all-reduce inside each node, then "
-                "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node)"))
+                "native (MPI on CPU, NCCL on GPU), ring (ours), hierarchical (our all-reduce inside each node, then "
+                "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node), or for allreduce over GPU peer "
+                "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above) or auto "
+                "(one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory)"))
       .add(flag("device", "cpu", "cpu or cuda"))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
@@ -32,6 +41,14 @@ FlagSet bench_comm_flags() {
       .add(flag("warmup", "5", "untimed iterations per size", FlagType::Int))
       .add(flag("iters", "20", "timed iterations per size", FlagType::Int))
       .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
+      .group("model")
+      .add(flag("fit", "false", "fit time = alpha + beta x bytes to the sweep (least squares on relative error) and "
+                                "print alpha, beta and the fit error", FlagType::Bool))
+      .add(flag("fit-table", "", "with --fit: append the fit to this table (CSV; read by nanodist plan and --impl auto)"))
+      .group("peer")
+      .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
+      .add(flag("one-shot-max-bytes", "256K", "--impl peer: one-shot up to this size, two-shot above"))
+      .add(flag("peer-table", "", "--impl auto: decide from this fit table instead of timing the choices at start"))
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
       .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
@@ -53,19 +70,66 @@ FlagSet bench_comm_flags() {
 // "native", "ring", "hierarchical", or "ring-pN" for the pipelined GPU ring on N pipes (its own
 // curve in a plot).
 std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
+  // Where there is no peer memory the peer impls are the backend's, and their rows say so.
+  if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated))
+    return peer->peer_usable() ? dist::peer_mode_name(peer->options().mode) : "native";
   if (!options.ring) return "native";
   if (options.hierarchical) return "hierarchical";
   const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
   return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
 }
 
+// The point-to-point matrix: two N x N tables (latency, bandwidth) on rank 0, CSV rows per pair.
+int run_p2p_matrix_command(dist::Comm& comm, const dist::BenchCommOptions& options, std::ofstream& csv) {
+  const bool printer = comm.rank() == 0;
+  if (printer) {
+    std::printf("# nanodist bench-comm: op p2p-matrix, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
+                comm.size(), comm.backend(), comm.device().str().c_str(), dtype_name(options.dtype), options.warmup,
+                options.iters);
+    if (csv.is_open()) csv << p2p_csv_header() << "\n";
+  }
+  const int n = comm.size();
+  std::vector<dist::P2pCell> cells = dist::run_p2p_matrix(comm, options, [&](const dist::P2pCell& cell) {
+    if (printer && csv.is_open()) csv << format_p2p_csv(cell, options, comm) << "\n" << std::flush;
+  });
+  int64_t wrong = 0;
+  for (const dist::P2pCell& cell : cells) wrong += cell.wrong;
+  if (printer) {
+    for (int table = 0; table < 2; ++table) {
+      std::printf("\n# %s, row = sender, column = receiver\n%8s", table == 0 ? "latency (us) at --min-bytes"
+                                                                              : "bandwidth (GB/s) at --max-bytes", "");
+      for (int dst = 0; dst < n; ++dst) std::printf(" %9d", dst);
+      std::printf("\n");
+      for (int src = 0; src < n; ++src) {
+        std::printf("%8d", src);
+        for (int dst = 0; dst < n; ++dst) {
+          if (src == dst) {
+            std::printf(" %9s", "-");
+            continue;
+          }
+          const dist::P2pCell& cell = cells[static_cast<size_t>(src * (n - 1) + dst - (dst > src ? 1 : 0))];
+          std::printf(" %9.2f", table == 0 ? cell.latency_us : cell.bw_gbps);
+        }
+        std::printf("\n");
+      }
+    }
+    if (wrong > 0) std::printf("# %lld wrong element(s) over all pairs\n", static_cast<long long>(wrong));
+  }
+  return wrong > 0 ? 1 : 0;
+}
+
 int run_bench_comm_command(const ParsedFlags& flags) {
   dist::BenchCommOptions options;
-  options.op = dist::parse_bench_op(flags.get_string("op"));
+  const std::string op = flags.get_string("op");
+  const bool matrix = op == "p2p-matrix";
+  if (!matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
-  ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical",
-                 "unknown --impl '" << impl << "' (expected native, ring or hierarchical)");
-  options.ring = impl != "native";
+  const bool peer = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "auto";
+  ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || peer,
+                 "unknown --impl '" << impl << "' (expected native, ring, hierarchical, oneshot, twoshot, peer or auto)");
+  ND_CHECK_INPUT(!peer || (!matrix && options.op == dist::BenchOp::AllReduce),
+                 "--impl " << impl << " is an all-reduce: use it with --op allreduce");
+  options.ring = impl == "ring" || impl == "hierarchical";
   options.hierarchical = impl == "hierarchical";
   const Device device = parse_device(flags.get_string("device"));
   options.dtype = parse_dtype(flags.get_string("dtype"));
@@ -86,8 +150,24 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   ND_CHECK_INPUT(comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << comm_timeout);
   ND_CHECK_INPUT(heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << heartbeat_timeout);
   const std::string csv_path = flags.get_string("csv");
+  const bool fit = flags.get_bool("fit");
+  const std::string fit_table = flags.get_string("fit-table");
+  ND_CHECK_INPUT(fit || fit_table.empty(), "--fit-table needs --fit");
+  dist::PeerOptions peer_options;
+  if (peer) peer_options.mode = dist::parse_peer_mode(impl);
+  peer_options.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
+  peer_options.one_shot_max_bytes = parse_byte_size(flags.get_string("one-shot-max-bytes"));
+  peer_options.table_path = flags.get_string("peer-table");
+  peer_options.ring = options.ring_options;
+  ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
+                 "--peer-buffer must be a positive multiple of 16 bytes");
 
-  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring);
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring || impl == "auto");
+  std::unique_ptr<dist::PeerComm> peer_comm;
+  if (peer) {
+    peer_comm = std::make_unique<dist::PeerComm>(*comm, peer_options);
+    options.decorated = peer_comm.get();
+  }
   // A stuck or vanished peer ends the sweep with one line instead of hanging it; each size is
   // timed on its own.
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, comm_timeout, heartbeat_timeout);
@@ -98,17 +178,31 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   if (printer && !csv_path.empty()) {
     csv.open(csv_path);
     ND_CHECK_INPUT(csv.good(), "cannot write --csv " << csv_path << " (is its directory there and writable?)");
-    csv << bench_comm_csv_header() << "\n";
+    if (!matrix) csv << bench_comm_csv_header() << "\n";
+  }
+  if (matrix) {
+    const int status = run_p2p_matrix_command(*comm, options, csv);
+    watched.reset();
+    if (guard) guard->finish();
+    return status;
   }
   if (printer) {
     std::printf("# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
                 dist::bench_op_name(options.op), impl_name(options, *comm).c_str(), comm->size(), comm->backend(),
                 comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters);
+    if (peer_comm && !peer_comm->peer_usable())
+      std::printf("# no peer memory (%s): the all-reduce is the backend's\n", peer_comm->unusable_reason().c_str());
+    if (peer_comm && peer_comm->peer_usable() && impl == "auto") {
+      std::printf("# auto:");
+      for (const auto& [largest, choice] : peer_comm->auto_table())
+        std::printf(" %s up to %lld B;", dist::choice_name(choice), static_cast<long long>(largest));
+      std::printf("\n");
+    }
     std::printf("%s\n", bench_comm_header().c_str());
     std::fflush(stdout);
   }
   int64_t wrong = 0;
-  dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
+  std::vector<dist::BenchCommRow> rows = dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
     wrong += row.wrong;
     if (guard) {
       watched.reset();
@@ -122,6 +216,23 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   watched.reset();
   if (guard) guard->finish();
   if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
+  if (fit && printer) {
+    ND_CHECK_INPUT(rows.size() >= 2, "--fit needs a sweep of at least two sizes");
+    dist::AlphaBetaFit model = dist::fit_rows(rows);
+    model.op = dist::bench_op_name(options.op);
+    model.impl = impl_name(options, *comm);
+    model.nranks = comm->size();
+    std::printf("# fit: time = %.3f us + bytes x %.4e us/B (%.1f GB/s algbw), rms error %.1f%%, max %.1f%% over %d sizes\n",
+                model.alpha_us, model.beta_us_per_byte, model.beta_us_per_byte > 0 ? 1e-3 / model.beta_us_per_byte : 0.0,
+                100 * model.rms_rel_err, 100 * model.max_rel_err, model.points);
+    if (!fit_table.empty()) {
+      const bool fresh = !std::ifstream(fit_table).good() || std::ifstream(fit_table).peek() == EOF;
+      std::ofstream out(fit_table, std::ios::app);
+      ND_CHECK_INPUT(out.good(), "cannot write --fit-table " << fit_table);
+      if (fresh) out << dist::fit_csv_header() << "\n";
+      out << dist::format_fit_csv(model) << "\n";
+    }
+  }
   return wrong > 0 ? 1 : 0;
 }
 
@@ -171,6 +282,17 @@ std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::Ben
                 impl_name(options, comm).c_str(), comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
                 static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
                 row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
+  return line;
+}
+
+std::string p2p_csv_header() { return "op,impl,device,nranks,src,dst,min_bytes,max_bytes,type,latency_us,bw_gbps,wrong"; }
+
+std::string format_p2p_csv(const dist::P2pCell& cell, const dist::BenchCommOptions& options, const dist::Comm& comm) {
+  char line[512];
+  std::snprintf(line, sizeof line, "p2p-matrix,native,%s,%d,%d,%d,%lld,%lld,%s,%.3f,%.4f,%lld",
+                comm.device().is_cuda() ? "cuda" : "cpu", comm.size(), cell.src, cell.dst,
+                static_cast<long long>(options.min_bytes), static_cast<long long>(options.max_bytes),
+                dtype_name(options.dtype), cell.latency_us, cell.bw_gbps, static_cast<long long>(cell.wrong));
   return line;
 }
 

@@ -16,5 +16,8 @@ std::string format_bench_comm_row(const dist::BenchCommRow& row);
 std::string bench_comm_csv_header();
 std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
                                   const dist::Comm& comm);
+// --op p2p-matrix: one row per ordered pair (latency at min_bytes, bandwidth at max_bytes).
+std::string p2p_csv_header();
+std::string format_p2p_csv(const dist::P2pCell& cell, const dist::BenchCommOptions& options, const dist::Comm& comm);
 
 }  // namespace nd::cli

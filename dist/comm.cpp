@@ -27,6 +27,10 @@ const char* collective_name(Collective collective) {
     case Collective::RingAllReduce: return "ring_allreduce";
     case Collective::RingReduceScatter: return "ring_reduce_scatter";
     case Collective::RingAllGather: return "ring_all_gather";
+    case Collective::AllToAll: return "all_to_all";
+    case Collective::RingBroadcast: return "ring_broadcast";
+    case Collective::RingAllToAll: return "ring_all_to_all";
+    case Collective::PeerAllReduce: return "peer_allreduce";
   }
   return "?";
 }
@@ -66,6 +70,15 @@ void check_peer(const Comm& comm, int peer, const char* what) {
            what << ": peer " << peer << " is out of range for a comm of size " << comm.size());
 }
 
+void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output) {
+  check_comm_buffer(comm, input, "all_to_all input");
+  check_comm_buffer(comm, output, "all_to_all output");
+  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() && input.numel() % comm.size() == 0,
+           "all_to_all: input " << input.str() << " and output " << output.str() << " must be of one dtype and "
+                                << "one element count, a multiple of " << comm.size() << " ranks");
+  ND_CHECK(input.numel() == 0 || input.raw_data() != output.raw_data(), "all_to_all: input and output overlap");
+}
+
 void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int detail) {
   if (size() == 1) return;
   const std::array<int64_t, 4> layout = {static_cast<int64_t>(collective), detail, buffer.numel(),
@@ -84,13 +97,19 @@ void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int deta
   ND_CHECK(same(2), name << ": ranks pass different element counts (from " << -range[5] << " to " << range[4]
                          << "; this rank " << buffer.numel() << ")");
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
-  if (collective == Collective::Broadcast) {
+  if (collective == Collective::Broadcast || collective == Collective::RingBroadcast) {
     ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
   } else if (collective == Collective::RingAllReduce || collective == Collective::RingReduceScatter ||
              collective == Collective::RingAllGather) {
     ND_CHECK(same(1), name << ": ranks pass different reduce ops or ring pipelines (this rank "
                            << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", " << detail / 16 % 16
                            << " pipe(s) of " << detail / 256 << " CTAs)");
+  } else if (collective == Collective::PeerAllReduce) {
+    ND_CHECK(same(1), name << ": ranks pass different reduce ops or peer algorithms (this rank "
+                           << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", "
+                           << (detail / 16 == 0 ? "one-shot" : "two-shot") << ")");
+  } else if (collective == Collective::AllToAll || collective == Collective::RingAllToAll) {
+    ND_CHECK(same(1), name << ": ranks disagree on the call's detail (this rank " << detail << ")");
   } else {
     ND_CHECK(same(1), name << ": ranks pass different reduce ops (this rank "
                            << reduce_op_name(static_cast<ReduceOp>(detail)) << ")");

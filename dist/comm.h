@@ -22,7 +22,10 @@ const char* reduce_op_name(ReduceOp op);
 enum class HostReduce { Sum, Max };
 
 // The collectives whose layout the ranks agree on (see Comm::agree_on_layout).
-enum class Collective { AllReduce, ReduceScatter, AllGather, Broadcast, RingAllReduce, RingReduceScatter, RingAllGather };
+enum class Collective {
+  AllReduce, ReduceScatter, AllGather, Broadcast, RingAllReduce, RingReduceScatter, RingAllGather,
+  AllToAll, RingBroadcast, RingAllToAll, PeerAllReduce
+};
 const char* collective_name(Collective collective);
 
 // The ordering contract, the same for every backend and for collectives built on send/recv
@@ -99,6 +102,9 @@ class Comm {
   // input (n), output (size() * n): block r of output = input of rank r.
   virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
+  // input (size() * n), output (size() * n), any dtype: block q of output on rank r = block r of
+  // input on rank q (the transpose of the blocks over ranks). input and output must not overlap.
+  virtual CommWork all_to_all_async(const Tensor& input, Tensor& output) = 0;
 
   void allreduce(Tensor& buffer, ReduceOp op) { allreduce_async(buffer, op).wait(); }
   void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
@@ -106,6 +112,7 @@ class Comm {
   }
   void all_gather(const Tensor& input, Tensor& output) { all_gather_async(input, output).wait(); }
   void broadcast(Tensor& buffer, int root) { broadcast_async(buffer, root).wait(); }
+  void all_to_all(const Tensor& input, Tensor& output) { all_to_all_async(input, output).wait(); }
 
   // Every rank has reached the barrier and all its work on this comm has finished.
   virtual void barrier() = 0;
@@ -157,5 +164,7 @@ class Comm {
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what);
 void check_reducible(const Tensor& buffer, const char* what);
 void check_peer(const Comm& comm, int peer, const char* what);
+// all_to_all's arguments: both on the comm's device, same dtype, same count, a multiple of size().
+void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output);
 
 }  // namespace nd::dist

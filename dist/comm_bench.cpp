@@ -13,14 +13,14 @@ namespace nd::dist {
 namespace {
 
 // The buffers of one size and how to run and check the op on them. With --impl ring the
-// all-reduce and all-gather run through the ring decorator (dist/ring_comm.h), as training does;
-// the reduce-scatter runs the ring's in-place half, because the decorator's staging copy of the
-// whole input would be timed with it.
+// collectives run through the ring decorator (dist/ring_comm.h), as training does, except the
+// reduce-scatter: it runs the ring's in-place half, because the decorator's staging copy of the
+// whole input would be timed with it. Broadcast roots at rank 0.
 struct Case {
   BenchOp op;
-  bool ring;
+  bool ring;  // the ring's in-place reduce-scatter
   RingOptions ring_options;
-  Comm* ring_comm;  // the decorator over the bench's comm
+  Comm* ring_comm;  // the decorator over the bench's comm (ring, or options.decorated)
   int64_t total = 0;  // elements in the whole buffer (the row's count)
   int64_t block = 0;  // per-rank block for all-gather / reduce-scatter
   Tensor a, b;        // a: in-place buffer or input; b: output (native AG/RS, sendrecv)
@@ -31,7 +31,9 @@ struct Case {
       case BenchOp::AllReduce:
       case BenchOp::SendRecv: bench::fill_pattern(a, r, 0); break;
       case BenchOp::AllGather: bench::fill_pattern(a, r, r * block); break;  // the input: this rank's block
-      case BenchOp::ReduceScatter: bench::fill_pattern(a, r, 0); break;
+      case BenchOp::ReduceScatter:
+      case BenchOp::Broadcast:
+      case BenchOp::AllToAll: bench::fill_pattern(a, r, 0); break;
     }
   }
 
@@ -39,7 +41,7 @@ struct Case {
   // and waiting for each would add a compute-stream round trip to every GPU call.
   CommWork run(Comm& comm) {
     const int r = comm.rank(), n = comm.size();
-    Comm& collectives = ring ? *ring_comm : comm;
+    Comm& collectives = ring_comm ? *ring_comm : comm;
     switch (op) {
       case BenchOp::AllReduce: return collectives.allreduce_async(a, ReduceOp::Sum);
       case BenchOp::SendRecv:
@@ -52,7 +54,9 @@ struct Case {
       case BenchOp::AllGather: return collectives.all_gather_async(a, b);
       case BenchOp::ReduceScatter:
         return ring ? ring_reduce_scatter_async(comm, a, ReduceOp::Sum, ring_options)
-                    : comm.reduce_scatter_async(a, b, ReduceOp::Sum);
+                    : collectives.reduce_scatter_async(a, b, ReduceOp::Sum);
+      case BenchOp::Broadcast: return collectives.broadcast_async(a, 0);
+      case BenchOp::AllToAll: return collectives.all_to_all_async(a, b);
     }
     return CommWork();
   }
@@ -68,6 +72,8 @@ struct Case {
         Tensor mine = ring ? a.narrow(r * block, block) : b;
         return bench::count_wrong(mine, Expect::RankSum, r, n, r * block, 0);
       }
+      case BenchOp::Broadcast: return bench::count_wrong(a, Expect::OwnPattern, 0, n, 0, 0);
+      case BenchOp::AllToAll: return bench::count_wrong(b, Expect::Transposed, r, n, 0, block);
     }
     return 0;
   }
@@ -76,15 +82,15 @@ struct Case {
 // Elements for a row of `bytes`: at least one per rank where blocks are needed, whole blocks.
 int64_t total_count(BenchOp op, int64_t bytes, DType dtype, int nranks) {
   int64_t count = std::max<int64_t>(1, bytes / static_cast<int64_t>(dtype_size(dtype)));
-  if (op == BenchOp::AllGather || op == BenchOp::ReduceScatter)
+  if (op == BenchOp::AllGather || op == BenchOp::ReduceScatter || op == BenchOp::AllToAll)
     count = std::max<int64_t>(nranks, count / nranks * nranks);
   return count;
 }
 
-Case make_case(const Comm& comm, Comm& ring_comm, const BenchCommOptions& options, int64_t total) {
-  Case c{options.op, options.ring, options.ring_options, &ring_comm, total, total / comm.size(), {}, {}};
+Case make_case(const Comm& comm, Comm* collectives, const BenchCommOptions& options, int64_t total) {
+  const bool in_place_ring = options.ring && !options.decorated && options.op == BenchOp::ReduceScatter;
+  Case c{options.op, in_place_ring, options.ring_options, collectives, total, total / comm.size(), {}, {}};
   const Device device = comm.device();
-  const bool in_place_ring = options.ring && options.op == BenchOp::ReduceScatter;
   const bool blocks = options.op == BenchOp::AllGather || options.op == BenchOp::ReduceScatter;
   if (blocks && !in_place_ring) {
     const bool gather = options.op == BenchOp::AllGather;
@@ -92,7 +98,8 @@ Case make_case(const Comm& comm, Comm& ring_comm, const BenchCommOptions& option
     c.b = Tensor::empty({gather ? total : c.block}, options.dtype, device);
   } else {
     c.a = Tensor::empty({total}, options.dtype, device);
-    if (options.op == BenchOp::SendRecv) c.b = Tensor::empty({total}, options.dtype, device);
+    if (options.op == BenchOp::SendRecv || options.op == BenchOp::AllToAll)
+      c.b = Tensor::empty({total}, options.dtype, device);
   }
   return c;
 }
@@ -104,7 +111,11 @@ BenchOp parse_bench_op(const std::string& name) {
   if (name == "sendrecv") return BenchOp::SendRecv;
   if (name == "allgather") return BenchOp::AllGather;
   if (name == "reducescatter") return BenchOp::ReduceScatter;
-  ND_FAIL_INPUT("unknown --op '" << name << "' (expected allreduce, sendrecv, allgather or reducescatter)");
+  if (name == "broadcast") return BenchOp::Broadcast;
+  if (name == "alltoall") return BenchOp::AllToAll;
+  ND_FAIL_INPUT("unknown --op '" << name
+                                 << "' (expected allreduce, sendrecv, allgather, reducescatter, broadcast, alltoall or "
+                                    "p2p-matrix)");
 }
 
 const char* bench_op_name(BenchOp op) {
@@ -113,6 +124,8 @@ const char* bench_op_name(BenchOp op) {
     case BenchOp::SendRecv: return "sendrecv";
     case BenchOp::AllGather: return "allgather";
     case BenchOp::ReduceScatter: return "reducescatter";
+    case BenchOp::Broadcast: return "broadcast";
+    case BenchOp::AllToAll: return "alltoall";
   }
   return "?";
 }
@@ -122,7 +135,9 @@ double bus_factor(BenchOp op, int nranks) {
   switch (op) {
     case BenchOp::AllReduce: return 2.0 * (n - 1) / n;
     case BenchOp::AllGather:
-    case BenchOp::ReduceScatter: return (n - 1) / n;
+    case BenchOp::ReduceScatter:
+    case BenchOp::AllToAll: return (n - 1) / n;
+    case BenchOp::Broadcast:
     case BenchOp::SendRecv: return 1.0;
   }
   return 1.0;
@@ -130,10 +145,8 @@ double bus_factor(BenchOp op, int nranks) {
 
 namespace {
 constexpr int kGpuSettleIterations = 3000;
-}  // namespace
 
-std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
-                                         const std::function<void(const BenchCommRow&)>& on_row) {
+void check_options(const BenchCommOptions& options) {
   ND_CHECK_INPUT(options.dtype == DType::F32 || options.dtype == DType::BF16,
                  "--dtype must be f32 or bf16, not " << dtype_name(options.dtype));
   ND_CHECK_INPUT(options.min_bytes >= 1 && options.max_bytes >= options.min_bytes,
@@ -142,20 +155,81 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
   ND_CHECK_INPUT(options.factor > 1.0, "--factor " << options.factor << " must be > 1");
   ND_CHECK_INPUT(options.warmup >= 0 && options.iters >= 1,
                  "--warmup " << options.warmup << " must be >= 0 and --iters " << options.iters << " >= 1");
+}
+
+// Seconds per send of `a` from src to dst (0 on the other ranks), after one checked transfer
+// into `b` whose wrong elements are added to `wrong`; every rank takes part in the barriers.
+double time_pair(Comm& comm, CommTimer& timer, const BenchCommOptions& options, int src, int dst, Tensor& a,
+                 Tensor& b, int64_t& wrong) {
+  const int r = comm.rank();
+  auto transfer = [&] {
+    if (r == src) comm.send(a, dst);
+    if (r == dst) comm.recv(b, src);
+  };
+  if (r == src) bench::fill_pattern(a, src, 0);
+  comm.order_after_compute();
+  transfer();
+  comm.synchronize();
+  if (r == dst) wrong += bench::count_wrong(b, bench::Expect::OwnPattern, src, comm.size(), 0, 0);
+  for (int i = 0; i < options.warmup; ++i) transfer();
+  comm.barrier();
+  timer.start();
+  for (int i = 0; i < options.iters; ++i) transfer();
+  const double seconds = timer.stop() / options.iters;
+  return r == src || r == dst ? seconds : 0.0;
+}
+
+}  // namespace
+
+std::vector<P2pCell> run_p2p_matrix(Comm& comm, const BenchCommOptions& options,
+                                    const std::function<void(const P2pCell&)>& on_cell) {
+  check_options(options);
+  const int n = comm.size();
+  const int64_t elem = static_cast<int64_t>(dtype_size(options.dtype));
+  const int64_t small = std::max<int64_t>(1, options.min_bytes / elem), large = std::max<int64_t>(1, options.max_bytes / elem);
+  Tensor a = Tensor::empty({large}, options.dtype, comm.device()), b = Tensor::empty({large}, options.dtype, comm.device());
+  Tensor a_small = a.narrow(0, small), b_small = b.narrow(0, small);
+  CommTimer timer(comm);
+  std::vector<P2pCell> cells;
+  for (int src = 0; src < n; ++src)
+    for (int dst = 0; dst < n; ++dst) {
+      if (src == dst) continue;
+      int64_t wrong = 0;
+      double seconds[2] = {time_pair(comm, timer, options, src, dst, a_small, b_small, wrong),
+                           time_pair(comm, timer, options, src, dst, a, b, wrong)};
+      comm.host_allreduce(seconds, 2, HostReduce::Max);
+      comm.host_allreduce(&wrong, 1, HostReduce::Sum);
+      P2pCell cell;
+      cell.src = src;
+      cell.dst = dst;
+      cell.latency_us = seconds[0] * 1e6;
+      cell.bw_gbps = static_cast<double>(large * elem) / seconds[1] / 1e9;
+      cell.wrong = wrong;
+      cells.push_back(cell);
+      if (on_cell) on_cell(cell);
+    }
+  return cells;
+}
+
+std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
+                                         const std::function<void(const BenchCommRow&)>& on_row) {
+  check_options(options);
   std::vector<BenchCommRow> rows;
   CommTimer timer(comm);
   // Collective (splits): the hierarchical decorator only when asked for.
-  std::unique_ptr<RingComm> ring_comm =
-      options.hierarchical
-          ? std::make_unique<HierarchicalComm>(comm, discover_nodes(comm).node(comm.rank()), options.ring_options)
-          : std::make_unique<RingComm>(comm, options.ring_options);
+  std::unique_ptr<RingComm> ring_comm;
+  if (options.ring && !options.decorated)
+    ring_comm = options.hierarchical ? std::make_unique<HierarchicalComm>(comm, discover_nodes(comm).node(comm.rank()),
+                                                                          options.ring_options)
+                                     : std::make_unique<RingComm>(comm, options.ring_options);
+  Comm* collectives = options.decorated ? options.decorated : ring_comm.get();
   int64_t previous_total = -1;
   for (double size = static_cast<double>(options.min_bytes); size <= static_cast<double>(options.max_bytes) * (1 + 1e-12);
        size *= options.factor) {
     const int64_t total = total_count(options.op, static_cast<int64_t>(size), options.dtype, comm.size());
     if (total == previous_total) continue;  // sizes below one element (or block) collapse
     previous_total = total;
-    Case c = make_case(comm, *ring_comm, options, total);
+    Case c = make_case(comm, collectives, options, total);
 
     c.fill(comm);
     CommWork work = c.run(comm);

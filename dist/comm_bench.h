@@ -1,6 +1,7 @@
 // The measurement behind `nanodist bench-comm`: nccl-tests-style bandwidth sweeps of one collective
-// over message sizes, for the native backend or our ring, each size checked against a closed-form
-// answer. Returns rows (size count type redop time algbw busbw #wrong); cli/ prints them.
+// over message sizes, for the native backend, our ring (and chain, pairwise exchange) or any other
+// decorator (the peer-memory all-reduce), each size checked against a closed-form answer; and the
+// N x N point-to-point latency and bandwidth matrix. Returns rows; cli/ prints them.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -12,8 +13,9 @@
 
 namespace nd::dist {
 
-enum class BenchOp { AllReduce, SendRecv, AllGather, ReduceScatter };
-BenchOp parse_bench_op(const std::string& name);  // allreduce|sendrecv|allgather|reducescatter
+enum class BenchOp { AllReduce, SendRecv, AllGather, ReduceScatter, Broadcast, AllToAll };
+// allreduce|sendrecv|allgather|reducescatter|broadcast|alltoall
+BenchOp parse_bench_op(const std::string& name);
 const char* bench_op_name(BenchOp op);
 
 struct BenchCommOptions {
@@ -22,6 +24,10 @@ struct BenchCommOptions {
   // --impl hierarchical (with ring): the all-reduce in two levels, inside each node then across
   // (dist/hierarchical_comm.h; nodes from dist/node_map.h); the other ops as the flat ring.
   bool hierarchical = false;
+  // When set, the collectives are this comm's (a decorator over the bench's comm, e.g. the
+  // peer-memory all-reduce), whatever `ring` says; the reduce-scatter then goes through its
+  // reduce_scatter call too.
+  Comm* decorated = nullptr;
   DType dtype = DType::F32;
   int64_t min_bytes = 8;
   int64_t max_bytes = int64_t{1} << 30;
@@ -42,12 +48,27 @@ struct BenchCommRow {
   int64_t wrong = 0;      // mismatched elements, summed over all ranks
 };
 
-// busbw / algbw: 2(n-1)/n for all-reduce, (n-1)/n for all-gather and reduce-scatter, 1 for sendrecv.
+// busbw / algbw as nccl-tests defines it: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
+// reduce-scatter and all-to-all, 1 for broadcast and sendrecv.
 double bus_factor(BenchOp op, int nranks);
 
 // Runs the sweep on `comm` (collective: every rank calls it with the same options). Each finished
 // size is passed to `on_row` (on every rank; printing is the caller's business) and returned.
 std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& options,
                                          const std::function<void(const BenchCommRow&)>& on_row = {});
+
+// One cell of the point-to-point matrix: rank src sends to rank dst alone (every other pair idle).
+struct P2pCell {
+  int src = 0;
+  int dst = 0;
+  double latency_us = 0;  // time per send of options.min_bytes
+  double bw_gbps = 0;     // options.max_bytes / time per send of options.max_bytes
+  int64_t wrong = 0;      // mismatched elements received, both sizes
+};
+
+// Every ordered pair in turn (collective: every rank calls it); warmup, iters and dtype from
+// `options`, the op ignored. Cells in (src, dst) order, the diagonal left out.
+std::vector<P2pCell> run_p2p_matrix(Comm& comm, const BenchCommOptions& options,
+                                    const std::function<void(const P2pCell&)>& on_cell = {});
 
 }  // namespace nd::dist

@@ -19,6 +19,7 @@ float expected_at(Expect expect, int rank, int nranks, int64_t i, int64_t block)
     case Expect::OwnPattern: return pattern(rank, i);
     case Expect::RankSum: return pattern_sum(nranks, i);
     case Expect::BlockOwner: return pattern(static_cast<int>(i / block), i);
+    case Expect::Transposed: return pattern(static_cast<int>(i / block), rank * block + i % block);
   }
   return 0;
 }

@@ -16,12 +16,13 @@ enum class Expect {
   OwnPattern,     // pattern(rank, first + i)
   RankSum,        // pattern_sum(nranks, first + i)
   BlockOwner,     // pattern(i / block, i): what an all-gather of blocks leaves
+  Transposed,     // pattern(i / block, rank * block + i % block): what an all-to-all leaves
 };
 
 // Fills `buffer` (any device, f32 or bf16) with pattern(rank, first + i).
 void fill_pattern(Tensor& buffer, int rank, int64_t first);
 // Elements of `buffer` (any device) differing from the expectation; `rank` is used by
-// OwnPattern, `nranks` by RankSum, `block` by BlockOwner.
+// OwnPattern and Transposed, `nranks` by RankSum, `block` by BlockOwner and Transposed.
 int64_t count_wrong(const Tensor& buffer, Expect expect, int rank, int nranks, int64_t first, int64_t block);
 
 }  // namespace nd::dist::bench

@@ -38,6 +38,9 @@ class ForwardingComm : public Comm {
     return inner_.all_gather_async(input, output);
   }
   CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
+  CommWork all_to_all_async(const Tensor& input, Tensor& output) override {
+    return inner_.all_to_all_async(input, output);
+  }
   void barrier() override { inner_.barrier(); }
   std::unique_ptr<Comm> split(int color, int key) override { return inner_.split(color, key); }
 

@@ -28,6 +28,7 @@ class LocalComm : public Comm {
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
   CommWork broadcast_async(Tensor& buffer, int root) override;
+  CommWork all_to_all_async(const Tensor& input, Tensor& output) override;
   void barrier() override {}
   std::unique_ptr<Comm> split(int color, int key) override;
 

@@ -200,6 +200,15 @@ CommWork MpiComm::broadcast_async(Tensor& buffer, int root) {
   return CommWork();
 }
 
+CommWork MpiComm::all_to_all_async(const Tensor& input, Tensor& output) {
+  check_all_to_all(*this, input, output);
+  agree_on_layout(Collective::AllToAll, input, 0);
+  int count = mpi_count(input.numel() / size_, "all_to_all");
+  MPI_Datatype type = mpi_datatype(input.dtype());
+  MPI_CHECK(MPI_Alltoall(input.raw_data(), count, type, output.raw_data(), count, type, comm_));
+  return CommWork();
+}
+
 void MpiComm::barrier() { MPI_CHECK(MPI_Barrier(comm_)); }
 
 std::unique_ptr<Comm> MpiComm::split(int color, int key) {

@@ -203,6 +203,26 @@ CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
   return record_work();
 }
 
+CommWork NcclComm::all_to_all_async(const Tensor& input, Tensor& output) {
+  check_all_to_all(*this, input, output);
+  agree_on_layout(Collective::AllToAll, input, 0);
+  order_after_compute();
+  const size_t block = byte_count(input) / size_;
+  auto* in = static_cast<const char*>(input.raw_data());
+  auto* out = static_cast<char*>(output.raw_data());
+  if (block > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(out + rank_ * block, in + rank_ * block, block, cudaMemcpyDeviceToDevice, stream_));
+    NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      NCCL_CHECK(settle(nccl_, ncclSend(in + q * block, block, ncclUint8, q, nccl_, stream_)));
+      NCCL_CHECK(settle(nccl_, ncclRecv(out + q * block, block, ncclUint8, q, nccl_, stream_)));
+    }
+    NCCL_CHECK(settle(nccl_, ncclGroupEnd()));
+  }
+  return record_work();
+}
+
 void NcclComm::order_after_compute() {
   CUDA_CHECK(cudaSetDevice(device_index_));
   CUDA_CHECK(cudaEventRecord(compute_done_, compute_stream(device_index_)));

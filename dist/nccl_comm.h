@@ -48,6 +48,9 @@ class NcclComm : public Comm {
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
   CommWork broadcast_async(Tensor& buffer, int root) override;
+  // NCCL has no all-to-all call of its own: one group of a send and a recv per peer on the
+  // collectives' communicator (NCCL's documented recipe), its own block copied on the stream.
+  CommWork all_to_all_async(const Tensor& input, Tensor& output) override;
   void barrier() override;
   std::unique_ptr<Comm> split(int color, int key) override;
 

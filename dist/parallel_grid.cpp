@@ -45,10 +45,12 @@ const char* axis_name(Axis axis) {
 }
 
 Collectives parse_collectives(const std::string& name) {
-  if (name == "native" || name == "auto") return Collectives::Native;
+  if (name == "native") return Collectives::Native;
   if (name == "ring") return Collectives::Ring;
   if (name == "hierarchical") return Collectives::Hierarchical;
-  ND_FAIL("unknown collectives '" << name << "' (expected native, ring, hierarchical or auto)");
+  if (name == "peer") return Collectives::Peer;
+  if (name == "auto") return Collectives::Auto;
+  ND_FAIL("unknown collectives '" << name << "' (expected native, ring, hierarchical, peer or auto)");
 }
 
 const char* collectives_name(Collectives collectives) {
@@ -56,12 +58,16 @@ const char* collectives_name(Collectives collectives) {
     case Collectives::Native: return "native";
     case Collectives::Ring: return "ring";
     case Collectives::Hierarchical: return "hierarchical";
+    case Collectives::Peer: return "peer";
+    case Collectives::Auto: return "auto";
   }
   return "?";
 }
 
 ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
-    : world_(world), collectives_(options.collectives), ring_options_(options.ring) {
+    : world_(world), collectives_(options.collectives), ring_options_(options.ring), peer_options_(options.peer) {
+  if (collectives_ == Collectives::Peer) peer_options_.mode = PeerMode::Peer;
+  if (collectives_ == Collectives::Auto) peer_options_.mode = PeerMode::Auto;
   // Agree first: a rank that raised alone would leave the others waiting in a split.
   agree(world, {options.tp, options.pp,
                 static_cast<int64_t>(options.collectives) * 2 + (options.allow_cross_node_tp ? 1 : 0)});
@@ -137,8 +143,10 @@ Comm* ParallelGrid::build(int mask) {
         everyone_ = &world_;
       } else if (collectives_ == Collectives::Ring) {
         everyone_ = keep(std::make_unique<RingComm>(world_, ring_options_));
-      } else {
+      } else if (collectives_ == Collectives::Hierarchical) {
         everyone_ = keep(std::make_unique<HierarchicalComm>(world_, nodes_.node(world_.rank()), ring_options_));
+      } else {
+        everyone_ = keep(std::make_unique<PeerComm>(world_, peer_options_));
       }
     }
     return everyone_;
@@ -154,15 +162,22 @@ Comm* ParallelGrid::build(int mask) {
   return keep(world_.split(color, world_.rank()));
 }
 
-Comm* ParallelGrid::keep(std::unique_ptr<Comm> comm) {
-  if (collectives_ != Collectives::Native && comm->size() > 1 && dynamic_cast<RingComm*>(comm.get()) == nullptr) {
-    if (collectives_ == Collectives::Ring) {
-      comm = std::make_unique<RingComm>(std::move(comm), ring_options_);
-    } else {
-      comm = std::make_unique<HierarchicalComm>(std::move(comm), nodes_.node(world_.rank()), ring_options_);
-    }
+std::unique_ptr<Comm> ParallelGrid::decorate(std::unique_ptr<Comm> comm) const {
+  if (collectives_ == Collectives::Native || comm->size() == 1) return comm;
+  if (dynamic_cast<RingComm*>(comm.get()) || dynamic_cast<PeerComm*>(comm.get())) return comm;
+  switch (collectives_) {
+    case Collectives::Ring: return std::make_unique<RingComm>(std::move(comm), ring_options_);
+    case Collectives::Hierarchical:
+      return std::make_unique<HierarchicalComm>(std::move(comm), nodes_.node(world_.rank()), ring_options_);
+    case Collectives::Peer:
+    case Collectives::Auto: return std::make_unique<PeerComm>(std::move(comm), peer_options_);
+    case Collectives::Native: break;
   }
-  owned_.push_back(std::move(comm));
+  return comm;
+}
+
+Comm* ParallelGrid::keep(std::unique_ptr<Comm> comm) {
+  owned_.push_back(decorate(std::move(comm)));
   return owned_.back().get();
 }
 

@@ -15,6 +15,7 @@
 
 #include "dist/comm.h"
 #include "dist/node_map.h"
+#include "dist/peer_comm.h"
 #include "dist/ring_allreduce.h"
 
 namespace nd::dist {
@@ -23,11 +24,13 @@ enum class Axis { Tp, Dp, Pp };
 const char* axis_name(Axis axis);  // "tp", "dp", "pp"
 
 // Which implementation the grid's groups use for all-reduce, reduce-scatter and all-gather:
-// the backend's own (NCCL on GPU, MPI on CPU), our ring, or our ring in two levels, inside each
-// node then across nodes (dist/hierarchical_comm.h; reduce-scatter and all-gather stay flat).
-enum class Collectives { Native, Ring, Hierarchical };
-// "native" | "ring" | "hierarchical" | "auto" (for now the native collectives: measured faster
-// in training, docs/PERFORMANCE.md); anything else raises.
+// the backend's own (NCCL on GPU, MPI on CPU), our ring, our ring in two levels, inside each
+// node then across nodes (dist/hierarchical_comm.h; reduce-scatter and all-gather stay flat), or
+// the peer-memory all-reduce (dist/peer_comm.h: peer = one-shot/two-shot by size, auto = one-shot,
+// two-shot, ring or NCCL by a table measured at start; both are the native collectives where
+// there is no peer memory, e.g. on the CPU).
+enum class Collectives { Native, Ring, Hierarchical, Peer, Auto };
+// "native" | "ring" | "hierarchical" | "peer" | "auto"; anything else raises.
 Collectives parse_collectives(const std::string& name);
 const char* collectives_name(Collectives collectives);
 
@@ -36,6 +39,7 @@ struct GridOptions {
   int pp = 1;  // dp = world size / (tp x pp)
   Collectives collectives = Collectives::Native;
   RingOptions ring;  // the ring's options, with Collectives::Ring and Hierarchical
+  PeerOptions peer;  // with Collectives::Peer and Auto (its mode is set from them)
   // Which node each world rank is on; empty: discover_nodes(world) (dist/node_map.h).
   NodeMap nodes;
   // A tp group that spans nodes is an error unless this is set (then a warning on rank 0).
@@ -98,6 +102,10 @@ class ParallelGrid {
   Comm& world_;
   Collectives collectives_;
   RingOptions ring_options_;
+  PeerOptions peer_options_;
+  // The grid's groups in the implementation asked for (a no-op for native, and for a comm that is
+  // already decorated: a decorator's split is decorated).
+  std::unique_ptr<Comm> decorate(std::unique_ptr<Comm> comm) const;
   NodeMap nodes_;
   std::array<int, kAxes> sizes_{};
   std::array<int, kAxes> coords_{};

@@ -2,6 +2,8 @@
 // copies between the caller's buffers and the ring's layout on the wrapped comm's stream.
 #include "dist/ring_comm.h"
 
+#include "dist/p2p_collectives.h"
+
 namespace nd::dist {
 
 RingComm::RingComm(Comm& inner, const RingOptions& options) : ForwardingComm(inner), options_(options) {}
@@ -52,6 +54,14 @@ CommWork RingComm::all_gather_async(const Tensor& input, Tensor& output) {
   inner_.order_after_compute();
   if (block.raw_data() != input.raw_data()) inner_.stream_copy(block, input);  // not in place
   return ring_all_gather_async(inner_, output, options_);
+}
+
+CommWork RingComm::broadcast_async(Tensor& buffer, int root) {
+  return chain_broadcast_async(inner_, buffer, root, options_);
+}
+
+CommWork RingComm::all_to_all_async(const Tensor& input, Tensor& output) {
+  return pairwise_all_to_all_async(inner_, input, output, options_);
 }
 
 std::unique_ptr<Comm> RingComm::split(int color, int key) {

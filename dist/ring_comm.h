@@ -1,6 +1,7 @@
 // RingComm: a Comm whose all-reduce, reduce-scatter and all-gather are our ring
-// (dist/ring_allreduce.h), built from the wrapped comm's send/recv; everything else (Max
-// reductions, broadcast, point-to-point, barrier, host values, faults) is the wrapped comm's.
+// (dist/ring_allreduce.h) and whose broadcast and all-to-all are our chain and pairwise exchange
+// (dist/p2p_collectives.h), all built from the wrapped comm's send/recv; everything else (Max
+// reductions, point-to-point, barrier, host values, faults) is the wrapped comm's.
 // The parallel grid hands these out for `--collectives ring`, so callers never branch on the
 // implementation. Same semantics and ordering contract (dist/comm.h) as the native collectives.
 #pragma once
@@ -33,6 +34,9 @@ class RingComm : public ForwardingComm {
   // input (n) -> output (size() * n): input is copied into block rank() of output, then the
   // ring's all-gather fills the other blocks in place. Any dtype (it moves bytes).
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  // The chain broadcast (direct send for small buffers) and the pairwise all-to-all.
+  CommWork broadcast_async(Tensor& buffer, int root) override;
+  CommWork all_to_all_async(const Tensor& input, Tensor& output) override;
   // A RingComm around the wrapped comm's split, with the same options.
   std::unique_ptr<Comm> split(int color, int key) override;
 

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Collective speed against message size from bench-comm CSVs (scripts/bandwidth_curve.sh), in two
-panels: bus bandwidth (log-2 size axis, the NVLink line rate marked), where large messages are read,
-and time per call (log-log), where small ones are: their latency floor is invisible as bandwidth.
-One line per (op, impl, ranks, dtype). Writes a PNG.
+"""Collective speed against message size from bench-comm CSVs (scripts/bandwidth_curve.sh): one row
+of two panels per collective (all-reduce, reduce-scatter, all-gather, broadcast, all-to-all,
+sendrecv), bus bandwidth (log-2 size axis, the NVLink line rate marked), where large messages are
+read, and time per call (log-log), where small ones are. One line per (impl, ranks, dtype): NCCL
+solid, our ring dashed, the peer-memory all-reduces dotted. A fit table (`bench-comm --fit-table`)
+adds each alpha-beta model as a thin line on the time panels; a p2p-matrix CSV adds two heat maps
+(latency, bandwidth; row = sender). Files are told apart by their header. Writes a PNG.
 
-usage: scripts/plot_bandwidth.py bandwidth/*.csv [--out bandwidth.png] [--line-rate 478]
+usage: scripts/plot_bandwidth.py bandwidth/*.csv [fits.csv] [p2p.csv] [--out bandwidth.png] [--line-rate 478]
 """
 import argparse
 import csv
@@ -16,19 +19,34 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+OP_ORDER = ["allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv"]
+STYLES = {"native": "-", "ring": "--", "hierarchical": "--", "oneshot": ":", "twoshot": ":", "peer": "-.",
+          "auto": "-."}
 
-def read_curves(paths):
-    """{(op, impl, nranks, type): [(size, busbw, wrong, time_us)]} over every CSV, sorted by size."""
-    curves = defaultdict(list)
+
+def read_files(paths):
+    """(curves, fits, cells): curves {(op, impl, nranks, type): [(size, busbw, wrong, time_us)]} sorted by
+    size; fits [(op, impl, nranks, alpha_us, beta_us_per_byte, rms)]; p2p cells [(nranks, src, dst,
+    latency_us, bw_gbps)]."""
+    curves, fits, cells = defaultdict(list), [], []
     for path in paths:
         with open(path, newline="") as f:
-            for row in csv.DictReader(f):
-                key = (row["op"], row["impl"], int(row["nranks"]), row["type"])
-                curves[key].append((int(row["size"]), float(row["busbw_gbps"]), int(row["wrong"]),
-                                    float(row["time_us"])))
+            reader = csv.DictReader(f)
+            fields = reader.fieldnames or []
+            for row in reader:
+                if "alpha_us" in fields:
+                    fits.append((row["op"], row["impl"], int(row["nranks"]), float(row["alpha_us"]),
+                                 float(row["beta_us_per_byte"]), float(row["rms_rel_err"])))
+                elif "src" in fields:
+                    cells.append((int(row["nranks"]), int(row["src"]), int(row["dst"]), float(row["latency_us"]),
+                                  float(row["bw_gbps"])))
+                else:
+                    key = (row["op"], row["impl"], int(row["nranks"]), row["type"])
+                    curves[key].append((int(row["size"]), float(row["busbw_gbps"]), int(row["wrong"]),
+                                        float(row["time_us"])))
     for points in curves.values():
         points.sort()
-    return curves
+    return curves, fits, cells
 
 
 def size_label(nbytes):
@@ -38,55 +56,95 @@ def size_label(nbytes):
     return str(nbytes)
 
 
+def impl_label(impl):
+    return "NCCL" if impl == "native" else f"{impl} (ours)"
+
+
+def draw_curves(axes_rows, ops, curves, fits, line_rate):
+    colors = {}
+    for row, op in zip(axes_rows, ops):
+        bw, lat = row
+        sizes_seen = set()
+        for (cop, impl, nranks, dtype), points in sorted(curves.items()):
+            if cop != op:
+                continue
+            color = colors.setdefault((impl, nranks, dtype), f"C{len(colors) % 10}")
+            sizes = [p[0] for p in points]
+            sizes_seen.update(sizes)
+            label = f"{impl_label(impl)}, {nranks} ranks, {dtype}"
+            style = STYLES.get(impl, "-.")
+            bw.plot(sizes, [p[1] for p in points], style, marker="o", markersize=3, color=color, label=label)
+            lat.plot(sizes, [p[3] for p in points], style, marker="o", markersize=3, color=color, label=label)
+            wrong = [p[0] for p in points if p[2] > 0]
+            if wrong:
+                print(f"warning: {op} {impl} {nranks} ranks has wrong elements at sizes {wrong}", file=sys.stderr)
+            for fop, fimpl, fn, alpha, beta, rms in fits:
+                if (fop, fimpl, fn) == (op, impl, nranks):
+                    lat.plot(sizes, [alpha + beta * s for s in sizes], "-", linewidth=0.8, alpha=0.6, color=color,
+                             label=f"fit {impl}: {alpha:.1f} us + bytes / {1e-3 / beta if beta else float('inf'):.0f}"
+                                   f" GB/s (rms {100 * rms:.0f}%)")
+        if not sizes_seen:
+            continue
+        all_sizes = sorted(sizes_seen)
+        ticks = all_sizes[::max(1, len(all_sizes) // 14)]
+        bw.axhline(line_rate, color="black", linestyle=":", linewidth=1)
+        bw.text(all_sizes[-1], line_rate * 1.025, f"NVLink line rate {line_rate:g} GB/s", fontsize=8, ha="right")
+        bw.set_ylabel(f"{op}\nbus bandwidth (GB/s)")
+        bw.set_ylim(0, line_rate * 1.15)
+        lat.set_yscale("log")
+        lat.set_ylabel("time per call (us)")
+        lat.legend(fontsize=7, loc="upper left")
+        for a in (bw, lat):
+            a.set_xscale("log", base=2)
+            a.set_xticks(ticks)
+            a.set_xticklabels([size_label(t) for t in ticks], rotation=45)
+            a.grid(True, which="major", alpha=0.3)
+    axes_rows[0][0].set_title("bus bandwidth: large messages")
+    axes_rows[0][1].set_title("time per call: small messages (latency floor)")
+    axes_rows[len(ops) - 1][0].set_xlabel("message size (bytes)")
+    axes_rows[len(ops) - 1][1].set_xlabel("message size (bytes)")
+
+
+def draw_matrix(row, cells):
+    n = max(c[0] for c in cells)
+    for ax, index, title in ((row[0], 3, "point-to-point latency (us)"), (row[1], 4, "point-to-point bandwidth (GB/s)")):
+        grid = [[float("nan")] * n for _ in range(n)]
+        for c in cells:
+            grid[c[1]][c[2]] = c[index]
+        image = ax.imshow(grid, cmap="viridis")
+        for s in range(n):
+            for d in range(n):
+                if s != d and grid[s][d] == grid[s][d]:
+                    ax.text(d, s, f"{grid[s][d]:.1f}", ha="center", va="center", color="white", fontsize=8)
+        ax.set_xlabel("receiver")
+        ax.set_ylabel("sender")
+        ax.set_title(title)
+        plt.colorbar(image, ax=ax)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("csv", nargs="+", help="bench-comm CSV files")
+    parser.add_argument("csv", nargs="+", help="bench-comm CSV files (curves, fit tables, p2p matrices)")
     parser.add_argument("--out", default="bandwidth.png", help="PNG to write")
     parser.add_argument("--line-rate", type=float, default=478.0, help="NVLink line rate to mark, GB/s")
     parser.add_argument("--title", default="Collective bandwidth and latency (nanodist bench-comm)")
     args = parser.parse_args()
 
-    curves = read_curves(args.csv)
-    if not curves:
+    curves, fits, cells = read_files(args.csv)
+    if not curves and not cells:
         sys.exit("plot_bandwidth.py: no rows in the given CSVs")
-    fig, (ax, lat) = plt.subplots(1, 2, figsize=(16, 6.5), gridspec_kw={"width_ratios": [1.15, 1]})
-    colors = {}
-    for (op, impl, nranks, dtype), points in sorted(curves.items()):
-        color = colors.setdefault((op, nranks, dtype), f"C{len(colors) % 10}")
-        sizes = [p[0] for p in points]
-        style = "-" if impl == "native" else ("--" if impl == "ring" else ":")
-        name = "NCCL" if impl == "native" else f"{impl} (ours)"
-        label = f"{op} {name}, {nranks} ranks, {dtype}"
-        ax.plot(sizes, [p[1] for p in points], style, marker="o", markersize=3, color=color, label=label)
-        lat.plot(sizes, [p[3] for p in points], style, marker="o", markersize=3, color=color, label=label)
-        wrong = [p[0] for p in points if p[2] > 0]
-        if wrong:
-            print(f"warning: {op} {impl} {nranks} ranks has wrong elements at sizes {wrong}", file=sys.stderr)
-    all_sizes = sorted({p[0] for v in curves.values() for p in v})
-    ticks = all_sizes[::2]
-
-    ax.axhline(args.line_rate, color="black", linestyle=":", linewidth=1)
-    # Right-aligned at the large sizes, where the curves approach it from below and no legend sits.
-    ax.text(all_sizes[-1], args.line_rate * 1.025, f"NVLink line rate {args.line_rate:g} GB/s", fontsize=9,
-            ha="right")
-    ax.set_ylabel("bus bandwidth (GB/s)")
-    ax.set_ylim(0, args.line_rate * 1.15)
-    ax.set_title("bus bandwidth: large messages")
-
-    lat.set_yscale("log")
-    lat.set_ylabel("time per call (us)")
-    lat.set_title("time per call: small messages (latency floor)")
-    lat.legend(fontsize=9, loc="upper left")
-
-    for a in (ax, lat):
-        a.set_xscale("log", base=2)
-        a.set_xticks(ticks)
-        a.set_xticklabels([size_label(t) for t in ticks], rotation=45)
-        a.set_xlabel("message size (bytes)")
-        a.grid(True, which="major", alpha=0.3)
+    ops = [op for op in OP_ORDER if any(k[0] == op for k in curves)]
+    ops += sorted({k[0] for k in curves} - set(ops))
+    rows = len(ops) + (1 if cells else 0)
+    fig, axes = plt.subplots(rows, 2, figsize=(16, 5.2 * rows), gridspec_kw={"width_ratios": [1.15, 1]},
+                             squeeze=False)
+    if ops:
+        draw_curves(axes[:len(ops)], ops, curves, fits, args.line_rate)
+    if cells:
+        draw_matrix(axes[len(ops)], cells)
     fig.suptitle(args.title)
     fig.tight_layout()
-    fig.savefig(args.out, dpi=150)
+    fig.savefig(args.out, dpi=120)
     print(f"wrote {args.out}")
 
 

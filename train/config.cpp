@@ -157,7 +157,9 @@ const std::vector<Binding>& train_bindings() {
           "all (Megatron's sequence parallelism; --tp must divide --batch-size; no effect at --tp 1)");
     b.add("collectives", &C::collectives,
           "all-reduce, reduce-scatter and all-gather of every group: native (NCCL on GPU, MPI on CPU), ring (ours, "
-          "from send/recv), hierarchical (ours, inside each node then across nodes) or auto (for now native)");
+          "from send/recv), hierarchical (ours, inside each node then across nodes), peer (all-reduce over GPU peer "
+          "memory: one-shot to 256 KB, two-shot to 64 MB, NCCL above) or auto (all-reduce: one-shot, two-shot, ring "
+          "or NCCL by size from a table timed at start); peer and auto are native where GPUs share no peer memory");
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");
@@ -269,8 +271,9 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.collectives == "native" || c.collectives == "ring" || c.collectives == "hierarchical" ||
-                     c.collectives == "auto",
-                 "--collectives (or --allreduce) must be native, ring, hierarchical or auto, got '" << c.collectives << "'");
+                     c.collectives == "peer" || c.collectives == "auto",
+                 "--collectives (or --allreduce) must be native, ring, hierarchical, peer or auto, got '"
+                     << c.collectives << "'");
   ND_CHECK_INPUT(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
   ND_CHECK_INPUT(c.zero >= 0 && c.zero <= 2, "--zero must be 0, 1 or 2 (3 is not available yet), got " << c.zero);
   ND_CHECK_INPUT(c.zero == 0 || !c.sequence_parallel || c.tp == 1,

@@ -11,6 +11,7 @@
 #include "cli/bench_comm.h"
 #include "cli/run_words.h"
 #include "cli/subcommand.h"
+#include "dist/comm_model.h"
 #include "dist/world.h"
 #include "tensor/error.h"
 
@@ -52,7 +53,7 @@ TEST(CommBench, CliWritesCsvAndRejectsBadFlags) {
     EXPECT_EQ(first.rfind("allreduce,ring,cpu," + std::to_string(probe->size()) + ",8,2,f32,sum,", 0), 0u) << first;
     std::remove(path.c_str());
   }
-  EXPECT_TRUE(input_error({"bench-comm", "--op", "alltoall"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--op", "alltoone"}));
   EXPECT_TRUE(input_error({"bench-comm", "--no-such-flag"}));
   EXPECT_TRUE(input_error({"bench-comm", "--max-bytes", "1.5M"}));
   EXPECT_TRUE(input_error({"bench-comm", "--iters", "0", "--max-bytes", "64"}));
@@ -76,6 +77,51 @@ TEST(CommBench, CliTakesPipelineAndFaultFlags) {
     EXPECT_EQ(first.rfind("allreduce,ring,cpu,", 0), 0u) << first;
     std::remove(path.c_str());
   }
+}
+
+// --fit appends an alpha-beta fit that nanodist plan can read; the peer impls are all-reduces and on
+// the CPU (no peer memory) run as the backend's; the p2p matrix writes one row per ordered pair.
+TEST(CommBench, CliFitsPeersAndMatrix) {
+  auto probe = dist::make_world_comm(Device::cpu());
+  const int n = probe->size();
+  const std::string table = "comm_bench_fit_test_" + std::to_string(n) + ".csv";
+  if (probe->rank() == 0) std::remove(table.c_str());
+  for (const char* impl : {"native", "ring"})
+    EXPECT_EQ(run_words({"bench-comm", "--op", "allgather", "--impl", impl, "--max-bytes", "64K", "--iters", "2",
+                         "--warmup", "1", "--fit", "--fit-table", table}),
+              0);
+  if (probe->rank() == 0) {
+    std::vector<dist::AlphaBetaFit> fits = dist::read_fit_table(table);
+    ASSERT_EQ(fits.size(), 2u);
+    EXPECT_EQ(fits[0].op, "allgather");
+    EXPECT_EQ(fits[1].impl, "ring");
+    EXPECT_EQ(fits[1].nranks, n);
+    EXPECT_GE(fits[1].points, 12);  // 8 B .. 64 KB, less the small sizes that round to one block of n
+    std::remove(table.c_str());
+  }
+  const std::string csv = "comm_bench_peer_test_" + std::to_string(n) + ".csv";
+  EXPECT_EQ(run_words({"bench-comm", "--op", "allreduce", "--impl", "auto", "--max-bytes", "1K", "--iters", "2",
+                       "--warmup", "1", "--csv", csv}),
+            0);
+  if (probe->rank() == 0) {
+    EXPECT_EQ(header_and_first_row(csv).second.rfind("allreduce,native,cpu,", 0), 0u);
+    std::remove(csv.c_str());
+  }
+  const std::string matrix = "comm_bench_p2p_test_" + std::to_string(n) + ".csv";
+  EXPECT_EQ(run_words({"bench-comm", "--op", "p2p-matrix", "--max-bytes", "4K", "--iters", "2", "--warmup", "1",
+                       "--csv", matrix}),
+            0);
+  if (probe->rank() == 0) {
+    std::ifstream in(matrix);
+    std::string line;
+    int lines = 0;
+    while (std::getline(in, line)) ++lines;
+    EXPECT_EQ(lines, 1 + n * (n - 1));
+    std::remove(matrix.c_str());
+  }
+  EXPECT_TRUE(input_error({"bench-comm", "--op", "allgather", "--impl", "oneshot"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--impl", "threeshot"}));
+  EXPECT_TRUE(input_error({"bench-comm", "--fit-table", "x.csv"}));
 }
 
 }  // namespace

@@ -1,5 +1,5 @@
 // bench-comm's measurement on the CPU under mpirun: every op and impl sweeps a few sizes with no
-// wrong elements; bus factors follow nccl-tests. (The command itself: tests/cli/bench_comm_mpi_test.cpp.)
+// wrong elements; the point-to-point matrix covers every ordered pair; bus factors follow nccl-tests. (The command itself: tests/cli/bench_comm_mpi_test.cpp.)
 #include <gtest/gtest.h>
 
 #include <string>
@@ -13,7 +13,8 @@ namespace {
 
 TEST(CommBench, EveryOpAndImplIsCorrect) {
   auto comm = make_world_comm(Device::cpu());
-  for (BenchOp op : {BenchOp::AllReduce, BenchOp::SendRecv, BenchOp::AllGather, BenchOp::ReduceScatter}) {
+  for (BenchOp op : {BenchOp::AllReduce, BenchOp::SendRecv, BenchOp::AllGather, BenchOp::ReduceScatter,
+                     BenchOp::Broadcast, BenchOp::AllToAll}) {
     for (bool ring : {false, true}) {
       for (DType dtype : {DType::F32, DType::BF16}) {
         SCOPED_TRACE(std::string(bench_op_name(op)) + (ring ? " ring " : " native ") + dtype_name(dtype));
@@ -39,11 +40,36 @@ TEST(CommBench, EveryOpAndImplIsCorrect) {
   }
 }
 
+TEST(CommBench, PointToPointMatrixCoversEveryPair) {
+  auto comm = make_world_comm(Device::cpu());
+  const int n = comm->size();
+  BenchCommOptions options;
+  options.min_bytes = 8;
+  options.max_bytes = 64 << 10;
+  options.warmup = 1;
+  options.iters = 2;
+  std::vector<P2pCell> cells = run_p2p_matrix(*comm, options);
+  ASSERT_EQ(cells.size(), static_cast<size_t>(n * (n - 1)));
+  size_t i = 0;
+  for (int src = 0; src < n; ++src)
+    for (int dst = 0; dst < n; ++dst) {
+      if (src == dst) continue;
+      EXPECT_EQ(cells[i].src, src);
+      EXPECT_EQ(cells[i].dst, dst);
+      EXPECT_EQ(cells[i].wrong, 0);
+      EXPECT_GT(cells[i].latency_us, 0.0);
+      EXPECT_GT(cells[i].bw_gbps, 0.0);
+      ++i;
+    }
+}
+
 TEST(CommBench, BusFactorsFollowNcclTests) {
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::AllReduce, 4), 1.5);
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::AllGather, 4), 0.75);
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::ReduceScatter, 8), 0.875);
   EXPECT_DOUBLE_EQ(bus_factor(BenchOp::SendRecv, 8), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(BenchOp::Broadcast, 4), 1.0);
+  EXPECT_DOUBLE_EQ(bus_factor(BenchOp::AllToAll, 4), 0.75);
 }
 
 }  // namespace

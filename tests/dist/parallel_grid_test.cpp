@@ -40,7 +40,8 @@ TEST(ParallelGrid, RingOnOneRankNeedsNoDecoration) {
   Tensor t = Tensor::from_vector(std::vector<float>{2.5f, -1.0f}, {2});
   grid.dp().allreduce(t, ReduceOp::Sum);
   EXPECT_EQ(t.to_double_vector(), (std::vector<double>{2.5, -1.0}));
-  EXPECT_EQ(parse_collectives("auto"), Collectives::Native);
+  EXPECT_EQ(parse_collectives("auto"), Collectives::Auto);
+  EXPECT_EQ(parse_collectives("peer"), Collectives::Peer);
   EXPECT_THROW(parse_collectives("tree"), Error);
 }
 

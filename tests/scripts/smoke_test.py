@@ -152,6 +152,30 @@ def test_plot_bandwidth(ctx, tmp):
     png = os.path.join(tmp, "bw.png")
     run([sys.executable, script, *csvs, "--out", png])
     expect_png(png)
+    # Every collective, a fit table and a point-to-point matrix, as bench-comm writes them.
+    curves = os.path.join(tmp, "ops.csv")
+    with open(curves, "w") as f:
+        f.write("op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong\n")
+        for op in ("allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv"):
+            for impl in ("native", "ring", "oneshot"):
+                for k in range(3, 20):
+                    size = 1 << k
+                    t = 8.0 + size / 2e5
+                    f.write(f"{op},{impl},cuda,2,{size},{size // 4},f32,none,{t},{size / t / 1e3},{size / t / 1e3},0\n")
+    fits = os.path.join(tmp, "fits.csv")
+    with open(fits, "w") as f:
+        f.write("op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points\n")
+        f.write("allreduce,native,2,8.0,5e-06,0.01,0.02,17\n")
+    p2p = os.path.join(tmp, "p2p.csv")
+    with open(p2p, "w") as f:
+        f.write("op,impl,device,nranks,src,dst,min_bytes,max_bytes,type,latency_us,bw_gbps,wrong\n")
+        for s in range(3):
+            for d in range(3):
+                if s != d:
+                    f.write(f"p2p-matrix,native,cuda,3,{s},{d},8,1073741824,f32,{9 + s},{300 + d},0\n")
+    png = os.path.join(tmp, "all.png")
+    run([sys.executable, script, curves, fits, p2p, "--out", png])
+    expect_png(png)
 
 
 def test_export_hf(ctx, tmp):

@@ -1,0 +1,352 @@
+// PeerComm (peer_comm.h): agreeing on peer access, registering and exchanging the buffers through
+// CUDA IPC handles over the host channel, the choice by size (fixed, or auto from a measured or
+// fitted table), and the launch: copy-in on the comm's stream, then the kernel.
+#include "dist/peer_comm.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+#include "dist/comm_timer.h"
+#include "dist/ring_comm.h"
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+
+#include "dist/nccl_comm.h"
+#include "kernels/cuda/peer_allreduce.h"
+#include "tensor/cuda_check.h"
+#endif
+
+namespace nd::dist {
+
+PeerMode parse_peer_mode(const std::string& name) {
+  if (name == "oneshot") return PeerMode::OneShot;
+  if (name == "twoshot") return PeerMode::TwoShot;
+  if (name == "peer") return PeerMode::Peer;
+  if (name == "auto") return PeerMode::Auto;
+  ND_FAIL_INPUT("unknown peer all-reduce mode '" << name << "' (expected oneshot, twoshot, peer or auto)");
+}
+
+const char* peer_mode_name(PeerMode mode) {
+  switch (mode) {
+    case PeerMode::OneShot: return "oneshot";
+    case PeerMode::TwoShot: return "twoshot";
+    case PeerMode::Peer: return "peer";
+    case PeerMode::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* choice_name(AllReduceChoice choice) {
+  switch (choice) {
+    case AllReduceChoice::OneShot: return "oneshot";
+    case AllReduceChoice::TwoShot: return "twoshot";
+    case AllReduceChoice::Ring: return "ring";
+    case AllReduceChoice::Native: return "native";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr AllReduceChoice kChoices[] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot, AllReduceChoice::Ring,
+                                        AllReduceChoice::Native};
+constexpr int kLargestLog2 = 40;
+
+bool is_peer_choice(AllReduceChoice choice) {
+  return choice == AllReduceChoice::OneShot || choice == AllReduceChoice::TwoShot;
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
+    const std::function<double(AllReduceChoice, int64_t)>& time_us) {
+  std::vector<std::pair<int64_t, AllReduceChoice>> table;
+  for (int k = 3; k <= kLargestLog2; ++k) {
+    const int64_t bytes = int64_t{1} << k;
+    AllReduceChoice best = AllReduceChoice::Native;
+    double best_time = -1;
+    for (AllReduceChoice c : kChoices) {
+      const double t = time_us(c, bytes);
+      if (t >= 0 && (best_time < 0 || t < best_time)) {
+        best = c;
+        best_time = t;
+      }
+    }
+    if (!table.empty() && table.back().second == best) {
+      table.back().first = bytes;
+    } else {
+      table.emplace_back(bytes, best);
+    }
+  }
+  return table;
+}
+
+#if NANODIST_WITH_CUDA
+struct PeerComm::Registration {
+  int device = 0;
+  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then the data region
+  std::vector<void*> opened;    // the peers' regions mapped here (nullptr at this rank)
+  uint32_t* epochs = nullptr;   // device, kPeerMaxBlocks counters
+  cuda::PeerTimeout* timeout = nullptr;  // host-mapped
+  cuda::PeerBuffers buffers;
+  cudaStream_t stream = nullptr;
+
+  // No rank reads this rank's region after its last kernel has passed its end flags, so once
+  // this rank's work is done the region can go without a host barrier. Not checked: a
+  // destructor must not throw.
+  ~Registration() {
+    cudaSetDevice(device);
+    for (void* p : opened)
+      if (p) cudaIpcCloseMemHandle(p);
+    if (own) cudaFree(own);
+    if (epochs) cudaFree(epochs);
+    if (timeout) cudaFreeHost(timeout);
+  }
+};
+#else
+struct PeerComm::Registration {};
+#endif
+
+PeerComm::PeerComm(Comm& inner, const PeerOptions& options) : ForwardingComm(inner), options_(options) { set_up(); }
+
+PeerComm::PeerComm(std::unique_ptr<Comm> inner, const PeerOptions& options)
+    : ForwardingComm(std::move(inner)), options_(options) {
+  set_up();
+}
+
+PeerComm::~PeerComm() {
+  if (!registration_) return;
+  try {
+    inner_.synchronize();
+  } catch (...) {
+  }
+}
+
+void PeerComm::set_up() {
+  ND_CHECK(options_.buffer_bytes >= 16 && options_.buffer_bytes % 16 == 0,
+           "peer all-reduce: the buffer (" << options_.buffer_bytes << " bytes) must be a positive multiple of 16");
+  ND_CHECK(options_.timeout_s > 0, "peer all-reduce: the timeout must be positive, got " << options_.timeout_s);
+  ring_ = std::make_unique<RingComm>(inner_, options_.ring);
+  const int n = size(), r = rank();
+  unusable_reason_ = "no CUDA in this build";
+  if (n == 1) {
+    unusable_reason_ = "one rank";
+    return;
+  }
+#if NANODIST_WITH_CUDA
+  auto* nccl = dynamic_cast<NcclComm*>(&inner_);
+  // Every rank's node (a hash of the host name), GPU and whether it can take part, then every
+  // rank's verdict on peer access to every other: all decide alike.
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  const int64_t host_hash = static_cast<int64_t>(std::hash<std::string>()(host) >> 2);
+  std::vector<int64_t> info(3 * n, 0);
+  info[r] = host_hash;
+  info[n + r] = nccl ? nccl->device().index + 1 : 0;
+  info[2 * n + r] = nccl && n <= cuda::kPeerMaxRanks ? 1 : 0;
+  inner_.host_allreduce(info.data(), 3 * n, HostReduce::Sum);
+  std::string reason;
+  for (int q = 0; q < n && reason.empty(); ++q) {
+    if (info[2 * n + q] == 0) reason = nccl ? "more than 8 ranks" : "not an NCCL comm";
+    else if (info[q] != info[0]) reason = "ranks on more than one node";
+    for (int p = 0; p < q && reason.empty(); ++p)
+      if (info[n + p] == info[n + q]) reason = "two ranks share a GPU";
+  }
+  int64_t failed = 0;
+  if (reason.empty()) {
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      int can = 0;
+      CUDA_CHECK(cudaDeviceCanAccessPeer(&can, nccl->device().index, static_cast<int>(info[n + q] - 1)));
+      if (!can) failed = 1;
+    }
+    inner_.host_allreduce(&failed, 1, HostReduce::Max);
+    if (failed) reason = "no peer access between some GPUs (cudaDeviceCanAccessPeer)";
+  }
+  if (!reason.empty()) {
+    unusable_reason_ = reason;
+    return;
+  }
+  auto reg = std::make_unique<Registration>();
+  reg->device = nccl->device().index;
+  reg->stream = nccl->stream();
+  CUDA_CHECK(cudaSetDevice(reg->device));
+  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + static_cast<size_t>(options_.buffer_bytes)));
+  CUDA_CHECK(cudaMemset(reg->own, 0, cuda::kPeerFlagBytes));
+  CUDA_CHECK(cudaMalloc(&reg->epochs, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
+  CUDA_CHECK(cudaMemset(reg->epochs, 0, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
+  CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&reg->timeout), sizeof(cuda::PeerTimeout), cudaHostAllocMapped));
+  std::memset(reinterpret_cast<void*>(reg->timeout), 0, sizeof(cuda::PeerTimeout));
+  // The zeroed flags must be in place before any peer's first kernel can write to them: the
+  // handles travel only after this.
+  CUDA_CHECK(cudaDeviceSynchronize());
+  static_assert(sizeof(cudaIpcMemHandle_t) % sizeof(int64_t) == 0, "handles travel as int64 words");
+  constexpr int kWords = sizeof(cudaIpcMemHandle_t) / sizeof(int64_t);
+  std::vector<int64_t> handles(static_cast<size_t>(n) * kWords, 0);
+  cudaIpcMemHandle_t mine;
+  CUDA_CHECK(cudaIpcGetMemHandle(&mine, reg->own));
+  std::memcpy(&handles[static_cast<size_t>(r) * kWords], &mine, sizeof mine);
+  inner_.host_allreduce(handles.data(), n * kWords, HostReduce::Sum);
+  reg->opened.assign(n, nullptr);
+  for (int q = 0; q < n && !failed; ++q) {
+    if (q == r) continue;
+    cudaIpcMemHandle_t theirs;
+    std::memcpy(&theirs, &handles[static_cast<size_t>(q) * kWords], sizeof theirs);
+    if (cudaIpcOpenMemHandle(&reg->opened[q], theirs, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
+      (void)cudaGetLastError();
+      reg->opened[q] = nullptr;
+      failed = 1;
+    }
+  }
+  inner_.host_allreduce(&failed, 1, HostReduce::Max);
+  if (failed) {
+    unusable_reason_ = "cudaIpcOpenMemHandle failed on some rank";
+    return;  // reg's destructor closes what was opened
+  }
+  cuda::PeerBuffers& b = reg->buffers;
+  b.rank = r;
+  b.nranks = n;
+  b.epochs = reg->epochs;
+  CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.timeout), reinterpret_cast<void*>(reg->timeout), 0));
+  for (int q = 0; q < n; ++q) {
+    char* region = static_cast<char*>(q == r ? reg->own : reg->opened[q]);
+    b.flags[q] = reinterpret_cast<uint32_t*>(region);
+    b.data[q] = region + cuda::kPeerFlagBytes;
+  }
+  registration_ = std::move(reg);
+  unusable_reason_.clear();
+  if (options_.mode == PeerMode::Auto) build_auto_table();
+#endif
+}
+
+bool PeerComm::peer_fits(const Tensor& buffer, ReduceOp op) const {
+  if (!registration_ || op == ReduceOp::Max) return false;
+  if (buffer.dtype() != DType::F32 && buffer.dtype() != DType::BF16) return false;
+  if (buffer.device() != device() || static_cast<int64_t>(buffer.nbytes()) > options_.buffer_bytes) return false;
+  return (reinterpret_cast<uintptr_t>(buffer.raw_data()) & 15) == 0;
+}
+
+AllReduceChoice PeerComm::choice(int64_t bytes) const {
+  switch (options_.mode) {
+    case PeerMode::OneShot: return AllReduceChoice::OneShot;
+    case PeerMode::TwoShot: return AllReduceChoice::TwoShot;
+    case PeerMode::Peer: return bytes <= options_.one_shot_max_bytes ? AllReduceChoice::OneShot : AllReduceChoice::TwoShot;
+    case PeerMode::Auto: break;
+  }
+  for (const auto& [largest, c] : auto_table_)
+    if (bytes <= largest) return c;
+  return auto_table_.empty() ? AllReduceChoice::Native : auto_table_.back().second;
+}
+
+CommWork PeerComm::allreduce_async(Tensor& buffer, ReduceOp op) {
+  check_comm_buffer(*this, buffer, "allreduce buffer");
+  if (options_.mode == PeerMode::Auto && op != ReduceOp::Max)
+    return allreduce_with(choice(static_cast<int64_t>(buffer.nbytes())), buffer, op);
+  if (!peer_fits(buffer, op)) return inner_.allreduce_async(buffer, op);
+  return allreduce_with(choice(static_cast<int64_t>(buffer.nbytes())), buffer, op);
+}
+
+CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, ReduceOp op) {
+  if (choice == AllReduceChoice::Ring) return ring_->allreduce_async(buffer, op);
+  if (choice == AllReduceChoice::Native || !peer_fits(buffer, op)) return inner_.allreduce_async(buffer, op);
+#if NANODIST_WITH_CUDA
+  check_comm_buffer(*this, buffer, "allreduce buffer");
+  const cuda::PeerAlgo algo = choice == AllReduceChoice::OneShot ? cuda::PeerAlgo::OneShot : cuda::PeerAlgo::TwoShot;
+  inner_.agree_on_layout(Collective::PeerAllReduce, buffer, static_cast<int>(op) + 16 * static_cast<int>(algo));
+  Registration& reg = *registration_;
+  inner_.order_after_compute();
+  if (buffer.numel() > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(reg.buffers.data[rank()], buffer.raw_data(), buffer.nbytes(), cudaMemcpyDeviceToDevice,
+                               reg.stream));
+    const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
+    const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
+    if (buffer.dtype() == DType::F32) {
+      cuda::peer_allreduce(reg.buffers, buffer.data<float>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
+    } else {
+      cuda::peer_allreduce(reg.buffers, buffer.data<bf16>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
+    }
+  }
+  return inner_.record_work();
+#else
+  return inner_.allreduce_async(buffer, op);
+#endif
+}
+
+std::unique_ptr<Comm> PeerComm::split(int color, int key) {
+  return std::make_unique<PeerComm>(inner_.split(color, key), options_);
+}
+
+std::string PeerComm::async_error() {
+#if NANODIST_WITH_CUDA
+  if (registration_ && registration_->timeout->set) {
+    const cuda::PeerTimeout& t = *registration_->timeout;
+    static const char* phases[] = {"start", "middle", "end"};
+    return "peer all-reduce: rank " + std::to_string(rank()) + " waited more than " +
+           std::to_string(options_.timeout_s) + " s for rank " + std::to_string(t.peer) + " at the " +
+           phases[t.phase % 3] + " flags of block " + std::to_string(t.block) +
+           " (a rank stopped calling, or the ranks call all-reduces in different orders)";
+  }
+#endif
+  return inner_.async_error();
+}
+
+void PeerComm::build_auto_table() {
+  const int n = size();
+  std::function<double(AllReduceChoice, int64_t)> time_us;
+  std::vector<AlphaBetaFit> table;
+  // Measured: sizes 8 B .. buffer_bytes by powers of two, each choice, max over ranks.
+  std::vector<int64_t> sizes;
+  std::vector<double> measured;  // [choice][size]
+  if (!options_.table_path.empty()) {
+    table = read_fit_table(options_.table_path);
+    bool any = false;
+    for (AllReduceChoice c : kChoices) any = any || find_fit(table, "allreduce", choice_name(c), n) != nullptr;
+    ND_CHECK_INPUT(any, "the fit table " << options_.table_path << " has no allreduce fits (oneshot, twoshot, ring, native)");
+    time_us = [&](AllReduceChoice c, int64_t bytes) {
+      if (is_peer_choice(c) && bytes > options_.buffer_bytes) return -1.0;
+      const AlphaBetaFit* fit = find_fit(table, "allreduce", choice_name(c), n);
+      return fit ? fit->predict_us(bytes, n) : -1.0;
+    };
+  } else {
+    for (int64_t b = 8; b <= options_.buffer_bytes; b *= 2) sizes.push_back(b);
+    measured.assign(4 * sizes.size(), 0.0);
+    Tensor scratch = Tensor::zeros({options_.buffer_bytes / 4}, DType::F32, device());
+    CommTimer timer(inner_);
+    constexpr int kWarmup = 2, kIters = 5;
+    for (size_t s = 0; s < sizes.size(); ++s)
+      for (int c = 0; c < 4; ++c) {
+        Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
+        for (int i = 0; i < kWarmup; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
+        timer.start();
+        for (int i = 0; i < kIters; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
+        measured[c * sizes.size() + s] = timer.stop() / kIters * 1e6;
+      }
+    inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
+    // decide_by_size asks at powers of two, which are the measured sizes; above them (ring and
+    // NCCL only) an alpha-beta fit of each curve's upper half extrapolates.
+    std::vector<AlphaBetaFit> upper(4);
+    for (int c = 0; c < 4; ++c) {
+      const size_t from = sizes.size() / 2;
+      std::vector<int64_t> xs(sizes.begin() + from, sizes.end());
+      std::vector<double> ts(measured.begin() + c * sizes.size() + from, measured.begin() + (c + 1) * sizes.size());
+      upper[c] = fit_alpha_beta(xs, ts);
+    }
+    time_us = [&, upper](AllReduceChoice c, int64_t bytes) {
+      const int ci = static_cast<int>(std::find(std::begin(kChoices), std::end(kChoices), c) - std::begin(kChoices));
+      if (bytes > sizes.back()) {
+        if (is_peer_choice(c)) return -1.0;
+        return upper[ci].alpha_us + upper[ci].beta_us_per_byte * static_cast<double>(bytes);
+      }
+      size_t s = 0;
+      while (sizes[s] < bytes) ++s;
+      return measured[ci * sizes.size() + s];
+    };
+  }
+  auto_table_ = decide_by_size(time_us);
+}
+
+}  // namespace nd::dist

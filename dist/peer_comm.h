@@ -1,0 +1,90 @@
+// PeerComm: a Comm decorator whose all-reduce (Sum/Avg, f32/bf16) runs over peer memory on the
+// GPUs of one node (kernels/cuda/peer_allreduce.h): each rank registers one buffer at start, its
+// CUDA IPC handle travels to the others over the host channel, and calls meet at flags in peer
+// memory (no host barrier, safe under CUDA graph replay). One-shot below a size, two-shot above;
+// or `auto`, which picks one-shot, two-shot, our ring or NCCL by size from a table measured at
+// start or fitted by bench-comm. Everything else, and any all-reduce it cannot take (Max, no
+// peer access, other dtypes, larger than the buffer, host comms), is the wrapped comm's.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dist/comm_model.h"
+#include "dist/forwarding_comm.h"
+#include "dist/ring_allreduce.h"
+
+namespace nd::dist {
+
+enum class PeerMode { OneShot, TwoShot, Peer, Auto };
+PeerMode parse_peer_mode(const std::string& name);  // oneshot | twoshot | peer | auto
+const char* peer_mode_name(PeerMode mode);
+
+// What one all-reduce runs.
+enum class AllReduceChoice { OneShot, TwoShot, Ring, Native };
+const char* choice_name(AllReduceChoice choice);  // oneshot, twoshot, ring, native (the table's impl names)
+
+struct PeerOptions {
+  PeerMode mode = PeerMode::Peer;
+  // The registered data region per rank: all-reduces up to this many bytes run over peer memory.
+  int64_t buffer_bytes = int64_t{64} << 20;
+  // PeerMode::Peer: one-shot up to this many bytes, two-shot above.
+  int64_t one_shot_max_bytes = int64_t{256} << 10;
+  // A rank that waits longer than this for a peer's flag stops its kernel (async_error says who).
+  double timeout_s = 60.0;
+  // PeerMode::Auto: a fit table written by `bench-comm --fit-table` (op allreduce, impls
+  // oneshot, twoshot, ring, native); empty: time the four at start (a fraction of a second).
+  std::string table_path;
+  RingOptions ring;  // auto's ring
+};
+
+class PeerComm : public ForwardingComm {
+ public:
+  // Collective over `inner` (every rank passes the same options): registers and exchanges the
+  // buffers where every rank is on one node with peer access to every other and `inner` is an
+  // NcclComm; otherwise peer_usable() is false and every call is the wrapped comm's.
+  explicit PeerComm(Comm& inner, const PeerOptions& options = {});
+  explicit PeerComm(std::unique_ptr<Comm> inner, const PeerOptions& options = {});
+  ~PeerComm() override;
+
+  const PeerOptions& options() const { return options_; }
+  bool peer_usable() const { return registration_ != nullptr; }
+  const std::string& unusable_reason() const { return unusable_reason_; }
+  // What an all-reduce of `bytes` (f32/bf16, Sum/Avg) runs on this comm.
+  AllReduceChoice choice(int64_t bytes) const;
+  // Auto: the decision table, (largest size, choice) in increasing size; the last covers the rest.
+  const std::vector<std::pair<int64_t, AllReduceChoice>>& auto_table() const { return auto_table_; }
+
+  CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
+  // A PeerComm around the wrapped comm's split, same options (registers its own buffers).
+  std::unique_ptr<Comm> split(int color, int key) override;
+  // The wrapped comm's error, or a peer flag's timeout (rank, phase, block, peer).
+  std::string async_error() override;
+
+  // Runs `choice` for this all-reduce whatever the size (bench-comm's --impl oneshot/twoshot, and
+  // auto's measurement); Native and Ring always run, the peer ones fail over like allreduce_async.
+  CommWork allreduce_with(AllReduceChoice choice, Tensor& buffer, ReduceOp op);
+
+ private:
+  struct Registration;
+  void set_up();
+  void build_auto_table();
+  bool peer_fits(const Tensor& buffer, ReduceOp op) const;
+
+  PeerOptions options_;
+  std::unique_ptr<Registration> registration_;
+  std::string unusable_reason_;
+  std::unique_ptr<Comm> ring_;  // RingComm over the wrapped comm, for auto's ring choice
+  std::vector<std::pair<int64_t, AllReduceChoice>> auto_table_;
+};
+
+// Auto's decision from per-choice time curves: for each power of two from 8 B to 2^40, the
+// choice with the smallest time; `time_us(choice, bytes)` < 0 means unavailable. Merged into
+// runs (the last entry covers everything larger).
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
+    const std::function<double(AllReduceChoice, int64_t)>& time_us);
+
+}  // namespace nd::dist

@@ -1,0 +1,58 @@
+// The peer-memory all-reduce kernels (one node, CUDA IPC): every rank's registered buffer is
+// mapped into every other rank, and ranks meet at flags written into each other's memory instead
+// of a host barrier. One-shot: each rank reads all buffers and reduces the whole vector. Two-shot:
+// rank r reduces chunk r (reduce-scatter), then every rank copies the reduced chunks (all-gather).
+// The host side (registration, handles, choice) is dist/peer_comm.h. Async on `stream`.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "tensor/dtype.h"
+
+namespace nd::cuda {
+
+constexpr int kPeerMaxRanks = 8;
+constexpr int kPeerMaxBlocks = 64;
+constexpr int kPeerPhases = 3;  // start, middle (two-shot), end
+// Bytes at the front of each registered region for the flags: [phase][block][sender] uint32.
+constexpr size_t kPeerFlagBytes = 8192;
+static_assert(kPeerPhases * kPeerMaxBlocks * kPeerMaxRanks * sizeof(uint32_t) <= kPeerFlagBytes, "flags fit");
+
+// Where a spin gave up (host-mapped memory, so the host reads it while the kernel is stuck or
+// after the trap): set = 1, then the phase, block and the peer waited for.
+struct PeerTimeout {
+  volatile int set;
+  volatile int phase;
+  volatile int block;
+  volatile int peer;
+};
+
+struct PeerBuffers {
+  void* data[kPeerMaxRanks];       // rank q's data region (its registered region + kPeerFlagBytes)
+  uint32_t* flags[kPeerMaxRanks];  // rank q's flag region
+  // This rank's per-block call counters, in its own device memory: block b's flags carry the
+  // value epochs[b] + 1 of the call, and block b stores it back at the end. The counters advance
+  // on the device, so a captured CUDA graph replays with fresh epochs each time.
+  uint32_t* epochs;
+  PeerTimeout* timeout;  // host-mapped
+  int rank = 0;
+  int nranks = 0;
+};
+
+enum class PeerAlgo { OneShot, TwoShot };
+
+// out (count) = scale * (sum over ranks q, in rank order, of the first `count` elements of
+// data[q]); every rank has copied its input into its own data region before the launch (stream
+// order). out 16-byte aligned. bf16 summed in f32, rounded once. A flag not seen within
+// `timeout_ns` nanoseconds fills *timeout and traps (the stream then fails).
+void peer_allreduce(const PeerBuffers& buffers, float* out, int64_t count, float scale, PeerAlgo algo,
+                    uint64_t timeout_ns, cudaStream_t stream);
+void peer_allreduce(const PeerBuffers& buffers, bf16* out, int64_t count, float scale, PeerAlgo algo,
+                    uint64_t timeout_ns, cudaStream_t stream);
+
+// The grid a call of `count` elements of `element_bytes` uses (same on every rank: block b of
+// every rank meets block b of the others at the flags).
+int peer_allreduce_blocks(int64_t count, int element_bytes, int nranks, PeerAlgo algo);
+
+}  // namespace nd::cuda

@@ -1,0 +1,79 @@
+// The peer-memory decorator where there is no peer memory (MPI on the CPU): it says why, every
+// collective is the wrapped comm's (closed forms at np 2, 3, 4), a grid asked for peer or auto
+// sums like native; and auto's choice by size from per-choice curves (decide_by_size, a fit table).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "dist/parallel_grid.h"
+#include "dist/peer_comm.h"
+#include "dist/world.h"
+#include "tests/dist/collective_inputs.h"
+
+namespace nd::dist {
+namespace {
+
+using test::count_mismatches;
+using test::rank_input;
+using test::sum_over_ranks;
+
+TEST(PeerComm, WithoutPeerMemoryEverythingIsTheWrappedComms) {
+  auto world = make_world_comm(Device::cpu());
+  const int n = world->size(), r = world->rank();
+  for (PeerMode mode : {PeerMode::OneShot, PeerMode::Peer, PeerMode::Auto}) {
+    PeerOptions options;
+    options.mode = mode;
+    PeerComm peer(*world, options);
+    EXPECT_FALSE(peer.peer_usable());
+    EXPECT_FALSE(peer.unusable_reason().empty());
+    EXPECT_EQ(peer.choice(64), mode == PeerMode::Auto ? AllReduceChoice::Native : peer.choice(64));
+    Tensor a = rank_input(r, 1001, DType::F32, 31);
+    peer.allreduce(a, ReduceOp::Sum);
+    EXPECT_EQ(count_mismatches(a.to_double_vector(), sum_over_ranks(n, 1001, 31), 0, "sum"), 0);
+    Tensor b = Tensor::full({3}, static_cast<double>(r));
+    peer.broadcast(b, n - 1);
+    EXPECT_EQ(b.to_double_vector(), std::vector<double>(3, n - 1.0));
+    std::unique_ptr<Comm> half = peer.split(r % 2, r);
+    EXPECT_NE(dynamic_cast<PeerComm*>(half.get()), nullptr);
+  }
+}
+
+TEST(PeerComm, GridOfPeerOrAutoSumsLikeNative) {
+  auto world = make_world_comm(Device::cpu());
+  const int n = world->size(), r = world->rank();
+  for (const char* name : {"peer", "auto"}) {
+    GridOptions options;
+    options.collectives = parse_collectives(name);
+    ParallelGrid grid(*world, options);
+    EXPECT_STREQ(collectives_name(grid.collectives()), name);
+    Tensor a = rank_input(r, 333, DType::F32, 32);
+    grid.dp().allreduce(a, ReduceOp::Sum);
+    EXPECT_EQ(count_mismatches(a.to_double_vector(), sum_over_ranks(n, 333, 32), 0, name), 0);
+  }
+  EXPECT_THROW(parse_collectives("peers"), Error);
+}
+
+TEST(PeerComm, AutoPicksTheFastestByRuns) {
+  // One-shot fastest to 16 KB, two-shot to its 1 MB buffer, the ring to 2 MB, NCCL above.
+  auto time_us = [](AllReduceChoice c, int64_t bytes) {
+    const double b = static_cast<double>(bytes);
+    switch (c) {
+      case AllReduceChoice::OneShot: return bytes > (1 << 20) ? -1.0 : 4.0 + b / 4e3;
+      case AllReduceChoice::TwoShot: return bytes > (1 << 20) ? -1.0 : 8.0 + b / 1.5e4;
+      case AllReduceChoice::Ring: return 20.0 + b / 1e4;
+      case AllReduceChoice::Native: return 400.0 + b / 2.2e5;
+    }
+    return -1.0;
+  };
+  std::vector<std::pair<int64_t, AllReduceChoice>> table = decide_by_size(time_us);
+  ASSERT_EQ(table.size(), 4u);
+  EXPECT_EQ(table[0], std::make_pair(int64_t{16} << 10, AllReduceChoice::OneShot));
+  EXPECT_EQ(table[1], std::make_pair(int64_t{1} << 20, AllReduceChoice::TwoShot));
+  EXPECT_EQ(table[2].second, AllReduceChoice::Ring);
+  EXPECT_EQ(table[3], std::make_pair(int64_t{1} << 40, AllReduceChoice::Native));
+  EXPECT_EQ(table[2].first, int64_t{2} << 20);  // 20 + b/1e4 = 400 + b/2.2e5 at 3.98 MB
+}
+
+}  // namespace
+}  // namespace nd::dist
