@@ -140,7 +140,6 @@ void DataParallel::prepare_backward(bool first, bool last) {
   }
   // A bucket left incomplete by the previous micro-batch (an unused parameter) keeps its
   // gradients in backward's buffers, which the next backward adds to: nothing is lost.
-  first_ = first;
   last_ = last;
   if (first) shard_filled_ = false;
   for (Bucket& b : buckets_) {
