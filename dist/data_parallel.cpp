@@ -140,7 +140,6 @@ void DataParallel::prepare_backward(bool first, bool last) {
   }
   // A bucket left incomplete by the previous micro-batch (an unused parameter) keeps its
   // gradients in backward's buffers, which the next backward adds to: nothing is lost.
-  first_ = first;
   last_ = last;
   if (first) shard_filled_ = false;
   for (Bucket& b : buckets_) {
@@ -197,6 +196,7 @@ void DataParallel::reduce_scatter(Bucket& bucket) {
   Tensor input = flat_.grads().narrow(bucket.begin, bucket.length);
   Tensor out;
   if (options_.zero == 1) {
+    if (comm_.size() == 1) return;  // one rank: the bucket is its own average, in place
     out = flat_.grads().narrow(owned_[static_cast<size_t>(&bucket - buckets_.data())].begin, slice);
   } else if (flat_.grad_dtype() == DType::F32 && !shard_filled_) {
     out = shard_grads_.narrow(bucket.local, slice);

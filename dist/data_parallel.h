@@ -29,7 +29,6 @@ struct DataParallelOptions {
   int zero = 0;  // 0, 1 or 2 (see above)
 };
 
-
 class DataParallel {
  public:
   // `comm` (the grid's data-parallel group, native or ring; one rank: nothing is communicated) and `flat` on the
@@ -89,7 +88,7 @@ class DataParallel {
   std::vector<Bucket> buckets_;
   std::vector<std::pair<size_t, size_t>> buckets_of_;  // entry -> the buckets [first, last) it overlaps
   std::vector<char> entry_done_;  // entry accumulated for this micro-batch
-  bool first_ = true, last_ = true;
+  bool last_ = true;
   // ZeRO
   std::vector<ShardSlice> owned_;
   int64_t shard_numel_ = 0;

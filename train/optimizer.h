@@ -84,10 +84,10 @@ class AdamW {
  public:
   // Over `flat` (shared with the data-parallel engine, which must see the same object). With
   // `shard` (ZeRO): m, v and the masters hold only the owned slices (the masters copied from the
-  // parameters), the update reads shard->grads (or the flat gradients' owned slices) and writes only
-  // the owned parameters, and the norm
-  // sums the shards' squares over shard->group; the per-parameter views of ParamState (m, v,
-  // master) stay undefined (owned_of and load_owned reach a tensor's pieces).
+  // parameters), the update reads shard->grads (or the flat gradients' owned slices), writes only
+  // the owned parameters, and the norm sums the shards' squares over shard->group; the
+  // per-parameter views of ParamState (m, v, master) stay undefined (owned_of and load_owned reach
+  // a tensor's pieces).
   AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const AdamWShard* shard = nullptr);
   // Flattens `named_params` itself (gradients in the parameters' dtype): for one-rank uses.
   AdamW(const std::vector<std::pair<std::string, Variable>>& named_params, AdamWOptions options);

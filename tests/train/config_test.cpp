@@ -265,6 +265,17 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
   EXPECT_EQ(ok.dp_size(4), 4);
 
+  // --zero: 0, 1 or 2; 3 (FSDP) is refused with a line that says so, as is sequence parallelism.
+  c = ok;
+  c.zero = 2;
+  EXPECT_EQ(error_of_config(c, 2), "");
+  c.zero = 3;
+  EXPECT_NE(error_of_config(c, 2).find("--zero must be 0, 1 or 2 (3 is not available yet), got 3"), std::string::npos);
+  c.zero = 1;
+  c.tp = 2;
+  c.sequence_parallel = true;
+  EXPECT_NE(error_of_config(c, 4).find("--zero 1 with --sequence-parallel is not available yet"), std::string::npos);
+
   c = ok;
   c.tp = 2;
   EXPECT_NE(error_of_config(c, 3).find("not divisible by --tp 2"), std::string::npos);
