@@ -25,6 +25,7 @@ std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn:
   options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
   options.hidden = pipeline_hidden_shape(c, grid);
   options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
+  options.world_rank = grid.world_rank();
   return std::make_unique<PipelineSchedule>(std::vector<nn::GPT*>{&model}, grid.pp(), std::move(options));
 }
 

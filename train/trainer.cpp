@@ -29,6 +29,7 @@
 #include "train/output_dir.h"
 #include "train/pipeline_schedule.h"
 #include "train/pipeline_setup.h"
+#include "train/pipeline_timeline.h"
 #include "train/precision.h"
 #include "train/preemption.h"
 #include "train/run_files.h"
@@ -65,6 +66,7 @@ std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
   if (op_timer::enabled()) return "NANODIST_KERNEL_TIMES times the ops of eager steps";
+  if (c.pp > 1 && pipeline_timeline_enabled()) return "NANODIST_PP_TIMELINE records the pipeline's spans";
   return "";
 }
 
