@@ -39,4 +39,14 @@ void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::Paral
   optimizer.set_tensor_parallel(&grid.model_parallel(), counted, not_counted);
 }
 
+int64_t whole_model_count(int64_t stage_count, const nn::GPT& model, const dist::ParallelGrid& grid) {
+  if (grid.pp_size() == 1) return stage_count;
+  int64_t n = stage_count;
+  if (!model.is_first_stage())
+    for (const auto& [name, p] : model.named_parameters())
+      if (name == "transformer.wte.weight") n -= p.data().numel() * grid.tp_size();
+  grid.pp().host_allreduce(&n, 1, dist::HostReduce::Sum);
+  return n;
+}
+
 }  // namespace nd::train
