@@ -218,8 +218,11 @@ std::string load_initial_weights(const TrainConfig& config, const std::string& d
   std::set<std::string> wanted, have;
   for (const auto& [name, p] : model.named_parameters()) wanted.insert(name);
   for (const auto& [name, t] : data.params) have.insert(name);
+  // A pipeline stage holds some of the model's tensors: the source's others belong to other stages.
+  const bool whole_model = model.is_first_stage() && model.is_last_stage();
   for (const std::string& name : have)
-    ND_CHECK_INPUT(wanted.count(name), source.path << " holds " << name << ", which nanodist's GPT has no place for");
+    ND_CHECK_INPUT(!whole_model || wanted.count(name),
+                   source.path << " holds " << name << ", which nanodist's GPT has no place for");
   for (const std::string& name : wanted)
     ND_CHECK_INPUT(have.count(name), source.path << " has no " << name);
   load_model(data, source.path, model, &optimizer);

@@ -89,7 +89,7 @@ Plan interleaved(const PipelineShape& s) {
   auto chunk_of = [P, V](int k) { return (k % (P * V)) / P; };
   Plan plan(P);
   for (int r = 0; r < P; ++r) {
-    const int warmup = s.micro == P ? units : (P - r - 1) * 2 + (V - 1) * P;
+    const int warmup = (P - r - 1) * 2 + (V - 1) * P;
     plan[r] = one_f_one_b(
         units, warmup, [&](int k) { return F(micro_of(k), chunk_of(k)); },
         [&](int k) { return B(micro_of(k), V - 1 - chunk_of(k)); });
@@ -155,9 +155,9 @@ std::vector<std::vector<PipeAction>> pipeline_actions(PipelineKind kind, const P
   ND_CHECK_INPUT(s.micro >= 1, "pipeline: micro-batches must be >= 1, got " << s.micro);
   if (kind == PipelineKind::Interleaved) {
     ND_CHECK_INPUT(s.virtual_ >= 2, "--pp-schedule interleaved needs --pp-virtual >= 2, got " << s.virtual_);
-    ND_CHECK_INPUT(s.micro % s.stages == 0, "--pp-schedule interleaved: --pp " << s.stages
-                                                << " must divide the " << s.micro
-                                                << " micro-batches of a step (--grad-accum)");
+    ND_CHECK_INPUT(s.micro % s.stages == 0 && s.micro > s.stages,
+                   "--pp-schedule interleaved: the " << s.micro << " micro-batches of a step (--grad-accum) must be a "
+                                                     << "multiple of --pp " << s.stages << " above it");
   } else {
     ND_CHECK_INPUT(s.virtual_ == 1, "--pp-virtual " << s.virtual_ << " needs --pp-schedule interleaved, not "
                                                     << pipeline_kind_name(kind));
@@ -195,20 +195,34 @@ std::vector<RankProgram> pipeline_programs(const std::vector<std::vector<PipeAct
         if (g > 0) gives[i].push_back({true, s.rank_of(g - 1), {false, a.micro, g - 1}});
       }
     }
-    // One group per forward or backward: posted right after the previous forward or backward
-    // (with that one's sends), waited right before this one; weight passes run in between.
-    size_t post_at = 0;
-    int prev = -1;
-    for (size_t i = 0; i < n; ++i) {
-      if (p.actions[i].op == PipeOp::BackwardWeight) continue;
-      auto& group = p.groups[post_at];
-      if (prev >= 0) group.insert(group.end(), gives[prev].begin(), gives[prev].end());
-      group.insert(group.end(), needs[i].begin(), needs[i].end());
-      p.waits[i] = !group.empty();
-      prev = static_cast<int>(i);
-      post_at = i + 1;
+    // Passes that communicate, and where the groups go between them: before every pass (one group
+    // per pass), except that under interleaving a forward and the backward after it share one
+    // group after the backward (Megatron's send_forward_backward_recv_forward_backward), which
+    // the one-group-per-pass program's cycle between the chunks needs.
+    std::vector<size_t> passes;
+    for (size_t i = 0; i < n; ++i)
+      if (p.actions[i].op != PipeOp::BackwardWeight) passes.push_back(i);
+    auto backward = [&](size_t q) { return p.actions[passes[q]].op != PipeOp::Forward; };
+    std::vector<size_t> bounds;  // a group before passes[bounds[b]]
+    for (size_t q = 0; q < passes.size(); ++q)
+      if (q == 0 || s.virtual_ == 1 || backward(q - 1) || !backward(q)) bounds.push_back(q);
+    bounds.push_back(passes.size());
+    // Group b: the sends of the passes since the previous group and the receives of the passes
+    // until the next, posted right after the previous pass (weight passes run while it is in
+    // flight), waited before the pass.
+    for (size_t b = 0; b + 1 < bounds.size(); ++b) {
+      const size_t q = bounds[b];
+      auto& group = p.groups[q == 0 ? 0 : passes[q - 1] + 1];
+      if (b > 0)
+        for (size_t k = bounds[b - 1]; k < q; ++k) group.insert(group.end(), gives[passes[k]].begin(), gives[passes[k]].end());
+      for (size_t k = q; k < bounds[b + 1]; ++k) group.insert(group.end(), needs[passes[k]].begin(), needs[passes[k]].end());
+      p.waits[passes[q]] = !group.empty();
     }
-    if (prev >= 0) p.groups[post_at].insert(p.groups[post_at].end(), gives[prev].begin(), gives[prev].end());
+    if (!passes.empty()) {
+      auto& group = p.groups[passes.back() + 1];
+      for (size_t k = bounds[bounds.size() - 2]; k < passes.size(); ++k)
+        group.insert(group.end(), gives[passes[k]].begin(), gives[passes[k]].end());
+    }
   }
   return programs;
 }

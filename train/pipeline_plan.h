@@ -40,14 +40,14 @@ struct PipelineShape {
 
 // The actions of every rank (index = pipeline rank). Raises nd::Error (an input error) when the
 // shape does not suit the kind: P >= 1, m >= 1, V == 1 except for interleaved, and for
-// interleaved V >= 2 and P dividing m (Megatron's condition: the micro-batches go round the ranks
-// in groups of P).
+// interleaved V >= 2 and m a multiple of P above P (the micro-batches go round the ranks in
+// groups of P; at m = P every pass would be warm-up, whose transfers need other groups).
 //  GPipe: every forward, then every backward (micro-batches in order).
 //  1F1B: P - rank - 1 forwards (warm-up), then one forward and one backward in turn, then the
 //        remaining backwards (cool-down).
 //  Interleaved: 1F1B over the m V (micro-batch, chunk) pairs, forwards going through the chunks
 //        in groups of P micro-batches, backwards through them in reverse; warm-up
-//        (P - rank - 1) * 2 + (V - 1) * P (all of them when m == P).
+//        (P - rank - 1) * 2 + (V - 1) * P.
 //  Zero bubble (ZB-H1, Qi et al. 2023): 1F1B's order of forwards and input-gradient backwards;
 //        each weight-gradient pass is deferred into the time the rank would otherwise wait, and a
 //        forward waits while P micro-batches hold activations on the rank (1F1B's peak, rank 0's),
@@ -80,7 +80,9 @@ struct PipeTransfer {
 // or backward and its own receives, so both directions of a steady-state exchange go together
 // (Megatron's send_forward_recv_backward); it is posted right after that previous pass and waited
 // right before this one, so at most one group is in flight (NCCL runs a comm's groups in order)
-// and the weight passes of zero-bubble run while it is.
+// and the weight passes of zero-bubble run while it is. Under interleaving a forward and the
+// backward after it share one group, after the backward (Megatron's pairing): with one group per
+// pass the chunks' transfers wait on each other in a cycle.
 struct RankProgram {
   std::vector<PipeAction> actions;
   std::vector<std::vector<PipeTransfer>> groups;  // actions.size() + 1

@@ -37,6 +37,8 @@ PipelineSchedule::PipelineSchedule(std::vector<nn::GPT*> chunks, dist::Comm& pp,
   }
   in_flight_.resize(static_cast<size_t>(s.virtual_) * s.micro);
   weight_work_.resize(in_flight_.size());
+  if (pipeline_timeline_enabled())
+    timeline_ = std::make_unique<PipelineTimeline>(device, options_.world_rank, rank_, options_.kind, s);
 }
 
 void PipelineSchedule::post(const std::vector<PipeTransfer>& group) {
@@ -112,6 +114,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
   ND_CHECK(static_cast<int>(batches.inputs.size()) == options_.shape.micro,
            "pipeline: " << batches.inputs.size() << " micro-batches for a plan of " << options_.shape.micro);
   const uint64_t step_offset = dropout_gen.offset();
+  if (timeline_) timeline_->begin_step();
   batches.losses.zero_();  // only the last stage writes its losses; the others add zeros below
   const auto& actions = program_.actions;
   // The data-parallel engine launches its buckets from the gradient hooks of the last backward.
@@ -127,6 +130,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
   for (size_t i = 0; i < actions.size(); ++i) {
     post(program_.groups[i]);
     if (program_.waits[i]) wait_posted();
+    if (timeline_) timeline_->begin(actions[i]);
     if (actions[i].op == PipeOp::Forward) {
       forward(actions[i], batches, dropout_gen, step_offset);
     } else if (actions[i].op == PipeOp::BackwardWeight) {
@@ -135,6 +139,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
       data_parallel.prepare_backward(i == first_backward, i == last_backward);
       backward(actions[i], batches);
     }
+    if (timeline_) timeline_->end();
   }
   post(program_.groups.back());
   wait_posted();
@@ -143,6 +148,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
   const DropoutDraws& d = options_.draws;
   dropout_gen.set_offset(step_offset + (d.embed + d.block * options_.stage_blocks.back()) * options_.shape.micro);
   pp_.allreduce(batches.losses, dist::ReduceOp::Sum);
+  if (timeline_) timeline_->finish_step();
 }
 
 double pipeline_eval_loss(const nn::GPT& model, const EvalReader& reader, int iters, dist::Comm& pp,

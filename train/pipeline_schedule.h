@@ -13,6 +13,7 @@
 #include "dist/comm.h"
 #include "autograd/weight_grad_queue.h"
 #include "train/pipeline_plan.h"
+#include "train/pipeline_timeline.h"
 #include "train/schedule.h"
 
 namespace nd::train {
@@ -33,6 +34,7 @@ struct PipelineOptions {
   std::vector<int> stage_blocks;
   Shape hidden;  // the hidden state between stages: (B, T, C), or (B / tp, T, C) under sequence parallelism
   DropoutDraws draws;
+  int world_rank = 0;  // names this rank's timeline file (NANODIST_PP_TIMELINE)
 };
 
 class PipelineSchedule : public Schedule {
@@ -64,6 +66,7 @@ class PipelineSchedule : public Schedule {
   std::vector<Tensor> activations_, gradients_;
   std::vector<InFlight> in_flight_;
   std::vector<ops::WeightGradientQueue> weight_work_;  // [chunk * micro + m]: zero-bubble's W passes
+  std::unique_ptr<PipelineTimeline> timeline_;  // NANODIST_PP_TIMELINE only
 };
 
 // The pipeline's evaluation: the mean loss of `model` (this rank's stage, eval mode) over batches

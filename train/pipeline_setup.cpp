@@ -25,6 +25,7 @@ std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn:
   options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
   options.hidden = pipeline_hidden_shape(c, grid);
   options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
+  options.world_rank = grid.world_rank();
   return std::make_unique<PipelineSchedule>(std::vector<nn::GPT*>{&model}, grid.pp(), std::move(options));
 }
 
@@ -36,6 +37,16 @@ void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::Paral
     (tied_copy || tp_copy ? not_counted : counted).push_back(name);
   }
   optimizer.set_tensor_parallel(&grid.model_parallel(), counted, not_counted);
+}
+
+int64_t whole_model_count(int64_t stage_count, const nn::GPT& model, const dist::ParallelGrid& grid) {
+  if (grid.pp_size() == 1) return stage_count;
+  int64_t n = stage_count;
+  if (!model.is_first_stage())
+    for (const auto& [name, p] : model.named_parameters())
+      if (name == "transformer.wte.weight") n -= p.data().numel() * grid.tp_size();
+  grid.pp().host_allreduce(&n, 1, dist::HostReduce::Sum);
+  return n;
 }
 
 }  // namespace nd::train

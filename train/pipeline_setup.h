@@ -26,4 +26,9 @@ std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& config, cons
 // stage's copy of the tied embedding not at all (the first stage counts it).
 void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::ParallelGrid& grid);
 
+// The whole model's count from the stages' (`stage_count`: this stage's, tensor-parallel shards
+// counted whole): summed over the pipeline group, the last stage's copy of the tied embedding
+// left out. `stage_count` itself at pp 1. Collective over the pipeline group.
+int64_t whole_model_count(int64_t stage_count, const nn::GPT& model, const dist::ParallelGrid& grid);
+
 }  // namespace nd::train

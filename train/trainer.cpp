@@ -31,6 +31,7 @@
 #include "train/output_dir.h"
 #include "train/pipeline_schedule.h"
 #include "train/pipeline_setup.h"
+#include "train/pipeline_timeline.h"
 #include "train/precision.h"
 #include "train/preemption.h"
 #include "train/run_files.h"
@@ -74,6 +75,7 @@ std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
   if (op_timer::enabled()) return "NANODIST_KERNEL_TIMES times the ops of eager steps";
+  if (c.pp > 1 && pipeline_timeline_enabled()) return "NANODIST_PP_TIMELINE records the pipeline's spans";
   return "";
 }
 
@@ -157,6 +159,11 @@ class Trainer {
     }
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
     tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
+    // 6 N + 12 L C T of the whole model: a stage's N summed over the pipeline.
+    const double attention_flops = 12.0 * c_.n_layer * c_.n_embd * static_cast<double>(c_.block_size);
+    const double stage_weights = model_->flops_per_token(c_.block_size) - attention_flops;
+    flops_per_token_ = attention_flops + 6.0 * static_cast<double>(whole_model_count(
+                                                   static_cast<int64_t>(stage_weights / 6.0 + 0.5), *model_, *grid_));
 
     const bool async_save = c_.async_save == "true" || (c_.async_save == "auto" && model_->device().is_cuda());
     saver_ = std::make_unique<RunSaver>(*world_, dp_rank, dp_size, async_save);
@@ -192,7 +199,7 @@ class Trainer {
   TrainResult run() {
     TrainResult result;
     result.first_step = counters_.step;
-    result.params = full_parameter_count(*model_, grid_->tp_size());
+    result.params = whole_model_count(full_parameter_count(*model_, grid_->tp_size()), *model_, *grid_);
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
     if (c_.max_seconds > 0)
@@ -397,7 +404,7 @@ class Trainer {
       m.grad_norm = step.grad_norm;
       m.ms = 1000.0 * seconds;
       m.tok_per_s = static_cast<double>(tokens_per_step_) / seconds;
-      m.flops_per_s = model_->flops_per_token(c_.block_size) * m.tok_per_s;
+      m.flops_per_s = flops_per_token_ * m.tok_per_s;
       m.mfu = ctx_.peak_flops > 0 ? m.flops_per_s / (ctx_.peak_flops * world_->size()) : -1.0;
       m.eta_s = eta_seconds(run_step);
       m.loss_scale = step_loss_scale;
@@ -533,6 +540,7 @@ class Trainer {
   PreemptionSignals signals_;  // from construction on, a signal stops the run at a step boundary
   std::unique_ptr<RunSaver> saver_;
   int64_t tokens_per_step_ = 0;
+  double flops_per_token_ = 0.0;  // the whole model's, for the step line's FLOP/s and MFU
   double timed_seconds_ = 0.0;
   Clock::time_point loop_start_ = Clock::now();  // steps 2..kTimedSteps+1 of this run, for --fit-schedule
 };

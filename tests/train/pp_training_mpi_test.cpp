@@ -2,7 +2,7 @@
 // runtime runs (GPipe, 1F1B, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
 // (np 4), give the losses of one rank with the same global batch and micro-batches (f32, relative
 // 1e-5) over 20 steps; evaluation runs through the pipeline; a pp 2 checkpoint resumes at pp 1 and
-// a pp 1 checkpoint at pp 2, continuing as the uninterrupted run.
+// a pp 1 checkpoint at pp 2, continuing as the uninterrupted run; --init-from works at pp 2.
 #include <gtest/gtest.h>
 
 #include "train/mpi_data_fixture.h"
@@ -101,6 +101,28 @@ TEST_F(PpTrainingTest, PpTwoCheckpointResumesAtPpOneAndBack) {
   }
   comm_->barrier();
   expect_resume_matches(config("resumed_pp2", kPp, 1, kPp), kPp, root_ + "/written_pp1", kSteps / 2, reference);
+}
+
+// --init-from a pp 1 checkpoint: each stage takes its tensors, and pp 2 continues like pp 1.
+TEST_F(PpTrainingTest, InitFromAOnePipelineCheckpoint) {
+  if (comm_->size() != kPp) GTEST_SKIP() << "pp 2 on 2 ranks";
+  const std::string source = root_ + "/init_source";
+  if (comm_->rank() == 0) {
+    TrainConfig c = config("init_source", 1, 1, 1);
+    c.max_iters = 3;
+    run_training(c);
+  }
+  comm_->barrier();
+  TrainConfig one = config("init_pp1_" + std::to_string(comm_->rank()), 1, 1, 1);
+  one.init_from = source;
+  one.max_iters = 5;
+  std::vector<double> reference = run_training(one).step_losses;
+  RunContext ctx;
+  ctx.comm = comm_.get();
+  TrainConfig c = config("init_pp2", kPp, 1, kPp);
+  c.init_from = source;
+  c.max_iters = 5;
+  expect_close(mean_losses(run_training(c, ctx).step_losses, *comm_), reference);
 }
 
 }  // namespace
