@@ -160,7 +160,7 @@ RunMetrics read_run_metrics(const std::string& path) {
     } else {
       drop_from(m.steps, step);
       drop_from(m.evals, step);
-      drop_from(m.layer_stats, step);
+      drop_from(m.layer_stats, step + 1);  // the trainer writes a step's statistics before its step record
       m.steps.push_back(StepRecord{step, field(f, "loss", kNaN), field(f, "lr", kNaN), field(f, "grad_norm", kNaN),
                                    field(f, "tok_per_s", kNaN), field(f, "mfu", kNaN)});
     }

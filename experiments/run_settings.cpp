@@ -22,11 +22,14 @@ namespace {
 //   comm-timeout, heartbeat-timeout   when a stuck rank gives up (dist/fault_guard.h)
 //   cuda-graph     replays the same kernels in the same order as the eager step
 //   bucket-mb      groups gradients into all-reduce calls; each element's sum is unchanged
+//   layer-stats    a probe beside the step that draws no random numbers and changes no weight
+//                  (train/layer_stats.h); the run is bit for bit the same
 // Everything else is compared, including device, dtype, allreduce and attention: they choose
 // kernels and reduction orders, so the numbers differ even where the maths agrees.
 const std::set<std::string>& ignored_flags() {
   static const std::set<std::string> keys = {"out", "resume", "overwrite", "log-interval",      "ckpt-interval", "keep",
-                                             "comm-timeout", "heartbeat-timeout", "cuda-graph", "bucket-mb"};
+                                             "comm-timeout", "heartbeat-timeout", "cuda-graph", "bucket-mb",
+                                             "layer-stats"};
   return keys;
 }
 

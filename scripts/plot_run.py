@@ -4,10 +4,11 @@ and tokens/s against step, read from each run's metrics.jsonl (train/metrics.cpp
 {"step","loss","lr","grad_norm","ms","tok_per_s",...}, eval records {"step","val_loss","train_loss",
 "elapsed_s"}, and a final {"final":true,...}). Runs are overlaid, one colour each, labelled by folder.
 With --heatmap PNG, also a layer x step heat map of each per-layer statistic of one run (its
-{"step","layer_stats":{...}} records, written by `nanodist train --layer-stats N`).
+{"step","layer_stats":{...}} records, written by `nanodist train --layer-stats N`), or with --against
+CONTROL the log10 ratio of each to the control run's at the same steps (blue lower, red higher).
 
 usage: scripts/plot_run.py OUT_DIR_OR_METRICS_JSONL [...] [--out run.png] [--smooth 0.9] [--title T]
-                           [--heatmap layers.png]
+                           [--heatmap layers.png [--against CONTROL_RUN]]
 Needs matplotlib (pip install matplotlib).
 """
 import argparse
@@ -128,14 +129,47 @@ def read_layer_stats(path):
     return steps, layers, grids
 
 
-def draw_heatmaps(path, out, title):
-    from matplotlib.colors import LogNorm
+def against(path, control_path):
+    """The run's grids divided by the control's at the statistics steps both recorded: -> (steps,
+    layers, {title: log10(run / control)}) (ratios to a zero or non-finite value are gaps)."""
     import numpy as np
 
     steps, layers, grids = read_layer_stats(path)
+    control_steps, _, control = read_layer_stats(control_path)
+    common = [s for s in steps if s in control_steps]
+    if not common:
+        sys.exit(f"plot_run.py: {path} and {control_path} have no statistics step in common")
+    mine = [steps.index(s) for s in common]
+    theirs = [control_steps.index(s) for s in common]
+    ratios = {}
+    for title, _, _ in HEATMAP_STATS:
+        a = np.array(grids[title], dtype=float)[:, mine]
+        b = np.array(control[title], dtype=float)[:layers, theirs]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            ratios[title] = np.where((a > 0) & (b > 0), np.log10(np.abs(a / b)), np.nan)
+    return common, layers, ratios
+
+
+def draw_heatmaps(path, out, title, control_path=None):
+    from matplotlib.colors import LogNorm
+    import numpy as np
+
+    if control_path:
+        steps, layers, grids = against(path, control_path)
+    else:
+        steps, layers, grids = read_layer_stats(path)
     fig, axes = plt.subplots(2, 4, figsize=(18, 7.5))
     for ax, (name, _, log) in zip(axes.flat, HEATMAP_STATS):
         grid = np.array(grids[name], dtype=float)
+        if control_path:
+            # log10(run / control): 0 = the same, +-1 = the 10x of the ablation report.
+            image = ax.imshow(np.ma.masked_invalid(grid), aspect="auto", origin="lower", interpolation="nearest",
+                              cmap="RdBu_r", vmin=-2, vmax=2, extent=(steps[0] - 0.5, steps[-1] + 0.5, -0.5, layers - 0.5))
+            fig.colorbar(image, ax=ax, label="log10(run / control)")
+            ax.set_title(name, fontsize=9)
+            ax.set_xlabel("step")
+            ax.set_ylabel("layer")
+            continue
         finite = grid[np.isfinite(grid) & (grid > 0)] if log else grid[np.isfinite(grid)]
         norm = LogNorm(vmin=finite.min(), vmax=max(finite.max(), finite.min() * 1.0001)) if log and finite.size else None
         image = ax.imshow(np.ma.masked_invalid(np.where(grid > 0, grid, np.nan) if log else grid), aspect="auto",
@@ -184,6 +218,8 @@ def main():
     parser.add_argument("--smooth", type=float, default=0.0, help="EMA factor for the train loss, in [0, 1)")
     parser.add_argument("--title", default=None)
     parser.add_argument("--heatmap", default=None, help="also write the layer x step heat maps of one run here")
+    parser.add_argument("--against", default=None,
+                        help="with --heatmap: draw log10(run / this control run) instead of the run's values")
     args = parser.parse_args()
     if not 0 <= args.smooth < 1:
         sys.exit(f"plot_run.py: --smooth must be in [0, 1), got {args.smooth}")
@@ -192,7 +228,7 @@ def main():
     if args.heatmap:
         if len(paths) != 1:
             sys.exit("plot_run.py: --heatmap draws one run; give one run")
-        draw_heatmaps(paths[0], args.heatmap, args.title)
+        draw_heatmaps(paths[0], args.heatmap, args.title, metrics_path(args.against) if args.against else None)
     runs = [read_run(p) for p in paths]
     labels = run_labels(paths)
     fig, axes = plt.subplots(2, 2, figsize=(13, 8.5))

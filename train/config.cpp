@@ -1,6 +1,7 @@
 // The train flag table is one list of (flag, TrainConfig member) bindings, so a flag's name, its
 // default (read from a default-constructed TrainConfig) and its field never drift apart.
 #include "train/config.h"
+#include "train/step_trace.h"
 
 #include <functional>
 #include <sstream>
@@ -192,6 +193,11 @@ const std::vector<Binding>& train_bindings() {
           "every N steps, per-layer statistics into metrics.jsonl: gradient and weight norms, update/weight "
           "ratio, bf16/fp16 gradient underflow per tensor; residual, attention and MLP output RMS, attention "
           "entropy per head, saturated GELU inputs per block (0 = off)");
+    b.add("trace", &C::trace,
+          "write a Chrome trace (Perfetto) of the --trace-steps to this file: every op on the compute stream and "
+          "every collective on its communicator's stream, per rank, and print each rank's compute, communication, "
+          "exposed communication and idle time per step (the CUDA graph is off: the traced steps run eagerly)");
+    b.add("trace-steps", &C::trace_steps, "the steps --trace records, FIRST:LAST (1-based, inclusive)");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
     b.add("ckpt-interval", &C::ckpt_interval,
@@ -283,6 +289,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << c.comm_timeout);
   ND_CHECK_INPUT(c.heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << c.heartbeat_timeout);
   ND_CHECK_INPUT(c.layer_stats >= 0, "--layer-stats must be >= 0, got " << c.layer_stats);
+  if (!c.trace.empty()) parse_trace_steps(c.trace_steps);
   ND_CHECK_INPUT(c.skip_nonfinite >= 0, "--skip-nonfinite must be >= 0, got " << c.skip_nonfinite);
   ND_CHECK_INPUT(c.ckpt_interval >= -1,
                  "--ckpt-interval must be >= -1 (-1 = at every evaluation, 0 = only at the end), got " << c.ckpt_interval);

@@ -79,6 +79,9 @@ struct TrainConfig {
   int skip_nonfinite = 0;
   // observability: per-layer statistics every N steps (train/layer_stats.h; 0 = off)
   int layer_stats = 0;
+  // a Chrome-trace timeline of steps trace_steps ("a:b") into this file (train/step_trace.h; "" = off)
+  std::string trace;
+  std::string trace_steps = "3:4";
   // state
   // ckpt_interval -1: at every evaluation (--eval-interval), so a preempted run can resume.
   // async_save: auto = on for a GPU run (the snapshot is pinned host memory), off on the CPU.

@@ -22,6 +22,8 @@
 #include "train/evaluation.h"
 #include "train/init_from.h"
 #include "train/layer_stats.h"
+#include "train/step_trace.h"
+#include "dist/tracing_comm.h"
 #include "train/lr_schedule.h"
 #include "train/checkpoint.h"
 #include "train/memory_plan.h"
@@ -76,6 +78,7 @@ std::string why_no_cuda_graph(const TrainConfig& c) {
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
   if (op_timer::enabled()) return "NANODIST_KERNEL_TIMES times the ops of eager steps";
   if (c.pp > 1 && pipeline_timeline_enabled()) return "NANODIST_PP_TIMELINE records the pipeline's spans";
+  if (!c.trace.empty()) return "--trace records the ops of eager steps";
   return "";
 }
 
@@ -101,6 +104,11 @@ class Trainer {
     // One process without a communicator is a world of one rank.
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
+    // --trace: every group the grid splits off is a TracingComm too (a track per communicator).
+    if (!c_.trace.empty()) {
+      traced_world_ = std::make_unique<dist::TracingComm>(*world_, "world");
+      world_ = traced_world_.get();
+    }
     validate_train_config(c_, world_->size());
     dist::GridOptions grid;
     grid.tp = c_.tp;
@@ -108,6 +116,8 @@ class Trainer {
     grid.collectives = dist::parse_collectives(c_.collectives);
     grid.allow_cross_node_tp = c_.allow_cross_node_tp;
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
+    for (auto [comm, label] : {std::pair<dist::Comm*, const char*>{&grid_->tp(), "tp"}, {&grid_->dp(), "dp"}})
+      if (auto* traced = dynamic_cast<dist::TracingComm*>(comm)) traced->set_label(label);
     rank_ = world_->rank();
     claimed_out_ = claim_output_dir_on_rank0(c_, *world_);
     for (const std::string& note : claimed_out_.notes) say(note);
@@ -189,6 +199,11 @@ class Trainer {
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
     if (grid_->pp_size() > 1)
       step_->set_pipeline(make_pipeline_schedule(c_, model_config_, *model_, *grid_), &grid_->embedding());
+    if (!c_.trace.empty()) {
+      const auto [first, last] = parse_trace_steps(c_.trace_steps);
+      step_trace_ = std::make_unique<StepTrace>(c_.trace, first, last, *world_,
+                                                model_->device().is_cuda() ? model_->device().index : -1);
+    }
     if (c_.layer_stats > 0) layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank});
     if (loss_scaler_) {
       step_->set_loss_scale(loss_scaler_->scale());
@@ -359,8 +374,11 @@ class Trainer {
     // Every --layer-stats steps: a probe before the step, the sums after it (inside the step's time).
     const bool stats_now = layer_stats_ && (counters_.step + 1) % c_.layer_stats == 0;
     if (stats_now) layer_stats_->before_step(batches.front().inputs);
+    if (step_trace_) step_trace_->before_step(counters_.step + 1);
     StepResult step = step_->run(batches, lr, dropout_gen_);
     if (stats_now) metrics_.write_line(layer_stats_->after_step(counters_.step + 1).json());
+    if (step_trace_)
+      for (const std::string& line : step_trace_->after_step(counters_.step + 1)) say(line);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
@@ -517,6 +535,7 @@ class Trainer {
   RunContext ctx_;
   RunData data_;
   std::unique_ptr<dist::Comm> own_world_;  // when the context has no communicator
+  std::unique_ptr<dist::TracingComm> traced_world_;  // --trace: wraps the world
   dist::Comm* world_ = nullptr;
   std::unique_ptr<dist::ParallelGrid> grid_;
   dist::Comm* dp_ = nullptr;  // grid_->dp(): gradients, loss means and data shards
@@ -531,6 +550,7 @@ class Trainer {
   std::unique_ptr<LayerStats> layer_stats_;  // --layer-stats
   std::unique_ptr<LossScaler> loss_scaler_;  // loss scaling only (train/loss_scaler.h)
   bool overflow_skipped_ = false;            // the last step was skipped by the loss scaler
+  std::unique_ptr<StepTrace> step_trace_;    // --trace
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
   std::unique_ptr<EvalReader> train_eval_, val_eval_;

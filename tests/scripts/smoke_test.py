@@ -132,6 +132,11 @@ def test_plot_run(ctx, tmp):
     steps, layers, grids = plot_run.read_layer_stats(os.path.join(stats, "metrics.jsonl"))
     expect(steps == list(range(2, 21, 2)) and layers == 2, f"heat map steps {steps}, layers {layers}")
     expect(all(v > 0 for row in grids["block gradient norm"] for v in row), "gradient norms")
+    ratio = os.path.join(tmp, "ratio.png")
+    run([sys.executable, script, stats, "--out", os.path.join(tmp, "stats2.png"), "--heatmap", ratio, "--against", stats])
+    expect_png(ratio)
+    _, _, same = plot_run.against(os.path.join(stats, "metrics.jsonl"), os.path.join(stats, "metrics.jsonl"))
+    expect(all(v == 0 for v in same["block gradient norm"].flatten()), "a run against itself is log10(1) = 0")
     r = run([sys.executable, script, real, "--heatmap", heat], expect_ok=False)
     expect(r.returncode != 0 and "--layer-stats" in r.stderr, r.stderr)
 

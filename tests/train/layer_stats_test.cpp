@@ -214,5 +214,21 @@ TEST(LayerStats, TrainingWritesOneLinePerStatisticsStep) {
   EXPECT_EQ(steps, (std::vector<int64_t>{3, 6}));
 }
 
+// The probe draws no dropout mask and changes no weight: with dropout on, a run with statistics
+// every step takes the same steps, bit for bit, as one without.
+TEST(LayerStats, LeavesTheRunBitIdentical) {
+  testing::TempDir dir;
+  testing::write_tiny_data(dir / "data");
+  TrainConfig c = testing::tiny_config(dir / "data", dir / "plain");
+  c.max_iters = 6;
+  c.dropout = 0.2;
+  TrainResult plain = run_training(c);
+  c.out_dir = dir / "stats";
+  c.layer_stats = 1;
+  TrainResult stats = run_training(c);
+  EXPECT_EQ(stats.step_losses, plain.step_losses);
+  EXPECT_EQ(stats.params_hash, plain.params_hash);
+}
+
 }  // namespace
 }  // namespace nd::train
