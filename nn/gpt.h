@@ -44,6 +44,8 @@ class Block : public Module {
  public:
   Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   Variable forward(const Variable& x, Generator& dropout_gen) const;
+  // The attention's and/or the MLP's linears in FP8 (CausalSelfAttention::use_fp8, MLP::use_fp8).
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp);
 
  private:
   bool use_residual_;
@@ -114,6 +116,10 @@ class GPT : public Module {
   // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
   // attention scores and values. Under tp each rank does 1 / tp of them.
   double flops_per_token(int T) const;
+  // Which linears run their GEMMs in FP8 (ops::fp8_linear, tp 1, bf16 on a GPU with FP8 tensor
+  // cores): the blocks' attention and MLP linears and the tied head, registered with `scaling`
+  // under their parameter names' module prefixes (transformer.h.3.mlp.c_fc, lm_head).
+  void use_fp8(Fp8LinearScaling& scaling, bool attn, bool mlp, bool head);
 
  private:
   GPTConfig config_;
@@ -124,6 +130,7 @@ class GPT : public Module {
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
+  Tensor head_fp8_;  // the head's FP8 scalars when it runs in FP8
 };
 
 }  // namespace nd::nn

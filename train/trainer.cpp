@@ -17,6 +17,7 @@
 #include "dist/data_parallel.h"
 #include "dist/local_comm.h"
 #include "dist/parallel_grid.h"
+#include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
@@ -120,6 +121,10 @@ class Trainer {
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
+    if (precision_.fp8()) {  // one scaling entry per linear: four per block and the head
+      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1);
+      model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
+    }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad);
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
@@ -166,10 +171,8 @@ class Trainer {
     step.loss_scaling = precision_.loss_scaling;
     if (!step.cuda_graph) say("cuda graph: off (" + why + "); the step runs eagerly");
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
-    if (loss_scaler_) {
-      step_->set_loss_scale(loss_scaler_->scale());
-      say("precision: " + precision_.str());
-    }
+    if (loss_scaler_) step_->set_loss_scale(loss_scaler_->scale());
+    if (loss_scaler_ || fp8_scaling_) say("precision: " + precision_.str());
   }
 
   TrainResult run() {
@@ -331,6 +334,7 @@ class Trainer {
     for (int micro = 0; micro < c_.grad_accum; ++micro) batches.push_back(train_loader_->next_batch());
     StepResult step = step_->run(batches, lr, dropout_gen_);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
+    if (fp8_scaling_) fp8_scaling_->end_step(nullptr);  // this step's amaxes -> the next step's scales
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
     if (loss_scaler_) {
@@ -489,7 +493,8 @@ class Trainer {
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<LossScaler> loss_scaler_;  // loss scaling only (train/loss_scaler.h)
+  std::unique_ptr<LossScaler> loss_scaler_;
+  std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only  // loss scaling only (train/loss_scaler.h)
   bool overflow_skipped_ = false;            // the last step was skipped by the loss scaler
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
