@@ -6,8 +6,9 @@
 # are where FP8 does not pay). The bar (issue 26): --fp8 at least 1.25x bf16's tokens/s on gpt2-xl
 # and gpt-2.7b with val loss within 1% of bf16's after 500 steps, and gpt2 not slower with the
 # head in FP8. Prints one line per model and PASS/FAIL against the bar; full logs in OUT/logs.
-# Builds nothing: expects build/nanodist (or --bin). DATA is a GPT-2-tokenized prepared corpus
-# (nanodist prepare --tokenizer gpt2, or llm.c shards). About 5 minutes a large model on an H100
+# Builds nothing: expects build/nanodist (or --bin). DATA is any corpus train reads (the bar is
+# for a GPT-2-tokenized one, e.g. llm.c shards; `prepare --random-tokens` data times the speed
+# but its val loss says nothing). About 5 minutes a large model on an H100
 # (start-up included): run one model per call where a command's time is limited.
 #
 # usage: scripts/bench_fp8.sh --data DIR [--models "gpt2-xl gpt-2.7b gpt2"] [--steps 500]
@@ -35,7 +36,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 die() { echo "bench_fp8.sh: $*" >&2; exit 1; }
-[[ -n "$data" ]] || die "--data DIR is required (a GPT-2-tokenized prepared corpus)"
+[[ -n "$data" ]] || die "--data DIR is required (a corpus nanodist train reads)"
 [[ -x "$bin" ]] || die "$bin not found (build first: scripts/build.sh)"
 [[ "$steps" =~ ^[0-9]+$ && "$steps" -ge 20 ]] || die "--steps must be a number >= 20, got '$steps'"
 

@@ -59,7 +59,6 @@ constexpr int kTimedSteps = 5;
 // The op timer leaves out this many first steps of a run (set-up, cuBLAS plans, allocations).
 constexpr int kOpTimerWarmupSteps = 2;
 
-// Why a CUDA graph cannot run this job, or "" when it can.
 // A loss scale for a log line: 65536, 0.5, 1.048576e+06 (powers of two stay exact up to 2^33).
 std::string format_scale(double scale) {
   char text[32];
@@ -67,6 +66,7 @@ std::string format_scale(double scale) {
   return text;
 }
 
+// Why a CUDA graph cannot run this job, or "" when it can.
 std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
@@ -493,9 +493,9 @@ class Trainer {
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<LossScaler> loss_scaler_;
-  std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only  // loss scaling only (train/loss_scaler.h)
-  bool overflow_skipped_ = false;            // the last step was skipped by the loss scaler
+  std::unique_ptr<LossScaler> loss_scaler_;            // loss scaling only (train/loss_scaler.h)
+  std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only
+  bool overflow_skipped_ = false;                      // the last step was skipped by the loss scaler
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
   std::unique_ptr<EvalReader> train_eval_, val_eval_;
