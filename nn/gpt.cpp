@@ -3,8 +3,10 @@
 #include <set>
 
 #include "autograd/checkpoint.h"
+#include "autograd/ops/fp8_linear.h"
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
+#include "nn/fp8_linear_scaling.h"
 
 namespace nd::nn {
 
@@ -74,6 +76,11 @@ Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::Tenso
   attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, tp));
   ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
   mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at, tp));
+}
+
+void Block::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp) {
+  if (attn) attn_->use_fp8(scaling, prefix + ".attn");
+  if (mlp) mlp_->use_fp8(scaling, prefix + ".mlp");
 }
 
 Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
@@ -178,11 +185,19 @@ Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) co
   return x;
 }
 
+void GPT::use_fp8(Fp8LinearScaling& scaling, bool attn, bool mlp, bool head) {
+  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
+  for (size_t i = 0; i < blocks_.size(); ++i)
+    blocks_[i]->use_fp8(scaling, "transformer.h." + std::to_string(first_block_ + static_cast<int>(i)), attn, mlp);
+  if (head && is_last_stage()) head_fp8_ = scaling.add("lm_head", {});
+}
+
 GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient) const {
   ND_CHECK(!loss_gradient || targets, "GPT::head: a loss_gradient without targets (no loss to seed)");
   ND_CHECK(is_last_stage(), "GPT::head on a stage without the head (its blocks end before the last)");
   Output out;
-  out.logits = dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
+  out.logits = head_fp8_.defined() ? ops::fp8_linear(ln_f_->forward(x), wte_, Variable(), head_fp8_)
+                                   : dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
   if (!targets) return out;
   if (tp_.active())
     out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_, loss_gradient);

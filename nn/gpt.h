@@ -64,6 +64,8 @@ class Block : public Module {
   // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
   void set_observer(BlockObserver* observer) { observer_ = observer; }
+  // The attention's and/or the MLP's linears in FP8 (CausalSelfAttention::use_fp8, MLP::use_fp8).
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp);
 
  private:
   Variable run(const Variable& x, Generator& dropout_gen) const;
@@ -143,6 +145,10 @@ class GPT : public Module {
   void set_block_observer(BlockObserver* observer);
   int first_block() const { return first_block_; }
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  // Which linears run their GEMMs in FP8 (ops::fp8_linear, tp 1, bf16 on a GPU with FP8 tensor
+  // cores): the blocks' attention and MLP linears and the tied head, registered with `scaling`
+  // under their parameter names' module prefixes (transformer.h.3.mlp.c_fc, lm_head).
+  void use_fp8(Fp8LinearScaling& scaling, bool attn, bool mlp, bool head);
 
  private:
   GPTConfig config_;
@@ -153,6 +159,7 @@ class GPT : public Module {
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
+  Tensor head_fp8_;  // the head's FP8 scalars when it runs in FP8
 };
 
 }  // namespace nd::nn

@@ -5,6 +5,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
 #include "dist/sequence_parallel.h"
+#include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
 
 namespace nd::nn {
@@ -75,6 +76,11 @@ Variable CausalSelfAttention::attention_core(const Variable& qkv, Generator& dro
                                        shape_.attention);
 }
 
+void CausalSelfAttention::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix) {
+  c_attn_->use_fp8(scaling.add(prefix + ".c_attn", {}));
+  c_proj_->use_fp8(scaling.add(prefix + ".c_proj", {}));
+}
+
 MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp)
     : dropout_(shape.dropout), tp_(tp) {
   check_tensor_parallel_shape(shape.n_embd, shape.n_head, tp.size());
@@ -86,8 +92,13 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
 }
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
-  Variable y = fusions().gelu_mlp ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+  Variable y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
   return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
+}
+
+void MLP::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix) {
+  c_fc_->use_fp8(scaling.add(prefix + ".c_fc", {}));
+  c_proj_->use_fp8(scaling.add(prefix + ".c_proj", {}));
 }
 
 Variable MLP::fused_forward(const Variable& x) const {

@@ -9,6 +9,8 @@
 
 namespace nd::nn {
 
+class Fp8LinearScaling;
+
 class Linear : public Module {
  public:
   // weight (out, in) ~ N(0, init_std); bias (out) = 0.
@@ -61,6 +63,8 @@ class CausalSelfAttention : public Module {
   CausalSelfAttention(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   // x (B, T, C) -> (B, T, C). With Recompute::Attention the attention core is an ops::checkpoint.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
+  // c_attn and c_proj in FP8, registered with `scaling` as PREFIX.c_attn and PREFIX.c_proj.
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix);
 
  private:
   Variable attention_core(const Variable& qkv, Generator& dropout_gen) const;
@@ -77,6 +81,8 @@ class MLP : public Module {
   // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
   // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
+  // c_fc and c_proj in FP8 (the gelu_mlp fusion then stands aside), as CausalSelfAttention's.
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix);
 
  private:
   // c_proj(gelu(c_fc(x))) by ops::gelu_mlp: under tp each rank's op gives c_proj's partial product

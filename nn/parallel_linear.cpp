@@ -3,6 +3,7 @@
 // parallelism a reduce-scatter to this rank's share, then the bias).
 #include "nn/parallel_linear.h"
 
+#include "autograd/ops/fp8_linear.h"
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
 
@@ -31,7 +32,23 @@ RowParallelLinear::RowParallelLinear(int64_t in, int64_t out, bool has_bias, dou
   if (has_bias) bias = register_parameter("bias", Tensor::zeros({out}, at.dtype, at.device));
 }
 
+Variable ColumnParallelLinear::forward(const Variable& x) const {
+  if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars_);
+  return dist::column_parallel_linear(x, weight, bias, tp_);
+}
+
+void ColumnParallelLinear::use_fp8(Tensor scalars) {
+  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
+  fp8_scalars_ = std::move(scalars);
+}
+
+void RowParallelLinear::use_fp8(Tensor scalars) {
+  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
+  fp8_scalars_ = std::move(scalars);
+}
+
 Variable RowParallelLinear::forward(const Variable& x) const {
+  if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars_);
   if (!tp_.active()) return ops::linear(x, weight, bias);
   return reduce_partial(ops::linear(x, weight, rank_bias()));
 }

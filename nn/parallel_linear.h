@@ -20,13 +20,18 @@ class ColumnParallelLinear : public Module {
   // x (..., in), the same on every rank -> (..., out / tp), this rank's output features. Backward
   // all-reduces x's gradient while the weight gradient is computed (dist::column_parallel_linear).
   // When tp splits tokens, x is this rank's share (B / tp, T, in), gathered to (B, T, in) first.
-  Variable forward(const Variable& x) const { return dist::column_parallel_linear(x, weight, bias, tp_); }
+  Variable forward(const Variable& x) const;
+  // Runs the GEMMs in FP8 (ops::fp8_linear) with these device scalars (nn/fp8_linear_scaling.h);
+  // tp 1 only (nd::Error otherwise).
+  void use_fp8(Tensor scalars);
+  bool fp8() const { return fp8_scalars_.defined(); }
 
   Variable weight;
   Variable bias;  // undefined without bias
 
  private:
   dist::TensorParallel tp_;
+  Tensor fp8_scalars_;  // FP8 GEMMs when defined
 };
 
 class RowParallelLinear : public Module {
@@ -45,12 +50,16 @@ class RowParallelLinear : public Module {
   // over the group (or this rank's share of it), which holds the bias once. For a product made by
   // another op (ops::gelu_mlp).
   Variable reduce_partial(const Variable& partial) const;
+  // As ColumnParallelLinear::use_fp8.
+  void use_fp8(Tensor scalars);
+  bool fp8() const { return fp8_scalars_.defined(); }
 
   Variable weight;
   Variable bias;  // undefined without bias
 
  private:
   dist::TensorParallel tp_;
+  Tensor fp8_scalars_;  // FP8 GEMMs when defined
 };
 
 // This rank's shard by `spec` of a parameter of `full_shape` drawn as the unsplit layer draws it

@@ -141,6 +141,11 @@ const std::vector<Binding>& train_bindings() {
     b.add("master-weights", &C::master_weights,
           "keep f32 master weights beside bf16 parameters (false: the update rounds into the bf16 weights in "
           "place, an ablation)");
+    b.add("fp8", &C::fp8,
+          "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over a 1024-step amax "
+          "history; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
+          "multiples of 16); attention, LayerNorm, softmax and the loss stay bf16");
+    b.add("fp8-layers", &C::fp8_layers, "with --fp8: all, or a comma list of attn, mlp, head");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("pp", &C::pp,
@@ -273,7 +278,12 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   DType dtype = parse_dtype(c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
   ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
-  precision_policy(c);  // checks --grad-dtype, --master-weights and --loss-scale against --dtype
+  precision_policy(c);  // checks --grad-dtype, --master-weights, --loss-scale and --fp8 against --dtype
+  ND_CHECK_INPUT(!c.fp8 || device.is_cuda(), "--fp8 needs --device cuda");
+  ND_CHECK_INPUT(!c.fp8 || c.tp == 1, "--fp8 runs at --tp 1 only for now, got --tp " << c.tp);
+  ND_CHECK_INPUT(!c.fp8 || (static_cast<int64_t>(c.batch_size) * c.block_size % 16 == 0 && c.n_embd % 16 == 0),
+                 "--fp8: batch-size x block-size and n-embd must be multiples of 16 (FP8 GEMM alignment), got "
+                     << c.batch_size << " x " << c.block_size << " and " << c.n_embd);
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
            "--device " << c.device << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.collectives == "native" || c.collectives == "ring" || c.collectives == "hierarchical" ||

@@ -49,6 +49,8 @@ struct TrainConfig {
   std::string grad_dtype = "";  // "" = the --dtype (train/precision.h)
   std::string loss_scale = "auto";  // auto | dynamic | X (train/loss_scaler.h); auto = dynamic under fp16, else off
   bool master_weights = true;       // false: bf16 parameters updated in place, no f32 master copy
+  bool fp8 = false;                  // the linears' GEMMs in FP8 with delayed scaling (Hopper)
+  std::string fp8_layers = "all";    // which: all, or a comma list of attn, mlp, head
   uint64_t seed = 1337;
   int tp = 1;
   int pp = 1;  // pipeline stages (train/pipeline_schedule.h)

@@ -1,6 +1,8 @@
 // PrecisionPolicy from the flags.
 #include "train/precision.h"
 
+#include <sstream>
+
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -8,6 +10,7 @@ namespace nd::train {
 std::string PrecisionPolicy::str() const {
   std::string s = std::string("param ") + dtype_name(param) + ", compute " + dtype_name(compute) + ", grad " +
                   dtype_name(grad) + ", reduce " + dtype_name(reduce) + ", master " + dtype_name(master);
+  if (fp8()) s += std::string(", fp8 GEMMs in") + (fp8_attn ? " attn" : "") + (fp8_mlp ? " mlp" : "") + (fp8_head ? " head" : "");
   if (loss_scaling)
     s += loss_scaler.dynamic ? ", loss scale dynamic" : ", loss scale " + std::to_string(loss_scaler.initial_scale);
   return s;
@@ -31,6 +34,19 @@ PrecisionPolicy precision_policy(const TrainConfig& c) {
   } else {
     p.loss_scaler = parse_loss_scale(c.loss_scale);
     p.loss_scaling = p.loss_scaler.dynamic || p.loss_scaler.initial_scale != 1.0;
+  }
+  if (c.fp8) {
+    ND_CHECK_INPUT(p.param == DType::BF16, "--fp8 needs --dtype bf16 (its GEMMs read bf16 and write bf16)");
+    std::stringstream list(c.fp8_layers);
+    for (std::string item; std::getline(list, item, ',');) {
+      const bool all = item == "all";
+      ND_CHECK_INPUT(all || item == "attn" || item == "mlp" || item == "head",
+                     "--fp8-layers takes all or a comma list of attn, mlp, head; got '" << item << "'");
+      p.fp8_attn = p.fp8_attn || all || item == "attn";
+      p.fp8_mlp = p.fp8_mlp || all || item == "mlp";
+      p.fp8_head = p.fp8_head || all || item == "head";
+    }
+    ND_CHECK_INPUT(p.fp8(), "--fp8-layers names no layer: '" << c.fp8_layers << "'");
   }
   return p;
 }

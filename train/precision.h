@@ -21,6 +21,8 @@ struct PrecisionPolicy {
   DType master = DType::F32;   // the optimizer's weights (its moments are f32 always)
   bool loss_scaling = false;   // a LossScaler with `loss_scaler` runs the step
   LossScalerOptions loss_scaler;
+  bool fp8_attn = false, fp8_mlp = false, fp8_head = false;  // --fp8 --fp8-layers: FP8 GEMMs there
+  bool fp8() const { return fp8_attn || fp8_mlp || fp8_head; }
 
   std::string str() const;  // "param bf16, compute bf16, grad f32, reduce f32, master f32"
 };

@@ -17,6 +17,7 @@
 #include "dist/data_parallel.h"
 #include "dist/local_comm.h"
 #include "dist/parallel_grid.h"
+#include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "train/evaluation.h"
@@ -65,7 +66,6 @@ constexpr int kTimedSteps = 5;
 // The op timer leaves out this many first steps of a run (set-up, cuBLAS plans, allocations).
 constexpr int kOpTimerWarmupSteps = 2;
 
-// Why a CUDA graph cannot run this job, or "" when it can.
 // A loss scale for a log line: 65536, 0.5, 1.048576e+06 (powers of two stay exact up to 2^33).
 std::string format_scale(double scale) {
   char text[32];
@@ -73,6 +73,7 @@ std::string format_scale(double scale) {
   return text;
 }
 
+// Why a CUDA graph cannot run this job, or "" when it can.
 std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
@@ -138,6 +139,10 @@ class Trainer {
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
+    if (precision_.fp8()) {  // one scaling entry per linear: four per block and the head
+      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1);
+      model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
+    }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
                                                c_.zero > 0 ? dp_size : 1);
     dist::DataParallelOptions dp_options;
@@ -205,10 +210,8 @@ class Trainer {
                                                 model_->device().is_cuda() ? model_->device().index : -1);
     }
     if (c_.layer_stats > 0) layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank});
-    if (loss_scaler_) {
-      step_->set_loss_scale(loss_scaler_->scale());
-      say("precision: " + precision_.str());
-    }
+    if (loss_scaler_) step_->set_loss_scale(loss_scaler_->scale());
+    if (loss_scaler_ || fp8_scaling_) say("precision: " + precision_.str());
   }
 
   TrainResult run() {
@@ -380,6 +383,7 @@ class Trainer {
     if (step_trace_)
       for (const std::string& line : step_trace_->after_step(counters_.step + 1)) say(line);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
+    if (fp8_scaling_) fp8_scaling_->end_step(nullptr);  // this step's amaxes -> the next step's scales
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
     if (loss_scaler_) {
@@ -547,10 +551,11 @@ class Trainer {
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;
-  std::unique_ptr<LayerStats> layer_stats_;  // --layer-stats
-  std::unique_ptr<LossScaler> loss_scaler_;  // loss scaling only (train/loss_scaler.h)
-  bool overflow_skipped_ = false;            // the last step was skipped by the loss scaler
-  std::unique_ptr<StepTrace> step_trace_;    // --trace
+  std::unique_ptr<LayerStats> layer_stats_;            // --layer-stats
+  std::unique_ptr<LossScaler> loss_scaler_;            // loss scaling only (train/loss_scaler.h)
+  std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only
+  bool overflow_skipped_ = false;                      // the last step was skipped by the loss scaler
+  std::unique_ptr<StepTrace> step_trace_;              // --trace
   LrSchedule schedule_;
   std::unique_ptr<BatchLoader> train_loader_;
   std::unique_ptr<EvalReader> train_eval_, val_eval_;

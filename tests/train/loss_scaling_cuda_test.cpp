@@ -2,7 +2,7 @@
 // scale of 2^16 is a power of two, so the run follows the unscaled run to rounding noise; a scale
 // that overflows backward skips every update, in the captured graph too (the weights stay the
 // initial ones); bf16 weights updated in place (--master-weights false) at a learning rate whose
-// updates fall below bf16's resolution learn less than with f32 masters.
+// updates fall below bf16's resolution for many weights learn less than with f32 masters.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,18 +60,26 @@ TEST_F(GpuLossScaling, OverflowSkipsEveryUpdateInTheGraphToo) {
 }
 
 TEST_F(GpuLossScaling, Bf16WithoutMastersLearnsLessAtASmallLearningRate) {
+  // At lr 1e-4 AdamW moves a weight by about 1e-4 a step: below half a bf16 ulp for every weight
+  // above 1/32 in magnitude and for the LayerNorm gains (1.0: half an ulp is 0.004), so rounded
+  // into bf16 in place those updates vanish; with f32 masters they add up.
   auto run = [&](const std::string& out, bool masters) {
     TrainConfig c = config(out);
-    c.max_iters = 60;
-    c.lr_decay_iters = 60;
-    c.lr = 3e-4;  // updates of ~3e-4 on weights ~0.02..1: at or below bf16's half-ulp for many
-    c.min_lr = 3e-4;
+    c.max_iters = 200;
+    c.lr_decay_iters = 200;
+    c.warmup_iters = 0;
+    c.lr = c.min_lr = 1e-4;
     c.master_weights = masters;
     return run_training(c);
   };
+  auto tail = [](const TrainResult& r) {
+    double sum = 0.0;
+    for (size_t i = r.step_losses.size() - 20; i < r.step_losses.size(); ++i) sum += r.step_losses[i];
+    return sum / 20;
+  };
   TrainResult with = run("masters", true), without = run("in_place", false);
-  EXPECT_LT(with.step_losses.back(), with.step_losses.front() - 0.2);
-  EXPECT_GT(without.step_losses.back(), with.step_losses.back()) << "rounding every update into bf16 should cost";
+  EXPECT_LT(tail(with), with.step_losses.front() - 0.2) << "the f32-master run should learn";
+  EXPECT_GT(tail(without), tail(with)) << "rounding every update into bf16 should cost";
 }
 
 }  // namespace

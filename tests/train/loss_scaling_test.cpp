@@ -89,7 +89,7 @@ TEST(LossScaling, OverflowingBackwardSkipsEveryUpdateWithoutStopping) {
   EXPECT_EQ(r.params_hash, quiet_run(untrained).params_hash) << "a skipped update changed the weights";
 }
 
-TEST(LossScaling, BadFlagValuesAreOneLineErrors) {
+TEST(LossScaling, BadPrecisionFlagsAreOneLineErrors) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   const std::string base = "train --data " + dir / "data" + " --out " + dir / "out" + " --max-iters 1 ";
@@ -98,6 +98,7 @@ TEST(LossScaling, BadFlagValuesAreOneLineErrors) {
   testing::expect_cli_error(testing::run_nanodist(base + "--dtype fp16", dir.path()), "--dtype fp16 needs --device cuda");
   testing::expect_cli_error(testing::run_nanodist(base + "--master-weights false", dir.path()),
                             "--master-weights false needs --dtype bf16");
+  testing::expect_cli_error(testing::run_nanodist(base + "--fp8", dir.path()), "--fp8 needs --dtype bf16");
 }
 
 }  // namespace
