@@ -1,6 +1,6 @@
 // PeerComm (peer_comm.h): agreeing on peer access, registering and exchanging the buffers through
 // CUDA IPC handles over the host channel, the choice by size (fixed, or auto from a measured or
-// fitted table), and the launch: copy-in on the comm's stream, then the kernel.
+// fitted table), and the launch: one kernel on the comm's stream (it copies the input in itself).
 #include "dist/peer_comm.h"
 
 #include <unistd.h>
@@ -88,16 +88,15 @@ std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
 #if NANODIST_WITH_CUDA
 struct PeerComm::Registration {
   int device = 0;
-  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then the data region
+  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then two data slots
   std::vector<void*> opened;    // the peers' regions mapped here (nullptr at this rank)
   uint32_t* epochs = nullptr;   // device, kPeerMaxBlocks counters
   cuda::PeerTimeout* timeout = nullptr;  // host-mapped
   cuda::PeerBuffers buffers;
   cudaStream_t stream = nullptr;
 
-  // No rank reads this rank's region after its last kernel has passed its end flags, so once
-  // this rank's work is done the region can go without a host barrier. Not checked: a
-  // destructor must not throw.
+  // A peer may still read this rank's slot of the last call after this rank's kernel ended, so
+  // PeerComm's destructor holds a host barrier first. Not checked: a destructor must not throw.
   ~Registration() {
     cudaSetDevice(device);
     for (void* p : opened)
@@ -122,6 +121,8 @@ PeerComm::~PeerComm() {
   if (!registration_) return;
   try {
     inner_.synchronize();
+    int64_t done = 1;
+    inner_.host_allreduce(&done, 1, HostReduce::Sum);  // every rank's kernels have finished
   } catch (...) {
   }
 }
@@ -175,7 +176,7 @@ void PeerComm::set_up() {
   reg->device = nccl->device().index;
   reg->stream = nccl->stream();
   CUDA_CHECK(cudaSetDevice(reg->device));
-  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + static_cast<size_t>(options_.buffer_bytes)));
+  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + 2 * static_cast<size_t>(options_.buffer_bytes)));
   CUDA_CHECK(cudaMemset(reg->own, 0, cuda::kPeerFlagBytes));
   CUDA_CHECK(cudaMalloc(&reg->epochs, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(reg->epochs, 0, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
@@ -211,6 +212,7 @@ void PeerComm::set_up() {
   b.rank = r;
   b.nranks = n;
   b.epochs = reg->epochs;
+  b.slot_bytes = options_.buffer_bytes;
   CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.timeout), reinterpret_cast<void*>(reg->timeout), 0));
   for (int q = 0; q < n; ++q) {
     char* region = static_cast<char*>(q == r ? reg->own : reg->opened[q]);
@@ -260,8 +262,6 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
   Registration& reg = *registration_;
   inner_.order_after_compute();
   if (buffer.numel() > 0) {
-    CUDA_CHECK(cudaMemcpyAsync(reg.buffers.data[rank()], buffer.raw_data(), buffer.nbytes(), cudaMemcpyDeviceToDevice,
-                               reg.stream));
     const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
     const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
     if (buffer.dtype() == DType::F32) {
@@ -284,10 +284,10 @@ std::string PeerComm::async_error() {
 #if NANODIST_WITH_CUDA
   if (registration_ && registration_->timeout->set) {
     const cuda::PeerTimeout& t = *registration_->timeout;
-    static const char* phases[] = {"start", "middle", "end"};
+    static const char* phases[] = {"start", "middle"};
     return "peer all-reduce: rank " + std::to_string(rank()) + " waited more than " +
            std::to_string(options_.timeout_s) + " s for rank " + std::to_string(t.peer) + " at the " +
-           phases[t.phase % 3] + " flags of block " + std::to_string(t.block) +
+           phases[t.phase % 2] + " flags of block " + std::to_string(t.block) +
            " (a rank stopped calling, or the ranks call all-reduces in different orders)";
   }
 #endif
