@@ -14,7 +14,7 @@ const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> table = {
       prepare_command(), train_command(),      eval_command(),          sample_command(),
       ablate_command(),  sweep_command(),      bench_comm_command(),    bench_kernels_command(),
-      watch_command(),
+      watch_command(),   plan_command(),
   };
   return table;
 }

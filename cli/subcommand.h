@@ -28,6 +28,7 @@ Subcommand sweep_command();
 Subcommand bench_comm_command();
 Subcommand bench_kernels_command();
 Subcommand watch_command();
+Subcommand plan_command();
 
 // Every command, in the order `nanodist --help` lists them.
 const std::vector<Subcommand>& subcommands();

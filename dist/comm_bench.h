@@ -38,7 +38,7 @@ struct BenchCommOptions {
 };
 
 struct BenchCommRow {
-  int64_t bytes = 0;  // the whole buffer: for all-gather the output, for reduce-scatter the input
+  int64_t bytes = 0;  // the whole buffer: for all-gather the output, for reduce-scatter and all-to-all the input
   int64_t count = 0;  // elements in those bytes
   std::string type;   // f32 | bf16
   std::string redop;  // sum, or none for data movement

@@ -1,16 +1,13 @@
 // PeerComm (peer_comm.h): agreeing on peer access, registering and exchanging the buffers through
 // CUDA IPC handles over the host channel, the choice by size (fixed, or auto from a measured or
-// fitted table), and the launch: copy-in on the comm's stream, then the kernel.
+// fitted table), and the launch: one kernel on the comm's stream (it copies the input in itself).
 #include "dist/peer_comm.h"
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <functional>
 
-#include "dist/comm_timer.h"
 #include "dist/ring_comm.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -50,54 +47,18 @@ const char* choice_name(AllReduceChoice choice) {
   return "?";
 }
 
-namespace {
-
-constexpr AllReduceChoice kChoices[] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot, AllReduceChoice::Ring,
-                                        AllReduceChoice::Native};
-constexpr int kLargestLog2 = 40;
-
-bool is_peer_choice(AllReduceChoice choice) {
-  return choice == AllReduceChoice::OneShot || choice == AllReduceChoice::TwoShot;
-}
-
-}  // namespace
-
-std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
-    const std::function<double(AllReduceChoice, int64_t)>& time_us) {
-  std::vector<std::pair<int64_t, AllReduceChoice>> table;
-  for (int k = 3; k <= kLargestLog2; ++k) {
-    const int64_t bytes = int64_t{1} << k;
-    AllReduceChoice best = AllReduceChoice::Native;
-    double best_time = -1;
-    for (AllReduceChoice c : kChoices) {
-      const double t = time_us(c, bytes);
-      if (t >= 0 && (best_time < 0 || t < best_time)) {
-        best = c;
-        best_time = t;
-      }
-    }
-    if (!table.empty() && table.back().second == best) {
-      table.back().first = bytes;
-    } else {
-      table.emplace_back(bytes, best);
-    }
-  }
-  return table;
-}
-
 #if NANODIST_WITH_CUDA
 struct PeerComm::Registration {
   int device = 0;
-  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then the data region
+  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then two data slots
   std::vector<void*> opened;    // the peers' regions mapped here (nullptr at this rank)
   uint32_t* epochs = nullptr;   // device, kPeerMaxBlocks counters
   cuda::PeerTimeout* timeout = nullptr;  // host-mapped
   cuda::PeerBuffers buffers;
   cudaStream_t stream = nullptr;
 
-  // No rank reads this rank's region after its last kernel has passed its end flags, so once
-  // this rank's work is done the region can go without a host barrier. Not checked: a
-  // destructor must not throw.
+  // A peer may still read this rank's slot of the last call after this rank's kernel ended, so
+  // PeerComm's destructor holds a host barrier first. Not checked: a destructor must not throw.
   ~Registration() {
     cudaSetDevice(device);
     for (void* p : opened)
@@ -122,6 +83,8 @@ PeerComm::~PeerComm() {
   if (!registration_) return;
   try {
     inner_.synchronize();
+    int64_t done = 1;
+    inner_.host_allreduce(&done, 1, HostReduce::Sum);  // every rank's kernels have finished
   } catch (...) {
   }
 }
@@ -175,7 +138,7 @@ void PeerComm::set_up() {
   reg->device = nccl->device().index;
   reg->stream = nccl->stream();
   CUDA_CHECK(cudaSetDevice(reg->device));
-  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + static_cast<size_t>(options_.buffer_bytes)));
+  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + 2 * static_cast<size_t>(options_.buffer_bytes)));
   CUDA_CHECK(cudaMemset(reg->own, 0, cuda::kPeerFlagBytes));
   CUDA_CHECK(cudaMalloc(&reg->epochs, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(reg->epochs, 0, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
@@ -211,6 +174,7 @@ void PeerComm::set_up() {
   b.rank = r;
   b.nranks = n;
   b.epochs = reg->epochs;
+  b.slot_bytes = options_.buffer_bytes;
   CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.timeout), reinterpret_cast<void*>(reg->timeout), 0));
   for (int q = 0; q < n; ++q) {
     char* region = static_cast<char*>(q == r ? reg->own : reg->opened[q]);
@@ -260,8 +224,6 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
   Registration& reg = *registration_;
   inner_.order_after_compute();
   if (buffer.numel() > 0) {
-    CUDA_CHECK(cudaMemcpyAsync(reg.buffers.data[rank()], buffer.raw_data(), buffer.nbytes(), cudaMemcpyDeviceToDevice,
-                               reg.stream));
     const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
     const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
     if (buffer.dtype() == DType::F32) {
@@ -284,69 +246,14 @@ std::string PeerComm::async_error() {
 #if NANODIST_WITH_CUDA
   if (registration_ && registration_->timeout->set) {
     const cuda::PeerTimeout& t = *registration_->timeout;
-    static const char* phases[] = {"start", "middle", "end"};
+    static const char* phases[] = {"start", "middle"};
     return "peer all-reduce: rank " + std::to_string(rank()) + " waited more than " +
            std::to_string(options_.timeout_s) + " s for rank " + std::to_string(t.peer) + " at the " +
-           phases[t.phase % 3] + " flags of block " + std::to_string(t.block) +
+           phases[t.phase % 2] + " flags of block " + std::to_string(t.block) +
            " (a rank stopped calling, or the ranks call all-reduces in different orders)";
   }
 #endif
   return inner_.async_error();
-}
-
-void PeerComm::build_auto_table() {
-  const int n = size();
-  std::function<double(AllReduceChoice, int64_t)> time_us;
-  std::vector<AlphaBetaFit> table;
-  // Measured: sizes 8 B .. buffer_bytes by powers of two, each choice, max over ranks.
-  std::vector<int64_t> sizes;
-  std::vector<double> measured;  // [choice][size]
-  if (!options_.table_path.empty()) {
-    table = read_fit_table(options_.table_path);
-    bool any = false;
-    for (AllReduceChoice c : kChoices) any = any || find_fit(table, "allreduce", choice_name(c), n) != nullptr;
-    ND_CHECK_INPUT(any, "the fit table " << options_.table_path << " has no allreduce fits (oneshot, twoshot, ring, native)");
-    time_us = [&](AllReduceChoice c, int64_t bytes) {
-      if (is_peer_choice(c) && bytes > options_.buffer_bytes) return -1.0;
-      const AlphaBetaFit* fit = find_fit(table, "allreduce", choice_name(c), n);
-      return fit ? fit->predict_us(bytes, n) : -1.0;
-    };
-  } else {
-    for (int64_t b = 8; b <= options_.buffer_bytes; b *= 2) sizes.push_back(b);
-    measured.assign(4 * sizes.size(), 0.0);
-    Tensor scratch = Tensor::zeros({options_.buffer_bytes / 4}, DType::F32, device());
-    CommTimer timer(inner_);
-    constexpr int kWarmup = 2, kIters = 5;
-    for (size_t s = 0; s < sizes.size(); ++s)
-      for (int c = 0; c < 4; ++c) {
-        Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
-        for (int i = 0; i < kWarmup; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        timer.start();
-        for (int i = 0; i < kIters; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        measured[c * sizes.size() + s] = timer.stop() / kIters * 1e6;
-      }
-    inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
-    // decide_by_size asks at powers of two, which are the measured sizes; above them (ring and
-    // NCCL only) an alpha-beta fit of each curve's upper half extrapolates.
-    std::vector<AlphaBetaFit> upper(4);
-    for (int c = 0; c < 4; ++c) {
-      const size_t from = sizes.size() / 2;
-      std::vector<int64_t> xs(sizes.begin() + from, sizes.end());
-      std::vector<double> ts(measured.begin() + c * sizes.size() + from, measured.begin() + (c + 1) * sizes.size());
-      upper[c] = fit_alpha_beta(xs, ts);
-    }
-    time_us = [&, upper](AllReduceChoice c, int64_t bytes) {
-      const int ci = static_cast<int>(std::find(std::begin(kChoices), std::end(kChoices), c) - std::begin(kChoices));
-      if (bytes > sizes.back()) {
-        if (is_peer_choice(c)) return -1.0;
-        return upper[ci].alpha_us + upper[ci].beta_us_per_byte * static_cast<double>(bytes);
-      }
-      size_t s = 0;
-      while (sizes[s] < bytes) ++s;
-      return measured[ci * sizes.size() + s];
-    };
-  }
-  auto_table_ = decide_by_size(time_us);
 }
 
 }  // namespace nd::dist

@@ -34,7 +34,9 @@ struct PeerOptions {
   // PeerMode::Peer: one-shot up to this many bytes, two-shot above.
   int64_t one_shot_max_bytes = int64_t{256} << 10;
   // A rank that waits longer than this for a peer's flag stops its kernel (async_error says who).
-  double timeout_s = 60.0;
+  // As long as --comm-timeout's default: ranks may legitimately drift apart on the host for
+  // minutes (one writes a checkpoint while the other launches the next step's all-reduce).
+  double timeout_s = 600.0;
   // PeerMode::Auto: a fit table written by `bench-comm --fit-table` (op allreduce, impls
   // oneshot, twoshot, ring, native); empty: time the four at start (a fraction of a second).
   std::string table_path;

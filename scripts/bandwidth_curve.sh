@@ -3,11 +3,14 @@
 # and all GPUs found), runs `nanodist bench-comm` with NCCL (native) and with our ring, 8 B to
 # 4 GB, and writes one CSV per (op, impl, ranks, dtype) into the output folder. Plot them with
 # scripts/plot_bandwidth.py. --pipelines "1 2 4" runs the ring once per pipe count (bench-comm
-# --pipeline; 1 = step by step), each into its own CSV (impl ring, ring-p2, ring-p4).
+# --pipeline; 1 = step by step), each into its own CSV (impl ring, ring-p2, ring-p4). --peer
+# "oneshot twoshot peer auto" adds the peer-memory all-reduces (allreduce only); --fit-table FILE
+# appends every curve's alpha-beta fit to FILE (bench-comm --fit), for nanodist plan and auto.
+# --ops takes allreduce reducescatter allgather broadcast alltoall sendrecv p2p-matrix.
 #
 # usage: scripts/bandwidth_curve.sh [--out DIR] [--np "2 4"] [--ops "allreduce"] [--dtype f32]
 #                                   [--min-bytes 8] [--max-bytes 4G] [--iters 20] [--warmup 5]
-#                                   [--pipelines "0"] [--bin build/nanodist]
+#                                   [--pipelines "0"] [--peer ""] [--fit-table FILE] [--bin build/nanodist]
 set -euo pipefail
 
 out=bandwidth
@@ -19,6 +22,8 @@ max_bytes=4G
 iters=20
 warmup=5
 pipelines=0
+peer=""
+fit_table=""
 bin=build/nanodist
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -31,8 +36,10 @@ while [[ $# -gt 0 ]]; do
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
     --pipelines) pipelines=$2; shift 2 ;;
+    --peer) peer=$2; shift 2 ;;
+    --fit-table) fit_table=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bandwidth_curve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -59,7 +66,16 @@ for np in $nps; do
   fi
   for op in $ops; do
     runs="native"
+    if [[ $op == p2p-matrix ]]; then
+      csv="$out/p2p-matrix_${np}gpu_${dtype}.csv"
+      echo "== p2p-matrix on $np GPU(s) -> $csv"
+      mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$bin" bench-comm --op p2p-matrix --device cuda \
+        --dtype "$dtype" --min-bytes "$min_bytes" --max-bytes "$max_bytes" --iters "$iters" --warmup "$warmup" \
+        --csv "$csv" || status=1
+      continue
+    fi
     for p in $pipelines; do runs="$runs ring:$p"; done
+    [[ $op == allreduce ]] && for i in $peer; do runs="$runs $i"; done
     for run in $runs; do
       impl=${run%%:*}
       name=$impl
@@ -71,6 +87,7 @@ for np in $nps; do
       fi
       csv="$out/${op}_${name}_${np}gpu_${dtype}.csv"
       echo "== $op $name on $np GPU(s) -> $csv"
+      [[ -n $fit_table ]] && flags+=(--fit --fit-table "$fit_table")
       mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$bin" bench-comm --op "$op" --impl "$impl" \
         --device cuda --dtype "$dtype" --min-bytes "$min_bytes" --max-bytes "$max_bytes" \
         --iters "$iters" --warmup "$warmup" --csv "$csv" "${flags[@]}" || status=1

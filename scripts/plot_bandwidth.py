@@ -116,6 +116,8 @@ def draw_matrix(row, cells):
             for d in range(n):
                 if s != d and grid[s][d] == grid[s][d]:
                     ax.text(d, s, f"{grid[s][d]:.1f}", ha="center", va="center", color="white", fontsize=8)
+        ax.set_xticks(range(n))
+        ax.set_yticks(range(n))
         ax.set_xlabel("receiver")
         ax.set_ylabel("sender")
         ax.set_title(title)

@@ -1,7 +1,8 @@
 // The peer-memory all-reduce kernels (one node, CUDA IPC): every rank's registered buffer is
 // mapped into every other rank, and ranks meet at flags written into each other's memory instead
-// of a host barrier. One-shot: each rank reads all buffers and reduces the whole vector. Two-shot:
-// rank r reduces chunk r (reduce-scatter), then every rank copies the reduced chunks (all-gather).
+// of a host barrier. Each rank copies its input into its buffer inside the kernel (copy-in), then
+// one-shot: each rank reads all buffers and reduces the whole vector; two-shot: rank r reduces
+// chunk r (reduce-scatter), then every rank copies the reduced chunks (all-gather).
 // The host side (registration, handles, choice) is dist/peer_comm.h. Async on `stream`.
 #pragma once
 #include <cuda_runtime.h>
@@ -14,7 +15,7 @@ namespace nd::cuda {
 
 constexpr int kPeerMaxRanks = 8;
 constexpr int kPeerMaxBlocks = 64;
-constexpr int kPeerPhases = 3;  // start, middle (two-shot), end
+constexpr int kPeerPhases = 2;  // start, middle (two-shot)
 // Bytes at the front of each registered region for the flags: [phase][block][sender] uint32.
 constexpr size_t kPeerFlagBytes = 8192;
 static_assert(kPeerPhases * kPeerMaxBlocks * kPeerMaxRanks * sizeof(uint32_t) <= kPeerFlagBytes, "flags fit");
@@ -29,7 +30,10 @@ struct PeerTimeout {
 };
 
 struct PeerBuffers {
-  void* data[kPeerMaxRanks];       // rank q's data region (its registered region + kPeerFlagBytes)
+  // Rank q's data region (its registered region + kPeerFlagBytes): two slots of slot_bytes, used
+  // by turns (a block's call with epoch e uses slot e % 2).
+  void* data[kPeerMaxRanks];
+  int64_t slot_bytes = 0;
   uint32_t* flags[kPeerMaxRanks];  // rank q's flag region
   // This rank's per-block call counters, in its own device memory: block b's flags carry the
   // value epochs[b] + 1 of the call, and block b stores it back at the end. The counters advance
@@ -42,13 +46,13 @@ struct PeerBuffers {
 
 enum class PeerAlgo { OneShot, TwoShot };
 
-// out (count) = scale * (sum over ranks q, in rank order, of the first `count` elements of
-// data[q]); every rank has copied its input into its own data region before the launch (stream
-// order). out 16-byte aligned. bf16 summed in f32, rounded once. A flag not seen within
-// `timeout_ns` nanoseconds fills *timeout and traps (the stream then fails).
-void peer_allreduce(const PeerBuffers& buffers, float* out, int64_t count, float scale, PeerAlgo algo,
+// In place: data (count) on every rank becomes scale * (sum over ranks q, in rank order, of rank
+// q's data), so every rank holds the same bits. data 16-byte aligned, count * sizeof(T) at most
+// slot_bytes. bf16 summed in f32, rounded once. A flag not seen within `timeout_ns` nanoseconds
+// fills *timeout and traps (the stream then fails).
+void peer_allreduce(const PeerBuffers& buffers, float* data, int64_t count, float scale, PeerAlgo algo,
                     uint64_t timeout_ns, cudaStream_t stream);
-void peer_allreduce(const PeerBuffers& buffers, bf16* out, int64_t count, float scale, PeerAlgo algo,
+void peer_allreduce(const PeerBuffers& buffers, bf16* data, int64_t count, float scale, PeerAlgo algo,
                     uint64_t timeout_ns, cudaStream_t stream);
 
 // The grid a call of `count` elements of `element_bytes` uses (same on every rank: block b of

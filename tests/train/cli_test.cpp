@@ -138,7 +138,7 @@ TEST_F(Cli, InputErrorsHideTheCheckUnlessVerbose) {
   expect_cli_error(r, "bad value 'fast' for 'lr' on the command line");
   EXPECT_NE(r.err.find(" at train/config_value.cpp:"), std::string::npos) << r.err;
 
-  for (const char* args : {"train --lr fast", "fly", "bench-comm --op alltoall", "sample --ckpt /no/such/dir"}) {
+  for (const char* args : {"train --lr fast", "fly", "bench-comm --op alltoone", "sample --ckpt /no/such/dir"}) {
     r = run_nanodist(args, dir.path());
     expect_cli_error(r, "");
     EXPECT_EQ(r.err.find(".cpp:"), std::string::npos) << args << ": " << r.err;

@@ -1,0 +1,92 @@
+// `nanodist plan`: the communication of one training step predicted from a GPT shape and a layout
+// (the train flags or a train config, plus --dp, --zero where train has none) with the alpha-beta
+// table of `bench-comm --fit-table` (or the built-in 2-GPU NVLink one): each collective's group,
+// size, calls per step, whether the schedule hides it, and the model's time; totals last.
+#include <cstdio>
+#include <string>
+
+#include "cli/subcommand.h"
+#include "cli/train_flags.h"
+#include "dist/comm_plan.h"
+#include "tensor/error.h"
+
+namespace nd::cli {
+namespace {
+
+FlagSet plan_flags() {
+  FlagSet train = train_flag_set();
+  FlagSet set("plan",
+              "[--config TRAIN_CONF] [train flags: --n-layer, --tp, --pp, --batch-size, --dtype ...] --dp N [--zero Z] "
+              "[--table FITS.csv] [--impl native|ring|...]");
+  for (const FlagSpec& spec : train.specs())
+    if (spec.name != "config") set.add(spec);
+  set.allow_config_file();
+  set.group("plan");
+  set.add(flag("dp", "1", "data-parallel size (the world is dp x tp x pp)", FlagType::Int));
+  if (!train.find("zero")) set.add(flag("zero", "0", "ZeRO stage: 0 (all-reduce), 1, 2 or 3", FlagType::Int));
+  set.add(flag("table", "", "alpha-beta fits from bench-comm --fit-table (default: built in, 2 GPUs over NVLink)"));
+  set.add(flag("impl", "native", "the table's implementation to time with (native, ring, ...)"));
+  return set;
+}
+
+int run_plan_command(const ParsedFlags& flags) {
+  const train::TrainConfig c = train_config_from_flags(flags);
+  dist::PlanShape s;
+  s.n_layer = c.n_layer;
+  s.n_head = c.n_head;
+  s.n_embd = c.n_embd;
+  s.block_size = c.block_size;
+  s.vocab_size = c.vocab_size > 0 ? c.vocab_size : 50257;
+  s.bias = c.bias;
+  s.on_cuda = c.device.rfind("cuda", 0) == 0;
+  s.batch_size = c.batch_size;
+  s.grad_accum = c.grad_accum;
+  s.tp = c.tp;
+  s.pp = c.pp;
+  s.dp = static_cast<int>(flags.get_int("dp"));
+  s.zero = static_cast<int>(flags.get_int("zero"));
+  s.sequence_parallel = c.sequence_parallel && c.tp > 1;
+  s.act_bytes = c.dtype == "f32" ? 4 : 2;
+  s.param_bytes = s.act_bytes;
+  s.grad_bytes = c.grad_dtype.empty() ? s.param_bytes : (c.grad_dtype == "f32" ? 4 : 2);
+  s.bucket_mb = c.bucket_mb;
+  ND_CHECK_INPUT(s.dp >= 1, "--dp must be >= 1, got " << s.dp);
+  const std::string table_path = flags.get_string("table"), impl = flags.get_string("impl");
+  const std::vector<dist::AlphaBetaFit> table =
+      table_path.empty() ? dist::default_fit_table() : dist::read_fit_table(table_path);
+  const dist::StepPlan plan = dist::plan_step(s, table, impl);
+
+  std::printf("# nanodist plan: GPT %dL %dH %dd, T %d, vocab %d; dp %d x tp %d x pp %d%s, ZeRO %d; batch %d x %d "
+              "micro-batch(es); %s activations; table %s, impl %s\n",
+              s.n_layer, s.n_head, s.n_embd, s.block_size, s.vocab_size, s.dp, s.tp, s.pp,
+              s.sequence_parallel ? " (sequence parallel)" : "", s.zero, s.batch_size, s.grad_accum,
+              s.act_bytes == 4 ? "f32" : "bf16", table_path.empty() ? "built-in (2 GPUs, NVLink)" : table_path.c_str(),
+              impl.c_str());
+  std::printf("%-9s %-13s %5s %13s %6s %11s %11s  %-7s %s\n", "group", "op", "ranks", "bytes", "calls", "us/call",
+              "us/step", "exposed", "what");
+  for (const dist::PlannedCall& call : plan.calls) {
+    char per_call[32] = "-", per_step[32] = "-";
+    if (call.time_us >= 0) {
+      std::snprintf(per_call, sizeof per_call, "%.1f", call.time_us);
+      std::snprintf(per_step, sizeof per_step, "%.1f", call.time_us * static_cast<double>(call.calls));
+    }
+    std::printf("%-9s %-13s %5d %13lld %6lld %11s %11s  %-7s %s\n", call.group.c_str(), call.op.c_str(), call.ranks,
+                static_cast<long long>(call.bytes), static_cast<long long>(call.calls), per_call, per_step,
+                call.hidden ? "hidden" : "exposed", call.what.c_str());
+  }
+  std::printf("# per step: %.1f us of communication, %.1f us exposed (the rest overlaps backward or other "
+              "compute)\n",
+              plan.total_us, plan.exposed_us);
+  for (const std::string& missing : plan.missing)
+    std::printf("# no fit for %s in the table: those calls are untimed\n", missing.c_str());
+  return 0;
+}
+
+}  // namespace
+
+Subcommand plan_command() {
+  return {"plan", "predict a step's communication from a GPT shape and an alpha-beta table", plan_flags,
+          run_plan_command};
+}
+
+}  // namespace nd::cli

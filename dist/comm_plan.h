@@ -1,0 +1,66 @@
+// The communication a training step issues, predicted from a GPT shape and a layout (dp, tp with
+// or without sequence parallelism, pp, ZeRO stage), and timed with the alpha-beta model
+// (dist/comm_model.h): every collective with its group, size, calls per step, whether the
+// schedule hides it (behind backward or other compute) or exposes it, and the model's time. Behind
+// `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
+// the pp and ZeRO lists follow the standard schedules (1F1B, Megatron's distributed optimizer, FSDP).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dist/comm_model.h"
+
+namespace nd::dist {
+
+struct PlanShape {
+  int n_layer = 12, n_head = 12, n_embd = 768, block_size = 1024, vocab_size = 50304;
+  bool bias = true;
+  bool on_cuda = true;   // the vocabulary's padding (a multiple of 128 x tp on the GPU)
+  int batch_size = 8;    // rows per micro-batch of each data-parallel group (the tp ranks share them)
+  int grad_accum = 1;    // micro-batches per step
+  int tp = 1, dp = 1, pp = 1;
+  int zero = 0;          // 0 (all-reduce), 1, 2, 3
+  bool sequence_parallel = false;
+  int act_bytes = 2;     // activations (bf16 on the GPU)
+  int param_bytes = 2;
+  int grad_bytes = 4;    // the gradients data parallelism reduces (--grad-dtype)
+  double bucket_mb = 25.0, first_bucket_mb = 1.0;
+};
+
+struct PlannedCall {
+  std::string group;  // dp, tp, pp, embedding (first and last stage)
+  std::string op;     // bench op: allreduce, reducescatter, allgather, sendrecv
+  std::string what;
+  int ranks = 0;
+  int64_t bytes = 0;  // bench-comm's convention: all-reduce buffer, reduce-scatter input, all-gather output
+  int64_t calls = 0;  // per optimizer step
+  bool hidden = false;  // overlapped by the schedule
+  double time_us = -1;  // per call from the model; -1 without a fit for (op, impl)
+};
+
+struct StepPlan {
+  std::vector<PlannedCall> calls;
+  double total_us = 0;    // every call's time
+  double exposed_us = 0;  // the calls the schedule does not hide
+  std::vector<std::string> missing;  // (op impl) pairs the table lacks
+};
+
+// Elements of each entry of the flat parameter buffer in its layout order (reverse registration
+// order: ln_f, the blocks from the last, wpe, wte), each shard's size at this tp, and the padded
+// total (dist/flat_params.h: every entry at a 256-byte boundary of `param_bytes`).
+std::vector<int64_t> flat_entry_sizes(const PlanShape& shape);
+int64_t flat_numel(const PlanShape& shape);
+// The data-parallel buckets' lengths in elements (dist/data_parallel.h's rule: the first up to
+// first_bucket_mb, then bucket_mb, in layout order, the last to the buffer's end).
+std::vector<int64_t> bucket_lengths(const PlanShape& shape);
+
+// Raises on shapes that do not split (heads or vocabulary by tp, batch by tp with sequence
+// parallelism, layers by pp). `impl` names the table's implementation (native, ring, ...).
+StepPlan plan_step(const PlanShape& shape, const std::vector<AlphaBetaFit>& table, const std::string& impl);
+
+// A default table for 2 GPUs over NVLink from the figures in docs/PERFORMANCE.md and
+// docs/bandwidth/ (native and ring; all-reduce, reduce-scatter, all-gather, sendrecv).
+std::vector<AlphaBetaFit> default_fit_table();
+
+}  // namespace nd::dist
