@@ -56,9 +56,11 @@ run_one() {
   rm -rf "$run"
   local env=()
   [[ -n "$timeline" ]] && { mkdir -p "$timeline"; env=(-x "NANODIST_PP_TIMELINE=$timeline"); }
+  local virtual=()  # interleaved 1F1B: two chunks per rank
+  [[ "$schedule" == interleaved ]] && virtual=(--pp-virtual 2)
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "${env[@]}" "$bin" train $model --data "$data" --out "$run" \
-      --pp "$pp" --pp-schedule "$schedule" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
+      --pp "$pp" --pp-schedule "$schedule" "${virtual[@]}" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
       --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --ckpt-interval 0 $extra >"$log" 2>&1; then
     [[ -n "$timeline" ]] || echo -e "$name\t$np\t$pp\t$schedule\t$m\t$run/metrics.jsonl" >>"$out/results.tsv"
   else
