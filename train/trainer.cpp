@@ -27,7 +27,6 @@
 #include "train/model_config.h"
 #include "train/optimizer.h"
 #include "train/output_dir.h"
-#include "train/pipeline_schedule.h"
 #include "train/pipeline_setup.h"
 #include "train/pipeline_timeline.h"
 #include "train/precision.h"
