@@ -115,10 +115,15 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
                                    << " vocabulary rows (vocab_size " << c.vocab_size << ", padded_vocab_size "
                                    << c.padded_vocab_size << "); pad to "
                                    << padded_vocab_rows(c.vocab_size, tp.size(), false));
-  const int end = stage.end_block < 0 ? c.n_layer : stage.end_block;
-  ND_CHECK(0 <= stage.first_block && stage.first_block < end && end <= c.n_layer,
-           "GPT stage: blocks [" << stage.first_block << ", " << end << ") of " << c.n_layer);
-  const bool first = stage.first_block == 0, last = end == c.n_layer;
+  std::vector<std::pair<int, int>> ranges = stage.chunks;
+  if (ranges.empty()) ranges.push_back({stage.first_block, stage.end_block < 0 ? c.n_layer : stage.end_block});
+  for (size_t k = 0; k < ranges.size(); ++k)
+    ND_CHECK(0 <= ranges[k].first && ranges[k].first < ranges[k].second && ranges[k].second <= c.n_layer &&
+                 (k == 0 || ranges[k - 1].second <= ranges[k].first),
+             "GPT stage: blocks [" << ranges[k].first << ", " << ranges[k].second << ") of " << c.n_layer);
+  first_block_ = ranges.front().first;
+  last_end_ = ranges.back().second;
+  const bool first = first_block_ == 0, last = last_end_ == c.n_layer;
   auto transformer = register_module("transformer", std::make_shared<Group>());
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
@@ -136,11 +141,15 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   }
   // A block draws c_attn (3C x C), attn.c_proj (C x C), c_fc (4C x C) and mlp.c_proj (C x 4C).
   const uint64_t block_draws = 12ull * c.n_embd * c.n_embd;
-  gen.advance(block_draws * static_cast<uint64_t>(stage.first_block));
   auto h = transformer->add("h", std::make_shared<Group>());
-  for (int i = stage.first_block; i < end; ++i)
-    blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp, i)));
-  gen.advance(block_draws * static_cast<uint64_t>(c.n_layer - end));
+  int drawn = 0;  // blocks the generator has passed
+  for (const auto& [begin, end] : ranges) {
+    gen.advance(block_draws * static_cast<uint64_t>(begin - drawn));
+    for (int i = begin; i < end; ++i)
+      blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp, i)));
+    drawn = end;
+  }
+  gen.advance(block_draws * static_cast<uint64_t>(c.n_layer - drawn));
   if (last) ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
 }
 

@@ -87,9 +87,13 @@ class Block : public Module {
 // the grid's embedding group. Every stage draws exactly the weights the whole model would give
 // those parameters (the generator advances past the others), and blocks keep their global names
 // (transformer.h.<i>). The default is the whole model.
+// Under an interleaved pipeline a rank holds several ranges (chunks): `chunks` lists them in
+// order, [first, end) each, and replaces first_block/end_block; blocks() then takes local indices
+// (the chunks' blocks one after another).
 struct GPTStage {
   int first_block = 0;
   int end_block = -1;
+  std::vector<std::pair<int, int>> chunks;
 };
 
 class GPT : public Module {
@@ -101,7 +105,7 @@ class GPT : public Module {
       const dist::TensorParallel& tp = {}, const GPTStage& stage = {});
 
   bool is_first_stage() const { return first_block_ == 0; }
-  bool is_last_stage() const { return first_block_ + static_cast<int>(blocks_.size()) == config_.n_layer; }
+  bool is_last_stage() const { return last_end_ == config_.n_layer; }
 
   struct Output {
     // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp; undefined
@@ -155,6 +159,7 @@ class GPT : public Module {
   Placement at_;
   dist::TensorParallel tp_;
   int first_block_ = 0;  // the global index of blocks_[0]
+  int last_end_ = 0;     // one past the global index of the last block
   Variable wte_;
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;

@@ -3,20 +3,21 @@
 # micro-batch, T=1024, random tokens) at pp 1 on one GPU and at pp 2 on two (mpirun -np 2), for
 # each schedule of --schedules and micro-batch count of --micro. The ideal pp 2 rate is pp 1's
 # per-GPU tokens/s (same micro-batches) x 2 x (1 - bubble), the bubble of a step with equal
-# stages being (P - 1) / (m + P - 1) for GPipe and 1F1B, (P - 1) / (3 m + P - 1) for zero-bubble
-# (ZB-H1, F = B = W). Prints the median tokens/s of steps 4..STEPS, the fraction of the ideal
-# 1F1B rate, zb/1f1b, and the bar: pp 2 1F1B at m = 8 >= 85% of pp 1 x 2 x (1 - 1/9). With
+# stages being (P - 1) / (m + P - 1) for GPipe and 1F1B, (P - 1) / (V m + P - 1) for interleaved
+# (--pp-virtual 2), (P - 1) / (3 m + P - 1) for zero-bubble (ZB-H1, F = B = W). Prints the median
+# tokens/s of steps 4..STEPS, the fraction of the ideal 1F1B rate, interleaved/1f1b, zb/1f1b, and
+# the bar: pp 2 1F1B at m = 8 >= 85% of pp 1 x 2 x (1 - 1/9). With
 # --timelines it also records one step of each pp 2 run (NANODIST_PP_TIMELINE, no CUDA graph) and
 # draws docs/pp_timeline_<schedule>.png (scripts/plot_pp_timeline.py, m = 8).
 # --device cpu --tiny: a 4-layer model on the CPU, a smoke test of this script in seconds.
 #
 # usage: scripts/bench_pp.sh [--steps 12] [--out out/bench_pp] [--bin build/nanodist]
-#                            [--micro "4 8 16"] [--schedules "gpipe 1f1b zb"] [--timelines]
+#                            [--micro "4 8 16"] [--schedules "gpipe 1f1b interleaved zb"] [--timelines]
 #                            [--device cpu --tiny] [--extra "flags passed to nanodist train"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=12; out=out/bench_pp; bin=build/nanodist; extra=""; device=cuda; tiny=0; micro="4 8 16"
-schedules="gpipe 1f1b zb"; timelines=0
+schedules="gpipe 1f1b interleaved zb"; timelines=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -56,11 +57,11 @@ run_one() {
   rm -rf "$run"
   local env=()
   [[ -n "$timeline" ]] && { mkdir -p "$timeline"; env=(-x "NANODIST_PP_TIMELINE=$timeline"); }
-  local virtual=()  # interleaved 1F1B: two chunks per rank
-  [[ "$schedule" == interleaved ]] && virtual=(--pp-virtual 2)
+  local virtual=1
+  [[ "$schedule" == interleaved ]] && virtual=2
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "${env[@]}" "$bin" train $model --data "$data" --out "$run" \
-      --pp "$pp" --pp-schedule "$schedule" "${virtual[@]}" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
+      --pp "$pp" --pp-schedule "$schedule" --pp-virtual "$virtual" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
       --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --ckpt-interval 0 $extra >"$log" 2>&1; then
     [[ -n "$timeline" ]] || echo -e "$name\t$np\t$pp\t$schedule\t$m\t$run/metrics.jsonl" >>"$out/results.tsv"
   else
@@ -87,20 +88,21 @@ def median_tok(path):
     return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
 res = {(int(pp), s, int(m)): (int(np), median_tok(path)) for name, np, pp, s, m, path in rows}
 def bubble(s, m, P=2):
-    return (P - 1) / ((3 * m if s == "zb" else m) + P - 1)
-print(f"{'pp':>2} {'schedule':<8} {'m':>3} {'tok/s':>9} {'tok/s/GPU':>9} {'ideal':>9} {'of ideal':>8} {'of 1F1B ideal':>13}")
+    return (P - 1) / ({"zb": 3 * m, "interleaved": 2 * m}.get(s, m) + P - 1)
+print(f"{'pp':>2} {'schedule':<11} {'m':>3} {'tok/s':>9} {'tok/s/GPU':>9} {'ideal':>9} {'of ideal':>8} {'of 1F1B ideal':>13}")
 for (pp, s, m), (np, tok) in sorted(res.items()):
     base = res.get((1, "1f1b", m))
     if pp == 1 or base is None:
-        print(f"{pp:>2} {s if pp > 1 else '-':<8} {m:>3} {tok:>9,.0f} {tok / np:>9,.0f}")
+        print(f"{pp:>2} {s if pp > 1 else '-':<11} {m:>3} {tok:>9,.0f} {tok / np:>9,.0f}")
         continue
     ideal = base[1] * pp * (1 - bubble(s, m, pp))
     ideal_1f1b = base[1] * pp * (1 - bubble("1f1b", m, pp))
-    print(f"{pp:>2} {s:<8} {m:>3} {tok:>9,.0f} {tok / np:>9,.0f} {ideal:>9,.0f} {tok / ideal:>8.3f} {tok / ideal_1f1b:>13.3f}")
+    print(f"{pp:>2} {s:<11} {m:>3} {tok:>9,.0f} {tok / np:>9,.0f} {ideal:>9,.0f} {tok / ideal:>8.3f} {tok / ideal_1f1b:>13.3f}")
 print()
 for m in sorted({m for _, _, m in res}):
-    a, b = res.get((2, "zb", m)), res.get((2, "1f1b", m))
-    if a and b: print(f"m {m}: zb / 1f1b tokens/s x{a[1] / b[1]:.3f}")
+    for s in ("interleaved", "zb"):
+        a, b = res.get((2, s, m)), res.get((2, "1f1b", m))
+        if a and b: print(f"m {m}: {s} / 1f1b tokens/s x{a[1] / b[1]:.3f}")
 base, run = res.get((1, "1f1b", 8)), res.get((2, "1f1b", 8))
 if base and run:
     bar = 0.85 * base[1] * 2 * (1 - 1 / 9)

@@ -20,17 +20,25 @@ DropoutDraws dropout_draws(const nn::GPTConfig& c, int batch_size, int block_siz
   return {B * T * C, B * H * T * T + 2 * B * T * C};
 }
 
-PipelineSchedule::PipelineSchedule(std::vector<nn::GPT*> chunks, dist::Comm& pp, PipelineOptions options)
-    : chunks_(std::move(chunks)), pp_(pp), options_(std::move(options)), rank_(pp.rank()) {
+std::vector<int> local_chunk_starts(const PipelineOptions& o, int rank) {
+  std::vector<int> starts{0};
+  for (int c = 0; c < o.shape.virtual_; ++c) {
+    const int g = o.shape.global_stage(rank, c);
+    starts.push_back(starts.back() + o.stage_blocks[g + 1] - o.stage_blocks[g]);
+  }
+  return starts;
+}
+
+PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptions options)
+    : model_(model), pp_(pp), options_(std::move(options)), rank_(pp.rank()) {
   const PipelineShape& s = options_.shape;
   ND_CHECK(s.stages == pp.size(), "pipeline: " << s.stages << " stages on a pipeline group of " << pp.size());
-  ND_CHECK(static_cast<int>(chunks_.size()) == s.virtual_,
-           "pipeline: " << chunks_.size() << " model chunks for --pp-virtual " << s.virtual_);
   ND_CHECK(static_cast<int>(options_.stage_blocks.size()) == s.global_stages() + 1,
            "pipeline: " << options_.stage_blocks.size() << " stage boundaries for " << s.global_stages() << " stages");
+  chunk_first_ = local_chunk_starts(options_, rank_);
   program_ = pipeline_programs(pipeline_actions(options_.kind, s), s)[rank_];
-  const Device device = chunks_.front()->device();
-  const DType dtype = chunks_.front()->dtype();
+  const Device device = model_.device();
+  const DType dtype = model_.dtype();
   for (int k = 0; k < s.virtual_ * s.micro; ++k) {
     activations_.push_back(Tensor::empty(options_.hidden, dtype, device));
     gradients_.push_back(Tensor::empty(options_.hidden, dtype, device));
@@ -68,7 +76,7 @@ void PipelineSchedule::wait_posted() {
 
 void PipelineSchedule::forward(const PipeAction& a, MicroBatches& batches, Generator& gen, uint64_t step_offset) {
   const int g = global(a.chunk), last = options_.shape.global_stages() - 1;
-  const nn::GPT& model = *chunks_[a.chunk];
+  const nn::GPT& model = model_;
   const DropoutDraws& d = options_.draws;
   const uint64_t per_forward = d.embed + d.block * options_.stage_blocks.back();
   gen.set_offset(step_offset + per_forward * a.micro + (g > 0 ? d.embed : 0) + d.block * options_.stage_blocks[g]);
@@ -81,7 +89,7 @@ void PipelineSchedule::forward(const PipeAction& a, MicroBatches& batches, Gener
     f.input = Variable(activations_[a.chunk * options_.shape.micro + a.micro], /*requires_grad=*/true);
     x = f.input;
   }
-  x = model.blocks(x, gen);
+  x = model.blocks(x, gen, chunk_first_[a.chunk], chunk_first_[a.chunk + 1]);
   if (g < last) {
     f.output = x;
     return;
@@ -110,7 +118,7 @@ void PipelineSchedule::backward(const PipeAction& a, MicroBatches& batches) {
 
 void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches,
                            Generator& dropout_gen) {
-  ND_CHECK(&model == chunks_.front(), "pipeline: run on another model than its chunk 0");
+  ND_CHECK(&model == &model_, "pipeline: run on another model than its own");
   ND_CHECK(static_cast<int>(batches.inputs.size()) == options_.shape.micro,
            "pipeline: " << batches.inputs.size() << " micro-batches for a plan of " << options_.shape.micro);
   const uint64_t step_offset = dropout_gen.offset();
@@ -152,31 +160,37 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
 }
 
 double pipeline_eval_loss(const nn::GPT& model, const EvalReader& reader, int iters, dist::Comm& pp,
-                          const Shape& hidden) {
+                          const PipelineOptions& options) {
   NoGradGuard no_grad;
   Generator unused(0, 0);  // eval mode draws no dropout
-  const int rank = pp.rank(), last = pp.size() - 1;
+  const PipelineShape& s = options.shape;
+  const int rank = pp.rank(), last = s.global_stages() - 1;
+  const std::vector<int> starts = local_chunk_starts(options, rank);
   double sum = 0.0;
   for (int k = 0; k < iters; ++k) {
     Batch batch = reader.batch(k);
-    Variable x;
-    if (rank == 0) {
-      x = model.embed(batch.inputs.to(model.device()), unused);
-    } else {
-      Tensor received = Tensor::empty(hidden, model.dtype(), model.device());
-      pp.order_after_compute();
-      pp.recv(received, rank - 1);
-      pp.record_work().wait();
-      x = Variable(received);
-    }
-    x = model.blocks(x, unused);
-    if (rank == last) {
-      Tensor targets = batch.targets.to(model.device());
-      sum += model.head(x, &targets).loss.data().item();
-    } else {
-      pp.order_after_compute();
-      pp.send(x.data(), rank + 1);
-      pp.record_work().wait();
+    for (int g = 0; g <= last; ++g) {  // the stages in turn; this rank runs its own
+      if (s.rank_of(g) != rank) continue;
+      Variable x;
+      if (g == 0) {
+        x = model.embed(batch.inputs.to(model.device()), unused);
+      } else {
+        Tensor received = Tensor::empty(options.hidden, model.dtype(), model.device());
+        pp.order_after_compute();
+        pp.recv(received, s.rank_of(g - 1));
+        pp.record_work().wait();
+        x = Variable(received);
+      }
+      const int c = s.chunk_of(g);
+      x = model.blocks(x, unused, starts[c], starts[c + 1]);
+      if (g == last) {
+        Tensor targets = batch.targets.to(model.device());
+        sum += model.head(x, &targets).loss.data().item();
+      } else {
+        pp.order_after_compute();
+        pp.send(x.data(), s.rank_of(g + 1));
+        pp.record_work().wait();
+      }
     }
   }
   pp.host_allreduce(&sum, 1, dist::HostReduce::Sum);  // the last stage's sum; the others add 0

@@ -39,10 +39,9 @@ struct PipelineOptions {
 
 class PipelineSchedule : public Schedule {
  public:
-  // `chunks`: this rank's model chunks (V of them; chunk c is global stage c P + rank), outliving
-  // the schedule; `pp` the pipeline group (rank = pipeline rank).
-  PipelineSchedule(std::vector<nn::GPT*> chunks, dist::Comm& pp, PipelineOptions options);
-  // `model` is chunk 0 (the trainer's model); the others come from the constructor.
+  // `model`: this rank's blocks, V chunks of them in order (chunk c is global stage c P + rank),
+  // outliving the schedule; `pp` the pipeline group (rank = pipeline rank).
+  PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptions options);
   void run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches, Generator& dropout_gen) override;
 
  private:
@@ -57,7 +56,8 @@ class PipelineSchedule : public Schedule {
   int global(int chunk) const { return options_.shape.global_stage(rank_, chunk); }
   InFlight& slot(int chunk, int micro) { return in_flight_[chunk * options_.shape.micro + micro]; }
 
-  std::vector<nn::GPT*> chunks_;
+  nn::GPT& model_;
+  std::vector<int> chunk_first_;  // chunk c is the model's local blocks [chunk_first_[c], chunk_first_[c + 1])
   dist::Comm& pp_;
   PipelineOptions options_;
   int rank_ = 0;
@@ -69,10 +69,14 @@ class PipelineSchedule : public Schedule {
   std::unique_ptr<PipelineTimeline> timeline_;  // NANODIST_PP_TIMELINE only
 };
 
-// The pipeline's evaluation: the mean loss of `model` (this rank's stage, eval mode) over batches
-// 0..iters-1 of `reader`, each batch sent through the stages in turn; every rank of `pp` gets the
-// last stage's mean. `hidden` as in PipelineOptions. Collective over `pp`.
+// The pipeline's evaluation: the mean loss of `model` (this rank's chunks, eval mode) over batches
+// 0..iters-1 of `reader`, each batch sent through the global stages in turn; every rank of `pp`
+// gets the last stage's mean. `options` as the schedule's (shape, stage_blocks, hidden).
+// Collective over `pp`.
 double pipeline_eval_loss(const nn::GPT& model, const EvalReader& reader, int iters, dist::Comm& pp,
-                          const Shape& hidden);
+                          const PipelineOptions& options);
+
+// Where chunk c of pipeline rank `rank` starts among its model's blocks (V + 1 entries).
+std::vector<int> local_chunk_starts(const PipelineOptions& options, int rank);
 
 }  // namespace nd::train

@@ -6,10 +6,32 @@
 
 namespace nd::train {
 
+namespace {
+
+PipelineOptions pipeline_options(const TrainConfig& c, const nn::GPTConfig& model_config,
+                                 const dist::ParallelGrid& grid) {
+  PipelineOptions options;
+  options.kind = parse_pipeline_kind(c.pp_schedule);
+  options.shape = PipelineShape{c.pp, c.grad_accum, c.pp_virtual};
+  options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
+  options.hidden = pipeline_hidden_shape(c, grid);
+  options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
+  options.world_rank = grid.world_rank();
+  return options;
+}
+
+}  // namespace
+
 nn::GPTStage pipeline_stage(const TrainConfig& c, const dist::ParallelGrid& grid) {
   if (grid.pp_size() == 1) return {};
-  const std::vector<int> first = pipeline_stage_blocks(c.n_layer, c.pp, c.pp_layers);
-  return nn::GPTStage{first[grid.pp_rank()], first[grid.pp_rank() + 1]};
+  const PipelineShape shape{c.pp, c.grad_accum, c.pp_virtual};
+  const std::vector<int> first = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
+  nn::GPTStage stage;
+  for (int chunk = 0; chunk < c.pp_virtual; ++chunk) {
+    const int g = shape.global_stage(grid.pp_rank(), chunk);
+    stage.chunks.push_back({first[g], first[g + 1]});
+  }
+  return stage;
 }
 
 Shape pipeline_hidden_shape(const TrainConfig& c, const dist::ParallelGrid& grid) {
@@ -19,14 +41,12 @@ Shape pipeline_hidden_shape(const TrainConfig& c, const dist::ParallelGrid& grid
 
 std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn::GPTConfig& model_config,
                                                  nn::GPT& model, const dist::ParallelGrid& grid) {
-  PipelineOptions options;
-  options.kind = parse_pipeline_kind(c.pp_schedule);
-  options.shape = PipelineShape{c.pp, c.grad_accum, c.pp_virtual};
-  options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
-  options.hidden = pipeline_hidden_shape(c, grid);
-  options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
-  options.world_rank = grid.world_rank();
-  return std::make_unique<PipelineSchedule>(std::vector<nn::GPT*>{&model}, grid.pp(), std::move(options));
+  return std::make_unique<PipelineSchedule>(model, grid.pp(), pipeline_options(c, model_config, grid));
+}
+
+double pipeline_eval(const TrainConfig& c, const nn::GPT& model, const EvalReader& reader,
+                     const dist::ParallelGrid& grid) {
+  return pipeline_eval_loss(model, reader, c.eval_iters, grid.pp(), pipeline_options(c, model.config(), grid));
 }
 
 void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::ParallelGrid& grid) {

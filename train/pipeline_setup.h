@@ -9,6 +9,7 @@
 #include "train/config.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
+#include "data/loader.h"
 
 namespace nd::train {
 
@@ -16,6 +17,10 @@ nn::GPTStage pipeline_stage(const TrainConfig& config, const dist::ParallelGrid&
 
 // The hidden state between stages: (B, T, C), or (B / tp, T, C) under sequence parallelism.
 Shape pipeline_hidden_shape(const TrainConfig& config, const dist::ParallelGrid& grid);
+
+// The mean evaluation loss through the pipeline (pipeline_eval_loss). Collective over pp.
+double pipeline_eval(const TrainConfig& config, const nn::GPT& model, const EvalReader& reader,
+                     const dist::ParallelGrid& grid);
 
 // The configured schedule (train/pipeline_schedule.h) over `model`, this rank's stage.
 std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& config, const nn::GPTConfig& model_config,

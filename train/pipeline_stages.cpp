@@ -47,9 +47,6 @@ std::vector<int> pipeline_stage_blocks(int n_layer, int stages, const std::strin
 
 void validate_pipeline_config(const TrainConfig& c) {
   const PipelineKind kind = parse_pipeline_kind(c.pp_schedule);
-  ND_CHECK_INPUT(kind != PipelineKind::Interleaved,
-                 "--pp-schedule interleaved: the runtime runs gpipe, 1f1b and zb so far (the plan and its "
-                 "simulation exist; the model chunks per rank do not)");
   // Zero-bubble's weight passes write the gradients in place after the data-parallel hooks: the
   // gradients must be the backward's own buffers (not f32 copies of bf16 ones).
   ND_CHECK_INPUT(kind != PipelineKind::ZeroBubble || c.grad_dtype.empty() || c.grad_dtype == c.dtype,

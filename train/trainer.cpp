@@ -32,7 +32,6 @@
 #include "train/model_config.h"
 #include "train/optimizer.h"
 #include "train/output_dir.h"
-#include "train/pipeline_schedule.h"
 #include "train/pipeline_setup.h"
 #include "train/pipeline_timeline.h"
 #include "train/precision.h"
@@ -495,8 +494,7 @@ class Trainer {
   // Through the pipeline's stages at pp > 1; the mean over the data-parallel replicas.
   double eval_loss(const EvalReader& reader) {
     if (grid_->pp_size() == 1) return mean_eval_loss(*model_, reader, c_.eval_iters, dp_);
-    const Shape hidden = pipeline_hidden_shape(c_, *grid_);
-    return mean_over_ranks(pipeline_eval_loss(*model_, reader, c_.eval_iters, grid_->pp(), hidden), dp_);
+    return mean_over_ranks(pipeline_eval(c_, *model_, reader, *grid_), dp_);
   }
 
   // Every rank writes the slices it owns (checkpoint_slices.h), in parallel, then rank 0 the

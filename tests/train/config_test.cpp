@@ -258,7 +258,10 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   c.pp_schedule = "interleaved";
   c.pp_virtual = 2;
   c.grad_accum = 2;
-  EXPECT_NE(error_of_config(c, 2).find("the runtime runs gpipe, 1f1b and zb so far"), std::string::npos);
+  EXPECT_NE(error_of_config(c, 2).find("must be a multiple of --pp 2 above it"), std::string::npos)
+      << error_of_config(c, 2);
+  c.grad_accum = 4;
+  EXPECT_EQ(error_of_config(c, 2), "");  // 4 stages of one block, two per rank
   c.pp_schedule = "gpipe";
   EXPECT_NE(error_of_config(c, 2).find("--pp-virtual 2 needs --pp-schedule interleaved"), std::string::npos);
   c.pp = 0;

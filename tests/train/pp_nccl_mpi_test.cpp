@@ -1,5 +1,5 @@
-// Pipeline parallelism on NCCL under mpirun, one rank per GPU (np 2): pp 2 with 1F1B and with
-// zero-bubble trains like one GPU with the same batch and micro-batches (f32, relative 1e-5 over
+// Pipeline parallelism on NCCL under mpirun, one rank per GPU (np 2): pp 2 with 1F1B, zero-bubble
+// and interleaved (2 chunks per rank) trains like one GPU with the same batch and micro-batches (f32, relative 1e-5 over
 // 20 steps), the step replayed as a CUDA graph after its eager steps (the sends and receives are
 // stream work). Skips where there is no GPU per rank.
 #include <gtest/gtest.h>
@@ -43,6 +43,7 @@ class PpNcclTest : public testing::MpiDataTest {
     ctx.comm = &test::gpu_world();
     TrainConfig c = config("pp2_" + schedule, 2);
     c.pp_schedule = schedule;
+    if (schedule == "interleaved") c.pp_virtual = 2;
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), one.step_losses);
     EXPECT_NEAR(r.last_val_loss, one.last_val_loss, 1e-5 * one.last_val_loss);
@@ -54,6 +55,8 @@ class PpNcclTest : public testing::MpiDataTest {
 TEST_F(PpNcclTest, OneFOneBMatchesOneGpu) { trains_like_one_gpu("1f1b"); }
 
 TEST_F(PpNcclTest, ZeroBubbleMatchesOneGpu) { trains_like_one_gpu("zb"); }
+
+TEST_F(PpNcclTest, InterleavedMatchesOneGpu) { trains_like_one_gpu("interleaved"); }
 
 }  // namespace
 }  // namespace nd::train

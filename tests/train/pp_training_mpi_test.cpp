@@ -1,5 +1,5 @@
 // Pipeline-parallel training equals single-rank training: pp 2 (np 2) with each schedule the
-// runtime runs (GPipe, 1F1B, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
+// runtime runs (GPipe, 1F1B, interleaved with 2 chunks per rank, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
 // (np 4), give the losses of one rank with the same global batch and micro-batches (f32, relative
 // 1e-5) over 20 steps; evaluation runs through the pipeline; a pp 2 checkpoint resumes at pp 1 and
 // a pp 1 checkpoint at pp 2, continuing as the uninterrupted run; --init-from works at pp 2.
@@ -56,6 +56,7 @@ class PpTrainingTest : public testing::MpiDataTest {
     ctx.comm = comm_.get();
     TrainConfig c = config(schedule + "_tp" + std::to_string(tp) + (dropout ? "_dropout" : ""), comm_->size(), tp, kPp);
     c.pp_schedule = schedule;
+    if (schedule == "interleaved") c.pp_virtual = 2;  // 4 stages of one block, two per rank
     if (dropout) c = with_dropout_and_clipping(c);
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), reference.step_losses);
@@ -70,10 +71,14 @@ TEST_F(PpTrainingTest, GPipeMatchesOneRank) { trains_like_one_rank(1, "gpipe"); 
 // Weight gradients deferred (ops::DeferWeightGradients) and run in the bubble: the same sums.
 TEST_F(PpTrainingTest, ZeroBubbleMatchesOneRank) { trains_like_one_rank(1, "zb"); }
 
+// Two chunks per rank (blocks 0 and 2 on the first, 1 and 3 on the second).
+TEST_F(PpTrainingTest, InterleavedMatchesOneRank) { trains_like_one_rank(1, "interleaved"); }
+
 TEST_F(PpTrainingTest, DropoutAndClippingMatchOneRank) {
   // Data-parallel replicas draw masks of their own, which one rank does not: pp alone.
   if (comm_->size() != kPp) GTEST_SKIP() << "dropout against one rank needs dp 1";
   trains_like_one_rank(1, "1f1b", /*dropout=*/true);
+  trains_like_one_rank(1, "interleaved", /*dropout=*/true);
 }
 
 TEST_F(PpTrainingTest, WithTensorParallelMatchesOneRank) {
