@@ -104,6 +104,9 @@ class Trainer {
     // One process without a communicator is a world of one rank.
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
+    // The run's peak device memory is its own: an experiment (or a test) trains several runs in
+    // one process, and the allocator's high-water mark would otherwise carry the largest so far.
+    if (world_->device().is_cuda()) reset_peak_device_memory(world_->device().index);
     // --trace: every group the grid splits off is a TracingComm too (a track per communicator).
     if (!c_.trace.empty()) {
       traced_world_ = std::make_unique<dist::TracingComm>(*world_, "world");
