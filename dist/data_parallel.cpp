@@ -5,37 +5,7 @@
 
 #include <algorithm>
 
-#include "kernels/cpu/grad_accumulate.h"
-#if NANODIST_WITH_CUDA
-#include "kernels/cuda/grad_accumulate.h"
-#include "tensor/cuda_stream.h"
-#endif
-
 namespace nd::dist {
-
-namespace {
-
-// dst (f32) = or += src (f32 or bf16), on one device, in compute order.
-void add_into(const Tensor& src, Tensor& dst, bool overwrite) {
-  const int64_t n = src.numel();
-  if (src.device().is_cuda()) {
-#if NANODIST_WITH_CUDA
-    cudaStream_t stream = compute_stream(src.device().index);
-    if (src.dtype() == DType::BF16)
-      cuda::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite, stream);
-    else
-      cuda::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite, stream);
-#else
-    ND_FAIL("this nanodist was built without CUDA");
-#endif
-  } else if (src.dtype() == DType::BF16) {
-    cpu::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite);
-  } else {
-    cpu::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite);
-  }
-}
-
-}  // namespace
 
 DataParallel::DataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options)
     : comm_(comm),
@@ -212,7 +182,7 @@ void DataParallel::drain_into_shard() {
     b.work.wait();
     b.work = CommWork();
   }
-  if (incoming_pending_) add_into(incoming_, shard_grads_, /*overwrite=*/!shard_filled_);
+  if (incoming_pending_) accumulate_into_f32(incoming_, shard_grads_, /*overwrite=*/!shard_filled_);
   incoming_pending_ = false;
   shard_filled_ = true;
 }

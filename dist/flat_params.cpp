@@ -20,8 +20,10 @@ int64_t aligned(int64_t offset, DType dtype) {
   return (offset + step - 1) / step * step;
 }
 
-// dst (f32) = or += src (any float dtype), both on one device.
-void accumulate_range(const Tensor& src, Tensor& dst, bool overwrite) {
+
+}  // namespace
+
+void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite) {
   const int64_t n = src.numel();
   if (src.device().is_cuda()) {
 #if NANODIST_WITH_CUDA
@@ -39,8 +41,6 @@ void accumulate_range(const Tensor& src, Tensor& dst, bool overwrite) {
     cpu::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite);
   }
 }
-
-}  // namespace
 
 FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards) {
   ND_CHECK(!params.empty(), "FlatParams: no parameters");
@@ -109,7 +109,7 @@ void FlatParams::accumulate(size_t first, size_t last, bool overwrite) {
   const FlatEntry &a = entries_[first], &b = entries_[last - 1];
   const int64_t begin = a.offset, length = b.offset + b.numel - begin;
   Tensor dst = grads_.narrow(begin, length);
-  accumulate_range(backward_grads_.narrow(begin, length), dst, overwrite);
+  accumulate_into_f32(backward_grads_.narrow(begin, length), dst, overwrite);
   for (size_t k = first; k < last; ++k) {
     entries_[k].param.zero_grad();
     accumulated_[k] = 1;

@@ -79,4 +79,8 @@ class FlatParams {
   std::vector<char> accumulated_;  // separate grads: entry accumulated since zero_grad()
 };
 
+// dst (f32) = or += src (f32 or bf16), both on one device, in compute-stream order: how
+// micro-batch gradients reach f32 main gradients or a ZeRO gradient shard.
+void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite);
+
 }  // namespace nd::dist
