@@ -20,11 +20,7 @@ namespace nd {
 namespace {
 
 #if NANODIST_WITH_CUDA
-bool has_fp8_tensor_cores() {
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;
-  return prop.major * 10 + prop.minor >= 89;
-}
+using test::has_fp8_tensor_cores;
 
 // |got - want| within the bound of a product whose factors each carry a relative rounding of
 // ea and eb (|ab - âb̂| <= (ea + eb + ea eb) sum |a||b|), plus bf16's half ulp of the result, plus

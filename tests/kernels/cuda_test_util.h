@@ -127,4 +127,13 @@ inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& 
   }
 }
 
+#if NANODIST_WITH_CUDA
+// True when GPU 0 has FP8 tensor cores (compute capability 8.9 and above: Ada, Hopper).
+inline bool has_fp8_tensor_cores() {
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;
+  return prop.major * 10 + prop.minor >= 89;
+}
+#endif
+
 }  // namespace nd::test

@@ -23,11 +23,7 @@ namespace nd {
 namespace {
 
 #if NANODIST_WITH_CUDA
-bool has_fp8_tensor_cores() {
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;
-  return prop.major * 10 + prop.minor >= 89;
-}
+using test::has_fp8_tensor_cores;
 
 struct Quantised {
   std::vector<float> x;         // the f32 input

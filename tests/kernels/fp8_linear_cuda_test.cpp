@@ -21,11 +21,7 @@ namespace nd {
 namespace {
 
 #if NANODIST_WITH_CUDA
-bool has_fp8_tensor_cores() {
-  cudaDeviceProp prop;
-  if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess) return false;
-  return prop.major * 10 + prop.minor >= 89;
-}
+using test::has_fp8_tensor_cores;
 
 // The values the reference multiplies: decode(encode(v * scale)) / scale, as the GPU does.
 std::vector<double> dequantised(const std::vector<double>& v, float scale, Fp8Format f) {
