@@ -6,12 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <map>
 #include <algorithm>
-#include <cstring>
 #include <random>
 
 #include "process_helpers.h"
+#include "resumed_run.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_part.h"
 #include "train_fixture.h"
@@ -29,22 +28,6 @@ std::string train_args(const TempDir& dir, const std::string& out, int steps, co
 
 std::string train_command(const TempDir& dir, const std::string& out, int steps, const std::string& extra = "") {
   return std::string(ND_NANODIST_BIN) + " " + train_args(dir, out, steps, extra);
-}
-
-// step -> the loss text of every {"step":..,"loss":..} line of OUT/metrics.jsonl (resumed runs
-// log some steps twice).
-std::multimap<int, std::string> logged_losses(const std::string& metrics_path) {
-  std::multimap<int, std::string> out;
-  std::istringstream lines(slurp_file(metrics_path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    size_t loss = line.find("\"loss\":");
-    if (line.rfind("{\"step\":", 0) != 0 || loss == std::string::npos) continue;
-    int step = std::stoi(line.substr(8));
-    size_t end = line.find(',', loss);
-    out.emplace(step, line.substr(loss + 7, end - loss - 7));
-  }
-  return out;
 }
 
 std::vector<std::string> names_in(const std::string& dir) {
@@ -98,24 +81,9 @@ TEST(CheckpointCrash, KillNineAtRandomMomentsThenResume) {
   ASSERT_EQ(last.exit_code, 0) << last.err;
   std::printf("  %d kills, %d of them inside a checkpoint write (a temporary was left)\n", kills, inside_a_write);
 
-  // Every step logged by any of the runs has the uninterrupted run's loss, and all steps are there.
-  auto logged = logged_losses(dir / "run/metrics.jsonl");
-  for (const auto& [step, loss] : logged) {
-    auto want = expected.find(step);
-    ASSERT_NE(want, expected.end()) << "step " << step;
-    EXPECT_EQ(loss, want->second) << "step " << step;
-  }
-  for (int s = 1; s <= steps; ++s) EXPECT_GE(logged.count(s), 1u) << "step " << s << " never logged";
-  // The final weights are the uninterrupted run's, bit for bit.
-  CheckpointData a = read_checkpoint(checkpoint_path(dir / "ref", steps));
-  CheckpointData b = read_checkpoint(checkpoint_path(dir / "run", steps));
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t i = 0; i < a.params.size(); ++i) {
-    const Tensor& x = a.params[i].second;
-    const Tensor& y = b.params[i].second;
-    ASSERT_EQ(x.nbytes(), y.nbytes());
-    EXPECT_EQ(std::memcmp(x.raw_data(), y.raw_data(), x.nbytes()), 0) << a.params[i].first;
-  }
+  // Every step logged by any of the runs has the uninterrupted run's loss, all steps are there,
+  // and the final weights are the uninterrupted run's, bit for bit.
+  expect_resumed_run_equals_reference(expected, dir / "ref", dir / "run", steps);
 }
 
 TEST(CheckpointCrash, WriteErrorIsOneLineAndThePreviousCheckpointStays) {

@@ -7,12 +7,11 @@
 
 #include <algorithm>
 
-#include <cstring>
 #include <filesystem>
-#include <map>
 #include <random>
 
 #include "process_helpers.h"
+#include "resumed_run.h"
 #include "train/checkpoint.h"
 #include "train/exit_status.h"
 #include "train_fixture.h"
@@ -28,19 +27,6 @@ std::string train_command(const TempDir& dir, const std::string& out, const std:
          " --n-layer 1 --n-head 2 --n-embd 32 --block-size 16 --batch-size 2 --eval-interval 0 --eval-iters 1"
          " --warmup-iters 2 --lr-decay-iters " + std::to_string(kSteps) + " --max-iters " + std::to_string(kSteps) +
          " --log-interval 1 --ckpt-interval 40 --async-save true --keep 2 " + extra;
-}
-
-// step -> the loss text of each {"step":..,"loss":..} line (resumed runs log some steps twice).
-std::multimap<int, std::string> logged_losses(const std::string& metrics_path) {
-  std::multimap<int, std::string> out;
-  std::istringstream lines(slurp_file(metrics_path));
-  std::string line;
-  while (std::getline(lines, line)) {
-    size_t loss = line.find("\"loss\":");
-    if (line.rfind("{\"step\":", 0) != 0 || loss == std::string::npos) continue;
-    out.emplace(std::stoi(line.substr(8)), line.substr(loss + 7, line.find(',', loss) - loss - 7));
-  }
-  return out;
 }
 
 TEST(Preemption, SigtermAtRandomMomentsThenResumeGivesTheUninterruptedLosses) {
@@ -109,21 +95,7 @@ TEST(Preemption, SigtermAtRandomMomentsThenResumeGivesTheUninterruptedLosses) {
     ASSERT_TRUE(last.wait(120.0));
     ASSERT_EQ(last.exit_code(), 0) << last.err();
   }
-  auto logged = logged_losses(dir / "run/metrics.jsonl");
-  for (const auto& [step, loss] : logged) {
-    auto want = expected.find(step);
-    ASSERT_NE(want, expected.end()) << "step " << step;
-    EXPECT_EQ(loss, want->second) << "step " << step;
-  }
-  for (int s = 1; s <= kSteps; ++s) EXPECT_GE(logged.count(s), 1u) << "step " << s << " never logged";
-  CheckpointData a = read_checkpoint(checkpoint_path(dir / "ref", kSteps));
-  CheckpointData b = read_checkpoint(checkpoint_path(dir / "run", kSteps));
-  ASSERT_EQ(a.params.size(), b.params.size());
-  for (size_t i = 0; i < a.params.size(); ++i) {
-    ASSERT_EQ(a.params[i].second.nbytes(), b.params[i].second.nbytes());
-    EXPECT_EQ(std::memcmp(a.params[i].second.raw_data(), b.params[i].second.raw_data(), a.params[i].second.nbytes()), 0)
-        << a.params[i].first;
-  }
+  expect_resumed_run_equals_reference(expected, dir / "ref", dir / "run", kSteps);
 }
 
 }  // namespace
