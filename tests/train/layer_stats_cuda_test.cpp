@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "kernels/cpu/layer_stats.h"
 #include "nn/gpt.h"
@@ -73,10 +74,17 @@ TEST(LayerStatsCuda, StepStatisticsEqualTheCpu) {
 }
 
 // Values spread over many magnitudes (some below fp16's and bf16's flush thresholds, some below
-// -3), as bf16 on the GPU against f32 copies of the same rounded values on the CPU.
-TEST(LayerStatsCuda, Bf16KernelsEqualTheCpuLoops) {
-  if (!cuda_available()) GTEST_SKIP() << "no GPU";
-  const int64_t B = 2, T = 37, C = 48, NH = 3;
+// -3), as bf16 on the GPU against f32 copies of the same rounded values on the CPU. The shapes take
+// the tiled entropy kernel at head sizes 16, 64 and 80 (one and several tiles of rows and keys) and
+// the per-row kernel at head size 12.
+struct StatsShape {
+  int64_t B, T, C, NH;
+};
+
+void check_kernels_equal_the_cpu_loops(const StatsShape& s) {
+  SCOPED_TRACE("B " + std::to_string(s.B) + " T " + std::to_string(s.T) + " C " + std::to_string(s.C) + " NH " +
+               std::to_string(s.NH));
+  const int64_t B = s.B, T = s.T, C = s.C, NH = s.NH;
   Tensor qkv = Tensor::empty({B, T, 3 * C});
   float* v = qkv.data<float>();
   for (int64_t i = 0; i < qkv.numel(); ++i) v[i] = 2.0f * std::sin(0.37f * static_cast<float>(i) + 1.0f);
@@ -97,6 +105,13 @@ TEST(LayerStatsCuda, Bf16KernelsEqualTheCpuLoops) {
   EXPECT_GT(w[kFp16Underflow], 0.0);
   EXPECT_EQ(g[kGeluSaturated], w[kGeluSaturated]);
   for (int64_t h = 0; h < NH; ++h) EXPECT_NEAR(g[kStatsPerSlot + h], w[kStatsPerSlot + h], 1e-3 * w[kStatsPerSlot + h]);
+}
+
+TEST(LayerStatsCuda, Bf16KernelsEqualTheCpuLoops) {
+  if (!cuda_available()) GTEST_SKIP() << "no GPU";
+  for (const StatsShape& s : {StatsShape{2, 37, 48, 3}, StatsShape{1, 70, 128, 2}, StatsShape{2, 33, 80, 1},
+                              StatsShape{1, 20, 36, 3}})
+    check_kernels_equal_the_cpu_loops(s);
 }
 
 }  // namespace
