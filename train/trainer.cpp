@@ -104,6 +104,10 @@ class Trainer {
     // One process without a communicator is a world of one rank.
     if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
+    // A GPU communicator owns a device (its rank's, under mpirun): the model lives there too, as
+    // `nanodist train` arranges. Without this, "cuda" meant cuda:0 on every rank, and a later run in
+    // the same process (a test's) mixed devices: pipeline sends never completed.
+    if (world_->device().is_cuda() && parse_device(c_.device).is_cuda()) c_.device = world_->device().str();
     // The run's peak device memory is its own: an experiment (or a test) trains several runs in
     // one process, and the allocator's high-water mark would otherwise carry the largest so far.
     if (world_->device().is_cuda()) reset_peak_device_memory(world_->device().index);

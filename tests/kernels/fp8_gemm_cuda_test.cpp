@@ -61,7 +61,7 @@ void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type) {
   std::mt19937_64 rng(test::fresh_seed());
   Quantised a = quantise(m * k, fa, rng, 0.02f), b = quantise(k * n, fb, rng, 1.0f);
   Tensor da = codes_on_gpu(a.codes), db = codes_on_gpu(b.codes);
-  Tensor scales = Tensor::from_vector(std::vector<float>{a.scale_inv, b.scale_inv}, {2}).to(Device::cuda(0));
+  Tensor scales = Tensor::from_vector(std::vector<float>{a.scale_inv, 0, 0, 0, b.scale_inv}, {5}).to(Device::cuda(0));
   Tensor d = Tensor::full({m * n}, NAN, d_type, Device::cuda(0));  // poisoned
   cuda::GemmProblem p;
   p.fp8 = true;
@@ -74,7 +74,7 @@ void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type) {
   p.B = db.raw_data(), p.ldb = k;
   p.D = d.raw_data(), p.ldd = m;
   p.a_scale = scales.data<float>();
-  p.b_scale = scales.data<float>() + 1;
+  p.b_scale = scales.data<float>() + 4;
   cuda::gemm(p);
   std::vector<double> got = d.to(Device::cpu()).to_double_vector();
   const double out_rel = d_type == DType::BF16 ? std::ldexp(1.0, -8) : 1e-6;
