@@ -8,16 +8,18 @@
 # tokens/s of steps 4..STEPS, the fraction of the ideal 1F1B rate, interleaved/1f1b, zb/1f1b, and
 # the bar: pp 2 1F1B at m = 8 >= 85% of pp 1 x 2 x (1 - 1/9). With
 # --timelines it also records one step of each pp 2 run (NANODIST_PP_TIMELINE, no CUDA graph) and
-# draws docs/pp_timeline_<schedule>.png (scripts/plot_pp_timeline.py, m = 8).
+# draws docs/pp_timeline_<schedule>.png (scripts/plot_pp_timeline.py, m = 8); --timelines-only
+# records and draws them without the throughput runs.
 # --device cpu --tiny: a 4-layer model on the CPU, a smoke test of this script in seconds.
 #
 # usage: scripts/bench_pp.sh [--steps 12] [--out out/bench_pp] [--bin build/nanodist]
 #                            [--micro "4 8 16"] [--schedules "gpipe 1f1b interleaved zb"] [--timelines]
+#                            [--timelines-only]
 #                            [--device cpu --tiny] [--extra "flags passed to nanodist train"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=12; out=out/bench_pp; bin=build/nanodist; extra=""; device=cuda; tiny=0; micro="4 8 16"
-schedules="gpipe 1f1b interleaved zb"; timelines=0
+schedules="gpipe 1f1b interleaved zb"; timelines=0; throughput=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -26,6 +28,7 @@ while [[ $# -gt 0 ]]; do
     --micro) micro=$2; shift 2 ;;
     --schedules) schedules=$2; shift 2 ;;
     --timelines) timelines=1; shift ;;
+    --timelines-only) timelines=1; throughput=0; shift ;;
     --extra) extra=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
@@ -68,16 +71,19 @@ run_one() {
     echo "$name failed (out of memory at this many micro-batches?); last lines of $log:"; tail -n 3 "$log"
   fi
 }
-for m in $micro; do
-  run_one "pp1_m$m" 1 1 1f1b "$m"
-  for s in $schedules; do run_one "pp2_${s}_m$m" 2 2 "$s" "$m"; done
-done
+if [[ "$throughput" == 1 ]]; then
+  for m in $micro; do
+    run_one "pp1_m$m" 1 1 1f1b "$m"
+    for s in $schedules; do run_one "pp2_${s}_m$m" 2 2 "$s" "$m"; done
+  done
+fi
 if [[ "$timelines" == 1 ]]; then
   for s in $schedules; do
     run_one "timeline_$s" 2 2 "$s" 8 "$out/timeline_$s"
     python3 scripts/plot_pp_timeline.py "$out/timeline_$s" --out "docs/pp_timeline_$s.png" || true
   done
 fi
+[[ "$throughput" == 1 ]] || exit 0
 
 python3 - "$out/results.tsv" "$steps" <<'PY' | tee "$out/summary.txt"
 import json, statistics, sys

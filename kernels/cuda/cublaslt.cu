@@ -30,15 +30,9 @@ using PlanKey = std::tuple<int, int, int, int64_t, int64_t, int64_t, int64_t, in
 struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
-  // The heuristic's candidates, best first; empty: cuBLASLt offered none (try_gemm falls back).
-  // A candidate refused at launch is dropped (run_gemm), so the front is the one that runs.
-  std::vector<cublasLtMatmulAlgo_t> algos;
+  cublasLtMatmulAlgo_t algo;
+  bool found = false;  // false: cuBLASLt offered no algorithm (try_gemm falls back)
 };
-
-// Candidates asked of the heuristic. cuBLASLt can offer an algorithm that cublasLtMatmul then
-// refuses as "not supported" (seen with FP8 inputs and a bf16 output on H100 and H200, cuBLASLt
-// 13.1): the next candidate runs.
-constexpr int kAlgoCandidates = 8;
 
 std::mutex g_mutex;
 auto* g_blas = new std::vector<DeviceBlas>();
@@ -137,10 +131,10 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &ab, sizeof(ab)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &ad, sizeof(ad)));
   CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &ad, sizeof(ad)));
-  cublasLtMatmulHeuristicResult_t results[kAlgoCandidates];
+  cublasLtMatmulHeuristicResult_t result;
   int found = 0;
-  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref,
-                                                         kAlgoCandidates, results, &found);
+  cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, plan.op, plan.a, plan.b, plan.d, plan.d, pref, 1,
+                                                         &result, &found);
   cublasLtMatmulPreferenceDestroy(pref);
   // An epilogue this GPU, type or layout cannot fuse is refused as "not supported" (or, for some
   // combinations, "invalid value"): for the GELU epilogues that means no algorithm, and the caller
@@ -148,9 +142,8 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   const bool refused = status == CUBLAS_STATUS_NOT_SUPPORTED ||
                        (status == CUBLAS_STATUS_INVALID_VALUE && p.epilogue != GemmEpilogue::Plain);
   if (!refused) CUBLAS_CHECK(status);
-  if (status == CUBLAS_STATUS_SUCCESS)
-    for (int i = 0; i < found; ++i)
-      if (results[i].state == CUBLAS_STATUS_SUCCESS) plan.algos.push_back(results[i].algo);
+  plan.found = status == CUBLAS_STATUS_SUCCESS && found > 0;
+  if (plan.found) plan.algo = result.algo;
   return plan;
 }
 
@@ -207,22 +200,13 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   if (it == g_plans->end())
     it = g_plans->emplace(std::make_pair(device, key), make_plan(p, blas.handle, align_a, align_b, align_d)).first;
   Plan& plan = it->second;
+  if (!plan.found) return false;
   set_epilogue_pointers(plan.op, p);
   set_scale_pointers(plan.op, p);
   float alpha = 1.0f, beta = p.beta;
-  // A refusal happens on the host before anything is queued, so trying the next candidate is safe
-  // during graph capture too.
-  while (!plan.algos.empty()) {
-    const cublasStatus_t status = cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D,
-                                                 plan.d, p.D, plan.d, &plan.algos.front(), blas.workspace,
-                                                 kWorkspaceBytes, stream);
-    if (status != CUBLAS_STATUS_NOT_SUPPORTED) {
-      CUBLAS_CHECK(status);
-      return true;
-    }
-    plan.algos.erase(plan.algos.begin());
-  }
-  return false;
+  CUBLAS_CHECK(cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D, plan.d, p.D,
+                              plan.d, &plan.algo, blas.workspace, kWorkspaceBytes, stream));
+  return true;
 }
 
 }  // namespace

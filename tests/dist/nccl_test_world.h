@@ -17,6 +17,14 @@ inline dist::Comm& gpu_world() {
   return *comm;
 }
 
+// The world as `nanodist train` makes it: point-to-point on the main NCCL communicator (no wide
+// send/recv communicator, which only bench-comm's lone ring transfers want). Training tests whose
+// ranks exchange activations (pipeline stages) use this one.
+inline dist::Comm& training_world() {
+  static dist::Comm* comm = dist::make_world_comm(Device::cuda(0), /*ring_transfers=*/false).release();
+  return *comm;
+}
+
 inline bool enough_gpus() {
   if (!cuda_available()) return false;
 #if NANODIST_WITH_CUDA

@@ -1,7 +1,7 @@
 // Pipeline parallelism on NCCL under mpirun, one rank per GPU (np 2): pp 2 with 1F1B, zero-bubble
 // and interleaved (2 chunks per rank) trains like one GPU with the same batch and micro-batches (f32, relative 1e-5 over
 // 20 steps), the step replayed as a CUDA graph after its eager steps (the sends and receives are
-// stream work). Skips where there is no GPU per rank.
+// stream work). The world is the one `nanodist train` makes. Skips where there is no GPU per rank.
 #include <gtest/gtest.h>
 
 #include "tests/dist/nccl_test_world.h"
@@ -38,9 +38,13 @@ class PpNcclTest : public testing::MpiDataTest {
   void trains_like_one_gpu(const std::string& schedule) {
     SKIP_WITHOUT_GPU();
     if (comm_->size() != 2) GTEST_SKIP() << "pp 2 on 2 ranks";
-    TrainResult one = run_training(config("one_gpu_" + std::to_string(comm_->rank()), 1));
+    dist::Comm& world = test::training_world();
+    // The one-GPU reference on this rank's own GPU, the one its pipeline stage runs on.
+    TrainConfig reference = config("one_gpu_" + std::to_string(comm_->rank()), 1);
+    reference.device = world.device().str();
+    TrainResult one = run_training(reference);
     RunContext ctx;
-    ctx.comm = &test::gpu_world();
+    ctx.comm = &world;
     TrainConfig c = config("pp2_" + schedule, 2);
     c.pp_schedule = schedule;
     if (schedule == "interleaved") c.pp_virtual = 2;
