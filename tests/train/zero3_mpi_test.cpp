@@ -1,6 +1,7 @@
 // ZeRO 3 (FSDP) and the staged ZeRO 2 over the data-parallel ranks (mpirun -np 2, 3, 4, the MPI
 // backend): each trains with the losses of --zero 0 on the same ranks (f32, relative 1e-6, 20 steps
-// with active clipping and grad-accum 2) and ends with zero 0's final weights (read back from the
+// with active clipping and grad-accum 2, evaluations between), evaluates to its validation loss, and
+// ends with zero 0's final weights (read back from the
 // final checkpoints, to f32 reduction-order tolerance), also with --recompute block, with the ring's
 // collectives and at tp 2 x dp 2; a zero 3 checkpoint resumes at zero 0 on one rank and a one-rank
 // checkpoint at zero 3 on all ranks, with the uninterrupted losses; the persistent state per rank
@@ -84,14 +85,17 @@ class Zero3Test : public testing::MpiDataTest {
     TrainConfig c = config("zero0" + tag, comm_->size(), tp, 0);
     c.collectives = collectives;
     c.recompute = recompute;
+    c.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
     TrainResult reference = train(c);
     for (int zero : {2, 3}) {
       SCOPED_TRACE("zero " + std::to_string(zero) + tag);
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
       c.collectives = collectives;
       c.recompute = recompute;
+      c.eval_interval = kSteps / 2;
       TrainResult r = train(c);
       expect_near(r.step_losses, reference.step_losses, 1e-6);
+      expect_near({r.last_val_loss}, {reference.last_val_loss}, 1e-6);
       EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
       dist::ParallelGrid grid(*comm_, tp);
       EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas hold other parameters";
