@@ -4,8 +4,9 @@
 // ends with zero 0's final weights (read back from the
 // final checkpoints, to f32 reduction-order tolerance), also with --recompute block, with the ring's
 // collectives and at tp 2 x dp 2; a zero 3 checkpoint resumes at zero 0 on one rank and a one-rank
-// checkpoint at zero 3 on all ranks, with the uninterrupted losses; the persistent state per rank
-// is what the memory plan says (16/N bytes per parameter in f32 beside a fixed amount of unit buffers).
+// checkpoint at zero 3 on all ranks, with the uninterrupted losses; a step's all-gathers are one
+// per block and pass, less the blocks still held; the persistent state per rank is what the memory
+// plan says (16/N bytes per parameter in f32 beside a fixed amount of unit buffers).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -14,6 +15,7 @@
 #include "dist/data_parallel.h"
 #include "dist/parallel_grid.h"
 #include "tensor/random.h"
+#include "tests/dist/counting_comm.h"
 #include "train/checkpoint_index.h"
 #include "train/memory_plan.h"
 #include "train/mpi_data_fixture.h"
@@ -116,6 +118,34 @@ TEST_F(Zero3Test, StagesTwoAndThreeWithTheRingsCollectives) {
 TEST_F(Zero3Test, StagesTwoAndThreeUnderTensorParallelism) {
   if (comm_->size() != 4) GTEST_SKIP() << "tp 2 x dp 2 needs 4 ranks";
   matches_zero_zero(2, "native", "block");
+}
+
+// The all-gathers of a zero 3 step, counted (one step more against one step fewer): each block once
+// before its forward (the next one prefetched), in backward only those no gathered buffer still holds
+// (of 5 blocks and 3 buffers, the last three stay from the forward), with --recompute block too (the
+// rerun and the backward share one gather), and the two runs outside the blocks after the update.
+TEST_F(Zero3Test, GathersEachBlockOncePerPassAndKeepsWhatItHolds) {
+  constexpr int kLayers = 5, kBuffers = 3, kOutsideRuns = 2;  // ln_f, and wpe with wte
+  for (const std::string recompute : {"none", "block"}) {
+    SCOPED_TRACE("recompute " + recompute);
+    int64_t gathers[2] = {0, 0};
+    for (int steps : {2, 3}) {
+      auto log = std::make_shared<test::CallLog>();
+      test::CountingComm counting(*comm_, log);
+      TrainConfig c = config("counted_" + recompute + std::to_string(steps), comm_->size(), 1, 3);
+      c.n_layer = kLayers;
+      c.recompute = recompute;
+      c.grad_accum = 1;
+      c.max_iters = steps;
+      c.no_checkpoint = true;
+      RunContext ctx;
+      ctx.comm = &counting;
+      run_training(c, ctx);
+      for (const auto& [call, count] : *log)
+        if (std::get<0>(call) == "allgather") gathers[steps - 2] += count;
+    }
+    EXPECT_EQ(gathers[1] - gathers[0], kLayers + (kLayers - kBuffers) + kOutsideRuns);
+  }
 }
 
 // Zero 3 on every rank writes step 10; one rank at zero 0 goes on from it, and the losses are those
