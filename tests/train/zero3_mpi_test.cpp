@@ -1,12 +1,12 @@
 // ZeRO 3 (FSDP) and the staged ZeRO 2 over the data-parallel ranks (mpirun -np 2, 3, 4, the MPI
 // backend): each trains with the losses of --zero 0 on the same ranks (f32, relative 1e-6, 20 steps
-// with active clipping and grad-accum 2, evaluations between), evaluates to its validation loss, and
-// ends with zero 0's final weights (read back from the
-// final checkpoints, to f32 reduction-order tolerance), also with --recompute block, with the ring's
-// collectives and at tp 2 x dp 2; a zero 3 checkpoint resumes at zero 0 on one rank and a one-rank
-// checkpoint at zero 3 on all ranks, with the uninterrupted losses; a step's all-gathers are one
-// per block and pass, less the blocks still held; the persistent state per rank is what the memory
-// plan says (16/N bytes per parameter in f32 beside a fixed amount of unit buffers).
+// with active clipping, grad-accum 2 and evaluations between), reaches its validation loss and ends
+// with its final weights (read back from the final checkpoints, to f32 reduction-order tolerance),
+// also with --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint
+// resumes at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the
+// uninterrupted losses; a step's all-gathers are one per block and pass, less the blocks still
+// held; the persistent state per rank is what the memory plan says (16/N bytes per parameter in
+// f32 beside a fixed amount of unit buffers).
 #include <gtest/gtest.h>
 
 #include <cmath>
