@@ -1,6 +1,7 @@
 // DataParallel: bucket layout over the flat buffers, the hooks that complete and launch buckets,
-// the final wait, and ZeRO's shard (reduce-scatter into it, all-gather out of it). Ordering
-// against compute is the Comm's business (dist/comm.h).
+// the final wait, and ZeRO's shard (reduce-scatter into it, all-gather out of it); ZeRO 2 and 3's
+// per-unit staging and gathering are in data_parallel_units.cpp. Ordering against compute is the
+// Comm's business (dist/comm.h).
 #include "dist/data_parallel.h"
 
 #include <algorithm>
@@ -15,14 +16,19 @@ DataParallel::DataParallel(Comm& comm, FlatParams& flat, const DataParallelOptio
       entry_done_(flat.entries().size(), 0) {
   ND_CHECK(options.bucket_mb > 0 && options.first_bucket_mb > 0,
            "bucket sizes must be positive, got " << options.bucket_mb << " MB and " << options.first_bucket_mb << " MB");
-  ND_CHECK(options.zero >= 0 && options.zero <= 2, "--zero " << options.zero << " is not 0, 1 or 2");
+  ND_CHECK(options.zero >= 0 && options.zero <= 3, "--zero " << options.zero << " is not 0, 1, 2 or 3");
+  ND_CHECK((options.zero >= 2) == !flat.full_grads(),
+           "ZeRO " << options.zero << ": the flat buffers must be built "
+                   << (options.zero >= 2 ? "without" : "with") << " full-size gradients (dist::FlatOptions)");
   ND_CHECK(flat.device() == comm.device(), "data parallelism: the parameters are on " << flat.device().str()
                                                                                      << ", the communicator on "
                                                                                      << comm.device().str());
   if (options.zero == 0)
     plan_entry_buckets();
-  else
+  else if (options.zero == 1)
     plan_sharded_buckets();
+  else
+    plan_unit_buckets();
   const std::vector<FlatEntry>& entries = flat.entries();
   for (size_t k = 0; k < entries.size(); ++k) {
     Variable param = entries[k].param;
@@ -89,25 +95,22 @@ void DataParallel::plan_sharded_buckets() {
   }
   for (Bucket& b : buckets_)
     if (b.first == entries.size()) b.first = b.last = 0;  // padding only
-  // ZeRO 1 reduces each bucket in place (the owned slice of the flat gradients); ZeRO 2 adds every
-  // micro-batch into an f32 shard, its later ones (and bf16 ones) landing beside it first.
-  if (options_.zero == 2) {
-    shard_grads_ = Tensor::zeros({shard_numel_}, DType::F32, flat_.device());
-    incoming_ = Tensor::zeros({shard_numel_}, flat_.grad_dtype(), flat_.device());
-  }
 }
 
 void DataParallel::broadcast_parameters() {
+  if (options_.zero == 3) return broadcast_sharded();
   if (comm_.size() > 1) comm_.broadcast(flat_.params(), 0);
 }
 
 void DataParallel::prepare_backward(bool first, bool last) {
-  // ZeRO 2: the previous micro-batch's gradients are in (or on their way to) the shard; the
-  // full-size buffers start over.
-  if (options_.zero == 2 && !first) {
+  // ZeRO 2 and 3: the previous micro-batch's gradients go into the shard, a bucket left incomplete
+  // (an unused parameter) too, in bucket order on every rank; the staging buffers start over.
+  if (options_.zero >= 2 && !first) {
+    for (Bucket& b : buckets_) complete(b);
     drain_into_shard();
     flat_.zero_grad();
   }
+  next_pooled_ = 0;  // the same buffers for the same blocks every micro-batch (a CUDA graph replays them)
   // A bucket left incomplete by the previous micro-batch (an unused parameter) keeps its
   // gradients in backward's buffers, which the next backward adds to: nothing is lost.
   last_ = last;
@@ -148,7 +151,8 @@ void DataParallel::accumulate_entries(const Bucket& bucket) {
 void DataParallel::complete(Bucket& bucket) {
   if (bucket.completed) return;
   bucket.completed = true;
-  const bool reduce_now = last_ || options_.zero == 2;
+  if (options_.zero >= 2) return complete_staged(bucket);
+  const bool reduce_now = last_;
   if (!flat_.separate_grads() && !reduce_now) return;  // gradients accumulate in place
   accumulate_entries(bucket);
   if (!reduce_now) return;
@@ -158,22 +162,12 @@ void DataParallel::complete(Bucket& bucket) {
   bucket.work = comm_.allreduce_async(range, ReduceOp::Avg);
 }
 
-// The bucket's average over the group, this rank's slice of it: ZeRO 1 in place, ZeRO 2 into the
-// shard, straight into shard_grads_ when it is f32 and empty, else into incoming_ (added by
-// drain_into_shard).
+// ZeRO 1: the bucket's average over the group, this rank's slice of it, in place.
 void DataParallel::reduce_scatter(Bucket& bucket) {
+  if (comm_.size() == 1) return;  // one rank: the bucket is its own average, in place
   const int64_t slice = bucket.length / comm_.size();
   Tensor input = flat_.grads().narrow(bucket.begin, bucket.length);
-  Tensor out;
-  if (options_.zero == 1) {
-    if (comm_.size() == 1) return;  // one rank: the bucket is its own average, in place
-    out = flat_.grads().narrow(owned_[static_cast<size_t>(&bucket - buckets_.data())].begin, slice);
-  } else if (flat_.grad_dtype() == DType::F32 && !shard_filled_) {
-    out = shard_grads_.narrow(bucket.local, slice);
-  } else {
-    out = incoming_.narrow(bucket.local, slice);
-    incoming_pending_ = true;
-  }
+  Tensor out = flat_.grads().narrow(owned_[static_cast<size_t>(&bucket - buckets_.data())].begin, slice);
   bucket.work = comm_.reduce_scatter_async(input, out, ReduceOp::Avg);
 }
 
@@ -182,19 +176,19 @@ void DataParallel::drain_into_shard() {
     b.work.wait();
     b.work = CommWork();
   }
-  if (incoming_pending_) accumulate_into_f32(incoming_, shard_grads_, /*overwrite=*/!shard_filled_);
-  incoming_pending_ = false;
+  for (Staging& st : staging_) flush(st);
   shard_filled_ = true;
 }
 
 void DataParallel::finish_gradient_sync() {
   // In bucket order, which every rank shares: the collectives match up across ranks.
   for (Bucket& b : buckets_) complete(b);
-  if (options_.zero == 2) return drain_into_shard();
+  if (options_.zero >= 2) return drain_into_shard();
   for (Bucket& b : buckets_) b.work.wait();
 }
 
 void DataParallel::gather_parameters() {
+  if (options_.zero == 3) return gather_resident();
   if (options_.zero == 0 || comm_.size() == 1) return;
   Tensor& params = flat_.params();
   for (size_t i = 0; i < buckets_.size(); ++i) {
@@ -211,9 +205,9 @@ void DataParallel::gather_parameters() {
 
 int64_t DataParallel::buffer_bytes() const {
   int64_t bytes = 0;
-  for (const Tensor* t : {&shard_grads_, &incoming_})
+  for (const Tensor* t : {&shard_grads_, &param_shard_})
     if (t->defined()) bytes += t->numel() * static_cast<int64_t>(dtype_size(t->dtype()));
-  return bytes;
+  return bytes + staging_bytes();
 }
 
 }  // namespace nd::dist

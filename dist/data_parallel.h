@@ -10,29 +10,41 @@
 // bucket (Megatron's distributed optimizer; with one bucket, a contiguous 1/dp of the buffer); AdamW
 // updates only the owned slices (its m, v and masters are shard-sized) and gather_parameters()
 // all-gathers them. 1 reduce-scatters each bucket in place once per step (after the last
-// micro-batch; the owned slice of the flat gradients holds the average), 2 after every micro-batch
-// into an f32 gradient shard that adds the micro-batches up. The full-size gradient buffers stay
-// (backward writes into views of them), so 2 saves no memory over 1 here: it moves the reduction
-// into every micro-batch, the step ZeRO-3 builds on.
+// micro-batch; the owned slice of the flat gradients holds the average). 2 keeps no full-size
+// gradients: its buckets are the flat buffers' segments (one per unit, a transformer block, and the
+// rest), a block's gradients are bound to one of two pooled staging buffers when its backward
+// starts (dist/unit_hooks.h, the model calls them), and each micro-batch's bucket is
+// reduce-scattered from there into an f32 gradient shard that adds the micro-batches up; the
+// parameters outside the blocks (embeddings, final LayerNorm) keep staging buffers of their own.
+// 3 (FSDP) also shards the parameters: a rank keeps only its slices of them (param_shard(), which
+// AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
+// just before its forward, prefetching the next block's on the communicator's stream meanwhile,
+// and again before its backward (prefetching the previous block's); the buffer is free for another
+// block after the forward, and after the backward once the block's gradients are reduce-scattered
+// as in 2. The parameters outside the blocks stay whole all step (all-gathered from the shard
+// after each update, like ZeRO 1's).
 #pragma once
 #include <string>
 #include <vector>
 
 #include "dist/comm.h"
 #include "dist/flat_params.h"
+#include "dist/unit_hooks.h"
 
 namespace nd::dist {
 
 struct DataParallelOptions {
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
-  int zero = 0;  // 0, 1 or 2 (see above)
+  int zero = 0;  // 0, 1, 2 or 3 (see above)
 };
 
-class DataParallel {
+class DataParallel : public UnitHooks {
  public:
   // `comm` (the grid's data-parallel group, native or ring; one rank: nothing is communicated) and `flat` on the
-  // same device; both must outlive the engine, which hooks every parameter of `flat`.
+  // same device; both must outlive the engine, which hooks every parameter of `flat`. ZeRO 2 needs `flat` built
+  // for dp shards without full-size gradients (FlatOptions), with units for the blocks (without, every
+  // parameter keeps a staging buffer: correct, no memory saved).
   DataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options = {});
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
@@ -49,9 +61,28 @@ class DataParallel {
   Tensor& shard_grads() { return shard_grads_; }
   // ZeRO: after the optimizer updated the owned slices, all-gathers every bucket in place so all
   // ranks hold all parameters (GPU: ordered before later compute work; the host does not wait).
+  // ZeRO 3: only the parameters outside the blocks; the blocks' are gathered when used.
   void gather_parameters();
-  // Bytes of the engine's own buffers (the gradient shard and its staging).
+  // ZeRO 3: this rank's slices of the parameters (shard_numel(), the parameters' dtype), what AdamW
+  // updates (AdamWShard::params); undefined below stage 3.
+  Tensor& param_shard() { return param_shard_; }
+  // ZeRO 3: makes unit `unit`'s parameters readable through their Variables (a gather, waited for
+  // on the GPU by compute-stream order) until another unit takes its buffer: for reading them
+  // outside a step (hashes, tests). A no-op below stage 3 and for -1 (always whole).
+  void gather_for_read(int unit);
+  // Bytes of the engine's own buffers: the gradient shard and (ZeRO 3) the parameter shard, both
+  // per parameter (train/memory_plan.h), plus staging_bytes().
   int64_t buffer_bytes() const;
+  // A fixed amount, not per parameter: ZeRO 2's staging buffers (two blocks' gradients and those
+  // of the parameters outside the blocks, with their landing places); ZeRO 3 adds three blocks'
+  // gathered parameters and the parameters outside the blocks.
+  int64_t staging_bytes() const;
+
+  // UnitHooks: ZeRO 2 binds a unit's gradients to a pooled staging buffer when its backward starts;
+  // ZeRO 3 also gathers its parameters before its forward and backward and prefetches the next.
+  void before_forward(int unit) override;
+  void after_forward(int unit) override;
+  void before_backward(int unit) override;
 
   // Before each backward of a step: `first` on the first micro-batch, `last` on the one whose
   // gradients are then reduced (the others only accumulate locally).
@@ -69,13 +100,53 @@ class DataParallel {
     size_t first = 0, last = 0;  // entries [first, last) of the layout that overlap the bucket
     int64_t begin = 0, length = 0;  // elements of the flat buffers
     int64_t local = 0;              // ZeRO: where this rank's slice sits in the shard
+    int unit = -1;                  // ZeRO 2: the segment's unit (-1: outside the blocks)
+    int staging = -1;               // ZeRO 2: the staging buffer its gradients are bound to (-1: none)
+    int gathered = -1;              // ZeRO 3: the gathered buffer holding its parameters (-1: none)
+    Tensor whole;                   // ZeRO 3, outside the blocks: its parameters, always whole
     int pending = 0;
     bool completed = false;      // its gradients are final for this micro-batch
     CommWork work;
   };
 
+  // A full-size gradient buffer of ZeRO 2 that backward writes a bucket's gradients into, in the
+  // parameters' dtype (plus an f32 copy under f32 main gradients: what is reduced).
+  // The reduce-scatter's result lands beside it (1/dp of it, in the gradient dtype) when it cannot
+  // go to the f32 shard directly, and is added into the shard when the buffer is next bound or at
+  // the drain, by which time the compute stream waits for that reduce-scatter anyway.
+  struct Staging {
+    Tensor grads, reduce, landing;
+    CommWork work;    // the reduce-scatter that last read it
+    int layout = -1;  // the bucket whose entry layout its padding is zero for
+    int pending = -1;  // the bucket whose reduce-scatter sits in `landing`, still to be added
+    bool overwrite = false;  // ... into a shard slice that holds no micro-batch yet
+  };
+
   void plan_entry_buckets();
   void plan_sharded_buckets();
+  void plan_unit_buckets();
+  // ZeRO 3: a full-size buffer a block's parameters are gathered into; pinned from the gather
+  // until its forward ends or its gradients are reduce-scattered, so nothing else takes it.
+  struct Gathered {
+    Tensor params;
+    CommWork work;  // the all-gather that filled it, not yet waited for
+    int bucket = -1;
+    bool pinned = false;
+    uint64_t used = 0;  // for taking the least recently used
+  };
+
+  void bind(Bucket& bucket, int staging);
+  void flush(Staging& staging);
+  void complete_staged(Bucket& bucket);
+  int bucket_of_unit(int unit) const;
+  void shard_parameters();
+  void bind_params(Bucket& bucket, const Tensor& values);
+  void launch_gather(size_t bucket);
+  void use_gathered(size_t bucket, bool pin);
+  void unpin(size_t bucket);
+  void forget_gathered();
+  void gather_resident();
+  void broadcast_sharded();
   void on_gradient_final(size_t entry);
   void complete(Bucket& bucket);
   void accumulate_entries(const Bucket& bucket);
@@ -93,9 +164,16 @@ class DataParallel {
   std::vector<ShardSlice> owned_;
   int64_t shard_numel_ = 0;
   Tensor shard_grads_;    // f32, shard_numel_
-  Tensor incoming_;       // the reduce-scatters' output when it cannot go to shard_grads_ directly
   bool shard_filled_ = false;  // shard_grads_ holds a micro-batch of this step
-  bool incoming_pending_ = false;  // incoming_ holds reduce-scatters still to add into the shard
+  // ZeRO 2
+  std::vector<Staging> staging_;  // [0, kPooled) pooled for the blocks, then one per other bucket
+  std::vector<int> bucket_of_unit_;  // unit -> bucket (-1: none)
+  int next_pooled_ = 0;
+  // ZeRO 3
+  Tensor param_shard_;
+  std::vector<Gathered> gathered_;
+  int first_unit_ = -1;  // a forward starting here forgets what is gathered (the update changed it)
+  uint64_t clock_ = 0;
 };
 
 }  // namespace nd::dist

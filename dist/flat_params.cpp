@@ -42,9 +42,16 @@ void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite) {
   }
 }
 
-FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards) {
+FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards)
+    : FlatParams(params, grad_dtype, FlatOptions{shards, {}, true}) {}
+
+FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype,
+                       const FlatOptions& options) {
+  const int shards = options.shards;
   ND_CHECK(!params.empty(), "FlatParams: no parameters");
   ND_CHECK(shards >= 1, "FlatParams: " << shards << " shards");
+  ND_CHECK(options.units.empty() || options.units.size() == params.size(),
+           "FlatParams: " << options.units.size() << " units for " << params.size() << " parameters");
   const DType dtype = params.front().second.dtype();
   const Device device = params.front().second.device();
   std::set<std::string> names;
@@ -61,27 +68,41 @@ FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& para
                            << " parameters (expected the parameters' dtype or f32)");
   separate_ = grad_dtype != dtype;
   // The alignment of the narrower dtype is a multiple of the wider one's, so one offset serves both.
+  grad_dtype_ = grad_dtype;
+  param_dtype_ = dtype;
+  device_ = device;
+  const int64_t unit = aligned(1, dtype) * shards;
+  auto padded = [unit](int64_t n) { return (n + unit - 1) / unit * unit; };
   for (size_t k = params.size(); k-- > 0;) {
     FlatEntry e;
     e.name = params[k].first;
     e.param = params[k].second;
     e.numel = e.param.data().numel();
+    const int u = options.units.empty() ? -1 : options.units[k];
+    if (segments_.empty() || segments_.back().unit != u) {  // a new segment starts at a shard boundary
+      if (!segments_.empty()) segments_.back().length = padded(numel_) - segments_.back().begin;
+      segments_.push_back(FlatSegment{entries_.size(), entries_.size(), padded(numel_), 0, u});
+      numel_ = segments_.back().begin;
+    }
     e.offset = aligned(numel_, dtype);
     numel_ = e.offset + e.numel;
     entries_.push_back(std::move(e));
+    segments_.back().last = entries_.size();
   }
-  const int64_t unit = aligned(1, dtype) * shards;
-  numel_ = (numel_ + unit - 1) / unit * unit;
+  numel_ = padded(numel_);
+  segments_.back().length = numel_ - segments_.back().begin;
   params_ = Tensor::zeros({numel_}, dtype, device);
-  grads_ = Tensor::zeros({numel_}, grad_dtype, device);
-  if (separate_) {
-    backward_grads_ = Tensor::zeros({numel_}, dtype, device);
-    accumulated_.assign(entries_.size(), 0);
-  }
+  if (options.full_grads) grads_ = Tensor::zeros({numel_}, grad_dtype, device);
+  if (separate_ && options.full_grads) backward_grads_ = Tensor::zeros({numel_}, dtype, device);
+  if (separate_) accumulated_.assign(entries_.size(), 0);
   for (FlatEntry& e : entries_) {
     Tensor value = view_of(params_, e);
     value.copy_from(e.param.data());
     e.param.data() = value;
+    if (!options.full_grads) {  // the data-parallel engine binds the gradients
+      e.param.clear_grad();
+      continue;
+    }
     Tensor grad = view_of(backward_grads(), e);
     const bool had_grad = e.param.has_grad() && !e.param.autograd()->grad_stale;
     if (had_grad) grad.copy_from(e.param.grad());
@@ -90,7 +111,7 @@ FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& para
   }
 }
 
-int64_t FlatParams::alignment() const { return aligned(1, params_.dtype()); }
+int64_t FlatParams::alignment() const { return aligned(1, param_dtype_); }
 
 Tensor FlatParams::view_of(const Tensor& flat, const FlatEntry& e) const {
   return flat.narrow(e.offset, e.numel).view(e.param.shape());
@@ -106,6 +127,7 @@ void FlatParams::accumulate(size_t first, size_t last, bool overwrite) {
                                                                                          << ") of " << entries_.size());
   for (size_t k = first; k < last; ++k) entries_[k].param.grad();  // no contribution: zeros
   if (!separate_ || first == last) return;
+  ND_CHECK(full_grads(), "FlatParams::accumulate without full-size gradient buffers");
   const FlatEntry &a = entries_[first], &b = entries_[last - 1];
   const int64_t begin = a.offset, length = b.offset + b.numel - begin;
   Tensor dst = grads_.narrow(begin, length);

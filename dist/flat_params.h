@@ -32,6 +32,28 @@ struct ShardSlice {
   int64_t begin = 0, length = 0, local = 0;
 };
 
+// A maximal run of layout entries [first, last) of one unit (FlatOptions::units), at elements
+// [begin, begin + length) of the flat buffers, both multiples of shards x the alignment.
+struct FlatSegment {
+  size_t first = 0, last = 0;
+  int64_t begin = 0, length = 0;
+  int unit = -1;
+};
+
+struct FlatOptions {
+  // The buffers' length is padded to a multiple of shards x the alignment, so ZeRO can cut them
+  // into that many aligned equal parts (dist/data_parallel.h).
+  int shards = 1;
+  // One unit id per parameter (registration order), empty = none: each maximal run of one unit in
+  // the layout becomes a segment padded to shards x the alignment at both ends, so ZeRO 2 and 3
+  // can stage or gather a unit (a transformer block, dist/unit_hooks.h) on its own. -1: a
+  // parameter outside every block (embeddings, final LayerNorm).
+  std::vector<int> units;
+  // false (ZeRO 2 and 3): no full-size gradient buffers; the data-parallel engine binds each
+  // parameter's gradient to a staging buffer of its own (grads() and backward_grads() undefined).
+  bool full_grads = true;
+};
+
 class FlatParams {
  public:
   // `params` in registration (forward) order, defined, one dtype and one device. Their values are
@@ -41,18 +63,25 @@ class FlatParams {
   // shards: the buffers' length is padded to a multiple of shards x the alignment, so ZeRO can cut
   // them into that many aligned equal parts (dist/data_parallel.h).
   FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards = 1);
+  FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, const FlatOptions& options);
   FlatParams(const FlatParams&) = delete;
   FlatParams& operator=(const FlatParams&) = delete;
 
   const std::vector<FlatEntry>& entries() const { return entries_; }  // layout order
+  // The units' segments in layout order (one segment of unit -1 over everything without units).
+  const std::vector<FlatSegment>& segments() const { return segments_; }
+  bool full_grads() const { return grads_.defined(); }
   int64_t numel() const { return numel_; }  // with padding
   int64_t alignment() const;  // elements of the parameters' dtype in one aligned unit (256 bytes)
-  DType param_dtype() const { return params_.dtype(); }
-  DType grad_dtype() const { return grads_.dtype(); }
-  Device device() const { return params_.device(); }
+  DType param_dtype() const { return param_dtype_; }
+  DType grad_dtype() const { return grad_dtype_; }
+  Device device() const { return device_; }
   bool separate_grads() const { return separate_; }
 
   Tensor& params() { return params_; }
+  // ZeRO 3: drops the full-size parameter buffer once the data-parallel engine keeps the
+  // parameters elsewhere (its shard and gathered buffers); params() is undefined after.
+  void release_params() { params_ = Tensor(); }
   Tensor& grads() { return grads_; }
   Tensor& backward_grads() { return separate_ ? backward_grads_ : grads_; }
   // Entry `e`'s view of a flat buffer of this layout (any dtype), shaped like its parameter.
@@ -73,7 +102,10 @@ class FlatParams {
 
  private:
   std::vector<FlatEntry> entries_;
+  std::vector<FlatSegment> segments_;
   int64_t numel_ = 0;
+  DType grad_dtype_ = DType::F32, param_dtype_ = DType::F32;
+  Device device_;
   bool separate_ = false;
   Tensor params_, grads_, backward_grads_;
   std::vector<char> accumulated_;  // separate grads: entry accumulated since zero_grad()

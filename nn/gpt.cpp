@@ -2,6 +2,7 @@
 
 #include <set>
 
+#include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
 #include "autograd/ops/fp8_linear.h"
 #include "autograd/parallel_ops.h"
@@ -190,7 +191,18 @@ Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) co
   const int end = last < 0 ? static_cast<int>(blocks_.size()) : last;
   ND_CHECK(0 <= first && first <= end && end <= static_cast<int>(blocks_.size()),
            "GPT::blocks: range [" << first << ", " << end << ") of " << blocks_.size() << " blocks");
-  for (int i = first; i < end; ++i) x = blocks_[i]->forward(x, dropout_gen);
+  for (int i = first; i < end; ++i) {
+    if (unit_hooks_ == nullptr) {
+      x = blocks_[i]->forward(x, dropout_gen);
+      continue;
+    }
+    const int unit = first_block_ + i;
+    dist::UnitHooks* hooks = unit_hooks_;
+    hooks->before_forward(unit);
+    x = blocks_[i]->forward(x, dropout_gen);
+    hooks->after_forward(unit);
+    x = ops::on_backward(x, [hooks, unit] { hooks->before_backward(unit); });
+  }
   return x;
 }
 

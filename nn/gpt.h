@@ -10,6 +10,7 @@
 // tp must divide. At tp = 1 this is exactly the unsplit model.
 #pragma once
 #include "dist/flat_params.h"
+#include "dist/unit_hooks.h"
 #include "nn/layers.h"
 
 namespace nd::nn {
@@ -147,6 +148,9 @@ class GPT : public Module {
   double flops_per_token(int T) const;
   // Every block of this stage reports its activations to `observer` in forward (nullptr: none).
   void set_block_observer(BlockObserver* observer);
+  // Every block of this stage calls `hooks` with its global index as the unit (nullptr: none):
+  // before and after its forward, and from backward before its backward (ZeRO 2 and 3).
+  void set_unit_hooks(dist::UnitHooks* hooks) { unit_hooks_ = hooks; }
   int first_block() const { return first_block_; }
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
   // Which linears run their GEMMs in FP8 (ops::fp8_linear, tp 1, bf16 on a GPU with FP8 tensor
@@ -165,6 +169,7 @@ class GPT : public Module {
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
   Tensor head_fp8_;  // the head's FP8 scalars when it runs in FP8
+  dist::UnitHooks* unit_hooks_ = nullptr;
 };
 
 }  // namespace nd::nn

@@ -169,11 +169,12 @@ const std::vector<Binding>& train_bindings() {
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");
-    b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB");
+    b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB (--zero 2 and 3: one bucket per block)");
     b.add("zero", &C::zero,
           "ZeRO stage over the data-parallel ranks: 0 (replicated, all-reduce), 1 (AdamW's m, v and f32 masters "
-          "sharded: reduce-scatter, update the shard, all-gather), 2 (also reduce-scatter every micro-batch into "
-          "the gradient shard)");
+          "sharded: reduce-scatter, update the shard, all-gather), 2 (also gradients: each block's reduce-scattered "
+          "from a pooled staging buffer into the gradient shard every micro-batch), 3 (also parameters, FSDP: each "
+          "block all-gathered just before its forward and backward, the next one prefetched)");
     b.add("max-seconds", &C::max_seconds, "stop after this much training time, with a final eval (0 = no limit)");
     b.add("fit-schedule", &C::fit_schedule,
           "with --max-seconds: time the first steps, then set --max-iters, --warmup-iters and "
@@ -291,9 +292,15 @@ void validate_train_config(const TrainConfig& c, int world_size) {
                  "--collectives (or --allreduce) must be native, ring, hierarchical, peer or auto, got '"
                      << c.collectives << "'");
   ND_CHECK_INPUT(c.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.bucket_mb);
-  ND_CHECK_INPUT(c.zero >= 0 && c.zero <= 2, "--zero must be 0, 1 or 2 (3 is not available yet), got " << c.zero);
+  ND_CHECK_INPUT(c.zero >= 0 && c.zero <= 3, "--zero must be 0, 1, 2 or 3, got " << c.zero);
   ND_CHECK_INPUT(c.zero == 0 || !c.sequence_parallel || c.tp == 1,
                  "--zero " << c.zero << " with --sequence-parallel is not available yet");
+  // ZeRO 2 keeps no full-size gradients: what reads them (the pipeline's tied-embedding sum, the
+  // per-layer gradient statistics) waits for a port to the gradient shard.
+  ND_CHECK_INPUT(c.zero < 2 || c.pp == 1, "--zero " << c.zero << " with --pp > 1 is not available yet");
+  ND_CHECK_INPUT(c.zero < 2 || c.layer_stats == 0, "--zero " << c.zero << " with --layer-stats is not available yet");
+  ND_CHECK_INPUT(c.zero < 3 || !c.fp8, "--zero 3 with --fp8 is not available yet");
+  ND_CHECK_INPUT(c.zero < 3 || c.init_from.empty(), "--zero 3 with --init-from is not available yet");
   ND_CHECK_INPUT(c.max_seconds >= 0.0, "--max-seconds must be >= 0 (0 = no limit), got " << c.max_seconds);
   ND_CHECK_INPUT(!c.fit_schedule || c.max_seconds > 0, "--fit-schedule needs a time budget: --max-seconds > 0");
   ND_CHECK_INPUT(c.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << c.comm_timeout);

@@ -61,7 +61,7 @@ struct TrainConfig {
   std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
   bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing
   double bucket_mb = 25.0;
-  int zero = 0;  // ZeRO stage of the data-parallel engine: 0 (all-reduce), 1 or 2 (dist/data_parallel.h)
+  int zero = 0;  // ZeRO stage of the data-parallel engine: 0 (all-reduce), 1, 2 or 3 (dist/data_parallel.h)
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;

@@ -172,7 +172,9 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, b
   const FlatOptimizerState& state = optimizer.flat_state();
   dist::FlatParams& flat = const_cast<AdamW&>(optimizer).flat();
   const bool on_gpu = model.device().is_cuda();
-  const Tensor* source[3] = {state.master.defined() ? &state.master : &flat.params(), &state.m, &state.v};
+  // Parameters without masters are read where the update writes them: the flat buffer, or (ZeRO 3) the shard.
+  const bool at_flat_offsets = !state.master.defined() && !optimizer.params_in_shard();
+  const Tensor* source[3] = {state.master.defined() ? &state.master : &state.params, &state.m, &state.v};
   ND_CHECK(source[0]->dtype() == DType::F32, "ZeRO checkpoints: parameters without f32 masters must be f32");
   std::map<std::string, int64_t> flat_offset;
   for (const dist::FlatEntry& e : flat.entries()) flat_offset[e.name] = e.offset;
@@ -196,7 +198,7 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, b
           for (int g = 0; g < 3; ++g) {
             // Element `element` of the tensor in the group's buffer.
             auto at = [&](int64_t element) {
-              return (g == 0 && !state.master.defined() ? flat_offset.at(e.name) + element
+              return (g == 0 && at_flat_offsets ? flat_offset.at(e.name) + element
                                                        : piece.local + (element - piece.begin));
             };
             if (!copy && contiguous && !on_gpu) {

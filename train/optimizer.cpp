@@ -30,6 +30,10 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
              "AdamW: the gradient shard must be f32 with " << shard->numel << " elements");
     sharded_ = true;
     grads_in_shard_ = shard->grads.defined();
+    params_in_shard_ = shard->params.defined();
+    ND_CHECK(!params_in_shard_ || (shard->params.dtype() == flat_->param_dtype() && shard->params.numel() == shard->numel),
+             "AdamW: the parameter shard must be " << dtype_name(flat_->param_dtype()) << " with " << shard->numel
+                                                   << " elements");
     owned_ = shard->owned;
     flat_state_.grads = grads_in_shard_ ? shard->grads : flat_->grads();
     flat_state_.shard_group = shard->group;
@@ -41,8 +45,11 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
   if (flat_->param_dtype() != DType::F32 && options.master_weights && sharded_) {
     flat_state_.master = Tensor::zeros({n}, DType::F32, device);
     for (const dist::ShardSlice& s : owned_)
-      flat_state_.master.narrow(s.local, s.length).copy_from(flat_->params().narrow(s.begin, s.length).to(DType::F32));
+      flat_state_.master.narrow(s.local, s.length)
+          .copy_from(params_in_shard_ ? shard->params.narrow(s.local, s.length).to(DType::F32)
+                                      : flat_->params().narrow(s.begin, s.length).to(DType::F32));
   }
+  flat_state_.params = params_in_shard_ ? shard->params : flat_->params();
   if (!sharded_) flat_state_.grads = flat_->grads();
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
   // The states in registration order (the layout is its reverse), as checkpoints list them.
@@ -76,12 +83,18 @@ std::vector<dist::ShardSlice> AdamW::owned_of(const std::string& name) const {
 void AdamW::load_owned(const std::string& name, int group, const Tensor& value) {
   ND_CHECK(group >= 0 && group <= 2, "AdamW::load_owned: group " << group);
   Tensor& dst = group == 0 ? flat_state_.master : group == 1 ? flat_state_.m : flat_state_.v;
-  if (!dst.defined()) return;  // no masters beside f32 parameters
+  if (!dst.defined() && !(group == 0 && params_in_shard_)) return;  // no masters beside f32 parameters
   const ParamState& s = state(name);
   ND_CHECK(value.numel() == s.param.data().numel(), "AdamW::load_owned: " << name << " has " << s.param.data().numel()
                                                                           << " elements, the value " << value.numel());
   Tensor flat = value.view({-1});
+  if (group == 0 && params_in_shard_) {  // ZeRO 3: the parameters themselves live in the shard
+    Tensor same_dtype = flat.dtype() == flat_->param_dtype() ? flat : flat.to(flat_->param_dtype());
+    for (const dist::ShardSlice& p : owned_of(name))
+      flat_state_.params.narrow(p.local, p.length).copy_from(same_dtype.narrow(p.begin, p.length));
+  }
   if (flat.dtype() != DType::F32) flat = flat.to(DType::F32);
+  if (!dst.defined()) return;
   for (const dist::ShardSlice& p : owned_of(name)) dst.narrow(p.local, p.length).copy_from(flat.narrow(p.begin, p.length));
 }
 
@@ -120,6 +133,7 @@ std::vector<FlatRun> AdamW::runs() const {
     if (runs.empty() && !owned_.empty())
       runs.push_back(FlatRun{owned_[0].begin, 0, false, false, owned_[0].local,
                              grads_in_shard_ ? owned_[0].local : owned_[0].begin});
+    for (FlatRun& r : runs) r.param = params_in_shard_ ? r.local : r.begin;
     return runs;
   }
   bool open = false;  // the last run may be extended (its last tensor was the previous entry)
@@ -137,7 +151,7 @@ std::vector<FlatRun> AdamW::runs() const {
     if (open && runs.back().decay == s.decay && runs.back().sharded == s.sharded && runs.back().in_norm == s.in_norm) {
       runs.back().length = e.offset + e.numel - runs.back().begin;  // the padding between is zero
     } else {
-      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset, s.in_norm});
+      runs.push_back(FlatRun{e.offset, e.numel, s.decay, s.sharded, e.offset, e.offset, s.in_norm, e.offset});
     }
     open = true;
   }

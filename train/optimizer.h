@@ -55,6 +55,7 @@ bool in_decay_group(const Tensor& param);
 struct FlatOptimizerState {
   Tensor m, v, master;
   Tensor grads;
+  Tensor params;  // what the update writes: the flat parameters, or under ZeRO 3 the parameter shard
   dist::Comm* shard_group = nullptr;
 };
 
@@ -69,6 +70,7 @@ struct FlatRun {
   int64_t local = 0;
   int64_t grad = 0;
   bool in_norm = true;  // false: a copy another rank of the model-parallel group counts
+  int64_t param = 0;    // where in FlatOptimizerState::params (begin, or local under ZeRO 3)
 };
 
 // ZeRO's part of the optimizer on this rank (dist::DataParallel's owned(), shard_numel(),
@@ -78,6 +80,9 @@ struct AdamWShard {
   int64_t numel = 0;
   Tensor grads;  // f32, numel (ZeRO 2); undefined: the flat gradients, reduced in place (ZeRO 1)
   dist::Comm* group = nullptr;
+  // ZeRO 3: the owned parameters (numel, the parameters' dtype), which the update writes and the
+  // masters start from; undefined: the flat parameters.
+  Tensor params;
 };
 
 class AdamW {
@@ -123,12 +128,14 @@ class AdamW {
                            const std::vector<std::string>& not_in_norm = {});
 
   bool sharded() const { return sharded_; }
+  bool params_in_shard() const { return params_in_shard_; }  // ZeRO 3
   const std::vector<dist::ShardSlice>& owned() const { return owned_; }  // ZeRO: this rank's slices
   // ZeRO: the pieces of parameter `name` this rank owns: elements [begin, begin + length) of the
   // tensor (row-major, its local shape) at `local` in the shard buffers. Unsharded: the whole.
   std::vector<dist::ShardSlice> owned_of(const std::string& name) const;
   // Copies this rank's pieces of `name` out of `value` (the whole local tensor, any device and
-  // float dtype) into the master (group 0), m (1) or v (2): what a load does under ZeRO.
+  // float dtype) into the master (group 0; under ZeRO 3 also the parameter shard), m (1) or v (2):
+  // what a load does under ZeRO.
   void load_owned(const std::string& name, int group, const Tensor& value);
   // Bytes of m, v and the masters on this rank.
   int64_t state_bytes() const;
@@ -155,6 +162,7 @@ class AdamW {
   dist::Comm* tp_ = nullptr;  // nullptr: no tensor parallelism
   bool sharded_ = false;
   bool grads_in_shard_ = false;  // ZeRO 2: the update reads the engine's gradient shard
+  bool params_in_shard_ = false;  // ZeRO 3: the update writes the engine's parameter shard
   std::vector<dist::ShardSlice> owned_;
   int64_t step_count_ = 0;
   double step_lr_ = 0.0;  // the lr of the step begun last (begin_step)

@@ -88,14 +88,14 @@ std::vector<cuda::NormSlot<G>> norm_slots(const Tensor& grads, const std::vector
 constexpr int64_t kAdamWSlotElements = 65536;
 
 template <typename T, typename G>
-std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptimizerState& state,
+std::vector<cuda::AdamWSlot<T, G>> adamw_slots(FlatOptimizerState& state,
                                                const std::vector<FlatRun>& runs, float weight_decay) {
   std::vector<cuda::AdamWSlot<T, G>> slots;
   for (const FlatRun& r : runs) {
     for (int64_t at = 0; at < r.length; at += kAdamWSlotElements) {
       const int64_t n = std::min(kAdamWSlotElements, r.length - at);
       float* master = state.master.defined() ? state.master.data<float>() + r.local + at : nullptr;
-      slots.push_back({flat.params().data<T>() + r.begin + at, state.grads.data<G>() + r.grad + at, master,
+      slots.push_back({state.params.data<T>() + r.param + at, state.grads.data<G>() + r.grad + at, master,
                        state.m.data<float>() + r.local + at, state.v.data<float>() + r.local + at, n,
                        r.decay ? weight_decay : 0.0f});
     }
@@ -103,12 +103,12 @@ std::vector<cuda::AdamWSlot<T, G>> adamw_slots(dist::FlatParams& flat, FlatOptim
   return slots;
 }
 
-std::vector<int64_t> key_of(dist::FlatParams& flat, const FlatOptimizerState& opt, const std::vector<FlatRun>& runs) {
-  std::vector<int64_t> key{reinterpret_cast<int64_t>(flat.params().raw_data()),
+std::vector<int64_t> key_of(const FlatOptimizerState& opt, const std::vector<FlatRun>& runs) {
+  std::vector<int64_t> key{reinterpret_cast<int64_t>(opt.params.raw_data()),
                            reinterpret_cast<int64_t>(opt.grads.raw_data()),
                            reinterpret_cast<int64_t>(opt.m.raw_data())};
   for (const FlatRun& r : runs)
-    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad, r.in_norm ? 1 : 0});
+    key.insert(key.end(), {r.begin, r.length, r.decay ? 1 : 0, r.sharded ? 1 : 0, r.local, r.grad, r.in_norm ? 1 : 0, r.param});
   return key;
 }
 
@@ -135,12 +135,12 @@ DeviceOptimizerState& launch_state(dist::FlatParams& flat, FlatOptimizerState& o
   if (rebuilt) *rebuilt = false;
   const int device = flat.device().index;
   std::vector<FlatRun> active = ordered(runs, split);
-  std::vector<int64_t> key = key_of(flat, opt, active);
+  std::vector<int64_t> key = key_of(opt, active);
   if (!state || state->key != key) {
     auto fresh = std::make_shared<DeviceOptimizerState>();
     fresh->key = key;
     fresh->lists = std::shared_ptr<LaunchLists<T, G>>(new LaunchLists<T, G>{
-        {norm_slots<G>(opt.grads, active), device}, {adamw_slots<T, G>(flat, opt, active, weight_decay), device}});
+        {norm_slots<G>(opt.grads, active), device}, {adamw_slots<T, G>(opt, active, weight_decay), device}});
     fresh->sharded_runs = 0;
     for (const FlatRun& r : active) fresh->sharded_runs += split && r.sharded && r.in_norm ? 1 : 0;
     fresh->scalars = Tensor::zeros({4}, DType::F32, Device::cuda(device));

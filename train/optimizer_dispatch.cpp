@@ -32,16 +32,16 @@ double global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& state,
 
 double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const std::vector<FlatRun>& runs,
                        const AdamWHyper& h, double grad_clip, dist::Comm* tp) {
-  check_dtype(flat.params(), DType::F32, "AdamW parameters on the CPU");
+  check_dtype(state.params, DType::F32, "AdamW parameters on the CPU");
   double norm = global_grad_norm(flat, state, runs, tp);
   // A NaN or inf gradient would poison every parameter and moment: the update is dropped.
   if (!std::isfinite(norm)) return norm;
   float grad_scale = static_cast<float>(clip_scale(norm, grad_clip));
-  float* params = flat.params().data<float>();
+  float* params = state.params.data<float>();
   const float* grads = state.grads.data<float>();
   float *m = state.m.data<float>(), *v = state.v.data<float>();
   for (const FlatRun& r : runs)
-    cpu::adamw_update(params + r.begin, grads + r.grad, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
+    cpu::adamw_update(params + r.param, grads + r.grad, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
                       h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
   return norm;
 }

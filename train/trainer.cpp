@@ -42,6 +42,7 @@
 #include "train/run_state.h"
 #include "train/time_budget.h"
 #include "train/train_step.h"
+#include "train/zero_layout.h"
 
 namespace nd::train {
 namespace {
@@ -150,11 +151,12 @@ class Trainer {
       model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
     }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
-                                               c_.zero > 0 ? dp_size : 1);
+                                               zero_flat_options(c_.zero, dp_size, model_->named_parameters()));
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
     dp_options.zero = c_.zero;
     data_parallel_ = std::make_unique<dist::DataParallel>(*dp_, *flat_, dp_options);
+    if (c_.zero >= 2) model_->set_unit_hooks(data_parallel_.get());  // the blocks' staging (and gathers)
     if (dp_size > 1) {
       auto watched = watch("the parameter broadcast from rank 0");
       data_parallel_->broadcast_parameters();
@@ -164,11 +166,12 @@ class Trainer {
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
     options.master_weights = precision_.master == DType::F32;
-    AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_};
+    AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
+                     data_parallel_->param_shard()};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);
     if (is_logger())
       say("memory: " + memory_plan_line(memory_plan(c_.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
-                                        c_.zero, dp_size, flat_->numel()));
+                                        c_.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
     if (grid_->pp_size() > 1) {
       set_pipeline_norm(*optimizer_, *model_, *grid_);
@@ -356,8 +359,10 @@ class Trainer {
     uint64_t h = 1469598103934665603ull;
     auto specs = model_->named_shard_specs();
     auto named = model_->named_parameters();
+    const std::vector<int> units = block_units(named);
     for (size_t i = 0; i < named.size(); ++i) {
       if (replicated_only && specs.at(i).second.sharded()) continue;
+      data_parallel_->gather_for_read(units[i]);  // ZeRO 3: a block's parameters exist only gathered
       Tensor host = named[i].second.data().to(Device::cpu());
       const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
       for (size_t i = 0; i < host.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;

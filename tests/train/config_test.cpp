@@ -268,12 +268,23 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
   EXPECT_EQ(ok.dp_size(4), 4);
 
-  // --zero: 0, 1 or 2; 3 (FSDP) is refused with a line that says so, as is sequence parallelism.
+  // --zero: 0 to 3; what stages 2 and 3 do not support yet is refused with a line that says so, as
+  // is sequence parallelism.
   c = ok;
   c.zero = 2;
   EXPECT_EQ(error_of_config(c, 2), "");
   c.zero = 3;
-  EXPECT_NE(error_of_config(c, 2).find("--zero must be 0, 1 or 2 (3 is not available yet), got 3"), std::string::npos);
+  EXPECT_EQ(error_of_config(c, 2), "");
+  c.zero = 4;
+  EXPECT_NE(error_of_config(c, 2).find("--zero must be 0, 1, 2 or 3, got 4"), std::string::npos);
+  c.zero = 2;
+  c.layer_stats = 5;
+  EXPECT_NE(error_of_config(c, 2).find("--zero 2 with --layer-stats is not available yet"), std::string::npos);
+  c.layer_stats = 0;
+  c.zero = 3;
+  c.init_from = "gpt2";
+  EXPECT_NE(error_of_config(c, 2).find("--zero 3 with --init-from is not available yet"), std::string::npos);
+  c.init_from = "";
   c.zero = 1;
   c.tp = 2;
   c.sequence_parallel = true;

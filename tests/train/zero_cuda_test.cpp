@@ -1,6 +1,6 @@
 // ZeRO on one GPU (dp 1: the reduce-scatter and all-gather are copies, but the sharded optimizer's
-// runs, offsets, norm and in-place reduction run on the device): --zero 1 and 2 give the losses of
-// --zero 0 over 20 steps with clipping and grad-accum 2, in f32 (relative 1e-5) and in bf16 with f32
+// runs, offsets, norm and in-place reduction, ZeRO 2's staging and ZeRO 3's gathered buffers run on
+// the device): --zero 1, 2 and 3 give the losses of --zero 0 over 20 steps with clipping and grad-accum 2, in f32 (relative 1e-5) and in bf16 with f32
 // masters (relative 1e-2), also with f32 main gradients; checkpoints move between the stages.
 #include <gtest/gtest.h>
 
@@ -44,7 +44,10 @@ class ZeroGpu : public ::testing::Test {
 
 TEST_F(ZeroGpu, F32StagesMatchZeroZero) {
   TrainResult reference = run_training(config("f32_zero0", "f32", 0));
-  for (int zero : {1, 2}) expect_near(run_training(config("f32_zero" + std::to_string(zero), "f32", zero)), reference, 1e-5);
+  for (int zero : {1, 2, 3}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    expect_near(run_training(config("f32_zero" + std::to_string(zero), "f32", zero)), reference, 1e-5);
+  }
 }
 
 TEST_F(ZeroGpu, Bf16StagesMatchZeroZero) {
@@ -53,7 +56,8 @@ TEST_F(ZeroGpu, Bf16StagesMatchZeroZero) {
     TrainConfig c = config(std::string("bf16_zero0_") + grad, "bf16", 0);
     c.grad_dtype = grad;
     TrainResult reference = run_training(c);
-    for (int zero : {1, 2}) {
+    for (int zero : {1, 2, 3}) {
+      SCOPED_TRACE("zero " + std::to_string(zero));
       c = config("bf16_zero" + std::to_string(zero) + "_" + grad, "bf16", zero);
       c.grad_dtype = grad;
       expect_near(run_training(c), reference, 1e-2);

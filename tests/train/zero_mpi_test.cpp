@@ -3,8 +3,9 @@
 // also at tp 2 x dp 2 and with the ring's collectives, and every rank ends with the same
 // parameters (the all-gather); a ZeRO checkpoint (each rank writes the pieces its shard holds)
 // resumes at zero 0 on one rank, and a one-rank checkpoint at zero 2 on all ranks, with the
-// uninterrupted losses; the persistent state per rank is what the memory plan says (for zero 0
-// and 1, the ZeRO paper's 16 and 4 + 12/N bytes per parameter in bf16 with f32 masters).
+// uninterrupted losses; zero 2 with --recompute block; the persistent state per rank is what the
+// memory plan says (for zero 0 and 1, the ZeRO paper's 16 and 4 + 12/N bytes per parameter in bf16
+// with f32 masters, for zero 2 2 + 16/N and a fixed amount of staging buffers).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "train/memory_plan.h"
 #include "train/mpi_data_fixture.h"
 #include "train/optimizer.h"
+#include "train/zero_layout.h"
 
 namespace nd::train {
 namespace {
@@ -87,6 +89,19 @@ TEST_F(ZeroTest, StagesOneAndTwoUnderTensorParallelism) {
   matches_zero_zero(2, "native");
 }
 
+// Zero 2 binds a block's gradients when its backward starts: with --recompute block that is before the
+// rerun, and the losses are still zero 0's (with the same recompute).
+TEST_F(ZeroTest, StageTwoWithRecomputeBlock) {
+  TrainConfig c = config("zero0_recompute", comm_->size(), 1, 0);
+  c.recompute = "block";
+  TrainResult reference = train(c);
+  c = config("zero2_recompute", comm_->size(), 1, 2);
+  c.recompute = "block";
+  TrainResult r = train(c);
+  expect_near(r.step_losses, reference.step_losses, 1e-6);
+  EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
+}
+
 // Zero 2 on every rank writes step 10; one rank at zero 0 goes on from it, and the losses are those of
 // the uninterrupted one-rank run.
 TEST_F(ZeroTest, ZeroCheckpointResumesAtZeroZeroOnOneRank) {
@@ -112,33 +127,48 @@ TEST_F(ZeroTest, OneRankCheckpointResumesAtZeroTwo) {
                         kSteps / 2, reference);
 }
 
-// The bytes a rank allocates for parameters, gradients and optimizer state follow memory_plan.
+// The bytes a rank allocates for parameters, gradients and optimizer state follow memory_plan; at
+// zero 2 beside a fixed amount of staging: two blocks' gradients and the parameters outside them.
 TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
   const int n = comm_->size();
   for (int zero : {0, 1, 2}) {
     SCOPED_TRACE("zero " + std::to_string(zero));
     Generator gen(7);
-    Variable w(Tensor::randn({300, 17}, gen), true), b(Tensor::randn({301}, gen), true);
-    auto flat = std::make_shared<dist::FlatParams>(std::vector<std::pair<std::string, Variable>>{{"w", w}, {"b", b}},
-                                                   DType::F32, zero > 0 ? n : 1);
+    Variable w0(Tensor::randn({300, 17}, gen), true), w1(Tensor::randn({300, 17}, gen), true);
+    Variable w2(Tensor::randn({300, 17}, gen), true), b(Tensor::randn({301}, gen), true);
+    const std::vector<std::pair<std::string, Variable>> named = {
+        {"b", b}, {"transformer.h.0.w", w0}, {"transformer.h.1.w", w1}, {"transformer.h.2.w", w2}};
+    auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(zero, n, named));
     dist::DataParallelOptions options;
     options.zero = zero;
     dist::DataParallel engine(*comm_, *flat, options);
     AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get()};
     AdamW adamw(flat, AdamWOptions{}, zero > 0 ? &shard : nullptr);
-    const int64_t bytes = flat->numel() * 4 * 2 + engine.buffer_bytes() + adamw.state_bytes();  // params + grads + ...
+    const int64_t grads = flat->full_grads() ? flat->grads().numel() * 4 : 0;
+    const int64_t bytes = flat->numel() * 4 + grads + engine.buffer_bytes() + adamw.state_bytes();
     const MemoryPlan plan = memory_plan(zero, n, DType::F32, DType::F32);
-    EXPECT_DOUBLE_EQ(static_cast<double>(bytes), plan.total() * static_cast<double>(flat->numel()));
+    EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
     const double paper[3] = {16.0, 8.0 + 8.0 / n, 4.0 + 12.0 / n};
     EXPECT_DOUBLE_EQ(plan.paper, paper[zero]);
     if (zero > 0) {
       EXPECT_EQ(flat->numel() % (n * flat->alignment()), 0);
     }
+    if (zero == 2) {  // segments padded to n x 64 elements: the blocks' 5100 elements and b's 301
+      const int64_t unit = 64 * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
+      EXPECT_EQ(flat->numel(), 3 * block + rest);
+      EXPECT_EQ(engine.staging_bytes(), (2 * block + rest + (2 * block + rest) / n) * 4);  // with landing places
+      EXPECT_EQ(engine.bucket_count(), 4u);
+    } else {
+      EXPECT_EQ(engine.staging_bytes(), 0);
+    }
   }
-  // bf16 with f32 masters, the paper's case: zero 0 and 1 allocate exactly its 16 and 4 + 12/N.
+  // bf16 with f32 masters, the paper's case: zero 0 and 1 allocate exactly its 16 and 4 + 12/N; zero 2
+  // 2 + 16/N (its 2 + 14/N with an f32 gradient shard, which adds the micro-batches up).
   EXPECT_DOUBLE_EQ(memory_plan(0, n, DType::BF16, DType::BF16).total(), 16.0);
   EXPECT_DOUBLE_EQ(memory_plan(1, n, DType::BF16, DType::BF16).total(), 4.0 + 12.0 / n);
   EXPECT_DOUBLE_EQ(memory_plan(1, n, DType::BF16, DType::BF16).paper, 4.0 + 12.0 / n);
+  EXPECT_DOUBLE_EQ(memory_plan(2, n, DType::BF16, DType::BF16).total(), 2.0 + 16.0 / n);
+  EXPECT_DOUBLE_EQ(memory_plan(2, n, DType::BF16, DType::BF16).paper, 2.0 + 14.0 / n);
 }
 
 }  // namespace

@@ -1,0 +1,232 @@
+// ZeRO 3 (FSDP) and the staged ZeRO 2 over the data-parallel ranks (mpirun -np 2, 3, 4, the MPI
+// backend): each trains with the losses of --zero 0 on the same ranks (f32, relative 1e-6, 20 steps
+// with active clipping, grad-accum 2 and evaluations between), reaches its validation loss and ends
+// with its final weights (read back from the final checkpoints, to f32 reduction-order tolerance),
+// also with --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint
+// resumes at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the
+// uninterrupted losses; a step's all-gathers are one per block and pass, less the blocks still
+// held; the persistent state per rank is what the memory plan says (16/N bytes per parameter in
+// f32 beside a fixed amount of unit buffers).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+
+#include "dist/data_parallel.h"
+#include "dist/parallel_grid.h"
+#include "tensor/random.h"
+#include "tests/dist/counting_comm.h"
+#include "train/checkpoint_index.h"
+#include "train/memory_plan.h"
+#include "train/mpi_data_fixture.h"
+#include "train/optimizer.h"
+#include "train/zero_layout.h"
+
+namespace nd::train {
+namespace {
+
+constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3 and 4 data-parallel ranks
+constexpr int kSteps = 20;
+
+class Zero3Test : public testing::MpiDataTest {
+ protected:
+  TrainConfig config(const std::string& out, int ranks, int tp, int zero) const {
+    TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
+    c.n_layer = 3;
+    c.n_head = 4;
+    c.n_embd = 32;
+    c.block_size = 16;
+    c.tp = tp;
+    c.zero = zero;
+    c.grad_accum = 2;
+    c.batch_size = kGlobalBatch / (ranks / tp);
+    c.max_iters = kSteps;
+    c.lr_decay_iters = kSteps;
+    c.grad_clip = 0.05;  // below the gradient norm: the sharded norm decides every step
+    c.eval_interval = 0;
+    c.eval_iters = 2;
+    c.log_interval = 1000;
+    c.ckpt_interval = 0;  // one checkpoint, at the end: the final weights
+    return c;
+  }
+
+  TrainResult train(const TrainConfig& c) {
+    RunContext ctx;
+    ctx.comm = comm_.get();
+    return run_training(c, ctx);
+  }
+
+  void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) const {
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(std::abs(got[i] - want[i]), tol * std::abs(want[i]))
+          << "step " << i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[i];
+  }
+
+  // The final weights of two runs' checkpoints (full shapes by name), element by element.
+  void expect_same_weights(const std::string& got_dir, const std::string& want_dir) {
+    if (comm_->rank() == 0) {
+      CheckpointReader got(checkpoint_path(got_dir, kSteps)), want(checkpoint_path(want_dir, kSteps));
+      ASSERT_EQ(got.names("params"), want.names("params"));
+      for (const std::string& name : want.names("params")) {
+        const std::vector<double> a = got.read_full("params", name).to_double_vector();
+        const std::vector<double> b = want.read_full("params", name).to_double_vector();
+        ASSERT_EQ(a.size(), b.size()) << name;
+        int wrong = 0;
+        for (size_t i = 0; i < a.size(); ++i) wrong += std::abs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::abs(b[i]) ? 0 : 1;
+        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << a.size() << " elements differ";
+      }
+    }
+    comm_->barrier();
+  }
+
+  // zero 2 and 3 against zero 0 at this tp, collectives and recompute.
+  void matches_zero_zero(int tp, const std::string& collectives, const std::string& recompute) {
+    if (comm_->size() % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << comm_->size() << " ranks";
+    const std::string tag = "_tp" + std::to_string(tp) + "_" + collectives + "_" + recompute;
+    TrainConfig c = config("zero0" + tag, comm_->size(), tp, 0);
+    c.collectives = collectives;
+    c.recompute = recompute;
+    c.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
+    TrainResult reference = train(c);
+    for (int zero : {2, 3}) {
+      SCOPED_TRACE("zero " + std::to_string(zero) + tag);
+      c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
+      c.collectives = collectives;
+      c.recompute = recompute;
+      c.eval_interval = kSteps / 2;
+      TrainResult r = train(c);
+      expect_near(r.step_losses, reference.step_losses, 1e-6);
+      expect_near({r.last_val_loss}, {reference.last_val_loss}, 1e-6);
+      EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
+      dist::ParallelGrid grid(*comm_, tp);
+      EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas hold other parameters";
+      expect_same_weights(root_ + "/zero" + std::to_string(zero) + tag, root_ + "/zero0" + tag);
+    }
+  }
+};
+
+TEST_F(Zero3Test, StagesTwoAndThreeTrainLikeZeroZero) { matches_zero_zero(1, "native", "none"); }
+
+TEST_F(Zero3Test, StagesTwoAndThreeWithRecomputeBlock) { matches_zero_zero(1, "native", "block"); }
+
+TEST_F(Zero3Test, StagesTwoAndThreeWithTheRingsCollectives) {
+  if (comm_->size() != 2) GTEST_SKIP() << "the ring once, at np 2";
+  matches_zero_zero(1, "ring", "none");
+}
+
+TEST_F(Zero3Test, StagesTwoAndThreeUnderTensorParallelism) {
+  if (comm_->size() != 4) GTEST_SKIP() << "tp 2 x dp 2 needs 4 ranks";
+  matches_zero_zero(2, "native", "block");
+}
+
+// The all-gathers of a zero 3 step, counted (one step more against one step fewer): each block once
+// before its forward (the next one prefetched), in backward only those no gathered buffer still holds
+// (of 5 blocks and 3 buffers, the last three stay from the forward), with --recompute block too (the
+// rerun and the backward share one gather), and the two runs outside the blocks after the update.
+TEST_F(Zero3Test, GathersEachBlockOncePerPassAndKeepsWhatItHolds) {
+  constexpr int kLayers = 5, kBuffers = 3, kOutsideRuns = 2;  // ln_f, and wpe with wte
+  for (const std::string recompute : {"none", "block"}) {
+    SCOPED_TRACE("recompute " + recompute);
+    int64_t gathers[2] = {0, 0};
+    for (int steps : {2, 3}) {
+      auto log = std::make_shared<test::CallLog>();
+      test::CountingComm counting(*comm_, log);
+      TrainConfig c = config("counted_" + recompute + std::to_string(steps), comm_->size(), 1, 3);
+      c.n_layer = kLayers;
+      c.recompute = recompute;
+      c.grad_accum = 1;
+      c.max_iters = steps;
+      c.no_checkpoint = true;
+      RunContext ctx;
+      ctx.comm = &counting;
+      run_training(c, ctx);
+      for (const auto& [call, count] : *log)
+        if (std::get<0>(call) == "allgather") gathers[steps - 2] += count;
+    }
+    EXPECT_EQ(gathers[1] - gathers[0], kLayers + (kLayers - kBuffers) + kOutsideRuns);
+  }
+}
+
+// Zero 3 on every rank writes step 10; one rank at zero 0 goes on from it, and the losses are those
+// of the uninterrupted one-rank run.
+TEST_F(Zero3Test, ZeroThreeCheckpointResumesAtZeroZeroOnOneRank) {
+  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 0)).step_losses;
+  TrainConfig c = config("written_zero3", comm_->size(), 1, 3);
+  c.ckpt_interval = kSteps / 2;
+  c.keep = 0;
+  train(c);
+  comm_->barrier();
+  expect_resume_matches(config("resumed_zero0", 1, 1, 0), 1, root_ + "/written_zero3", kSteps / 2, reference);
+}
+
+TEST_F(Zero3Test, OneRankCheckpointResumesAtZeroThree) {
+  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 0)).step_losses;
+  if (comm_->rank() == 0) {
+    TrainConfig c = config("written_one_rank", 1, 1, 0);
+    c.ckpt_interval = kSteps / 2;
+    c.keep = 0;
+    run_training(c);
+  }
+  comm_->barrier();
+  expect_resume_matches(config("resumed_zero3", comm_->size(), 1, 3), comm_->size(), root_ + "/written_one_rank",
+                        kSteps / 2, reference);
+}
+
+// The bytes a rank allocates at zero 3 for parameters, gradients and optimizer state: the paper's
+// 16/N per parameter in f32 (4 of the parameter shard, 4 of the gradient shard, 8 of m and v, all
+// over N), beside the unit buffers: two blocks' staged gradients (with their reduce-scatters'
+// landing places), three blocks' gathered parameters, and the parameters outside the blocks whole,
+// with their gradients.
+TEST_F(Zero3Test, PersistentStatePerRankFollowsThePlan) {
+  const int n = comm_->size();
+  Generator gen(7);
+  std::vector<std::pair<std::string, Variable>> named = {{"b", Variable(Tensor::randn({301}, gen), true)}};
+  for (int i = 0; i < 4; ++i)
+    named.push_back({"transformer.h." + std::to_string(i) + ".w", Variable(Tensor::randn({300, 17}, gen), true)});
+  auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, n, named));
+  dist::DataParallelOptions options;
+  options.zero = 3;
+  dist::DataParallel engine(*comm_, *flat, options);
+  AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get(), engine.param_shard()};
+  AdamW adamw(flat, AdamWOptions{}, &shard);
+  EXPECT_FALSE(flat->params().defined()) << "the full-size parameters are released";
+  EXPECT_FALSE(flat->full_grads());
+  const int64_t bytes = engine.buffer_bytes() + adamw.state_bytes();
+  const MemoryPlan plan = memory_plan(3, n, DType::F32, DType::F32);
+  EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
+  EXPECT_DOUBLE_EQ(plan.total(), 16.0 / n);
+  EXPECT_DOUBLE_EQ(plan.paper, 16.0 / n);
+  const int64_t unit = 64 * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
+  EXPECT_EQ(flat->numel(), 4 * block + rest);
+  EXPECT_EQ(engine.staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
+  // bf16 with f32 masters: 2 of parameters, 4 of the f32 gradient shard, 12 of masters, m and v,
+  // over N (the paper's 16/N keeps a bf16 gradient shard).
+  EXPECT_DOUBLE_EQ(memory_plan(3, n, DType::BF16, DType::BF16).total(), 18.0 / n);
+  EXPECT_DOUBLE_EQ(memory_plan(3, n, DType::BF16, DType::BF16).paper, 16.0 / n);
+}
+
+// Every rank's shard and gathered parameters equal rank 0's full tensors: the block gathered for
+// reading holds exactly what the model drew.
+TEST_F(Zero3Test, GatheredBlocksHoldTheDrawnWeights) {
+  Generator gen(11);
+  std::vector<std::pair<std::string, Variable>> named;
+  std::vector<Tensor> drawn;
+  for (int i = 0; i < 3; ++i) {
+    drawn.push_back(Tensor::randn({40, 9}, gen));
+    named.push_back({"transformer.h." + std::to_string(i) + ".w", Variable(drawn.back().clone(), true)});
+  }
+  auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, comm_->size(), named));
+  dist::DataParallelOptions options;
+  options.zero = 3;
+  dist::DataParallel engine(*comm_, *flat, options);
+  engine.broadcast_parameters();
+  for (int i : {2, 0, 1}) {
+    engine.gather_for_read(i);
+    EXPECT_EQ(named[static_cast<size_t>(i)].second.data().to_double_vector(), drawn[static_cast<size_t>(i)].to_double_vector())
+        << "block " << i;
+  }
+}
+
+}  // namespace
+}  // namespace nd::train
