@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/bench_timing.h"
 #include "dist/comm_model.h"
 #include "dist/forwarding_comm.h"
 #include "dist/ring_allreduce.h"
@@ -40,6 +41,9 @@ struct PeerOptions {
   // PeerMode::Auto: a fit table written by `bench-comm --fit-table` (op allreduce, impls
   // oneshot, twoshot, ring, native); empty: time the four at start (a fraction of a second).
   std::string table_path;
+  // PeerMode::Auto without a table: how the choices are timed at start (dist/bench_timing.h).
+  // Graph times the GPUs alone (what a captured training step pays); eager adds the host's cost.
+  BenchTiming auto_timing = BenchTiming::Eager;
   RingOptions ring;  // auto's ring
 };
 

@@ -1,12 +1,13 @@
 // PeerComm's `auto` (peer_comm.h): the choice by size, from the four choices timed when the comm
-// is made (powers of two up to the registered buffer, max over ranks; above it an alpha-beta fit
-// of the ring's and NCCL's upper halves) or from a fit table written by bench-comm.
+// is made (powers of two up to the registered buffer, timed like bench-comm, max over ranks; above
+// it an alpha-beta fit of the ring's and NCCL's upper halves) or from a fit table written by
+// bench-comm.
 #include "dist/peer_comm.h"
 
 #include <algorithm>
 #include <functional>
 
-#include "dist/comm_timer.h"
+#include "dist/bench_timing.h"
 
 namespace nd::dist {
 
@@ -66,15 +67,16 @@ void PeerComm::build_auto_table() {
     for (int64_t b = 8; b <= options_.buffer_bytes; b *= 2) sizes.push_back(b);
     measured.assign(4 * sizes.size(), 0.0);
     Tensor scratch = Tensor::zeros({options_.buffer_bytes / 4}, DType::F32, device());
-    CommTimer timer(inner_);
-    constexpr int kWarmup = 2, kIters = 5;
+    // Timed as bench-comm times them (dist/bench_timing.h): a batch launched back to back with
+    // the GPU's clock around it. Small sizes get more calls: their times are microseconds and
+    // the choices there differ by a few of them.
     for (size_t s = 0; s < sizes.size(); ++s)
       for (int c = 0; c < 4; ++c) {
         Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
-        for (int i = 0; i < kWarmup; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        timer.start();
-        for (int i = 0; i < kIters; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        measured[c * sizes.size() + s] = timer.stop() / kIters * 1e6;
+        auto launch = [&] { return allreduce_with(kChoices[c], part, ReduceOp::Sum); };
+        launch().wait();  // the first call of a layout agrees with the other ranks on the host
+        const int iters = sizes[s] <= (int64_t{1} << 20) ? 50 : 10;
+        measured[c * sizes.size() + s] = 1e6 * time_launches(inner_, options_.auto_timing, 3, iters, launch);
       }
     inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
     // decide_by_size asks at powers of two, which are the measured sizes; above them (ring and
