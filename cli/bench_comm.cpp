@@ -55,7 +55,9 @@ FlagSet bench_comm_flags() {
       .group("peer")
       .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
       .add(flag("one-shot-max-bytes", "256K", "--impl peer: one-shot up to this size, two-shot above"))
-      .add(flag("peer-table", "", "--impl auto: decide from this fit table instead of timing the choices at start"))
+      .add(flag("peer-table", "",
+                "--impl auto or compare: decide from this table instead of timing the choices at start: a sweep "
+                "saved by --impl compare --csv, or a fit table (--fit-table)"))
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
       .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
