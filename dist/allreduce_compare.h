@@ -1,6 +1,7 @@
 // `bench-comm --impl compare`: the `auto` all-reduce against each of its choices (one-shot,
-// two-shot, our ring, NCCL) at every size of one sweep, all timed alike (dist/bench_timing.h) and
-// checked against the closed form, with auto's time over the best choice's per size. A peer choice
+// two-shot, our ring, NCCL) at every size of one sweep, all timed alike (dist/bench_timing.h; in
+// three interleaved rounds, each keeping its fastest) and checked against the closed form, with
+// auto's time over the best choice's per size. A peer choice
 // that cannot run at a size (no peer memory, larger than the registered buffer) is left out there.
 #pragma once
 #include <cstdint>
@@ -20,7 +21,7 @@ const char* compare_impl_name(int i);  // oneshot, twoshot, ring, native, auto
 struct CompareRow {
   int64_t bytes = 0;
   int64_t count = 0;
-  double time_us[kCompareImpls] = {};  // max over ranks; < 0 where the choice cannot run
+  double time_us[kCompareImpls] = {};  // fastest round, max over ranks; < 0 where the choice cannot run
   int64_t wrong[kCompareImpls] = {};   // summed over ranks
   AllReduceChoice auto_choice = AllReduceChoice::Native;  // what auto ran at this size
   int best = 3;                        // the fastest of the four choices

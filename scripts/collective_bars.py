@@ -2,7 +2,8 @@
 """The bar tables of the collectives work (issue 29) from the CSVs of scripts/gpu_collectives.sh:
 one-shot against NCCL from 8 B to 256 KB (bar: one-shot at most 0.7x NCCL's time), auto against
 the best of its choices from 8 B to 1 GB (bar: at most 1.05x), our reduce-scatter and all-gather
-bus bandwidth against NCCL's from 64 MB (bar: at least 0.9x), each for every timing found (eager,
+bus bandwidth against NCCL's from 64 MB (bar: at least 0.9x; the step-by-step ring and every
+pipelined ring-pN found), each for every timing found (eager,
 graph), and the plan against measured steps (check_plan.sh's TSV; bar 0.8..1.2). Prints Markdown.
 
 usage: scripts/collective_bars.py DIR   (reads DIR/*.csv and DIR/plan_vs_measured.tsv)
@@ -88,14 +89,16 @@ def auto_table(curves, out):
 
 def busbw_table(curves, out):
     for timing in timings(curves):
-        for op in ("reducescatter", "allgather"):
-            ring = curves.get((op, "ring", timing), {})
+        for op, impl in sorted({(o, i) for (o, i, t) in curves if t == timing and i.startswith("ring")}):
+            if op not in ("reducescatter", "allgather"):
+                continue
+            ring = curves[(op, impl, timing)]
             nccl = curves.get((op, "native", timing), {})
             sizes = [s for s in sorted(ring) if s in nccl and s >= 64 << 20]
             if not sizes:
                 continue
-            out.append(f"\n### {op} bus bandwidth, ours (ring) vs NCCL, {timing} (bar: >= 0.90x from 64 MB)\n")
-            out.append("| size | NCCL busbw (GB/s) | ring busbw (GB/s) | ring / NCCL |")
+            out.append(f"\n### {op} bus bandwidth, ours ({impl}) vs NCCL, {timing} (bar: >= 0.90x from 64 MB)\n")
+            out.append(f"| size | NCCL busbw (GB/s) | {impl} busbw (GB/s) | {impl} / NCCL |")
             out.append("|---|---|---|---|")
             worst = float("inf")
             for s in sizes:

@@ -2,7 +2,8 @@
 # Every measurement of the collectives work (issue 29) on 2 GPUs in one go (about 4 minutes on 2
 # H100): NCCL's small all-reduce with the old non-blocking communicators (the host-cost cause),
 # `bench-comm --impl compare` (one-shot, two-shot, ring, NCCL and auto, 8 B..1 GB) with eager and
-# with CUDA-graph timing, reduce-scatter and all-gather of NCCL and our ring with alpha-beta fits,
+# with CUDA-graph timing, reduce-scatter and all-gather of NCCL and our ring with alpha-beta fits
+# (and of the pipelined ring on 2 and 4 pipes from 16 MB),
 # the all-reduce fits for `nanodist plan`, the other collectives' curves and the point-to-point
 # matrix, then scripts/check_plan.sh (plan vs traced steps) with the measured fits. Writes CSVs
 # into OUT (docs/bandwidth/ takes them), OUT/bars.md (scripts/collective_bars.py: the bar tables)
@@ -60,6 +61,15 @@ for op in reducescatter allgather allreduce; do
   dir=$out; [[ $op == allreduce ]] && dir=$out/fits
   for impl in native ring; do
     bench --op "$op" --impl "$impl" --max-bytes 1G --fit --fit-table "$fits" --csv "$dir/${op}_${impl}_2gpu_f32.csv"
+  done
+done
+
+# 3b. The pipelined ring (--pipeline P: P pieces round the ring on communicators and streams of
+# their own, so one piece's launch, ramp and reduction overlap another's transfer) for the two
+# halves, from 16 MB: does it close the gap to NCCL where the step-by-step ring does not?
+for op in reducescatter allgather; do
+  for p in 2 4; do
+    bench --op "$op" --impl ring --pipeline "$p" --min-bytes 16M --max-bytes 1G --csv "$out/${op}_ring-p${p}_2gpu_f32.csv"
   done
 done
 
