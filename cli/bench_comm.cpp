@@ -228,6 +228,7 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   peer_options.table_path = flags.get_string("peer-table");
   peer_options.ring = options.ring_options;
   peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them
+  peer_options.auto_measure_max_bytes = options.max_bytes;  // and measured at every size the sweep reaches
   ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
                  "--peer-buffer must be a positive multiple of 16 bytes");
 

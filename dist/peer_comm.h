@@ -46,6 +46,10 @@ struct PeerOptions {
   // PeerMode::Auto without a table: how the choices are timed at start (dist/bench_timing.h).
   // Graph times the GPUs alone (what a captured training step pays); eager adds the host's cost.
   BenchTiming auto_timing = BenchTiming::Eager;
+  // PeerMode::Auto without a table: ring and NCCL are timed up to this many bytes (0 = the
+  // registered buffer, the peer choices' limit), an alpha-beta fit extrapolates above. bench-comm
+  // sets its --max-bytes, so auto's choice at every size it compares is measured, not fitted.
+  int64_t auto_measure_max_bytes = 0;
   RingOptions ring;  // auto's ring
 };
 

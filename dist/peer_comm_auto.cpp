@@ -175,16 +175,19 @@ void PeerComm::build_auto_table() {
     auto_table_ = decide_from_sweep(text, options_.table_path, n, options_.auto_timing, options_.buffer_bytes);
     return;
   }
-  // Measured here: powers of two from 8 B to the registered buffer, each choice, max over ranks.
+  // Measured here: powers of two from 8 B to the registered buffer (ring and NCCL on to
+  // auto_measure_max_bytes), each choice, max over ranks; -1 where a peer choice cannot run.
+  const int64_t largest = std::max(options_.buffer_bytes, options_.auto_measure_max_bytes);
   std::vector<int64_t> sizes;
-  for (int64_t b = 8; b <= options_.buffer_bytes; b *= 2) sizes.push_back(b);
-  std::vector<double> measured(4 * sizes.size(), 0.0);  // [choice][size]
-  Tensor scratch = Tensor::zeros({options_.buffer_bytes / 4}, DType::F32, device());
+  for (int64_t b = 8; b <= largest; b *= 2) sizes.push_back(b);
+  std::vector<double> measured(4 * sizes.size(), -1.0);  // [choice][size]
+  Tensor scratch = Tensor::zeros({std::max<int64_t>(1, sizes.back() / 4)}, DType::F32, device());
   // Timed as bench-comm times them (dist/bench_timing.h): a batch launched back to back with
   // the GPU's clock around it. Small sizes get more calls: their times are microseconds and
   // the choices there differ by a few of them.
   for (size_t s = 0; s < sizes.size(); ++s)
     for (int c = 0; c < 4; ++c) {
+      if (is_peer_choice(kChoices[c]) && sizes[s] > options_.buffer_bytes) continue;
       Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
       auto launch = [&] { return allreduce_with(kChoices[c], part, ReduceOp::Sum); };
       launch().wait();  // the first call of a layout agrees with the other ranks on the host
@@ -194,7 +197,8 @@ void PeerComm::build_auto_table() {
   inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
   Curve curves[4];
   for (int c = 0; c < 4; ++c)
-    for (size_t s = 0; s < sizes.size(); ++s) curves[c][sizes[s]] = measured[c * sizes.size() + s];
+    for (size_t s = 0; s < sizes.size(); ++s)
+      if (measured[c * sizes.size() + s] >= 0) curves[c][sizes[s]] = measured[c * sizes.size() + s];
   auto_table_ = decide_from_curves(curves, options_.buffer_bytes);
 }
 
