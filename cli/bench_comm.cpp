@@ -5,12 +5,14 @@
 #include <cctype>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
+#include "dist/allreduce_compare.h"
 #include "dist/comm_model.h"
 #include "dist/peer_comm.h"
 #include "dist/world.h"
@@ -21,8 +23,8 @@ namespace {
 
 FlagSet bench_comm_flags() {
   FlagSet set("bench-comm",
-              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|auto [--fit] [flags]   (under mpirun, one "
-              "rank per GPU or CPU)");
+              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|auto|compare [--timing eager|graph] [--fit] "
+              "[flags]   (under mpirun, one rank per GPU or CPU)");
   set.group("collective")
       .add(flag("op", "allreduce",
                 "allreduce, reducescatter, allgather, broadcast (root 0), alltoall, sendrecv, or p2p-matrix (every "
@@ -31,7 +33,8 @@ FlagSet bench_comm_flags() {
                 "native (MPI on CPU, NCCL on GPU), ring (ours), hierarchical (our all-reduce inside each node, then "
                 "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node), or for allreduce over GPU peer "
                 "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above) or auto "
-                "(one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory)"))
+                "(one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory), or compare (allreduce: "
+                "auto and each of its four choices at every size, auto's time over the best choice's per size)"))
       .add(flag("device", "cpu", "cpu or cuda"))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
@@ -40,6 +43,10 @@ FlagSet bench_comm_flags() {
       .add(flag("factor", "2", "size multiplier between rows", FlagType::Float))
       .add(flag("warmup", "5", "untimed iterations per size", FlagType::Int))
       .add(flag("iters", "20", "timed iterations per size", FlagType::Int))
+      .add(flag("timing", "eager",
+                "eager (the calls launched back to back from the host, CUDA events around the batch, as nccl-tests; "
+                "host cost per call shows where it exceeds the GPU's) or graph (GPU: the batch captured in a CUDA "
+                "graph and replayed, so only the GPUs' time is left)"))
       .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
       .group("model")
       .add(flag("fit", "false", "fit time = alpha + beta x bytes to the sweep (least squares on relative error) and "
@@ -48,7 +55,9 @@ FlagSet bench_comm_flags() {
       .group("peer")
       .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
       .add(flag("one-shot-max-bytes", "256K", "--impl peer: one-shot up to this size, two-shot above"))
-      .add(flag("peer-table", "", "--impl auto: decide from this fit table instead of timing the choices at start"))
+      .add(flag("peer-table", "",
+                "--impl auto or compare: decide from this table instead of timing the choices at start: a sweep "
+                "saved by --impl compare --csv, or a fit table (--fit-table)"))
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
       .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
@@ -118,15 +127,70 @@ int run_p2p_matrix_command(dist::Comm& comm, const dist::BenchCommOptions& optio
   return wrong > 0 ? 1 : 0;
 }
 
+// --impl compare: auto against each of its choices, a table of times per size and the ratio of
+// auto to the best (the bar: at most 1.05), the CSV one row per (size, impl).
+int run_compare_command(dist::PeerComm& peer, const dist::BenchCommOptions& options, std::ofstream& csv,
+                        const std::function<void(int64_t)>& on_size) {
+  dist::Comm& comm = peer.inner();
+  const bool printer = comm.rank() == 0;
+  if (printer) {
+    std::printf("# time per call (us); - = the choice cannot run at this size; auto/best = auto's time over the fastest "
+                "choice's\n%14s", "size");
+    for (int i = 0; i < dist::kCompareImpls; ++i) std::printf(" %10s", dist::compare_impl_name(i));
+    std::printf(" %9s %8s %9s %7s\n", "auto ran", "best", "auto/best", "#wrong");
+    std::fflush(stdout);
+  }
+  int64_t wrong = 0;
+  double worst = 0;
+  int64_t worst_bytes = 0;
+  dist::run_allreduce_compare(peer, options, [&](const dist::CompareRow& row) {
+    int64_t row_wrong = 0;
+    for (int i = 0; i < dist::kCompareImpls; ++i) row_wrong += row.wrong[i];
+    wrong += row_wrong;
+    if (row.auto_over_best > worst) {
+      worst = row.auto_over_best;
+      worst_bytes = row.bytes;
+    }
+    on_size(row.bytes);
+    if (!printer) return;
+    std::printf("%14lld", static_cast<long long>(row.bytes));
+    for (int i = 0; i < dist::kCompareImpls; ++i) {
+      if (row.time_us[i] < 0) {
+        std::printf(" %10s", "-");
+      } else {
+        std::printf(" %10.2f", row.time_us[i]);
+      }
+    }
+    std::printf(" %9s %8s %9.3f %7lld\n", dist::choice_name(row.auto_choice), dist::compare_impl_name(row.best),
+                row.auto_over_best, static_cast<long long>(row_wrong));
+    std::fflush(stdout);
+    if (csv.is_open())
+      for (int i = 0; i < dist::kCompareImpls; ++i)
+        if (row.time_us[i] >= 0)
+          csv << format_bench_comm_csv_as(row.as_bench_row(i, dtype_name(options.dtype), comm.size()), options, comm,
+                                          dist::compare_impl_name(i))
+              << "\n";
+    if (csv.is_open()) csv << std::flush;
+  });
+  if (printer) {
+    std::printf("# auto/best: at most %.3f (at %lld B); the bar is 1.05: %s\n", worst, static_cast<long long>(worst_bytes),
+                worst <= 1.05 ? "met" : "not met");
+    if (wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
+  }
+  return wrong > 0 ? 1 : 0;
+}
+
 int run_bench_comm_command(const ParsedFlags& flags) {
   dist::BenchCommOptions options;
   const std::string op = flags.get_string("op");
   const bool matrix = op == "p2p-matrix";
   if (!matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
-  const bool peer = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "auto";
+  const bool compare = impl == "compare";
+  const bool peer = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "auto" || compare;
   ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || peer,
-                 "unknown --impl '" << impl << "' (expected native, ring, hierarchical, oneshot, twoshot, peer or auto)");
+                 "unknown --impl '" << impl
+                                    << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, auto or compare)");
   ND_CHECK_INPUT(!peer || (!matrix && options.op == dist::BenchOp::AllReduce),
                  "--impl " << impl << " is an all-reduce: use it with --op allreduce");
   options.ring = impl == "ring" || impl == "hierarchical";
@@ -138,6 +202,9 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   options.factor = flags.get_double("factor");
   options.warmup = static_cast<int>(flags.get_int("warmup"));
   options.iters = static_cast<int>(flags.get_int("iters"));
+  options.timing = dist::parse_bench_timing(flags.get_string("timing"));
+  ND_CHECK_INPUT(options.timing == dist::BenchTiming::Eager || device.is_cuda(),
+                 "--timing graph needs --device cuda (it replays a CUDA graph)");
   options.ring_options.slice_bytes = parse_byte_size(flags.get_string("slice-bytes"));
   const std::string direct = flags.get_string("direct-max-bytes");
   options.ring_options.direct_max_bytes = direct == "-1" ? -1 : parse_byte_size(direct);
@@ -153,16 +220,19 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   const bool fit = flags.get_bool("fit");
   const std::string fit_table = flags.get_string("fit-table");
   ND_CHECK_INPUT(fit || fit_table.empty(), "--fit-table needs --fit");
+  ND_CHECK_INPUT(!(fit && compare), "--fit fits one curve; --impl compare sweeps five (fit each --impl alone)");
   dist::PeerOptions peer_options;
-  if (peer) peer_options.mode = dist::parse_peer_mode(impl);
+  if (peer) peer_options.mode = compare ? dist::PeerMode::Auto : dist::parse_peer_mode(impl);
   peer_options.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
   peer_options.one_shot_max_bytes = parse_byte_size(flags.get_string("one-shot-max-bytes"));
   peer_options.table_path = flags.get_string("peer-table");
   peer_options.ring = options.ring_options;
+  peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them
+  peer_options.auto_measure_max_bytes = options.max_bytes;  // and measured at every size the sweep reaches
   ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
                  "--peer-buffer must be a positive multiple of 16 bytes");
 
-  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring || impl == "auto");
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring || impl == "auto" || compare);
   std::unique_ptr<dist::PeerComm> peer_comm;
   if (peer) {
     peer_comm = std::make_unique<dist::PeerComm>(*comm, peer_options);
@@ -187,19 +257,32 @@ int run_bench_comm_command(const ParsedFlags& flags) {
     return status;
   }
   if (printer) {
-    std::printf("# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters\n",
-                dist::bench_op_name(options.op), impl_name(options, *comm).c_str(), comm->size(), comm->backend(),
-                comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters);
+    std::printf(
+        "# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters, "
+        "timing %s\n",
+        dist::bench_op_name(options.op), compare ? "compare" : impl_name(options, *comm).c_str(), comm->size(),
+        comm->backend(), comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters,
+        dist::bench_timing_name(options.timing));
     if (peer_comm && !peer_comm->peer_usable())
       std::printf("# no peer memory (%s): the all-reduce is the backend's\n", peer_comm->unusable_reason().c_str());
-    if (peer_comm && peer_comm->peer_usable() && impl == "auto") {
+    if (peer_comm && peer_comm->peer_usable() && (impl == "auto" || compare)) {
       std::printf("# auto:");
       for (const auto& [largest, choice] : peer_comm->auto_table())
         std::printf(" %s up to %lld B;", dist::choice_name(choice), static_cast<long long>(largest));
       std::printf("\n");
     }
-    std::printf("%s\n", bench_comm_header().c_str());
+    if (!compare) std::printf("%s\n", bench_comm_header().c_str());
     std::fflush(stdout);
+  }
+  if (compare) {
+    const int status = run_compare_command(*peer_comm, options, csv, [&](int64_t bytes) {
+      if (!guard) return;
+      watched.reset();
+      watched.emplace(guard->watchdog().watch("the size after " + std::to_string(bytes) + " bytes"));
+    });
+    watched.reset();
+    if (guard) guard->finish();
+    return status;
   }
   int64_t wrong = 0;
   std::vector<dist::BenchCommRow> rows = dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
@@ -272,16 +355,21 @@ std::string format_bench_comm_row(const dist::BenchCommRow& row) {
 }
 
 std::string bench_comm_csv_header() {
-  return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong";
+  return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing";
 }
 
 std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
                                   const dist::Comm& comm) {
+  return format_bench_comm_csv_as(row, options, comm, impl_name(options, comm));
+}
+
+std::string format_bench_comm_csv_as(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
+                                     const dist::Comm& comm, const std::string& impl) {
   char line[512];
-  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld", dist::bench_op_name(options.op),
-                impl_name(options, comm).c_str(), comm.device().is_cuda() ? "cuda" : "cpu", comm.size(),
-                static_cast<long long>(row.bytes), static_cast<long long>(row.count), row.type.c_str(),
-                row.redop.c_str(), row.time_us, row.algbw_gbps, row.busbw_gbps, static_cast<long long>(row.wrong));
+  std::snprintf(line, sizeof line, "%s,%s,%s,%d,%lld,%lld,%s,%s,%.3f,%.4f,%.4f,%lld,%s", dist::bench_op_name(options.op),
+                impl.c_str(), comm.device().is_cuda() ? "cuda" : "cpu", comm.size(), static_cast<long long>(row.bytes),
+                static_cast<long long>(row.count), row.type.c_str(), row.redop.c_str(), row.time_us, row.algbw_gbps,
+                row.busbw_gbps, static_cast<long long>(row.wrong), dist::bench_timing_name(options.timing));
   return line;
 }
 

@@ -16,6 +16,9 @@ std::string format_bench_comm_row(const dist::BenchCommRow& row);
 std::string bench_comm_csv_header();
 std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
                                   const dist::Comm& comm);
+// The same row under another implementation's name (--impl compare writes five per size).
+std::string format_bench_comm_csv_as(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
+                                     const dist::Comm& comm, const std::string& impl);
 // --op p2p-matrix: one row per ordered pair (latency at min_bytes, bandwidth at max_bytes).
 std::string p2p_csv_header();
 std::string format_p2p_csv(const dist::P2pCell& cell, const dist::BenchCommOptions& options, const dist::Comm& comm);

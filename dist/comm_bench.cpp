@@ -1,5 +1,6 @@
 // The bench-comm sweep: for each size, one checked run against the closed form, then warmup
-// and timed iterations; the time is the max over ranks of the mean per-iteration time.
+// and timed iterations (dist/bench_timing.h); the time is the max over ranks of the mean
+// per-iteration time.
 #include "dist/comm_bench.h"
 
 #include "dist/comm_bench_data.h"
@@ -215,7 +216,6 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
                                          const std::function<void(const BenchCommRow&)>& on_row) {
   check_options(options);
   std::vector<BenchCommRow> rows;
-  CommTimer timer(comm);
   // Collective (splits): the hierarchical decorator only when asked for.
   std::unique_ptr<RingComm> ring_comm;
   if (options.ring && !options.decorated)
@@ -245,14 +245,7 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     int64_t wrong = c.wrong(comm);
     comm.host_allreduce(&wrong, 1, HostReduce::Sum);
 
-    for (int i = 0; i < options.warmup; ++i) work = c.run(comm);
-    work.wait();
-    comm.barrier();
-    timer.start();
-    for (int i = 0; i < options.iters; ++i) work = c.run(comm);
-    double seconds = timer.stop() / options.iters;
-    work.wait();
-    comm.host_allreduce(&seconds, 1, HostReduce::Max);
+    const double seconds = time_launches(comm, options.timing, options.warmup, options.iters, [&] { return c.run(comm); });
 
     BenchCommRow row;
     row.count = total;

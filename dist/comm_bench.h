@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/bench_timing.h"
 #include "dist/comm.h"
 #include "dist/ring_allreduce.h"
 
@@ -34,6 +35,7 @@ struct BenchCommOptions {
   double factor = 2.0;
   int warmup = 5;
   int iters = 20;
+  BenchTiming timing = BenchTiming::Eager;  // --timing: eager launches, or the batch replayed as a CUDA graph
   RingOptions ring_options;
 };
 

@@ -3,6 +3,8 @@
 #include "dist/nccl_comm.h"
 
 #if NANODIST_WITH_CUDA
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 #include "dist/mpi_check.h"
@@ -45,6 +47,7 @@ constexpr int kP2pCtas = 64;
 
 // A non-blocking communicator answers ncclInProgress while a call is still being carried out
 // (set-up, connections); the host polls until it is done and returns the call's real result.
+// A blocking communicator never answers it, so this costs nothing there.
 ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
   while (rc == ncclInProgress) {
     std::this_thread::yield();
@@ -54,9 +57,19 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
   return rc;
 }
 
-ncclConfig_t non_blocking_config() {
+// The collectives' communicator is blocking. A non-blocking one (config.blocking = 0) hands every
+// ncclGroupEnd, and so every lone collective, to a thread NCCL starts for that call, and the host
+// polls it until the launch is done: tens of microseconds of host time per call, more than a
+// small all-reduce takes on the GPUs, so an eager loop of small collectives ran at the host's
+// pace (bench-comm read 43-48 us for NCCL's 8-byte all-reduce on 2 H100). Fault handling does
+// not need it: the watchdog reads ncclCommGetAsyncError and calls ncclCommAbort from its own
+// thread, both allowed on a blocking communicator, and ends the process after a bounded grace
+// whatever the main thread is doing (dist/fault_guard.h). NANODIST_NCCL_NONBLOCKING=1 brings the
+// non-blocking communicator back, to measure the difference.
+ncclConfig_t collectives_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  const char* env = std::getenv("NANODIST_NCCL_NONBLOCKING");
+  config.blocking = env && std::string(env) == "1" ? 0 : 1;
   return config;
 }
 // Events behind CommWorks in flight at once before one is reused (DDP's buckets of one step).
@@ -91,12 +104,13 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
-  ncclConfig_t config = non_blocking_config();
+  ncclConfig_t config = collectives_config();
   ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config);
   NCCL_CHECK(settle(nccl_, rc));
   if (wide_p2p) {
     // Its own communicator (not a split: a split of a non-blocking parent handed back no handle
-    // on NCCL 2.28), blocking, with more CTAs for the ring's send/recv.
+    // on NCCL 2.28, and the parent may be non-blocking), blocking, with more CTAs for the ring's
+    // send/recv.
     ncclUniqueId wide_id;
     if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&wide_id));
     MPI_CHECK(MPI_Bcast(&wide_id, sizeof(wide_id), MPI_BYTE, 0, mpi_));

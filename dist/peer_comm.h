@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "dist/bench_timing.h"
 #include "dist/comm_model.h"
 #include "dist/forwarding_comm.h"
 #include "dist/ring_allreduce.h"
@@ -37,9 +38,18 @@ struct PeerOptions {
   // As long as --comm-timeout's default: ranks may legitimately drift apart on the host for
   // minutes (one writes a checkpoint while the other launches the next step's all-reduce).
   double timeout_s = 600.0;
-  // PeerMode::Auto: a fit table written by `bench-comm --fit-table` (op allreduce, impls
-  // oneshot, twoshot, ring, native); empty: time the four at start (a fraction of a second).
+  // PeerMode::Auto: a table to decide from instead of timing the four choices at start (a
+  // fraction of a second): a sweep saved by `bench-comm --impl compare --csv` (the measured
+  // curves; rows of auto_timing's timing first) or a fit table of `bench-comm --fit-table` (op
+  // allreduce, impls oneshot, twoshot, ring, native).
   std::string table_path;
+  // PeerMode::Auto without a table: how the choices are timed at start (dist/bench_timing.h).
+  // Graph times the GPUs alone (what a captured training step pays); eager adds the host's cost.
+  BenchTiming auto_timing = BenchTiming::Eager;
+  // PeerMode::Auto without a table: ring and NCCL are timed up to this many bytes (0 = the
+  // registered buffer, the peer choices' limit), an alpha-beta fit extrapolates above. bench-comm
+  // sets its --max-bytes, so auto's choice at every size it compares is measured, not fitted.
+  int64_t auto_measure_max_bytes = 0;
   RingOptions ring;  // auto's ring
 };
 
@@ -88,5 +98,14 @@ class PeerComm : public ForwardingComm {
 // runs (the last entry covers everything larger).
 std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
     const std::function<double(AllReduceChoice, int64_t)>& time_us);
+
+// Auto's decision from a saved bench-comm sweep (`csv_text`, a bench-comm CSV named `what` in
+// errors): the allreduce rows of impls oneshot, twoshot, ring and native for `nranks` ranks, of
+// `timing` where present (else the other timing's); a size between measured ones takes the next
+// larger measured size's time, above the last an alpha-beta fit of the curve's upper half (ring
+// and NCCL; the peer choices stop at `buffer_bytes`). Raises an input error naming the file and
+// line on malformed rows, or when no row fits.
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_sweep(const std::string& csv_text, const std::string& what,
+                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes);
 
 }  // namespace nd::dist

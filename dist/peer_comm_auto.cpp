@@ -1,12 +1,19 @@
 // PeerComm's `auto` (peer_comm.h): the choice by size, from the four choices timed when the comm
-// is made (powers of two up to the registered buffer, max over ranks; above it an alpha-beta fit
-// of the ring's and NCCL's upper halves) or from a fit table written by bench-comm.
+// is made (powers of two up to the registered buffer, timed like bench-comm, max over ranks; above
+// it an alpha-beta fit of the ring's and NCCL's upper halves), from a sweep bench-comm saved
+// (`--impl compare --csv`: the same curves, measured once) or from a fit table of bench-comm.
 #include "dist/peer_comm.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
 
-#include "dist/comm_timer.h"
+#include "dist/bench_timing.h"
 
 namespace nd::dist {
 
@@ -45,59 +52,154 @@ std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
   return table;
 }
 
+namespace {
+
+// One choice's time per size (max over ranks), from the start-up measurement or a saved sweep.
+using Curve = std::map<int64_t, double>;
+
+// Splits a CSV line at commas (bench-comm writes no quoted fields).
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> fields;
+  std::stringstream in(line);
+  std::string field;
+  while (std::getline(in, field, ',')) fields.push_back(field);
+  return fields;
+}
+
+// The all-reduce rows of a bench-comm CSV (`--impl compare --csv`, or one file per impl) for
+// `nranks` ranks, as one curve per choice; rows of other ops, rank counts or impls are skipped.
+// Where both timings are present, `timing`'s rows win.
+void read_measured_table(const std::string& path, const std::string& text, int nranks, BenchTiming timing,
+                         Curve (&curves)[4]) {
+  std::stringstream in(text);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = csv_fields(line);
+  auto column = [&](const char* name) {
+    const auto it = std::find(header.begin(), header.end(), name);
+    ND_CHECK_INPUT(it != header.end(), path << ": no column " << name << " in the header");
+    return static_cast<size_t>(it - header.begin());
+  };
+  const size_t op = column("op"), impl = column("impl"), ranks = column("nranks"), size = column("size"),
+               time = column("time_us");
+  const auto timing_at = std::find(header.begin(), header.end(), "timing");
+  Curve other[4];  // rows of the other timing, used where `timing` has none
+  for (int number = 2; std::getline(in, line); ++number) {
+    if (line.empty()) continue;
+    const std::vector<std::string> f = csv_fields(line);
+    ND_CHECK_INPUT(f.size() == header.size(), path << ":" << number << ": " << f.size() << " fields, expected "
+                                                   << header.size());
+    if (f[op] != "allreduce" || std::atoi(f[ranks].c_str()) != nranks) continue;
+    const auto c = std::find_if(std::begin(kChoices), std::end(kChoices),
+                                [&](AllReduceChoice choice) { return f[impl] == choice_name(choice); });
+    if (c == std::end(kChoices)) continue;
+    char* end_size = nullptr;
+    char* end_time = nullptr;
+    const long long bytes = std::strtoll(f[size].c_str(), &end_size, 10);
+    const double us = std::strtod(f[time].c_str(), &end_time);
+    ND_CHECK_INPUT(*end_size == '\0' && *end_time == '\0' && bytes > 0 && us > 0,
+                   path << ":" << number << ": bad size or time_us");
+    const bool same_timing = timing_at == header.end()
+                                 ? timing == BenchTiming::Eager
+                                 : f[static_cast<size_t>(timing_at - header.begin())] == bench_timing_name(timing);
+    (same_timing ? curves : other)[c - std::begin(kChoices)][bytes] = us;
+  }
+  for (int c = 0; c < 4; ++c)
+    if (curves[c].empty()) curves[c] = other[c];
+}
+
+// The decision from per-choice curves. A size between measured ones takes the next larger
+// measured size's time; above a curve's last size (ring and NCCL only: the peer choices stop at
+// the registered buffer) an alpha-beta fit of the curve's upper half extrapolates.
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_curves(const Curve (&curves)[4], int64_t buffer_bytes) {
+  AlphaBetaFit upper[4];
+  for (int c = 0; c < 4; ++c) {
+    std::vector<int64_t> xs;
+    std::vector<double> ts;
+    size_t i = 0;
+    for (const auto& [bytes, us] : curves[c])
+      if (i++ >= curves[c].size() / 2) {
+        xs.push_back(bytes);
+        ts.push_back(us);
+      }
+    if (xs.size() >= 2 && xs.front() != xs.back()) upper[c] = fit_alpha_beta(xs, ts);
+  }
+  return decide_by_size([&](AllReduceChoice c, int64_t bytes) {
+    const int ci = static_cast<int>(std::find(std::begin(kChoices), std::end(kChoices), c) - std::begin(kChoices));
+    const Curve& curve = curves[ci];
+    if (curve.empty() || (is_peer_choice(c) && bytes > buffer_bytes)) return -1.0;
+    const auto at = curve.lower_bound(bytes);
+    if (at != curve.end()) return at->second;
+    if (is_peer_choice(c) || upper[ci].points == 0) return -1.0;
+    return upper[ci].alpha_us + upper[ci].beta_us_per_byte * static_cast<double>(bytes);
+  });
+}
+
+}  // namespace
+
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_sweep(const std::string& csv_text, const std::string& what,
+                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes) {
+  Curve curves[4];
+  read_measured_table(what, csv_text, nranks, timing, curves);
+  bool any = false;
+  for (const Curve& curve : curves) any = any || !curve.empty();
+  ND_CHECK_INPUT(any, "the measured table " << what << " has no allreduce rows of impl oneshot, twoshot, ring or native for "
+                                            << nranks << " ranks");
+  return decide_from_curves(curves, buffer_bytes);
+}
+
 void PeerComm::build_auto_table() {
   const int n = size();
-  std::function<double(AllReduceChoice, int64_t)> time_us;
-  std::vector<AlphaBetaFit> table;
-  // Measured: sizes 8 B .. buffer_bytes by powers of two, each choice, max over ranks.
-  std::vector<int64_t> sizes;
-  std::vector<double> measured;  // [choice][size]
+  std::string text;
   if (!options_.table_path.empty()) {
-    table = read_fit_table(options_.table_path);
+    std::ifstream file(options_.table_path);
+    ND_CHECK_INPUT(file.good(), "cannot read the table " << options_.table_path);
+    std::stringstream all;
+    all << file.rdbuf();
+    text = all.str();
+  }
+  const bool measured_table = text.rfind("op,impl,device,nranks,size,", 0) == 0;  // a bench-comm sweep
+  if (!text.empty() && !measured_table) {
+    const std::vector<AlphaBetaFit> table = parse_fit_table(text, options_.table_path);
     bool any = false;
     for (AllReduceChoice c : kChoices) any = any || find_fit(table, "allreduce", choice_name(c), n) != nullptr;
     ND_CHECK_INPUT(any, "the fit table " << options_.table_path << " has no allreduce fits (oneshot, twoshot, ring, native)");
-    time_us = [&](AllReduceChoice c, int64_t bytes) {
+    auto_table_ = decide_by_size([&](AllReduceChoice c, int64_t bytes) {
       if (is_peer_choice(c) && bytes > options_.buffer_bytes) return -1.0;
       const AlphaBetaFit* fit = find_fit(table, "allreduce", choice_name(c), n);
       return fit ? fit->predict_us(bytes, n) : -1.0;
-    };
-  } else {
-    for (int64_t b = 8; b <= options_.buffer_bytes; b *= 2) sizes.push_back(b);
-    measured.assign(4 * sizes.size(), 0.0);
-    Tensor scratch = Tensor::zeros({options_.buffer_bytes / 4}, DType::F32, device());
-    CommTimer timer(inner_);
-    constexpr int kWarmup = 2, kIters = 5;
-    for (size_t s = 0; s < sizes.size(); ++s)
-      for (int c = 0; c < 4; ++c) {
-        Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
-        for (int i = 0; i < kWarmup; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        timer.start();
-        for (int i = 0; i < kIters; ++i) allreduce_with(kChoices[c], part, ReduceOp::Sum).wait();
-        measured[c * sizes.size() + s] = timer.stop() / kIters * 1e6;
-      }
-    inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
-    // decide_by_size asks at powers of two, which are the measured sizes; above them (ring and
-    // NCCL only) an alpha-beta fit of each curve's upper half extrapolates.
-    std::vector<AlphaBetaFit> upper(4);
-    for (int c = 0; c < 4; ++c) {
-      const size_t from = sizes.size() / 2;
-      std::vector<int64_t> xs(sizes.begin() + from, sizes.end());
-      std::vector<double> ts(measured.begin() + c * sizes.size() + from, measured.begin() + (c + 1) * sizes.size());
-      upper[c] = fit_alpha_beta(xs, ts);
-    }
-    time_us = [&, upper](AllReduceChoice c, int64_t bytes) {
-      const int ci = static_cast<int>(std::find(std::begin(kChoices), std::end(kChoices), c) - std::begin(kChoices));
-      if (bytes > sizes.back()) {
-        if (is_peer_choice(c)) return -1.0;
-        return upper[ci].alpha_us + upper[ci].beta_us_per_byte * static_cast<double>(bytes);
-      }
-      size_t s = 0;
-      while (sizes[s] < bytes) ++s;
-      return measured[ci * sizes.size() + s];
-    };
+    });
+    return;
   }
-  auto_table_ = decide_by_size(time_us);
+  if (measured_table) {
+    auto_table_ = decide_from_sweep(text, options_.table_path, n, options_.auto_timing, options_.buffer_bytes);
+    return;
+  }
+  // Measured here: powers of two from 8 B to the registered buffer (ring and NCCL on to
+  // auto_measure_max_bytes), each choice, max over ranks; -1 where a peer choice cannot run.
+  const int64_t largest = std::max(options_.buffer_bytes, options_.auto_measure_max_bytes);
+  std::vector<int64_t> sizes;
+  for (int64_t b = 8; b <= largest; b *= 2) sizes.push_back(b);
+  std::vector<double> measured(4 * sizes.size(), -1.0);  // [choice][size]
+  Tensor scratch = Tensor::zeros({std::max<int64_t>(1, sizes.back() / 4)}, DType::F32, device());
+  // Timed as bench-comm times them (dist/bench_timing.h): a batch launched back to back with
+  // the GPU's clock around it. Small sizes get more calls: their times are microseconds and
+  // the choices there differ by a few of them.
+  for (size_t s = 0; s < sizes.size(); ++s)
+    for (int c = 0; c < 4; ++c) {
+      if (is_peer_choice(kChoices[c]) && sizes[s] > options_.buffer_bytes) continue;
+      Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
+      auto launch = [&] { return allreduce_with(kChoices[c], part, ReduceOp::Sum); };
+      launch().wait();  // the first call of a layout agrees with the other ranks on the host
+      const int iters = sizes[s] <= (int64_t{1} << 20) ? 50 : 10;
+      measured[c * sizes.size() + s] = 1e6 * time_launches(inner_, options_.auto_timing, 3, iters, launch);
+    }
+  inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
+  Curve curves[4];
+  for (int c = 0; c < 4; ++c)
+    for (size_t s = 0; s < sizes.size(); ++s)
+      if (measured[c * sizes.size() + s] >= 0) curves[c][sizes[s]] = measured[c * sizes.size() + s];
+  auto_table_ = decide_from_curves(curves, options_.buffer_bytes);
 }
 
 }  // namespace nd::dist

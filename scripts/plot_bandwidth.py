@@ -41,7 +41,9 @@ def read_files(paths):
                     cells.append((int(row["nranks"]), int(row["src"]), int(row["dst"]), float(row["latency_us"]),
                                   float(row["bw_gbps"])))
                 else:
-                    key = (row["op"], row["impl"], int(row["nranks"]), row["type"])
+                    # A CUDA-graph timed curve (bench-comm --timing graph) is a curve of its own.
+                    impl = row["impl"] + (" graph" if row.get("timing") == "graph" else "")
+                    key = (row["op"], impl, int(row["nranks"]), row["type"])
                     curves[key].append((int(row["size"]), float(row["busbw_gbps"]), int(row["wrong"]),
                                         float(row["time_us"])))
     for points in curves.values():
@@ -57,7 +59,8 @@ def size_label(nbytes):
 
 
 def impl_label(impl):
-    return "NCCL" if impl == "native" else f"{impl} (ours)"
+    base, _, timing = impl.partition(" ")
+    return ("NCCL" if base == "native" else f"{base} (ours)") + (f", {timing}" if timing else "")
 
 
 def draw_curves(axes_rows, ops, curves, fits, line_rate):
@@ -72,7 +75,7 @@ def draw_curves(axes_rows, ops, curves, fits, line_rate):
             sizes = [p[0] for p in points]
             sizes_seen.update(sizes)
             label = f"{impl_label(impl)}, {nranks} ranks, {dtype}"
-            style = STYLES.get(impl, "-.")
+            style = STYLES.get(impl.partition(" ")[0], "-.")
             bw.plot(sizes, [p[1] for p in points], style, marker="o", markersize=3, color=color, label=label)
             lat.plot(sizes, [p[3] for p in points], style, marker="o", markersize=3, color=color, label=label)
             wrong = [p[0] for p in points if p[2] > 0]

@@ -2,10 +2,15 @@
 // wrong elements; the point-to-point matrix covers every ordered pair; bus factors follow nccl-tests. (The command itself: tests/cli/bench_comm_mpi_test.cpp.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "dist/allreduce_compare.h"
+#include "dist/bench_timing.h"
 #include "dist/comm_bench.h"
+#include "dist/peer_comm.h"
 #include "dist/world.h"
 
 namespace nd::dist {
@@ -61,6 +66,84 @@ TEST(CommBench, PointToPointMatrixCoversEveryPair) {
       EXPECT_GT(cells[i].bw_gbps, 0.0);
       ++i;
     }
+}
+
+// time_launches runs exactly warmup + iters calls (eager) and agrees on one time over ranks; a
+// CUDA graph needs a GPU comm.
+TEST(CommBench, EagerTimingRunsEveryCallAndAgreesOverRanks) {
+  auto comm = make_world_comm(Device::cpu());
+  const int n = comm->size();
+  Tensor a = Tensor::full({64}, 1.0);
+  int calls = 0;
+  const double seconds = time_launches(*comm, BenchTiming::Eager, 3, 7, [&] {
+    ++calls;
+    return comm->allreduce_async(a, ReduceOp::Sum);
+  });
+  EXPECT_EQ(calls, 10);
+  // Ten sums in place of ones over n ranks: n^10 exactly, so every call ran on every rank.
+  EXPECT_EQ(a.to_double_vector(), std::vector<double>(64, std::pow(static_cast<double>(n), 10)));
+  EXPECT_GT(seconds, 0.0);
+  double largest = seconds;
+  comm->host_allreduce(&largest, 1, HostReduce::Max);
+  EXPECT_EQ(seconds, largest);
+  EXPECT_THROW(time_launches(*comm, BenchTiming::Graph, 1, 1, [&] { return comm->allreduce_async(a, ReduceOp::Sum); }),
+               Error);
+  EXPECT_EQ(parse_bench_timing("graph"), BenchTiming::Graph);
+  EXPECT_THROW(parse_bench_timing("lazy"), Error);
+}
+
+// --impl compare on the CPU: no peer memory, so one-shot and two-shot are left out of every row;
+// ring, NCCL's stand-in (MPI) and auto run, sum correctly, and auto's ratio is its time over
+// the faster of the two.
+TEST(CommBench, CompareRunsEveryChoiceAndRatesAuto) {
+  auto comm = make_world_comm(Device::cpu());
+  PeerOptions peer_options;
+  peer_options.mode = PeerMode::Auto;
+  PeerComm peer(*comm, peer_options);
+  BenchCommOptions options;
+  options.min_bytes = 8;
+  options.max_bytes = 1 << 20;
+  options.factor = 16;
+  options.warmup = 1;
+  options.iters = 2;
+  int seen = 0;
+  std::vector<CompareRow> rows = run_allreduce_compare(peer, options, [&](const CompareRow&) { ++seen; });
+  ASSERT_EQ(rows.size(), 5u);  // 8 B, 128 B, 2 KB, 32 KB, 512 KB (8 MB is past the largest)
+  EXPECT_EQ(seen, 5);
+  for (const CompareRow& row : rows) {
+    SCOPED_TRACE("size " + std::to_string(row.bytes));
+    EXPECT_EQ(row.bytes, row.count * 4);
+    EXPECT_LT(row.time_us[0], 0.0);
+    EXPECT_LT(row.time_us[1], 0.0);
+    for (int i = 2; i < kCompareImpls; ++i) {
+      EXPECT_GT(row.time_us[i], 0.0) << compare_impl_name(i);
+      EXPECT_EQ(row.wrong[i], 0) << compare_impl_name(i);
+    }
+    const int best = row.time_us[2] < row.time_us[3] ? 2 : 3;
+    EXPECT_EQ(row.best, best);
+    EXPECT_DOUBLE_EQ(row.auto_over_best, row.time_us[4] / row.time_us[best]);
+    EXPECT_EQ(row.auto_choice, AllReduceChoice::Native);
+    const BenchCommRow csv_row = row.as_bench_row(4, "f32", comm->size());
+    EXPECT_DOUBLE_EQ(csv_row.time_us, row.time_us[4]);
+    EXPECT_NEAR(csv_row.busbw_gbps, csv_row.algbw_gbps * bus_factor(BenchOp::AllReduce, comm->size()),
+                1e-9 * csv_row.busbw_gbps);
+  }
+}
+
+// The best choice ignores those that cannot run; auto's ratio is against the fastest that did.
+TEST(CommBench, AutoIsRatedAgainstTheFastestChoiceThatRan) {
+  CompareRow row;
+  const double times[kCompareImpls] = {-1, 9.0, 12.0, 6.0, 6.3};
+  std::copy(times, times + kCompareImpls, row.time_us);
+  rate_against_best(row);
+  EXPECT_EQ(row.best, 3);
+  EXPECT_DOUBLE_EQ(row.auto_over_best, 6.3 / 6.0);
+  row.time_us[0] = 4.0;
+  rate_against_best(row);
+  EXPECT_EQ(row.best, 0);
+  EXPECT_DOUBLE_EQ(row.auto_over_best, 6.3 / 4.0);
+  EXPECT_STREQ(compare_impl_name(0), "oneshot");
+  EXPECT_STREQ(compare_impl_name(4), "auto");
 }
 
 TEST(CommBench, BusFactorsFollowNcclTests) {

@@ -1,6 +1,7 @@
 // The peer-memory decorator where there is no peer memory (MPI on the CPU): it says why, every
 // collective is the wrapped comm's (closed forms at np 2, 3, 4), a grid asked for peer or auto
-// sums like native; and auto's choice by size from per-choice curves (decide_by_size, a fit table).
+// sums like native; and auto's choice by size from per-choice curves (decide_by_size, a saved
+// bench-comm sweep).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -54,8 +55,19 @@ TEST(PeerComm, GridOfPeerOrAutoSumsLikeNative) {
   EXPECT_THROW(parse_collectives("peers"), Error);
 }
 
+// One-shot fastest to 16 KB, two-shot to its 1 MB buffer, the ring to 2 MB, NCCL above.
+double synthetic_time_us(AllReduceChoice c, int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  switch (c) {
+    case AllReduceChoice::OneShot: return bytes > (1 << 20) ? -1.0 : 4.0 + b / 4e3;
+    case AllReduceChoice::TwoShot: return bytes > (1 << 20) ? -1.0 : 8.0 + b / 1.5e4;
+    case AllReduceChoice::Ring: return 20.0 + b / 1e4;
+    case AllReduceChoice::Native: return 400.0 + b / 2.2e5;
+  }
+  return -1.0;
+}
+
 TEST(PeerComm, AutoPicksTheFastestByRuns) {
-  // One-shot fastest to 16 KB, two-shot to its 1 MB buffer, the ring to 2 MB, NCCL above.
   auto time_us = [](AllReduceChoice c, int64_t bytes) {
     const double b = static_cast<double>(bytes);
     switch (c) {
@@ -73,6 +85,47 @@ TEST(PeerComm, AutoPicksTheFastestByRuns) {
   EXPECT_EQ(table[2].second, AllReduceChoice::Ring);
   EXPECT_EQ(table[3], std::make_pair(int64_t{1} << 40, AllReduceChoice::Native));
   EXPECT_EQ(table[2].first, int64_t{2} << 20);  // 20 + b/1e4 = 400 + b/2.2e5 at 3.98 MB
+}
+
+// A sweep saved by `bench-comm --impl compare --csv` decides like the curves it holds: the
+// synthetic curves at powers of two to 64 MB (the peer choices to their 1 MB buffer) give the
+// table decide_by_size gives them (above 64 MB the fitted ring and NCCL lines carry on); rows of
+// the other timing, other rank counts, other ops and auto itself are left out.
+TEST(PeerComm, AutoDecidesFromASavedSweep) {
+  const AllReduceChoice choices[] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot, AllReduceChoice::Ring,
+                                     AllReduceChoice::Native};
+  std::string csv = "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing\n";
+  char line[256];
+  for (int64_t bytes = 8; bytes <= (int64_t{64} << 20); bytes *= 2) {
+    for (AllReduceChoice c : choices) {
+      const double t = synthetic_time_us(c, bytes);
+      if (t < 0) continue;
+      std::snprintf(line, sizeof line, "allreduce,%s,cuda,2,%lld,%lld,f32,sum,%.6f,1,1,0,eager\n", choice_name(c),
+                    static_cast<long long>(bytes), static_cast<long long>(bytes / 4), t);
+      csv += line;
+      // Decoys: NCCL "fastest" in graph timing, on 4 ranks and for all-gather; auto's own row.
+      std::snprintf(line, sizeof line, "allreduce,native,cuda,2,%lld,1,f32,sum,0.5,1,1,0,graph\n", static_cast<long long>(bytes));
+      csv += line;
+      std::snprintf(line, sizeof line, "allreduce,native,cuda,4,%lld,1,f32,sum,0.5,1,1,0,eager\n", static_cast<long long>(bytes));
+      csv += line;
+      std::snprintf(line, sizeof line, "allgather,native,cuda,2,%lld,1,f32,none,0.5,1,1,0,eager\n", static_cast<long long>(bytes));
+      csv += line;
+      std::snprintf(line, sizeof line, "allreduce,auto,cuda,2,%lld,1,f32,sum,0.5,1,1,0,eager\n", static_cast<long long>(bytes));
+      csv += line;
+    }
+  }
+  const auto table = decide_from_sweep(csv, "sweep.csv", 2, BenchTiming::Eager, int64_t{1} << 20);
+  EXPECT_EQ(table, decide_by_size(synthetic_time_us));
+  // The graph rows win where graph timing is asked for: NCCL everywhere.
+  const auto graph = decide_from_sweep(csv, "sweep.csv", 2, BenchTiming::Graph, int64_t{1} << 20);
+  ASSERT_EQ(graph.size(), 1u);
+  EXPECT_EQ(graph[0].second, AllReduceChoice::Native);
+  EXPECT_THROW(decide_from_sweep(csv, "sweep.csv", 3, BenchTiming::Eager, 1 << 20), Error);  // no row for 3 ranks
+  EXPECT_THROW(decide_from_sweep(csv + "allreduce,ring,cuda,2,oops\n", "sweep.csv", 2, BenchTiming::Eager, 1 << 20),
+               Error);
+  EXPECT_THROW(decide_from_sweep(csv + "allreduce,ring,cuda,2,64,16,f32,sum,x,1,1,0,eager\n", "sweep.csv", 2,
+                                 BenchTiming::Eager, 1 << 20),
+               Error);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 Exit 0 = passed, 1 = failed, 77 = skipped because a package the script needs is missing
 (ctest SKIP_RETURN_CODE), so CI without matplotlib, h5py or torch stays green.
 
-usage: smoke_test.py {plot_run,plot_bandwidth,export_hf} --source REPO --nanodist BIN
+usage: smoke_test.py {plot_run,plot_bandwidth,export_hf,corpus_words,collective_bars,check_plan} --source REPO --nanodist BIN
 """
 import argparse
 import importlib.util
@@ -302,9 +302,60 @@ def test_corpus_words(ctx, tmp):
     expect(r.returncode == 1, f"--min 0.85 on 71%: exit {r.returncode}")
 
 
+def test_collective_bars(ctx, tmp):
+    """The bar tables from CSVs whose ratios are known: one-shot at half of NCCL's time, auto 4% over
+    the best at one size and 10% at another, the ring's reduce-scatter at 95% of NCCL's busbw and
+    its all-gather at 85%, and a plan row."""
+    header = "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing\n"
+    with open(os.path.join(tmp, "allreduce_compare_eager_2gpu_f32.csv"), "w") as f:
+        f.write(header)
+        for size in (8, 1024, 1 << 30):
+            times = {"oneshot": 4.0, "twoshot": 6.0, "ring": 20.0, "native": 8.0}
+            if size == 1 << 30:
+                times = {"ring": 3000.0, "native": 2900.0}  # no peer choice above the buffer
+            auto = {8: 4.16, 1024: 4.4, 1 << 30: 2900.0}[size]
+            for impl, t in list(times.items()) + [("auto", auto)]:
+                f.write(f"allreduce,{impl},cuda,2,{size},{size // 4},f32,sum,{t},1,1,0,eager\n")
+    with open(os.path.join(tmp, "reducescatter_native_2gpu_f32.csv"), "w") as f:
+        f.write(header)
+        f.write(f"reducescatter,native,cuda,2,{64 << 20},{16 << 20},f32,sum,100,200,100.0,0,eager\n")
+        f.write(f"allgather,native,cuda,2,{64 << 20},{16 << 20},f32,none,100,200,100.0,0,eager\n")
+    with open(os.path.join(tmp, "reducescatter_ring_2gpu_f32.csv"), "w") as f:
+        f.write(header.replace(",timing", ""))  # an older CSV without the timing column reads as eager
+        f.write(f"reducescatter,ring,cuda,2,{64 << 20},{16 << 20},f32,sum,105,190,95.0,0\n")
+        f.write(f"allgather,ring,cuda,2,{64 << 20},{16 << 20},f32,none,118,170,85.0,0\n")
+    with open(os.path.join(tmp, "plan_vs_measured.tsv"), "w") as f:
+        f.write("run\tpredicted_exposed_ms\tmeasured_exposed_ms\texposed_ratio\tpredicted_comm_ms\tmeasured_comm_ms\t"
+                "comm_ratio\nsmall_dp2\t0.500\t0.480\t1.04\t2.000\t2.580\t0.78\n")
+    out = run([sys.executable, os.path.join(ctx.source, "scripts", "collective_bars.py"), tmp]).stdout
+    for line in ("| 8 B | 8.00 | 4.00 | 0.50 | 0 |", "Worst ratio 0.50: met.",
+                 "| 8 B | 4.00 | 6.00 | 20.00 | 8.00 | 4.16 | oneshot | 1.040 |",
+                 "| 1 GB | - | - | 3000.00 | 2900.00 | 2900.00 | native | 1.000 |",
+                 "Worst auto / best 1.100 at 1 KB: **not met**.",
+                 "| 64 MB | 100.0 | 95.0 | 0.950 |", "Worst ratio 0.950: met.",
+                 "| 64 MB | 100.0 | 85.0 | 0.850 |", "Worst ratio 0.850: **not met**.",
+                 "| small_dp2 | 0.500 | 0.480 | 1.04 |"):
+        expect(line in out, f"collective_bars.py output lacks {line!r}:\n{out}")
+
+
+def test_check_plan(ctx, tmp):
+    """scripts/check_plan.sh on the CPU (--tiny): a plan and a traced 2-rank run per layout, one TSV row each."""
+    out = os.path.join(tmp, "plan")
+    run(["bash", os.path.join(ctx.source, "scripts", "check_plan.sh"), "--device", "cpu", "--tiny", "--steps", "4",
+         "--runs", "small_dp2 small_tp2", "--out", out, "--bin", ctx.nanodist])
+    with open(os.path.join(out, "plan_vs_measured.tsv")) as f:
+        rows = [line.rstrip("\n").split("\t") for line in f]
+    expect(rows[0][0] == "run" and [r[0] for r in rows[1:]] == ["small_dp2", "small_tp2"], f"rows: {rows}")
+    for r in rows[1:]:
+        values = [float(v) for v in r[1:]]
+        expect(values[0] > 0 and values[1] > 0 and values[3] > 0 and values[4] > 0, f"empty figures in {r}")
+        expect(abs(values[2] - round(values[0] / values[1], 2)) < 0.011, f"exposed ratio of {r}")
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words"])
+    parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words", "collective_bars",
+                                         "check_plan"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--nanodist", required=True)
     ctx = parser.parse_args()

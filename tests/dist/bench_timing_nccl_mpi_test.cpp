@@ -1,0 +1,91 @@
+// bench-comm's timing on NCCL under mpirun (one rank per GPU): eager and CUDA-graph batches of
+// NCCL's all-reduce, our ring's, the one-shot peer all-reduce and auto run every call they time
+// (ones summed in place k times give n^k exactly), and --impl compare's sweep on the GPUs checks
+// every implementation at every size. Skips where there is no GPU per rank.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/allreduce_compare.h"
+#include "dist/bench_timing.h"
+#include "dist/peer_comm.h"
+#include "dist/ring_comm.h"
+#include "tests/dist/nccl_test_world.h"
+
+namespace nd::dist {
+namespace {
+
+using test::gpu_world;
+
+TEST(BenchTimingNccl, EagerAndGraphBatchesRunEveryCall) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const double n = world.size();
+  RingComm ring(world);
+  PeerOptions one_shot;
+  one_shot.mode = PeerMode::OneShot;
+  one_shot.buffer_bytes = int64_t{4} << 20;
+  PeerComm peer(world, one_shot);
+  PeerOptions automatic = one_shot;
+  automatic.mode = PeerMode::Auto;
+  PeerComm auto_comm(world, automatic);
+  struct Impl {
+    const char* name;
+    Comm* comm;
+  };
+  for (const Impl& impl : {Impl{"nccl", &world}, Impl{"ring", &ring}, Impl{"oneshot", &peer}, Impl{"auto", &auto_comm}})
+    for (int64_t count : {int64_t{2}, int64_t{1000}, int64_t{1} << 20})
+      for (BenchTiming timing : {BenchTiming::Eager, BenchTiming::Graph}) {
+        SCOPED_TRACE(std::string(impl.name) + " " + std::to_string(count) + " " + bench_timing_name(timing));
+        Tensor a = Tensor::full({count}, 1.0, DType::F32, world.device());
+        impl.comm->allreduce(a, ReduceOp::Sum);  // eager first: the layout agreement, the ring's staging
+        a.fill_(1.0);
+        const double seconds = time_launches(world, timing, 1, 3, [&] { return impl.comm->allreduce_async(a, ReduceOp::Sum); });
+        EXPECT_GT(seconds, 0.0);
+        world.synchronize();
+        // Eager: 1 warm-up + 3 timed calls; graph: the 3 captured calls replayed twice (warm-up, timed).
+        const double want = std::pow(n, timing == BenchTiming::Eager ? 4 : 6);
+        std::vector<double> got = a.to_double_vector();
+        EXPECT_EQ(got.front(), want);
+        EXPECT_EQ(got.back(), want);
+      }
+}
+
+TEST(BenchTimingNccl, CompareChecksEveryImplementationOnTheGpus) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  PeerOptions options;
+  options.mode = PeerMode::Auto;
+  options.buffer_bytes = int64_t{1} << 20;
+  PeerComm peer(world, options);
+  for (BenchTiming timing : {BenchTiming::Eager, BenchTiming::Graph}) {
+    BenchCommOptions sweep;
+    sweep.min_bytes = 8;
+    sweep.max_bytes = int64_t{4} << 20;
+    sweep.factor = 32;
+    sweep.warmup = 1;
+    sweep.iters = 3;
+    sweep.timing = timing;
+    std::vector<CompareRow> rows = run_allreduce_compare(peer, sweep);
+    ASSERT_EQ(rows.size(), 4u);  // 8 B, 256 B, 8 KB, 256 KB (8 MB is past the largest)
+    for (const CompareRow& row : rows) {
+      SCOPED_TRACE(std::string(bench_timing_name(timing)) + " size " + std::to_string(row.bytes));
+      for (int i = 0; i < kCompareImpls; ++i) {
+        EXPECT_EQ(row.wrong[i], 0) << compare_impl_name(i);
+        const bool peer_choice = i < 2;
+        if (peer_choice && (!peer.peer_usable() || row.bytes > options.buffer_bytes)) {
+          EXPECT_LT(row.time_us[i], 0.0) << compare_impl_name(i);
+        } else {
+          EXPECT_GT(row.time_us[i], 0.0) << compare_impl_name(i);
+        }
+      }
+      EXPECT_GT(row.auto_over_best, 0.0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace nd::dist
