@@ -89,8 +89,8 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
   ND_CHECK_INPUT(s.n_head % s.tp == 0 && s.n_embd % s.n_head == 0,
                  "plan: tp " << s.tp << " must divide the " << s.n_head << " heads, which must divide n_embd");
   ND_CHECK_INPUT(s.n_layer % s.pp == 0, "plan: pp " << s.pp << " must divide the " << s.n_layer << " layers");
-  ND_CHECK_INPUT(!s.sequence_parallel || s.batch_size % s.tp == 0,
-                 "plan: with sequence parallelism tp must divide the batch size");
+  ND_CHECK_INPUT(!s.sequence_parallel || s.block_size % s.tp == 0,
+                 "plan: with sequence parallelism tp must divide the sequence length");
   ND_CHECK_INPUT(s.zero >= 0 && s.zero <= 3, "plan: --zero must be 0, 1, 2 or 3");
   ND_CHECK_INPUT(s.batch_size >= 1 && s.grad_accum >= 1, "plan: batch size and grad-accum must be >= 1");
   StepPlan plan;

@@ -2,7 +2,12 @@
 // are the single place where they meet a collective, as allreduce_for_tp is for tensor parallelism.
 #include "dist/sequence_parallel.h"
 
+#include <algorithm>
+#include <memory>
+
 #include "autograd/ops.h"
+#include "autograd/ops/sequence_share.h"
+#include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
 
 namespace nd::dist {
@@ -75,8 +80,51 @@ Variable leave_tp_region(const Variable& x, const TensorParallel& tp) {
 
 Variable token_dropout(const Variable& x, float p, Generator& gen, bool training, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return ops::dropout(x, p, gen, training);
-  const int64_t share = x.data().numel();
-  return ops::dropout_share(x, p, gen, training, share * tp.size(), share * tp.rank());
+  ND_CHECK(x.data().ndim() == 3, "token_dropout: x must be (B, T / tp, C), got " << x.data().str());
+  const int64_t share = x.data().size(1);
+  return ops::dropout_sequence_share(x, p, gen, training, share * tp.size(), share * tp.rank());
+}
+
+namespace {
+
+std::function<void()> waiter(CommWork work) {
+  auto shared = std::make_shared<CommWork>(work);
+  return [shared] { shared->wait(); };
+}
+
+}  // namespace
+
+ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
+  Comm* comm = tp.comm;
+  ops::SplitCollectives c;
+  c.ranks = tp.size();
+  c.rank = tp.rank();
+  c.chunks = chunks;
+  c.gather = [comm](const Tensor& shard, Tensor& whole) {
+    check_blocks(whole, shard, comm->size(), "all_gather_for_tp");
+    return waiter(comm->all_gather_async(shard, whole));
+  };
+  c.scatter = [comm](const Tensor& whole, Tensor& shard) {
+    check_blocks(whole, shard, comm->size(), "reduce_scatter_for_tp");
+    return waiter(comm->reduce_scatter_async(whole, shard, ReduceOp::Sum));
+  };
+  return c;
+}
+
+int split_chunks(const TensorParallel& tp, int64_t share_bytes) {
+  if (!tp.overlap) return 0;
+  constexpr int64_t kChunkBytes = int64_t{8} << 20;
+  return static_cast<int>(std::clamp<int64_t>((share_bytes + kChunkBytes - 1) / kChunkBytes, 2, 8));
+}
+
+Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp) {
+  return ops::gathered_linear(x, w, b, split_collectives(tp, split_chunks(tp, static_cast<int64_t>(x.data().nbytes()))));
+}
+
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {
+  const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
+                            static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
+  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp, out_bytes)));
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {

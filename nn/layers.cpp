@@ -5,6 +5,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
 #include "dist/sequence_parallel.h"
+#include "dist/token_order.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
 
@@ -56,13 +57,16 @@ CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen
 }
 
 Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
+  // Under sequence parallelism c_attn's output is in rank order; attention needs whole sequences.
   Variable qkv = c_attn_->forward(x);
+  if (tp_.splits_tokens()) qkv = dist::sequence_order(qkv, tp_.size());
   // Recomputed, the core keeps only qkv: its output lives on as c_proj's saved input anyway, so
   // what is freed is the row statistics (B, heads, T) (docs/DESIGN.md, activation recomputation).
   Variable y = shape_.recompute == Recompute::Attention
                    ? ops::checkpoint([this](const Variable& in, Generator& gen) { return attention_core(in, gen); },
                                      qkv, {}, dropout_gen)
                    : attention_core(qkv, dropout_gen);
+  if (tp_.splits_tokens()) y = dist::rank_order(y, tp_.size());
   return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
 }
 
@@ -92,7 +96,9 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
 }
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
-  Variable y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+  // Under sequence parallelism the unfused pair, whose linears split their collectives into chunks.
+  const bool fused = fusions().gelu_mlp && !c_fc_->fp8() && !tp_.splits_tokens();
+  Variable y = fused ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
   return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
 }
 

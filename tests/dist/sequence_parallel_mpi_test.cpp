@@ -1,7 +1,7 @@
 // Sequence parallelism's mappings under mpirun, for every tp that divides the world (the grid's
 // groups), with the native and the ring-decorated collectives: all_gather_from_sp and
 // reduce_scatter_to_sp forward and backward against closed-form concatenations and sums of
-// rank-dependent inputs; token_dropout against the whole batch's dropout; and the flat gradient sum.
+// rank-dependent inputs; token_dropout against the whole sequence's dropout; and the flat gradient sum.
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
@@ -93,18 +93,26 @@ TEST(SequenceParallelMappings, WithoutSequenceParallelismTheyAreIdentities) {
   EXPECT_TRUE(reduce_scatter_to_sp(x, one_rank).same(x));
 }
 
-// The share's mask is the whole batch's mask in its rows, and every rank's generator moves on by
-// the whole batch's counters, as at tp = 1.
-TEST(SequenceParallelMappings, TokenDropoutDropsWhatTheWholeBatchDrops) {
+// The share's mask is the whole tensor's mask at its positions of every sequence (a micro-batch of 3
+// sequences of 4 * tp positions), and every rank's generator moves on by the whole tensor's
+// counters, as at tp = 1.
+TEST(SequenceParallelMappings, TokenDropoutDropsWhatTheWholeSequenceDrops) {
   for_each_sp_group([](const TensorParallel& tp) {
-    Tensor whole = Tensor::ones({kRows * tp.size(), 3, 5});
+    const int64_t B = 3, Ts = 4, T = Ts * tp.size(), C = 5;
+    Tensor whole = Tensor::ones({B, T, C});
     Generator whole_gen(11), share_gen(11);
     whole_gen.advance(7);
     share_gen.advance(7);
     Tensor want = ops::dropout(Variable(whole), 0.5f, whole_gen, true).data();
-    Tensor share = whole.narrow(tp.rank() * kRows, kRows).clone();
-    Tensor got = token_dropout(Variable(share), 0.5f, share_gen, true, tp).data();
-    EXPECT_EQ(got.to_double_vector(), want.narrow(tp.rank() * kRows, kRows).to_double_vector());
+    Tensor share = Tensor::ones({B, Ts, C});
+    Variable x(share, true);
+    Variable y = token_dropout(x, 0.5f, share_gen, true, tp);
+    y.backward(Tensor::ones({B, Ts, C}));
+    for (int64_t b = 0; b < B; ++b) {
+      const std::vector<double> mask = want.select(b).narrow(tp.rank() * Ts, Ts).to_double_vector();
+      EXPECT_EQ(y.data().select(b).to_double_vector(), mask) << "sequence " << b;
+      EXPECT_EQ(x.grad().select(b).to_double_vector(), mask) << "gradient of sequence " << b;
+    }
     EXPECT_EQ(share_gen.offset(), whole_gen.offset());
   });
 }
