@@ -111,20 +111,22 @@ ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
   return c;
 }
 
-int split_chunks(const TensorParallel& tp, int64_t share_bytes) {
-  if (!tp.overlap) return 0;
+int split_chunks(bool overlap, int64_t share_bytes) {
+  if (!overlap) return 0;
   constexpr int64_t kChunkBytes = int64_t{8} << 20;
   return static_cast<int>(std::clamp<int64_t>((share_bytes + kChunkBytes - 1) / kChunkBytes, 2, 8));
 }
 
-Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp) {
-  return ops::gathered_linear(x, w, b, split_collectives(tp, split_chunks(tp, static_cast<int64_t>(x.data().nbytes()))));
+Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
+                                bool gelu) {
+  return ops::gathered_linear(x, w, b, split_collectives(tp, split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()))),
+                              gelu);
 }
 
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {
   const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
                             static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
-  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp, out_bytes)));
+  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)));
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {

@@ -43,7 +43,9 @@ Variable token_dropout(const Variable& x, float p, Generator& gen, bool training
 // The column-parallel linear under sequence parallelism: x (B, T / tp, K), this rank's share; w
 // (N / tp, K) and b its rows -> (tp * B, T / tp, N / tp) in rank order (ops::gathered_linear: the
 // all-gather in chunks that overlap the GEMMs when tp.overlap, only the share kept for backward).
-Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp);
+// With `gelu` the output is gelu of it, the GELU in the GEMM's epilogue (the MLP's c_fc).
+Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
+                                bool gelu = false);
 // The row-parallel linear under sequence parallelism, without bias: x (tp * B, T / tp, K / tp) in
 // rank order -> (B, T / tp, N), the reduce-scatter of the partial products (ops::scattered_linear).
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp);
@@ -51,8 +53,8 @@ Variable scattered_row_linear(const Variable& x, const Variable& w, const Tensor
 // (0 = unsplit).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);
 // How many chunks the split collectives of a share of `share_bytes` use: 0 (unsplit) without
-// tp.overlap, else one per 8 MiB, between 2 and 8.
-int split_chunks(const TensorParallel& tp, int64_t share_bytes);
+// `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8.
+int split_chunks(bool overlap, int64_t share_bytes);
 
 // Sums the gradients of `params` over the group in place, in one all-reduce of a flat buffer:
 // the parameters of token-wise regions, each of whose ranks saw only its share of the tokens.

@@ -14,7 +14,9 @@
 #include "autograd/ops/linear_dims.h"
 #include "autograd/parallel_ops.h"
 #include "autograd/weight_grad_queue.h"
+#include "kernels/cpu/gelu.h"
 #include "kernels/cpu/linear.h"
+#include "kernels/cuda/gelu.h"
 #include "kernels/cuda/linear.h"
 
 namespace nd::ops {
@@ -45,6 +47,16 @@ void product(const Tensor& a, const Tensor& w, const Tensor* b, Tensor out, int6
   ND_DISPATCH_KERNEL(a, "linear",
                      backend::linear_forward(a.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
                                              out.data<scalar_t>(), M, N, K));
+}
+
+// out rows = gelu(pre rows), pre rows = a rows · wᵀ (+ b).
+void gelu_product(const Tensor& a, const Tensor& w, const Tensor* b, Tensor out, Tensor pre, int64_t N, int64_t K) {
+  const int64_t M = a.size(0);
+  if (M == 0) return;
+  ND_DISPATCH_KERNEL(a, "linear_gelu",
+                     backend::linear_gelu_forward(a.data<scalar_t>(), w.data<scalar_t>(),
+                                                  b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(),
+                                                  pre.data<scalar_t>(), M, N, K));
 }
 
 // dx rows (+)= dout rows · w.
@@ -94,7 +106,8 @@ Tensor gather_whole(const Tensor& share2d, const SplitCollectives& c, Wait* wait
 
 }  // namespace
 
-Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c) {
+Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
+                         bool gelu) {
   const Tensor& xd = x.data();
   const LinearDims d = linear_dims("gathered_linear", xd, w.data(), b.defined() ? &b.data() : nullptr);
   ND_CHECK(xd.ndim() >= 2, "gathered_linear: x must be (S, ..., K), got " << xd.str());
@@ -103,13 +116,23 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   out_shape.back() = N;
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
   Tensor out2d = out.view({R * S, N});
+  // With gelu: the GEMM writes pre (kept for backward) and out = gelu(pre).
+  const Tensor pre = gelu ? Tensor::empty(out_shape, xd.dtype(), xd.device()) : Tensor();
+  const Tensor pre2d = gelu ? pre.view({R * S, N}) : Tensor();
   const Tensor x2d = xd.view({S, K});
   const Tensor* bias = b.defined() ? &b.data() : nullptr;
+  // Output rows [first, first + rows) from input rows `a`.
+  auto multiply = [&](const Tensor& a, int64_t first, int64_t rows) {
+    if (gelu)
+      gelu_product(a, w.data(), bias, rows_of(out2d, first, rows), rows_of(pre2d, first, rows), N, K);
+    else
+      product(a, w.data(), bias, rows_of(out2d, first, rows), N, K);
+  };
   if (c.chunks == 0) {
     Wait wait;
     Tensor whole = gather_whole(x2d, c, &wait);
     wait();
-    product(whole, w.data(), bias, out2d, N, K);
+    multiply(whole, 0, R * S);
   } else {
     // Every chunk's gather starts now (each waits only for x); this rank's own block needs none.
     const std::vector<Chunk> chunks = row_chunks(S, c.chunks);
@@ -119,22 +142,28 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
       Tensor dst = rows_of(staging, R * ch.first, R * ch.rows);
       waits.push_back(c.gather(rows_of(x2d, ch.first, ch.rows), dst));
     }
-    product(x2d, w.data(), bias, rows_of(out2d, c.rank * S, S), N, K);
+    multiply(x2d, c.rank * S, S);
     for (size_t i = 0; i < chunks.size(); ++i) {
       const Chunk& ch = chunks[i];
       waits[i]();
       for (int r = 0; r < R; ++r)
-        if (r != c.rank)
-          product(rows_of(staging, R * ch.first + r * ch.rows, ch.rows), w.data(), bias,
-                  rows_of(out2d, r * S + ch.first, ch.rows), N, K);
+        if (r != c.rank) multiply(rows_of(staging, R * ch.first + r * ch.rows, ch.rows), r * S + ch.first, ch.rows);
     }
   }
   std::vector<Variable> inputs = {x, w};
   if (b.defined()) inputs.push_back(b);
-  return make_result(out, std::move(inputs), [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
+  return make_result(out, std::move(inputs), [S, N, K, c, pre](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
-    const Tensor dout = grad_out.view({c.ranks * S, N});
+    Tensor dout = grad_out.view({c.ranks * S, N});
+    if (pre.defined()) {
+      // Through the GELU first: the product's own output gradient.
+      Tensor dpre = Tensor::empty({c.ranks * S, N}, grad_out.dtype(), grad_out.device());
+      ND_DISPATCH_KERNEL(dout, "gelu backward",
+                         backend::gelu_backward(pre.data<scalar_t>(), dout.data<scalar_t>(),
+                                                GradDest<scalar_t>{dpre.data<scalar_t>(), false}, dpre.numel()));
+      dout = dpre;
+    }
     const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
     // The input is gathered again (it was not kept) while the input-gradient GEMM runs ...
     Wait gathered;

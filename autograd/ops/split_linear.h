@@ -28,8 +28,11 @@ struct SplitCollectives {
 // x (S, ..., K), this rank's share of the tokens; w (N, K), b (N) or undefined -> (ranks * S, ..., N):
 // linear(all-gather(x)) with the gathered tokens in rank order (block r = rank r's share). Only x
 // is kept for backward, which gathers it again on the comm stream while the input-gradient GEMM
-// runs, then reduce-scatters the input gradient while the weight-gradient GEMM runs.
-Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c);
+// runs, then reduce-scatters the input gradient while the weight-gradient GEMM runs. With `gelu`,
+// gelu(linear(...)) (GPT-2's tanh form) with the GELU in the GEMM's epilogue where the GPU has one
+// (kernels/*/linear.h: linear_gelu_forward), as ops::gelu_mlp's c_fc; the GELU input is kept.
+Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
+                         bool gelu = false);
 
 // x (ranks * S, ..., K), the tokens in rank order; w (N, K) -> (S, ..., N): the reduce-scatter of
 // this rank's partial products x · wᵀ, i.e. the sum over the group of block `rank`. No bias (add

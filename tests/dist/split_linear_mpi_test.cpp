@@ -1,7 +1,8 @@
 // The split (collective matmul) linears of sequence parallelism under mpirun, for every tp that
 // divides the world, native and ring collectives, unsplit and in 1, 2, 3 and 5 chunks (5 does not
-// divide the share's rows): gathered_linear and scattered_linear forward and backward against
-// ops::linear on the whole tensors, each rank rebuilding every rank's rank-dependent inputs.
+// divide the share's rows): gathered_linear (also with its GELU) and scattered_linear forward and
+// backward against ops::linear (and ops::gelu) on the whole tensors, each rank rebuilding every
+// rank's rank-dependent inputs.
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
@@ -78,6 +79,32 @@ TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
     Variable xs(whole_of(R, kS, kK, 1), true);
     ops::linear(xs, ww, bw).backward(sum_of_blocks(R, kS, kN, 4));
     EXPECT_EQ(far(x.grad(), xs.grad().narrow(tp.rank() * kS, kS), "dx"), 0);
+  });
+}
+
+TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
+  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+    const int R = tp.size();
+    Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 11).view({kB, kTs, kK}), true);
+    Variable w(rank_input(0, kN * kK, DType::F32, 12).view({kN, kK}), true);
+    Variable b(rank_input(0, kN, DType::F32, 13), true);
+    Variable y = ops::gathered_linear(x, w, b, c, /*gelu=*/true);
+    Variable xw(whole_of(R, kS, kK, 11), true), ww(w.data().clone(), true), bw(b.data().clone(), true);
+    Variable want = ops::gelu(ops::linear(xw, ww, bw));
+    EXPECT_EQ(far(y.data(), want.data(), "y"), 0);
+    y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 14).view({R * kB, kTs, kN}));
+    want.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 14).view({R * kS, kN}));
+    EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
+    EXPECT_EQ(far(b.grad(), bw.grad(), "db"), 0);
+    Variable ws(w.data().clone(), true), bs(b.data().clone(), true);
+    // x's gradient: block rank() of the sum over ranks of each rank's input gradient.
+    Tensor dx_sum = Tensor::zeros({R * kS, kK});
+    for (int q = 0; q < R; ++q) {
+      Variable xq(whole_of(R, kS, kK, 11), true);
+      ops::gelu(ops::linear(xq, ws, bs)).backward(rank_input(q, R * kS * kN, DType::F32, 14).view({R * kS, kN}));
+      for (int64_t i = 0; i < dx_sum.numel(); ++i) dx_sum.data<float>()[i] += xq.grad().data<float>()[i];
+    }
+    EXPECT_EQ(far(x.grad(), dx_sum.narrow(tp.rank() * kS, kS), "dx"), 0);
   });
 }
 
