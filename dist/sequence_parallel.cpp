@@ -119,8 +119,8 @@ int split_chunks(bool overlap, int64_t share_bytes) {
 
 Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
                                 bool gelu) {
-  return ops::gathered_linear(x, w, b, split_collectives(tp, split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()))),
-                              gelu);
+  const int chunks = split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
+  return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
 }
 
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {

@@ -21,7 +21,8 @@ constexpr int kSteps = 4;
 
 std::string train_args(const TempDir& dir, const std::string& out, const std::string& extra, int block_size = 8) {
   return "train --data " + (dir / "data") + " --out " + (dir / out) +
-         " --n-layer 1 --n-head 2 --n-embd 8 --block-size " + std::to_string(block_size) + " --dropout 0.1 --eval-interval 0"
+         " --n-layer 1 --n-head 2 --n-embd 8 --block-size " + std::to_string(block_size) +
+         " --dropout 0.1 --eval-interval 0"
          " --eval-iters 1 --warmup-iters 1 --log-interval 1 --max-iters " +
          std::to_string(kSteps) + " --lr-decay-iters " + std::to_string(kSteps) + " " + extra;
 }
