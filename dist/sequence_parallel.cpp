@@ -9,6 +9,7 @@
 #include "autograd/ops/sequence_share.h"
 #include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
+#include "dist/token_order.h"
 
 namespace nd::dist {
 namespace {
@@ -123,10 +124,16 @@ Variable gathered_column_linear(const Variable& x, const Variable& w, const Vari
   return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
 }
 
-Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
+                              bool in_sequence_order) {
   const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
                             static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
-  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)));
+  const ops::SplitCollectives c = split_collectives(tp, split_chunks(tp.overlap, out_bytes));
+  if (!in_sequence_order) return ops::scattered_linear(x, w, c);
+  const int n = tp.size();
+  const ops::RowOrder order{[n](const Tensor& t) { return to_rank_order(t, n); },
+                            [n](const Tensor& t) { return to_sequence_order(t, n); }};
+  return ops::scattered_linear(x, w, c, &order);
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {

@@ -48,7 +48,10 @@ Variable gathered_column_linear(const Variable& x, const Variable& w, const Vari
                                 bool gelu = false);
 // The row-parallel linear under sequence parallelism, without bias: x (tp * B, T / tp, K / tp) in
 // rank order -> (B, T / tp, N), the reduce-scatter of the partial products (ops::scattered_linear).
-Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp);
+// With `in_sequence_order`, x is (B, T, K / tp) in sequence order (the attention's output, which
+// attention keeps): regrouped inside the op, so no rank-ordered copy is kept for backward.
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
+                              bool in_sequence_order = false);
 // The group's collectives for ops::gathered_linear and ops::scattered_linear, with `chunks` chunks
 // (0 = unsplit).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);

@@ -66,8 +66,8 @@ Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen)
                    ? ops::checkpoint([this](const Variable& in, Generator& gen) { return attention_core(in, gen); },
                                      qkv, {}, dropout_gen)
                    : attention_core(qkv, dropout_gen);
-  if (tp_.splits_tokens()) y = dist::rank_order(y, tp_.size());
-  return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
+  // c_proj regroups the attention's output into rank order itself, keeping no second copy of it.
+  return dist::token_dropout(c_proj_->forward(y, tp_.splits_tokens()), shape_.dropout, dropout_gen, training(), tp_);
 }
 
 Variable CausalSelfAttention::attention_core(const Variable& qkv, Generator& dropout_gen) const {

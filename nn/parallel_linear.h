@@ -43,8 +43,9 @@ class RowParallelLinear : public Module {
                     const dist::TensorParallel& tp);
   // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank;
   // when tp splits tokens, x (tp * B, T / tp, in / tp) in rank order -> (B, T / tp, out), this rank's
-  // share of the sequence.
-  Variable forward(const Variable& x) const;
+  // share of the sequence; with `in_sequence_order` there, x is (B, T, in / tp) in sequence order
+  // (dist::scattered_row_linear regroups it without keeping a copy).
+  Variable forward(const Variable& x, bool in_sequence_order = false) const;
   // The bias this rank adds to its partial product: the bias on rank 0, none on the others (and
   // none anywhere when tp splits tokens: each share takes it after the reduce-scatter).
   Variable rank_bias() const;

@@ -188,8 +188,8 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   });
 }
 
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c) {
-  const Tensor& xd = x.data();
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c, const RowOrder* order) {
+  const Tensor xd = order ? order->to_ranked(x.data()) : x.data();
   const LinearDims d = linear_dims("scattered_linear", xd, w.data(), nullptr);
   const int64_t R = c.ranks;
   ND_CHECK(xd.ndim() >= 2 && xd.size(0) % R == 0,
@@ -216,24 +216,32 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
     }
     for (Wait& wait : waits) wait();
   }
-  return make_result(out, {x, w}, [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
-    const Tensor& x = in[0].data();
+  std::shared_ptr<const RowOrder> kept_order = order ? std::make_shared<RowOrder>(*order) : nullptr;
+  const Shape ranked_shape = xd.shape();
+  return make_result(out, {x, w}, [S, N, K, c, kept_order, ranked_shape](const Tensor& grad_out,
+                                                                         std::vector<Variable>& in) {
     const Tensor& w = in[1].data();
     const Tensor dshare = grad_out.view({S, N});
     Wait gathered;
     Tensor dout = gather_whole(dshare, c, &gathered);
-    const GradSlot dx = in[0].grad_slot();
-    if (dx.wanted()) {
+    if (in[0].requires_grad()) {
+      // Into x's gradient slot where x is in rank order; else into a rank-ordered temporary.
+      const GradSlot slot = kept_order ? GradSlot() : in[0].grad_slot();
+      const Tensor dx = kept_order ? Tensor::empty({c.ranks * S, K}, w.dtype(), w.device()) : slot.buffer;
+      Tensor dx2d = dx.view({c.ranks * S, K});
       // This rank's own block from its own gradient while the other blocks move.
-      Tensor dx2d = dx.buffer.view({c.ranks * S, K});
-      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
+      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), slot.accumulate, N, K);
       gathered();
       for (int r = 0; r < c.ranks; ++r)
-        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
+        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), slot.accumulate, N, K);
+      if (kept_order) pass_gradient(kept_order->from_ranked(dx.view(ranked_shape)), in[0]);
     } else {
       gathered();
     }
-    if (in[1].requires_grad()) weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
+    if (in[1].requires_grad()) {
+      const Tensor x = kept_order ? kept_order->to_ranked(in[0].data()) : in[0].data();
+      weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
+    }
   });
 }
 

@@ -34,10 +34,20 @@ struct SplitCollectives {
 Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
                          bool gelu = false);
 
+// Where the input of scattered_linear comes in another token order than rank order (the attention's
+// output, in sequence order): to_ranked(x) gives the rank-ordered rows (a copy or a view),
+// from_ranked(dx) turns a rank-ordered gradient back into x's order.
+struct RowOrder {
+  std::function<Tensor(const Tensor&)> to_ranked, from_ranked;
+};
+
 // x (ranks * S, ..., K), the tokens in rank order; w (N, K) -> (S, ..., N): the reduce-scatter of
 // this rank's partial products x · wᵀ, i.e. the sum over the group of block `rank`. No bias (add
 // it after, once). Backward gathers the output gradient, computing this rank's own block's input
-// gradient while the others move.
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c);
+// gradient while the others move. With `order`, x is in that other order: the op regroups it into
+// a temporary in the forward and again in the backward, and keeps only x itself (which its
+// producer keeps anyway), not a regrouped copy.
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c,
+                          const RowOrder* order = nullptr);
 
 }  // namespace nd::ops

@@ -7,6 +7,7 @@
 
 #include "autograd/ops.h"
 #include "dist/sequence_parallel.h"
+#include "dist/token_order.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"
@@ -131,6 +132,32 @@ TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
     ops::linear(xw, ww, Variable()).backward(whole_of(R, kS, kN, 7));
     EXPECT_EQ(far(x.grad(), xw.grad(), "dx"), 0);
     EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
+  });
+}
+
+// The attention's output comes in sequence order (B, T, K): scattered_row_linear regroups it inside
+// and equals the op on the rank-ordered copy, gradients included (x's back in sequence order).
+TEST(SplitLinear, ScatteredLinearTakesTheSequenceOrder) {
+  test::for_each_tp_comm(world(), [](Comm& group, int) {
+    const TensorParallel tp{&group, true};
+    const int R = tp.size();
+    for (int64_t B : {1, 2}) {
+      SCOPED_TRACE(testing::Message() << "batch " << B);
+      const int64_t T = kTs * R;
+      Tensor seq = rank_input(tp.rank(), B * T * kK, DType::F32, 15).view({B, T, kK});
+      Tensor wt = rank_input(tp.rank(), kN * kK, DType::F32, 16).view({kN, kK});
+      Variable xs(seq.clone(), true), ws(wt.clone(), true);
+      Variable xr(to_rank_order(seq, R).clone(), true), wr(wt.clone(), true);
+      Variable got = scattered_row_linear(xs, ws, tp, /*in_sequence_order=*/true);
+      Variable want = scattered_row_linear(xr, wr, tp);
+      EXPECT_EQ(got.shape(), want.shape());
+      EXPECT_EQ(far(got.data(), want.data(), "y"), 0);
+      Tensor seed = rank_input(tp.rank(), B * kTs * kN, DType::F32, 17).view({B, kTs, kN});
+      got.backward(seed);
+      want.backward(seed);
+      EXPECT_EQ(far(xs.grad(), to_sequence_order(xr.grad(), R), "dx"), 0);
+      EXPECT_EQ(far(ws.grad(), wr.grad(), "dw"), 0);
+    }
   });
 }
 
