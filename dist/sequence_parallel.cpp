@@ -5,11 +5,14 @@
 #include <algorithm>
 #include <memory>
 
+#include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/ops/sequence_share.h"
 #include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
 #include "dist/token_order.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cuda/add.h"
 
 namespace nd::dist {
 namespace {
@@ -22,6 +25,15 @@ void check_blocks(const Tensor& whole, const Tensor& block, int tp, const char* 
 Shape with_rows(Shape shape, int64_t rows) {
   shape[0] = rows;
   return shape;
+}
+
+// dst = src (same dtype and count, one device) queued on the compute stream: Tensor::copy_from
+// waits on the host outside CUDA graph capture, hundreds of times per eager step here. add's
+// backward with one destination written is the copy.
+void copy_on_stream(const Tensor& dst, const Tensor& src) {
+  ND_DISPATCH_KERNEL(src, "gradient copy",
+                     backend::add_backward(src.data<scalar_t>(), GradDest<scalar_t>{dst.data<scalar_t>(), false},
+                                           GradDest<scalar_t>{}, src.numel()));
 }
 
 }  // namespace
@@ -155,13 +167,13 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) 
   Tensor flat = Tensor::empty({total}, grads.front().dtype(), grads.front().device());
   int64_t offset = 0;
   for (const Tensor& g : grads) {
-    flat.narrow(offset, g.numel()).copy_from(g.view({-1}));
+    copy_on_stream(flat.narrow(offset, g.numel()), g.view({-1}));
     offset += g.numel();
   }
   allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum);
   offset = 0;
   for (Tensor& g : grads) {
-    g.view({-1}).copy_from(flat.narrow(offset, g.numel()));
+    copy_on_stream(g.view({-1}), flat.narrow(offset, g.numel()));
     offset += g.numel();
   }
 }
