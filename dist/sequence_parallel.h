@@ -1,12 +1,14 @@
 // Sequence parallelism (Megatron style) on top of tensor parallelism: between the tensor-parallel
-// layers each rank of the group holds 1 / tp of the sequence (positions [rank * T / tp, (rank + 1) *
-// T / tp) of every sequence, (B, T / tp, C)), so LayerNorms, dropouts, residual adds and biases run
-// on a share, and a micro-batch of one sequence splits too. Inside the tensor-parallel layers the
-// gathered tokens are in rank order (dist/token_order.h). At the layers' edges the column-parallel
-// linear all-gathers its input (gathered_column_linear) and the row-parallel one reduce-scatters its
-// partial sums (scattered_row_linear), both split into chunks that overlap the GEMMs; the parameters
-// of the token-wise regions need their gradients summed over the group (sum_gradients_over_tp).
-// All inactive unless tp.splits_tokens().
+// layers each rank of the group holds 1 / tp of the tokens, so LayerNorms, dropouts, residual adds
+// and biases run on a share. The share is a contiguous range of the whole (B, T, C) flattened over
+// (B, T): rank r holds tokens [r S, (r + 1) S), S = B T / tp, as a (B, T / tp, C) tensor. With one
+// sequence (B = 1, what a pipeline's micro-batch may be) that is positions [r T / tp, (r + 1) T / tp),
+// Megatron's split of the sequence; with more, the shares run on across sequences, so that the
+// all-gathered whole is every token in order and attention needs no regrouping. At the layers'
+// edges the column-parallel linear all-gathers its input (gathered_column_linear) and the
+// row-parallel one reduce-scatters its partial sums (scattered_row_linear), both split into chunks
+// that overlap the GEMMs; the parameters of the token-wise regions need their gradients summed
+// over the group (sum_gradients_over_tp). tp must divide T. All inactive unless tp.splits_tokens().
 #pragma once
 #include <vector>
 
@@ -22,13 +24,13 @@ void reduce_scatter_for_tp(Comm& comm, const Tensor& input, Tensor& output);
 // input (n) -> output (tp * n): block r holds rank r's input.
 void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output);
 
-// x (S, ...), this rank's share -> (tp * S, ...), every rank's share in rank order (block r = rank
-// r's); backward reduce-scatters (sums) the gradient, so each rank gets the gradient of its share
+// x (..., T / tp, C), this rank's share -> (..., T, C), the whole (block r of its tokens = rank r's
+// share); backward reduce-scatters (sums) the gradient, so each rank gets the gradient of its share
 // summed over the group (the job copy_to_tp's all-reduce does without sequence parallelism).
 Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp);
 
-// x (tp * S, ...) in rank order, this rank's partial sums -> (S, ...), the sum over the group of
-// block rank(); backward all-gathers the gradient. A leading size tp does not divide is an nd::Error.
+// x (..., T, C), this rank's partial sums -> (..., T / tp, C), the sum over the group of this rank's
+// share; backward all-gathers the gradient. A T that tp does not divide is an nd::Error.
 Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp);
 
 // Into a tensor-parallel region: copy_to_tp(x), or all_gather_from_sp(x) when tp splits tokens.
@@ -36,22 +38,19 @@ Variable enter_tp_region(const Variable& x, const TensorParallel& tp);
 // Out of it, from this rank's partial sums: reduce_from_tp(x), or reduce_scatter_to_sp(x).
 Variable leave_tp_region(const Variable& x, const TensorParallel& tp);
 
-// ops::dropout of the whole (B, T, C) restricted to this rank's share x (B, T / tp, C): the same
-// masks as at tp = 1, and every rank's generator advances by the whole tensor's counters.
+// ops::dropout of the whole restricted to this rank's share x (ops::dropout_share): the same masks
+// as at tp = 1, and every rank's generator advances by the whole tensor's counters.
 Variable token_dropout(const Variable& x, float p, Generator& gen, bool training, const TensorParallel& tp);
 
 // The column-parallel linear under sequence parallelism: x (B, T / tp, K), this rank's share; w
-// (N / tp, K) and b its rows -> (tp * B, T / tp, N / tp) in rank order (ops::gathered_linear: the
-// all-gather in chunks that overlap the GEMMs when tp.overlap, only the share kept for backward).
+// (N / tp, K) and b its rows -> (B, T, N / tp), every token (ops::gathered_linear: the all-gather
+// in chunks that overlap the GEMMs when tp.overlap, only the share kept for backward).
 // With `gelu` the output is gelu of it, the GELU in the GEMM's epilogue (the MLP's c_fc).
 Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
                                 bool gelu = false);
-// The row-parallel linear under sequence parallelism, without bias: x (tp * B, T / tp, K / tp) in
-// rank order -> (B, T / tp, N), the reduce-scatter of the partial products (ops::scattered_linear).
-// With `in_sequence_order`, x is (B, T, K / tp) in sequence order (the attention's output, which
-// attention keeps): regrouped inside the op, so no rank-ordered copy is kept for backward.
-Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
-                              bool in_sequence_order = false);
+// The row-parallel linear under sequence parallelism, without bias: x (B, T, K / tp) -> (B, T / tp,
+// N), this rank's share of the summed partial products (ops::scattered_linear, the reduce-scatter).
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp);
 // The group's collectives for ops::gathered_linear and ops::scattered_linear, with `chunks` chunks
 // (0 = unsplit).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);

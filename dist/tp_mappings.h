@@ -14,9 +14,9 @@ namespace nd::dist {
 
 // The tensor-parallel group of this rank (the grid's, dist/parallel_grid.h, whose collectives are
 // native or our ring as the user picked), and whether the token-wise regions run sequence-parallel
-// (dist/sequence_parallel.h): each rank then holds positions [rank * T / tp, (rank + 1) * T / tp) of
-// every sequence between the layers; and whether its collectives at the layers' edges are split into
-// chunks that overlap the GEMMs (overlap; off: one collective, then one GEMM).
+// (dist/sequence_parallel.h): each rank then holds 1 / tp of the tokens between the layers, a
+// contiguous range of them; and whether its collectives at the layers' edges are split into chunks
+// that overlap the GEMMs (overlap; off: one collective, then one GEMM).
 struct TensorParallel {
   Comm* comm = nullptr;  // nullptr or a one-rank comm: tp = 1
   bool sequence_parallel = false;  // a no-op at tp = 1
@@ -43,7 +43,7 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp);
 // column-parallel layer. Backward all-reduces the input gradient while the weight gradient is
 // computed (ops::linear_reduced_dx), so the collective hides behind the product. When tp splits
 // tokens, x is this rank's share (B, T / tp, K), all-gathered in chunks that overlap the GEMMs, and
-// the output is in rank order (tp * B, T / tp, N / tp) (dist/sequence_parallel.h).
+// the output is (B, T, N / tp) (dist/sequence_parallel.h).
 Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp);
 
 // x, this rank's partial sum -> the sum over the group; backward passes the gradient through.

@@ -4,10 +4,9 @@
 
 #include "autograd/checkpoint.h"
 #include "autograd/ops/fp8_linear.h"
-#include "autograd/ops/sequence_share.h"
+#include "autograd/ops/positions_share.h"
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
-#include "dist/token_order.h"
 #include "nn/fp8_linear_scaling.h"
 
 namespace nd::nn {
@@ -165,9 +164,9 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
 
 // Under tp the position embedding is added after the all-reduce of the token rows, so once; from
 // there to ln_f everything is replicated (the same values and the same dropout draws on every rank
-// of the group). Under sequence parallelism the token rows, looked up in rank order, are
-// reduce-scattered instead, and from there to ln_f each rank holds its share of the sequence
-// (B, T / tp, C), taking the positions and drawing the dropout masks of that share.
+// of the group). Under sequence parallelism the token rows are reduce-scattered instead, and from
+// there to ln_f each rank holds its share of the tokens (B, T / tp, C), taking the positions and
+// drawing the dropout masks of that share.
 Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
   ND_CHECK(is_first_stage(), "GPT::embed on a stage without the embeddings (first block " << first_block_ << ")");
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
@@ -180,10 +179,9 @@ Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
   Variable x;
   if (tp_.splits_tokens()) {
     const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
-    const Tensor ranked = dist::to_rank_order(idx, tp_.size());
-    Variable own_rows = ops::vocab_parallel_embedding(ranked, wte_, vocab_start, config_.vocab_rows());
-    const int64_t share = idx.size(1) / tp_.size();
-    x = ops::add_positions_from(dist::leave_tp_region(own_rows, tp_), wpe_, tp_.rank() * share);
+    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
+    const int64_t share = idx.numel() / tp_.size();  // tokens [rank * share, (rank + 1) * share)
+    x = ops::add_positions_share(dist::leave_tp_region(own_rows, tp_), wpe_, tp_.rank() * share, idx.size(1));
   } else if (tp_.active()) {
     // This rank's vocabulary rows; leave_tp_region sums (or reduce-scatters) them over the group.
     const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
@@ -216,13 +214,8 @@ GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossG
   Output out;
   out.logits = head_fp8_.defined() ? ops::fp8_linear(ln_f_->forward(x), wte_, Variable(), head_fp8_)
                                    : dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
-  if (tp_.splits_tokens() && !targets) out.logits = dist::sequence_order(out.logits, tp_.size());
   if (!targets) return out;
-  if (tp_.splits_tokens()) {
-    // The logits are in rank order (dist/token_order.h); the mean loss does not depend on the order.
-    const Tensor ranked = dist::to_rank_order(*targets, tp_.size());
-    out.loss = dist::vocab_parallel_cross_entropy(out.logits, ranked, config_.vocab_size, tp_, loss_gradient);
-  } else if (tp_.active())
+  if (tp_.active())
     out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_, loss_gradient);
   else if (loss_gradient)
     out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size, *loss_gradient);

@@ -5,7 +5,6 @@
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
 #include "dist/sequence_parallel.h"
-#include "dist/token_order.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
 
@@ -57,17 +56,14 @@ CausalSelfAttention::CausalSelfAttention(const BlockShape& shape, Generator& gen
 }
 
 Variable CausalSelfAttention::forward(const Variable& x, Generator& dropout_gen) const {
-  // Under sequence parallelism c_attn's output is in rank order; attention needs whole sequences.
   Variable qkv = c_attn_->forward(x);
-  if (tp_.splits_tokens()) qkv = dist::sequence_order(qkv, tp_.size());
   // Recomputed, the core keeps only qkv: its output lives on as c_proj's saved input anyway, so
   // what is freed is the row statistics (B, heads, T) (docs/DESIGN.md, activation recomputation).
   Variable y = shape_.recompute == Recompute::Attention
                    ? ops::checkpoint([this](const Variable& in, Generator& gen) { return attention_core(in, gen); },
                                      qkv, {}, dropout_gen)
                    : attention_core(qkv, dropout_gen);
-  // c_proj regroups the attention's output into rank order itself, keeping no second copy of it.
-  return dist::token_dropout(c_proj_->forward(y, tp_.splits_tokens()), shape_.dropout, dropout_gen, training(), tp_);
+  return dist::token_dropout(c_proj_->forward(y), shape_.dropout, dropout_gen, training(), tp_);
 }
 
 Variable CausalSelfAttention::attention_core(const Variable& qkv, Generator& dropout_gen) const {

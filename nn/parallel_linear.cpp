@@ -47,11 +47,11 @@ void RowParallelLinear::use_fp8(Tensor scalars) {
   fp8_scalars_ = std::move(scalars);
 }
 
-Variable RowParallelLinear::forward(const Variable& x, bool in_sequence_order) const {
+Variable RowParallelLinear::forward(const Variable& x) const {
   if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars_);
   if (!tp_.active()) return ops::linear(x, weight, bias);
   if (tp_.splits_tokens()) {
-    Variable share = dist::scattered_row_linear(x, weight, tp_, in_sequence_order);
+    Variable share = dist::scattered_row_linear(x, weight, tp_);
     return bias.defined() ? ops::add_bias(share, bias) : share;
   }
   return reduce_partial(ops::linear(x, weight, rank_bias()));

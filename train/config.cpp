@@ -159,8 +159,9 @@ const std::vector<Binding>& train_bindings() {
           "--n-layer)");
     b.add("pp-virtual", &C::pp_virtual, "model chunks per rank under --pp-schedule interleaved");
     b.add("sequence-parallel", &C::sequence_parallel,
-          "LayerNorms, dropouts, residual adds and biases run on block-size / tp positions of each sequence per "
-          "rank instead of all (Megatron's sequence parallelism; --tp must divide --block-size; no effect at --tp 1)");
+          "LayerNorms, dropouts, residual adds and biases run on 1/tp of each micro-batch's tokens per rank (a "
+          "contiguous range; one sequence splits by position) instead of all (Megatron's sequence parallelism; "
+          "--tp must divide --block-size; no effect at --tp 1)");
     b.add("tp-overlap", &C::tp_overlap,
           "with --sequence-parallel: split the all-gather before and the reduce-scatter after the tensor-parallel "
           "GEMMs into chunks that move while other chunks' GEMMs run (false: one collective, then the GEMM)");

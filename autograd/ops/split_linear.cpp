@@ -1,8 +1,8 @@
-// ops::gathered_linear and ops::scattered_linear. Chunk layout: the share's rows are split into k
-// chunks [s_c, s_c + m_c); chunk c's collective moves ranks * m_c rows held in a staging buffer at
-// rows ranks * s_c (rank r's at + r * m_c), which is the rank-ordered whole when k = 1. A GEMM on
-// rows of rank r's chunk c reads or writes rows r * S + s_c of the rank-ordered tensor, so every
-// operand is a contiguous row range and no reordering pass is needed.
+// ops::gathered_linear and ops::scattered_linear. Chunk layout: the share's S rows (tokens) are
+// split into k chunks [s_c, s_c + m_c); chunk c's collective moves ranks * m_c rows held in a
+// staging buffer at rows ranks * s_c (rank r's at + r * m_c), which is the whole when k = 1. A GEMM
+// on rows of rank r's chunk c reads or writes rows r * S + s_c of the whole (its tokens in order),
+// so every operand is a contiguous row range and no reordering pass is needed.
 #include "autograd/ops/split_linear.h"
 
 #include <algorithm>
@@ -92,8 +92,9 @@ void weight_gradients_when_due(const Tensor& dout, const Tensor& x, const Tensor
   weight_gradients(dout, x, w, wm.grad_slot(), bm.defined() ? bm.grad_slot() : GradSlot(), N, K);
 }
 
-Shape with_rows(Shape shape, int64_t rows) {
-  shape[0] = rows;
+// The token dimension (the one before the features) times `times`, or divided by `over`.
+Shape tokens_times(Shape shape, int64_t times) {
+  shape[shape.size() - 2] *= times;
   return shape;
 }
 
@@ -110,9 +111,9 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
                          bool gelu) {
   const Tensor& xd = x.data();
   const LinearDims d = linear_dims("gathered_linear", xd, w.data(), b.defined() ? &b.data() : nullptr);
-  ND_CHECK(xd.ndim() >= 2, "gathered_linear: x must be (S, ..., K), got " << xd.str());
+  ND_CHECK(xd.ndim() >= 2, "gathered_linear: x must be (..., Ts, K), got " << xd.str());
   const int64_t S = d.M, N = d.N, K = d.K, R = c.ranks;
-  Shape out_shape = with_rows(xd.shape(), xd.size(0) * R);
+  Shape out_shape = tokens_times(xd.shape(), R);
   out_shape.back() = N;
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
   Tensor out2d = out.view({R * S, N});
@@ -188,14 +189,15 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   });
 }
 
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c, const RowOrder* order) {
-  const Tensor xd = order ? order->to_ranked(x.data()) : x.data();
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c) {
+  const Tensor& xd = x.data();
   const LinearDims d = linear_dims("scattered_linear", xd, w.data(), nullptr);
   const int64_t R = c.ranks;
-  ND_CHECK(xd.ndim() >= 2 && xd.size(0) % R == 0,
-           "scattered_linear: x must be (ranks * S, ..., K) with ranks " << R << ", got " << xd.str());
+  ND_CHECK(xd.ndim() >= 2 && xd.size(-2) % R == 0,
+           "scattered_linear: x must be (..., ranks * Ts, K) with ranks " << R << ", got " << xd.str());
   const int64_t S = d.M / R, N = d.N, K = d.K;
-  Shape out_shape = with_rows(xd.shape(), xd.size(0) / R);
+  Shape out_shape = xd.shape();
+  out_shape[out_shape.size() - 2] /= R;
   out_shape.back() = N;
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
   Tensor out2d = out.view({S, N});
@@ -216,32 +218,24 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
     }
     for (Wait& wait : waits) wait();
   }
-  std::shared_ptr<const RowOrder> kept_order = order ? std::make_shared<RowOrder>(*order) : nullptr;
-  const Shape ranked_shape = xd.shape();
-  return make_result(out, {x, w}, [S, N, K, c, kept_order, ranked_shape](const Tensor& grad_out,
-                                                                         std::vector<Variable>& in) {
+  return make_result(out, {x, w}, [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
+    const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
     const Tensor dshare = grad_out.view({S, N});
     Wait gathered;
     Tensor dout = gather_whole(dshare, c, &gathered);
-    if (in[0].requires_grad()) {
-      // Into x's gradient slot where x is in rank order; else into a rank-ordered temporary.
-      const GradSlot slot = kept_order ? GradSlot() : in[0].grad_slot();
-      const Tensor dx = kept_order ? Tensor::empty({c.ranks * S, K}, w.dtype(), w.device()) : slot.buffer;
-      Tensor dx2d = dx.view({c.ranks * S, K});
+    const GradSlot dx = in[0].grad_slot();
+    if (dx.wanted()) {
       // This rank's own block from its own gradient while the other blocks move.
-      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), slot.accumulate, N, K);
+      Tensor dx2d = dx.buffer.view({c.ranks * S, K});
+      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
       gathered();
       for (int r = 0; r < c.ranks; ++r)
-        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), slot.accumulate, N, K);
-      if (kept_order) pass_gradient(kept_order->from_ranked(dx.view(ranked_shape)), in[0]);
+        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
     } else {
       gathered();
     }
-    if (in[1].requires_grad()) {
-      const Tensor x = kept_order ? kept_order->to_ranked(in[0].data()) : in[0].data();
-      weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
-    }
+    if (in[1].requires_grad()) weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
   });
 }
 

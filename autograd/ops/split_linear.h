@@ -25,29 +25,23 @@ struct SplitCollectives {
   std::function<std::function<void()>(const Tensor& whole, Tensor& shard)> scatter;
 };
 
-// x (S, ..., K), this rank's share of the tokens; w (N, K), b (N) or undefined -> (ranks * S, ..., N):
-// linear(all-gather(x)) with the gathered tokens in rank order (block r = rank r's share). Only x
-// is kept for backward, which gathers it again on the comm stream while the input-gradient GEMM
-// runs, then reduce-scatters the input gradient while the weight-gradient GEMM runs. With `gelu`,
-// gelu(linear(...)) (GPT-2's tanh form) with the GELU in the GEMM's epilogue where the GPU has one
-// (kernels/*/linear.h: linear_gelu_forward), as ops::gelu_mlp's c_fc; the GELU input is kept.
+// Tokens: the whole (B, T, ...) flattened over (B, T) is split into `ranks` contiguous shares of S
+// = B T / ranks tokens; rank r holds tokens [r S, (r + 1) S) as a (B, T / ranks, ...) tensor (for
+// B > 1 its rows are not whole sequences: only token-wise ops may run on a share).
+//
+// x (B, Ts, K), this rank's share; w (N, K), b (N) or undefined -> (B, ranks * Ts, N): linear of the
+// all-gathered whole, every token in order. Only x is kept for backward, which gathers it again on
+// the comm stream while the input-gradient GEMM runs, then reduce-scatters the input gradient while
+// the weight-gradient GEMM runs. With `gelu`, gelu(linear(...)) (GPT-2's tanh form) with the GELU in
+// the GEMM's epilogue where the GPU has one (kernels/*/linear.h: linear_gelu_forward), as
+// ops::gelu_mlp's c_fc; the GELU input is kept.
 Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
                          bool gelu = false);
 
-// Where the input of scattered_linear comes in another token order than rank order (the attention's
-// output, in sequence order): to_ranked(x) gives the rank-ordered rows (a copy or a view),
-// from_ranked(dx) turns a rank-ordered gradient back into x's order.
-struct RowOrder {
-  std::function<Tensor(const Tensor&)> to_ranked, from_ranked;
-};
-
-// x (ranks * S, ..., K), the tokens in rank order; w (N, K) -> (S, ..., N): the reduce-scatter of
-// this rank's partial products x · wᵀ, i.e. the sum over the group of block `rank`. No bias (add
-// it after, once). Backward gathers the output gradient, computing this rank's own block's input
-// gradient while the others move. With `order`, x is in that other order: the op regroups it into
-// a temporary in the forward and again in the backward, and keeps only x itself (which its
-// producer keeps anyway), not a regrouped copy.
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c,
-                          const RowOrder* order = nullptr);
+// x (B, T, K), the whole; w (N, K) -> (B, T / ranks, N): this rank's share of the sum over the group
+// of the partial products x · wᵀ (the reduce-scatter). No bias (add it after, once). Backward
+// gathers the output gradient, computing this rank's own share's input gradient while the others
+// move.
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c);
 
 }  // namespace nd::ops

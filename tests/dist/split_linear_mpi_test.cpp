@@ -7,7 +7,6 @@
 
 #include "autograd/ops.h"
 #include "dist/sequence_parallel.h"
-#include "dist/token_order.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"
@@ -22,7 +21,8 @@ Comm& world() {
   return *comm;
 }
 
-// A share (B, Ts, K) = (2, 3, 5): S = 6 rows; N = 4 output features.
+// A share (B, Ts, K) = (2, 3, 5): S = 6 tokens, the whole (2, 3 tp, 5) of 6 tp tokens in order (rank
+// r's share = tokens [6 r, 6 r + 6)); N = 4 output features.
 constexpr int64_t kB = 2, kTs = 3, kK = 5, kN = 4, kS = kB * kTs;
 constexpr double kAtol = 1e-5, kRtol = 1e-5;
 
@@ -66,14 +66,14 @@ TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
     Variable w(rank_input(0, kN * kK, DType::F32, 2).view({kN, kK}), true);
     Variable b(rank_input(0, kN, DType::F32, 3), true);
     Variable y = ops::gathered_linear(x, w, b, c);
-    ASSERT_EQ(y.shape(), (Shape{R * kB, kTs, kN}));
+    ASSERT_EQ(y.shape(), (Shape{kB, R * kTs, kN}));
     // The reference: ops::linear of the whole input (block r = rank r's share).
     Variable xw(whole_of(R, kS, kK, 1), true), ww(w.data().clone(), true), bw(b.data().clone(), true);
     Variable want = ops::linear(xw, ww, bw);
     EXPECT_EQ(far(y.data(), want.data(), "y"), 0);
     // Rank r seeds its own gradient: its weights' gradients are its own; x's is block rank() of
     // the sum of every rank's input gradient.
-    y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4).view({R * kB, kTs, kN}));
+    y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4).view({kB, R * kTs, kN}));
     want.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4).view({R * kS, kN}));
     EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
     EXPECT_EQ(far(b.grad(), bw.grad(), "db"), 0);
@@ -93,7 +93,7 @@ TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
     Variable xw(whole_of(R, kS, kK, 11), true), ww(w.data().clone(), true), bw(b.data().clone(), true);
     Variable want = ops::gelu(ops::linear(xw, ww, bw));
     EXPECT_EQ(far(y.data(), want.data(), "y"), 0);
-    y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 14).view({R * kB, kTs, kN}));
+    y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 14).view({kB, R * kTs, kN}));
     want.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 14).view({R * kS, kN}));
     EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
     EXPECT_EQ(far(b.grad(), bw.grad(), "db"), 0);
@@ -112,7 +112,7 @@ TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
 TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
   for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
-    Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5).view({R * kB, kTs, kK}), true);
+    Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5).view({kB, R * kTs, kK}), true);
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6).view({kN, kK}), true);
     Variable y = ops::scattered_linear(x, w, c);
     ASSERT_EQ(y.shape(), (Shape{kB, kTs, kN}));
@@ -132,32 +132,6 @@ TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
     ops::linear(xw, ww, Variable()).backward(whole_of(R, kS, kN, 7));
     EXPECT_EQ(far(x.grad(), xw.grad(), "dx"), 0);
     EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
-  });
-}
-
-// The attention's output comes in sequence order (B, T, K): scattered_row_linear regroups it inside
-// and equals the op on the rank-ordered copy, gradients included (x's back in sequence order).
-TEST(SplitLinear, ScatteredLinearTakesTheSequenceOrder) {
-  test::for_each_tp_comm(world(), [](Comm& group, int) {
-    const TensorParallel tp{&group, true};
-    const int R = tp.size();
-    for (int64_t B : {1, 2}) {
-      SCOPED_TRACE(testing::Message() << "batch " << B);
-      const int64_t T = kTs * R;
-      Tensor seq = rank_input(tp.rank(), B * T * kK, DType::F32, 15).view({B, T, kK});
-      Tensor wt = rank_input(tp.rank(), kN * kK, DType::F32, 16).view({kN, kK});
-      Variable xs(seq.clone(), true), ws(wt.clone(), true);
-      Variable xr(to_rank_order(seq, R).clone(), true), wr(wt.clone(), true);
-      Variable got = scattered_row_linear(xs, ws, tp, /*in_sequence_order=*/true);
-      Variable want = scattered_row_linear(xr, wr, tp);
-      EXPECT_EQ(got.shape(), want.shape());
-      EXPECT_EQ(far(got.data(), want.data(), "y"), 0);
-      Tensor seed = rank_input(tp.rank(), B * kTs * kN, DType::F32, 17).view({B, kTs, kN});
-      got.backward(seed);
-      want.backward(seed);
-      EXPECT_EQ(far(xs.grad(), to_sequence_order(xr.grad(), R), "dx"), 0);
-      EXPECT_EQ(far(ws.grad(), wr.grad(), "dw"), 0);
-    }
   });
 }
 

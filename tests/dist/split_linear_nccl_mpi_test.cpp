@@ -53,7 +53,7 @@ void check_gathered(const TensorParallel& tp, const ops::SplitCollectives& c, bo
   Variable w(rank_input(0, kN * kK, DType::F32, 2, gpu()).view({kN, kK}), true);
   Variable b(rank_input(0, kN, DType::F32, 3, gpu()), true);
   Variable y = ops::gathered_linear(x, w, b, c, gelu);
-  y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4, gpu()).view({R * kB, kTs, kN}));
+  y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4, gpu()).view({kB, R * kTs, kN}));
   // The CPU reference: this rank's seed for the weights' gradients, every rank's for x's.
   Variable ww(w.data().to(Device::cpu()), true), bw(b.data().to(Device::cpu()), true);
   auto reference = [&](const Variable& in) {
@@ -87,7 +87,7 @@ TEST(SplitLinearNccl, ScatteredLinearEqualsTheCpuSum) {
   SKIP_WITHOUT_GPU();
   for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
-    Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5, gpu()).view({R * kB, kTs, kK}), true);
+    Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5, gpu()).view({kB, R * kTs, kK}), true);
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6, gpu()).view({kN, kK}), true);
     Variable y = ops::scattered_linear(x, w, c);
     y.backward(rank_input(tp.rank(), kS * kN, DType::F32, 7, gpu()).view({kB, kTs, kN}));
@@ -124,7 +124,7 @@ TEST(SplitLinearNccl, ChunkedForwardCapturesIntoAGraph) {
     auto step = [&] {
       NoGradGuard forward_only;
       Variable h = ops::gathered_linear(Variable(x), Variable(w1), Variable(), c, true);
-      EXPECT_EQ(h.shape(), (Shape{R * kB, kTs, kN}));
+      EXPECT_EQ(h.shape(), (Shape{kB, R * kTs, kN}));
       Variable y = ops::scattered_linear(h, Variable(w2), c);
       out.view({-1}).copy_from(y.data().view({-1}));
     };
