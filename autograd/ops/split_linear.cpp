@@ -98,7 +98,7 @@ Shape tokens_times(Shape shape, int64_t times) {
   return shape;
 }
 
-// The whole (ranks * S, K) rank-ordered tensor gathered from the share (S, K) in one collective.
+// The whole (ranks * S, K), every token in order, gathered from the share (S, K) in one collective.
 Tensor gather_whole(const Tensor& share2d, const SplitCollectives& c, Wait* wait) {
   Tensor whole = Tensor::empty({share2d.size(0) * c.ranks, share2d.size(1)}, share2d.dtype(), share2d.device());
   *wait = c.gather(share2d, whole);
