@@ -46,6 +46,7 @@ int run_plan_command(const ParsedFlags& flags) {
   s.dp = static_cast<int>(flags.get_int("dp"));
   s.zero = static_cast<int>(flags.get_int("zero"));
   s.sequence_parallel = c.sequence_parallel && c.tp > 1;
+  s.tp_overlap = c.tp_overlap;
   s.act_bytes = c.dtype == "f32" ? 4 : 2;
   s.param_bytes = s.act_bytes;
   s.grad_bytes = c.grad_dtype.empty() ? s.param_bytes : (c.grad_dtype == "f32" ? 4 : 2);

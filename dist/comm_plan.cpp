@@ -2,7 +2,9 @@
 #include "dist/comm_plan.h"
 
 #include <algorithm>
+#include <string>
 
+#include "dist/sequence_parallel.h"
 #include "tensor/error.h"
 
 namespace nd::dist {
@@ -89,8 +91,8 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
   ND_CHECK_INPUT(s.n_head % s.tp == 0 && s.n_embd % s.n_head == 0,
                  "plan: tp " << s.tp << " must divide the " << s.n_head << " heads, which must divide n_embd");
   ND_CHECK_INPUT(s.n_layer % s.pp == 0, "plan: pp " << s.pp << " must divide the " << s.n_layer << " layers");
-  ND_CHECK_INPUT(!s.sequence_parallel || s.batch_size % s.tp == 0,
-                 "plan: with sequence parallelism tp must divide the batch size");
+  ND_CHECK_INPUT(!s.sequence_parallel || s.block_size % s.tp == 0,
+                 "plan: with sequence parallelism tp must divide the sequence length");
   ND_CHECK_INPUT(s.zero >= 0 && s.zero <= 3, "plan: --zero must be 0, 1, 2 or 3");
   ND_CHECK_INPUT(s.batch_size >= 1 && s.grad_accum >= 1, "plan: batch size and grad-accum must be >= 1");
   StepPlan plan;
@@ -110,11 +112,29 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
     call("tp", "allreduce", "vocab-parallel embedding, forward", s.tp, act, m, false);
     call("tp", "allreduce", "head input gradient, backward", s.tp, act, m, true);
   } else if (s.tp > 1) {
-    call("tp", "allgather", "sequence-parallel gathers (attention, MLP in; head in), forward", s.tp, act, m * (2 * L + 1), false);
-    call("tp", "reducescatter", "sequence-parallel scatters (attention, MLP out; embedding), forward", s.tp, act,
+    // The split linears (dist/sequence_parallel.h): forward collectives in k chunks of the share's
+    // rows (none: one each); the column-parallel backward gathers its input again beside the
+    // input-gradient GEMM and reduce-scatters that gradient beside the weight-gradient GEMM.
+    const int64_t rows = BT / s.tp;
+    const int k = split_chunks(s.tp_overlap, rows * s.n_embd * s.act_bytes);
+    auto chunked = [&](const char* op, const std::string& what, int64_t calls) {
+      if (k == 0) return call("tp", op, what, s.tp, act, calls, false);
+      for (int c = 0; c < k; ++c) {
+        const int64_t chunk_rows = rows * (c + 1) / k - rows * c / k;
+        // Gathers hide behind this rank's own block's GEMM and the earlier chunks'; the last
+        // reduce-scatter waits for the last chunk's GEMMs.
+        const bool hidden = std::string(op) == "allgather" || c + 1 < k;
+        call("tp", op, what + ", chunk " + std::to_string(c + 1) + " of " + std::to_string(k), s.tp,
+             s.tp * chunk_rows * s.n_embd * s.act_bytes, calls, hidden);
+      }
+    };
+    chunked("allgather", "sequence-parallel gathers (attention, MLP in; head in), forward", m * (2 * L + 1));
+    chunked("reducescatter", "sequence-parallel scatters (attention, MLP out), forward", m * 2 * L);
+    call("tp", "reducescatter", "embedding scatter, forward", s.tp, act, m, false);
+    call("tp", "allgather", "column-parallel inputs gathered again, backward", s.tp, act, m * (2 * L + 1), true);
+    call("tp", "allgather", "output gradient gathers (attention, MLP out; embedding), backward", s.tp, act,
          m * (2 * L + 1), false);
-    call("tp", "allgather", "gradient gathers, backward", s.tp, act, m * (2 * L + 1), false);
-    call("tp", "reducescatter", "gradient scatters, backward", s.tp, act, m * (2 * L + 1), true);
+    call("tp", "reducescatter", "input gradient scatters, backward", s.tp, act, m * (2 * L + 1), true);
     // finalize_grads: the replicated parameters' gradients (wpe, LayerNorms, row-parallel biases).
     const int64_t C = s.n_embd;
     const int64_t replicated = int64_t{s.block_size} * C + L * (s.bias ? 6 * C : 2 * C) + (s.bias ? 2 * C : C);

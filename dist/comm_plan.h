@@ -22,6 +22,7 @@ struct PlanShape {
   int tp = 1, dp = 1, pp = 1;
   int zero = 0;          // 0 (all-reduce), 1, 2, 3
   bool sequence_parallel = false;
+  bool tp_overlap = true;  // sequence parallelism's collectives split into chunks (--tp-overlap)
   int act_bytes = 2;     // activations (bf16 on the GPU)
   int param_bytes = 2;
   int grad_bytes = 4;    // the gradients data parallelism reduces (--grad-dtype)

@@ -2,8 +2,15 @@
 // are the single place where they meet a collective, as allreduce_for_tp is for tensor parallelism.
 #include "dist/sequence_parallel.h"
 
+#include <algorithm>
+#include <memory>
+
+#include "autograd/dispatch.h"
 #include "autograd/ops.h"
+#include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
+#include "kernels/cpu/add.h"
+#include "kernels/cuda/add.h"
 
 namespace nd::dist {
 namespace {
@@ -13,9 +20,20 @@ void check_blocks(const Tensor& whole, const Tensor& block, int tp, const char* 
            what << ": " << whole.str() << " must hold " << tp << " blocks of " << block.str());
 }
 
-Shape with_rows(Shape shape, int64_t rows) {
-  shape[0] = rows;
+// `shape` with its token dimension (the one before the features) times `times` or over `over`.
+Shape tokens_scaled(Shape shape, int64_t times, int64_t over) {
+  int64_t& tokens = shape[shape.size() - 2];
+  tokens = tokens * times / over;
   return shape;
+}
+
+// dst = src (same dtype and count, one device) queued on the compute stream: Tensor::copy_from
+// waits on the host outside CUDA graph capture, hundreds of times per eager step here. add's
+// backward with one destination written is the copy.
+void copy_on_stream(const Tensor& dst, const Tensor& src) {
+  ND_DISPATCH_KERNEL(src, "gradient copy",
+                     backend::add_backward(src.data<scalar_t>(), GradDest<scalar_t>{dst.data<scalar_t>(), false},
+                                           GradDest<scalar_t>{}, src.numel()));
 }
 
 }  // namespace
@@ -32,15 +50,15 @@ void all_gather_for_tp(Comm& comm, const Tensor& input, Tensor& output) {
 
 Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return x;
-  ND_CHECK(x.data().ndim() >= 1, "all_gather_from_sp: x must be (B / tp, ...), got " << x.data().str());
+  ND_CHECK(x.data().ndim() >= 2, "all_gather_from_sp: x must be (..., T / tp, C), got " << x.data().str());
   Comm* comm = tp.comm;
   const Tensor& share = x.data();
-  Tensor whole = Tensor::empty(with_rows(share.shape(), share.size(0) * tp.size()), share.dtype(), share.device());
+  Tensor whole = Tensor::empty(tokens_scaled(share.shape(), tp.size(), 1), share.dtype(), share.device());
   all_gather_for_tp(*comm, share, whole);
   return make_result(whole, {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
-    Tensor grad_share = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) / comm->size()),
-                                      grad_out.dtype(), grad_out.device());
+    Tensor grad_share =
+        Tensor::empty(tokens_scaled(grad_out.shape(), 1, comm->size()), grad_out.dtype(), grad_out.device());
     reduce_scatter_for_tp(*comm, grad_out, grad_share);
     ops::pass_gradient(grad_share, in[0]);
   });
@@ -49,17 +67,16 @@ Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp) {
 Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return x;
   Tensor partial = x.data();
-  ND_CHECK(partial.ndim() >= 1 && partial.size(0) % tp.size() == 0,
-           "reduce_scatter_to_sp: tensor-parallel size " << tp.size() << " does not divide the batch of "
+  ND_CHECK(partial.ndim() >= 2 && partial.size(-2) % tp.size() == 0,
+           "reduce_scatter_to_sp: tensor-parallel size " << tp.size() << " does not divide the tokens of "
                                                          << partial.str());
-  Tensor share = Tensor::empty(with_rows(partial.shape(), partial.size(0) / tp.size()), partial.dtype(),
-                               partial.device());
+  Tensor share = Tensor::empty(tokens_scaled(partial.shape(), 1, tp.size()), partial.dtype(), partial.device());
   reduce_scatter_for_tp(*tp.comm, partial, share);
   Comm* comm = tp.comm;
   return make_result(share, {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
-    Tensor grad_whole = Tensor::empty(with_rows(grad_out.shape(), grad_out.size(0) * comm->size()),
-                                      grad_out.dtype(), grad_out.device());
+    Tensor grad_whole =
+        Tensor::empty(tokens_scaled(grad_out.shape(), comm->size(), 1), grad_out.dtype(), grad_out.device());
     all_gather_for_tp(*comm, grad_out, grad_whole);
     ops::pass_gradient(grad_whole, in[0]);
   });
@@ -75,8 +92,52 @@ Variable leave_tp_region(const Variable& x, const TensorParallel& tp) {
 
 Variable token_dropout(const Variable& x, float p, Generator& gen, bool training, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return ops::dropout(x, p, gen, training);
-  const int64_t share = x.data().numel();
+  const int64_t share = x.data().numel();  // tokens [rank S, (rank + 1) S) of the whole
   return ops::dropout_share(x, p, gen, training, share * tp.size(), share * tp.rank());
+}
+
+namespace {
+
+std::function<void()> waiter(CommWork work) {
+  auto shared = std::make_shared<CommWork>(work);
+  return [shared] { shared->wait(); };
+}
+
+}  // namespace
+
+ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
+  Comm* comm = tp.comm;
+  ops::SplitCollectives c;
+  c.ranks = tp.size();
+  c.rank = tp.rank();
+  c.chunks = chunks;
+  c.gather = [comm](const Tensor& shard, Tensor& whole) {
+    check_blocks(whole, shard, comm->size(), "all_gather_for_tp");
+    return waiter(comm->all_gather_async(shard, whole));
+  };
+  c.scatter = [comm](const Tensor& whole, Tensor& shard) {
+    check_blocks(whole, shard, comm->size(), "reduce_scatter_for_tp");
+    return waiter(comm->reduce_scatter_async(whole, shard, ReduceOp::Sum));
+  };
+  return c;
+}
+
+int split_chunks(bool overlap, int64_t share_bytes) {
+  if (!overlap) return 0;
+  constexpr int64_t kChunkBytes = int64_t{8} << 20;
+  return static_cast<int>(std::clamp<int64_t>((share_bytes + kChunkBytes - 1) / kChunkBytes, 2, 8));
+}
+
+Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
+                                bool gelu) {
+  const int chunks = split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
+  return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
+}
+
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {
+  const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
+                            static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
+  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)));
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {
@@ -98,13 +159,13 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) 
   Tensor flat = Tensor::empty({total}, grads.front().dtype(), grads.front().device());
   int64_t offset = 0;
   for (const Tensor& g : grads) {
-    flat.narrow(offset, g.numel()).copy_from(g.view({-1}));
+    copy_on_stream(flat.narrow(offset, g.numel()), g.view({-1}));
     offset += g.numel();
   }
   allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum);
   offset = 0;
   for (Tensor& g : grads) {
-    g.view({-1}).copy_from(flat.narrow(offset, g.numel()));
+    copy_on_stream(g.view({-1}), flat.narrow(offset, g.numel()));
     offset += g.numel();
   }
 }

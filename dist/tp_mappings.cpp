@@ -32,7 +32,7 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp) {
 
 Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp) {
   if (!tp.active()) return ops::linear(x, w, b);
-  if (tp.splits_tokens()) return ops::linear(all_gather_from_sp(x, tp), w, b);
+  if (tp.splits_tokens()) return gathered_column_linear(x, w, b, tp);
   Comm* comm = tp.comm;
   return ops::linear_reduced_dx(x, w, b, [comm](Tensor& dx) -> std::function<void()> {
     auto work = std::make_shared<CommWork>(allreduce_for_tp_async(*comm, dx, ReduceOp::Sum));

@@ -14,11 +14,13 @@ namespace nd::dist {
 
 // The tensor-parallel group of this rank (the grid's, dist/parallel_grid.h, whose collectives are
 // native or our ring as the user picked), and whether the token-wise regions run sequence-parallel
-// (dist/sequence_parallel.h): each rank then holds batch rows [rank * B / tp, (rank + 1) * B / tp)
-// of the activations between the layers.
+// (dist/sequence_parallel.h): each rank then holds 1 / tp of the tokens between the layers, a
+// contiguous range of them; and whether its collectives at the layers' edges are split into chunks
+// that overlap the GEMMs (overlap; off: one collective, then one GEMM).
 struct TensorParallel {
   Comm* comm = nullptr;  // nullptr or a one-rank comm: tp = 1
   bool sequence_parallel = false;  // a no-op at tp = 1
+  bool overlap = true;             // sequence parallelism only
 
   int size() const { return comm ? comm->size() : 1; }
   int rank() const { return comm ? comm->rank() : 0; }
@@ -40,7 +42,8 @@ Variable copy_to_tp(const Variable& x, const TensorParallel& tp);
 // linear(copy_to_tp(x), w, b) with w (N / tp, K) and b (N / tp) this rank's rows: the
 // column-parallel layer. Backward all-reduces the input gradient while the weight gradient is
 // computed (ops::linear_reduced_dx), so the collective hides behind the product. When tp splits
-// tokens, x is this rank's share (B / tp, T, K), all-gathered first (dist/sequence_parallel.h).
+// tokens, x is this rank's share (B, T / tp, K), all-gathered in chunks that overlap the GEMMs, and
+// the output is (B, T, N / tp) (dist/sequence_parallel.h).
 Variable column_parallel_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp);
 
 // x, this rank's partial sum -> the sum over the group; backward passes the gradient through.

@@ -5,6 +5,7 @@
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
 #include "autograd/ops/fp8_linear.h"
+#include "autograd/ops/positions_share.h"
 #include "autograd/parallel_ops.h"
 #include "dist/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
@@ -165,18 +166,24 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
 // Under tp the position embedding is added after the all-reduce of the token rows, so once; from
 // there to ln_f everything is replicated (the same values and the same dropout draws on every rank
 // of the group). Under sequence parallelism the token rows are reduce-scattered instead, and from
-// there to ln_f each rank holds its share of the batch (B / tp, T, C), drawing the dropout masks of
-// that share.
+// there to ln_f each rank holds its share of the tokens (B, T / tp, C), taking the positions and
+// drawing the dropout masks of that share.
 Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
   ND_CHECK(is_first_stage(), "GPT::embed on a stage without the embeddings (first block " << first_block_ << ")");
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
   ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
                  "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
-  ND_CHECK_INPUT(!tp_.splits_tokens() || idx.size(0) % tp_.size() == 0,
-                 "sequence parallelism: tensor-parallel size " << tp_.size() << " does not divide the batch of "
-                                                               << idx.size(0));
+  ND_CHECK_INPUT(!tp_.splits_tokens() || idx.size(1) % tp_.size() == 0,
+                 "sequence parallelism: tensor-parallel size " << tp_.size()
+                                                               << " does not divide the sequence length of "
+                                                               << idx.size(1));
   Variable x;
-  if (tp_.active()) {
+  if (tp_.splits_tokens()) {
+    const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
+    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
+    const int64_t share = idx.numel() / tp_.size();  // tokens [rank * share, (rank + 1) * share)
+    x = ops::add_positions_share(dist::leave_tp_region(own_rows, tp_), wpe_, tp_.rank() * share, idx.size(1));
+  } else if (tp_.active()) {
     // This rank's vocabulary rows; leave_tp_region sums (or reduce-scatters) them over the group.
     const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
     Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());

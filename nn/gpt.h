@@ -6,8 +6,8 @@
 // vocab_rows() / tp rows of wte, and the loss is the vocabulary-parallel cross-entropy, so the
 // full logits never exist. Every parameter keeps its nanoGPT name and holds its shard; its
 // ShardSpec (Module::named_shard_specs) says how. With sequence parallelism (tp.sequence_parallel)
-// the token-wise regions run on each rank's share of the batch (dist/sequence_parallel.h), which
-// tp must divide. At tp = 1 this is exactly the unsplit model.
+// the token-wise regions run on each rank's share of the tokens (dist/sequence_parallel.h); tp must
+// divide the sequence length. At tp = 1 this is exactly the unsplit model.
 #pragma once
 #include "dist/flat_params.h"
 #include "dist/unit_hooks.h"
@@ -44,7 +44,7 @@ struct GPTConfig {
 int padded_vocab_rows(int vocab_size, int tp, bool on_cuda);
 
 // What a block shows an observer in its forward (the per-layer statistics, train/layer_stats.h):
-// each tensor (B, T, C), or this rank's (B / tp, T, C) under sequence parallelism.
+// each tensor (B, T, C), or this rank's (B, T / tp, C) under sequence parallelism.
 struct BlockActivations {
   int layer;            // the block's global index
   const Tensor& ln_1;   // attention input (ln_1's output)
@@ -124,8 +124,8 @@ class GPT : public Module {
 
   // The stages of the forward, one path for every tp (the tensor-parallel mappings are identities
   // at tp = 1). A pipeline stage runs embed on the first stage, blocks on its range of blocks, and
-  // head on the last; each takes and returns the hidden state (B, T, C), or (B / tp, T, C) where
-  // tp splits tokens.
+  // head on the last; each takes and returns the hidden state (B, T, C), or (B, T / tp, C) where
+  // tp splits tokens (a contiguous range of the tokens, dist/sequence_parallel.h).
   // Token + position embedding and dropout: vocabulary-parallel under tp, the fused lookup at tp 1.
   Variable embed(const Tensor& idx, Generator& dropout_gen) const;
   // Blocks [first, last) of this stage's blocks (last = -1: to its end).

@@ -92,7 +92,14 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
 }
 
 Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
-  Variable y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+  Variable y;
+  if (tp_.splits_tokens()) {
+    // The split linears, whose collectives overlap the GEMMs; c_fc with the GELU in its epilogue.
+    y = c_proj_->forward(fusions().gelu_mlp ? dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true)
+                                            : ops::gelu(c_fc_->forward(x)));
+  } else {
+    y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+  }
   return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
 }
 

@@ -55,8 +55,8 @@ class RowParallelLinear;
 // Attention and MLP take a tensor-parallel group (default: none, tp = 1). Under tp the attention
 // keeps n_head / tp heads (c_attn column-parallel with q, k and v each split by head, c_proj
 // row-parallel) and the MLP a quarter-width slice (c_fc column-, c_proj row-parallel); input and
-// output are the full (B, T, C) on every rank, or this rank's share (B / tp, T, C) when tp splits
-// tokens (sequence parallelism). A tp that does not divide n_head and n_embd is an nd::Error
+// output are the full (B, T, C) on every rank, or this rank's share of the tokens (B, T / tp, C)
+// when tp splits tokens (sequence parallelism, dist/sequence_parallel.h). A tp that does not divide n_head and n_embd is an nd::Error
 // naming the numbers.
 class CausalSelfAttention : public Module {
  public:

@@ -1,6 +1,6 @@
 // The tensor-parallel linear layers: initialisation by drawing this rank's slice, and the
 // row-parallel forward (partial products, the bias in rank 0's, all-reduce; under sequence
-// parallelism a reduce-scatter to this rank's share, then the bias).
+// parallelism a chunked reduce-scatter to this rank's share, dist::scattered_row_linear, then the bias).
 #include "nn/parallel_linear.h"
 
 #include "autograd/ops/fp8_linear.h"
@@ -50,6 +50,10 @@ void RowParallelLinear::use_fp8(Tensor scalars) {
 Variable RowParallelLinear::forward(const Variable& x) const {
   if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars_);
   if (!tp_.active()) return ops::linear(x, weight, bias);
+  if (tp_.splits_tokens()) {
+    Variable share = dist::scattered_row_linear(x, weight, tp_);
+    return bias.defined() ? ops::add_bias(share, bias) : share;
+  }
   return reduce_partial(ops::linear(x, weight, rank_bias()));
 }
 

@@ -19,7 +19,8 @@ class ColumnParallelLinear : public Module {
                        const dist::TensorParallel& tp, int parts = 1);
   // x (..., in), the same on every rank -> (..., out / tp), this rank's output features. Backward
   // all-reduces x's gradient while the weight gradient is computed (dist::column_parallel_linear).
-  // When tp splits tokens, x is this rank's share (B / tp, T, in), gathered to (B, T, in) first.
+  // When tp splits tokens, x is this rank's share (B, T / tp, in) of the tokens, all-gathered in
+  // chunks that overlap the GEMMs, and the output (B, T, out / tp) holds every token.
   Variable forward(const Variable& x) const;
   // Runs the GEMMs in FP8 (ops::fp8_linear) with these device scalars (nn/fp8_linear_scaling.h);
   // tp 1 only (nd::Error otherwise).
@@ -41,7 +42,7 @@ class RowParallelLinear : public Module {
   RowParallelLinear(int64_t in, int64_t out, bool bias, double init_std, Generator& gen, Placement at,
                     const dist::TensorParallel& tp);
   // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank;
-  // when tp splits tokens, x (B, T, in / tp) -> (B / tp, T, out), this rank's share of the tokens.
+  // when tp splits tokens, x (B, T, in / tp) -> (B, T / tp, out), this rank's share of the tokens.
   Variable forward(const Variable& x) const;
   // The bias this rank adds to its partial product: the bias on rank 0, none on the others (and
   // none anywhere when tp splits tokens: each share takes it after the reduce-scatter).

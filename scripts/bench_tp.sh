@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Tensor-parallel throughput and memory on random tokens: GPT-2 large (774M, B=8 shared by the tp
 # ranks, T=1024, bf16) at tp 1 (1 GPU) and at each larger size of --tp-sizes (mpirun -np tp) with
-# NCCL's all-reduce and our ring, and GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same
-# global batch). With 4 or more GPUs also GPT-2 124M at dp 2 x tp 2 (B=32 per tp group) vs dp 4
+# NCCL's all-reduce and our ring, each as plain tp, with sequence parallelism (unsplit collectives,
+# --tp-overlap false) and with sequence parallelism and overlapped chunked collectives (the
+# default); GPT-2 XL (1.56B, B=8) at tp 1 vs tp 2 (sequence parallel, overlapped, NCCL); and
+# GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same global batch). With 4 or more GPUs also GPT-2 124M at dp 2 x tp 2 (B=32 per tp group) vs dp 4
 # (B=16 per rank). Prints the median tokens/s of steps 10..STEPS, the peak GPU memory of rank 0
 # (the train summary line), and the ratios tpN/tp1 (tokens/s and memory per GPU), tp2/dp2 and
 # dp2xtp2/dp4. Gradient clipping stays at the configs' value (the norm is split over tp ranks).
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
+# --only-tp: GPT-2 large and XL only (the issue-28 bars), no 124M comparisons; --no-xl: no XL.
 #
 # usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist] [--tp-sizes "1 2"]
-#                            [--device cpu --tiny] [--extra "flags passed to nanodist train"]
+#                            [--device cpu --tiny] [--only-tp] [--no-xl] [--extra "flags for nanodist train"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0; tp_sizes="1 2"
+steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0; tp_sizes="1 2"; only_tp=0; xl=1
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -21,8 +24,10 @@ while [[ $# -gt 0 ]]; do
     --extra) extra=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
+    --only-tp) only_tp=1; shift ;;
+    --no-xl) xl=0; shift ;;
     --tp-sizes) tp_sizes=$2; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -43,23 +48,27 @@ data="$out/data"
 if [[ "$tiny" == 1 ]]; then
   # Stands in for both models: the shapes split over 2 ranks, the sizes run in seconds.
   large="--n-layer 2 --n-head 4 --n-embd 32 --block-size 64 --dtype f32 --device $device"
-  small=$large; vocab=256; tokens=200000
+  small=$large; xlarge=$large; vocab=256; tokens=200000
   [[ "$steps" -gt 15 ]] && steps=15
 else
-  large="--config configs/gpt2_774m.conf"; small="--config configs/gpt2_124m.conf"; vocab=50257; tokens=4000000
+  large="--config configs/gpt2_774m.conf"; small="--config configs/gpt2_124m.conf"; xlarge="--config configs/gpt2_1558m.conf"
+  vocab=50257; tokens=4000000
 fi
 [[ -f "$data/train.bin" ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
 
 : >"$out/results.tsv"
-# name, model flags, ranks, tp, batch per data-parallel group, all-reduce
+# name, model flags, ranks, tp, batch per data-parallel group, all-reduce, tp variant (plain, sp, sp_overlap)
 run_one() {
-  local name=$1 model=$2 np=$3 tp=$4 batch=$5 impl=$6
+  local name=$1 model=$2 np=$3 tp=$4 batch=$5 impl=$6 variant=${7:-plain}
+  local tp_flags="--sequence-parallel false"
+  [[ "$variant" == sp ]] && tp_flags="--sequence-parallel true --tp-overlap false"
+  [[ "$variant" == sp_overlap ]] && tp_flags="--sequence-parallel true --tp-overlap true"
   local run="$out/runs/$name" log="$out/logs/$name.log"
   rm -rf "$run"
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
       --tp "$tp" --batch-size "$batch" --grad-accum 1 --collectives "$impl" --max-iters "$steps" \
-      --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $extra >"$log" 2>&1; then
+      --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $tp_flags $extra >"$log" 2>&1; then
     local mem
     mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)
     echo -e "$name\t$np\t$tp\t$impl\t${mem:--}\t$run/metrics.jsonl" >>"$out/results.tsv"
@@ -71,14 +80,23 @@ run_one large_tp1 "$large" 1 1 8 native
 for tp in $tp_sizes; do
   [[ "$tp" -gt 1 ]] || continue
   if [[ "$tp" -gt "$gpus" ]]; then echo "tp $tp skipped: $gpus GPU(s)"; continue; fi
-  run_one "large_tp${tp}_native" "$large" "$tp" "$tp" 8 native
-  run_one "large_tp${tp}_ring" "$large" "$tp" "$tp" 8 ring
+  for impl in native ring; do
+    run_one "large_tp${tp}_${impl}" "$large" "$tp" "$tp" 8 "$impl"
+    run_one "large_tp${tp}_${impl}_sp" "$large" "$tp" "$tp" 8 "$impl" sp
+    run_one "large_tp${tp}_${impl}_sp_overlap" "$large" "$tp" "$tp" 8 "$impl" sp_overlap
+  done
 done
-for impl in native ring; do
-  run_one "small_tp2_$impl" "$small" 2 2 32 "$impl"
-  run_one "small_dp2_$impl" "$small" 2 1 16 "$impl"
-done
-if [[ "$gpus" -ge 4 ]]; then
+if [[ "$xl" == 1 ]]; then
+  run_one xl_tp1 "$xlarge" 1 1 8 native
+  if [[ "$gpus" -ge 2 ]]; then run_one xl_tp2_native_sp_overlap "$xlarge" 2 2 8 native sp_overlap; fi
+fi
+if [[ "$only_tp" == 0 ]]; then
+  for impl in native ring; do
+    run_one "small_tp2_$impl" "$small" 2 2 32 "$impl"
+    run_one "small_dp2_$impl" "$small" 2 1 16 "$impl"
+  done
+fi
+if [[ "$gpus" -ge 4 && "$only_tp" == 0 ]]; then
   for impl in native ring; do
     run_one "small_dp2tp2_$impl" "$small" 4 2 32 "$impl"
     run_one "small_dp4_$impl" "$small" 4 1 16 "$impl"
@@ -94,9 +112,9 @@ def median_tok(path):
     return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
 res = {name: (int(np), int(tp), impl, None if mem == "-" else float(mem), median_tok(path))
        for name, np, tp, impl, mem, path in rows}
-print(f"{'run':<20} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
+print(f"{'run':<30} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
 for name, (np, tp, impl, mem, tok) in res.items():
-    print(f"{name:<20} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
+    print(f"{name:<30} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
 def ratio(a, b, i):
     if a not in res or b not in res or res[a][i] is None or res[b][i] is None: return "-"
     return f"{res[a][i] / res[b][i]:.3f}"
@@ -104,11 +122,17 @@ print()
 tps = sorted({tp for _, tp, _, _, _ in res.values() if tp > 1})
 for tp in tps:
     for impl in ("native", "ring"):
-        name = f"large_tp{tp}_{impl}"
-        if name in res:
-            print(f"GPT-2 large tp{tp}/tp1 ({impl}): tokens/s x{ratio(name, 'large_tp1', 4)}, "
-                  f"peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
+        for variant, what in (("", "plain"), ("_sp", "sequence parallel"), ("_sp_overlap", "sequence parallel + overlap")):
+            name = f"large_tp{tp}_{impl}{variant}"
+            if name in res:
+                print(f"GPT-2 large tp{tp}/tp1 ({impl}, {what}): tokens/s x{ratio(name, 'large_tp1', 4)}, "
+                      f"peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
+if "xl_tp2_native_sp_overlap" in res:
+    print(f"GPT-2 XL tp2/tp1 (native, sequence parallel + overlap): tokens/s "
+          f"x{ratio('xl_tp2_native_sp_overlap', 'xl_tp1', 4)}, "
+          f"peak memory per GPU x{ratio('xl_tp2_native_sp_overlap', 'xl_tp1', 3)}")
 for impl in ("native", "ring"):
+    if f"small_tp2_{impl}" not in res: continue
     print(f"GPT-2 124M tp2/dp2 ({impl}): tokens/s x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 4)}, "
           f"peak memory per GPU x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 3)}")
 for impl in ("native", "ring"):

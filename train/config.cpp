@@ -159,8 +159,12 @@ const std::vector<Binding>& train_bindings() {
           "--n-layer)");
     b.add("pp-virtual", &C::pp_virtual, "model chunks per rank under --pp-schedule interleaved");
     b.add("sequence-parallel", &C::sequence_parallel,
-          "LayerNorms, dropouts, residual adds and biases run on batch-size / tp sequences per rank instead of "
-          "all (Megatron's sequence parallelism; --tp must divide --batch-size; no effect at --tp 1)");
+          "LayerNorms, dropouts, residual adds and biases run on 1/tp of each micro-batch's tokens per rank (a "
+          "contiguous range; one sequence splits by position) instead of all (Megatron's sequence parallelism; "
+          "--tp must divide --block-size; no effect at --tp 1)");
+    b.add("tp-overlap", &C::tp_overlap,
+          "with --sequence-parallel: split the all-gather before and the reduce-scatter after the tensor-parallel "
+          "GEMMs into chunks that move while other chunks' GEMMs run (false: one collective, then the GEMM)");
     b.add("collectives", &C::collectives,
           "all-reduce, reduce-scatter and all-gather of every group: native (NCCL on GPU, MPI on CPU), ring (ours, "
           "from send/recv), hierarchical (ours, inside each node then across nodes), peer (all-reduce over GPU peer "
@@ -318,8 +322,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.pp >= 1, "--pp must be >= 1, got " << c.pp);
   ND_CHECK_INPUT(c.pp_virtual >= 1, "--pp-virtual must be >= 1, got " << c.pp_virtual);
   if (c.pp > 1) validate_pipeline_config(c);
-  ND_CHECK_INPUT(!c.sequence_parallel || c.batch_size % c.tp == 0,
-                 "--sequence-parallel: --batch-size " << c.batch_size << " is not divisible by --tp " << c.tp);
+  ND_CHECK_INPUT(!c.sequence_parallel || c.block_size % c.tp == 0,
+                 "--sequence-parallel: --block-size " << c.block_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(world_size % c.tp == 0, "world size " << world_size << " is not divisible by --tp " << c.tp);
   ND_CHECK_INPUT(world_size % (c.tp * c.pp) == 0,
                  "world size " << world_size << " is not divisible by --tp " << c.tp << " x --pp " << c.pp);

@@ -57,7 +57,8 @@ struct TrainConfig {
   std::string pp_schedule = "1f1b";  // gpipe | 1f1b | interleaved | zb (train/pipeline_plan.h)
   std::string pp_layers = "";        // blocks per stage, "3,3,2"; "" = equal stages
   int pp_virtual = 1;                // model chunks per rank (interleaved)
-  bool sequence_parallel = false;  // tp must divide batch_size; no effect at tp 1
+  bool sequence_parallel = false;  // tp must divide block_size; no effect at tp 1
+  bool tp_overlap = true;          // sequence parallelism: chunked collectives overlap the GEMMs
   std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
   bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing
   double bucket_mb = 25.0;

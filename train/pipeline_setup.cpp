@@ -35,8 +35,8 @@ nn::GPTStage pipeline_stage(const TrainConfig& c, const dist::ParallelGrid& grid
 }
 
 Shape pipeline_hidden_shape(const TrainConfig& c, const dist::ParallelGrid& grid) {
-  const int rows = c.sequence_parallel && grid.tp_size() > 1 ? c.batch_size / grid.tp_size() : c.batch_size;
-  return Shape{rows, c.block_size, c.n_embd};
+  const int T = c.sequence_parallel && grid.tp_size() > 1 ? c.block_size / grid.tp_size() : c.block_size;
+  return Shape{c.batch_size, T, c.n_embd};
 }
 
 std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn::GPTConfig& model_config,

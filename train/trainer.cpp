@@ -141,7 +141,7 @@ class Trainer {
     // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
     // A pipeline stage draws exactly the whole model's weights for its blocks.
     model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel},
+                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel, c_.tp_overlap},
                                        pipeline_stage(c_, *grid_));
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).

@@ -1,7 +1,7 @@
 // Sequence parallelism's mappings under mpirun, for every tp that divides the world (the grid's
 // groups), with the native and the ring-decorated collectives: all_gather_from_sp and
 // reduce_scatter_to_sp forward and backward against closed-form concatenations and sums of
-// rank-dependent inputs; token_dropout against the whole batch's dropout; and the flat gradient sum.
+// rank-dependent inputs; token_dropout against the whole tensor's dropout; and the flat gradient sum.
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
@@ -32,7 +32,7 @@ void for_each_sp_group(Check check) {
   test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
 }
 
-// Block r of a whole batch is rank r's rank_input(seed): the concatenation over ranks.
+// Block r of the whole's tokens is rank r's rank_input(seed): the concatenation over ranks.
 std::vector<double> concatenated(int tp, uint64_t seed) {
   std::vector<double> out;
   for (int r = 0; r < tp; ++r)
@@ -44,10 +44,10 @@ TEST(SequenceParallelMappings, AllGatherConcatenatesAndReduceScattersTheGradient
   for_each_sp_group([](const TensorParallel& tp) {
     Variable x(rank_input(tp.rank(), kShare, DType::F32, 1).view({kRows, 3, 5}), true);
     Variable y = all_gather_from_sp(x, tp);
-    EXPECT_EQ(y.shape(), (Shape{kRows * tp.size(), 3, 5}));
+    EXPECT_EQ(y.shape(), (Shape{kRows, 3 * tp.size(), 5}));
     EXPECT_EQ(count_mismatches(y.data().to_double_vector(), concatenated(tp.size(), 1), 0, "y"), 0);
-    // Rank r's gradient of the whole batch is rank_input(r, seed 2); x gets block rank() summed.
-    y.backward(rank_input(tp.rank(), kShare * tp.size(), DType::F32, 2).view({kRows * tp.size(), 3, 5}));
+    // Rank r's gradient of the whole is rank_input(r, seed 2); x gets block rank() summed.
+    y.backward(rank_input(tp.rank(), kShare * tp.size(), DType::F32, 2).view({kRows, 3 * tp.size(), 5}));
     EXPECT_EQ(count_mismatches(x.grad().to_double_vector(), sum_over_ranks(tp.size(), kShare, 2, tp.rank() * kShare),
                                0, "dx"),
               0);
@@ -56,7 +56,7 @@ TEST(SequenceParallelMappings, AllGatherConcatenatesAndReduceScattersTheGradient
 
 TEST(SequenceParallelMappings, ReduceScatterSumsTheShareAndAllGathersTheGradient) {
   for_each_sp_group([](const TensorParallel& tp) {
-    Variable w(rank_input(tp.rank(), kShare * tp.size(), DType::F32, 3).view({kRows * tp.size(), 3, 5}), true);
+    Variable w(rank_input(tp.rank(), kShare * tp.size(), DType::F32, 3).view({kRows, 3 * tp.size(), 5}), true);
     Variable partial = ops::add(w, Variable(Tensor::zeros(w.shape())));
     const std::vector<double> before = partial.data().to_double_vector();
     Variable y = reduce_scatter_to_sp(partial, tp);
@@ -70,14 +70,14 @@ TEST(SequenceParallelMappings, ReduceScatterSumsTheShareAndAllGathersTheGradient
   });
 }
 
-TEST(SequenceParallelMappings, BatchNotDividedByTpIsAnError) {
+TEST(SequenceParallelMappings, TokensNotDividedByTpAreAnError) {
   for_each_sp_group([](const TensorParallel& tp) {
     Variable partial = ops::add(Variable(Tensor::ones({tp.size() + 1, 2})), Variable(Tensor::ones({tp.size() + 1, 2})));
     try {
       reduce_scatter_to_sp(partial, tp);
-      ADD_FAILURE() << "no error for a batch of " << tp.size() + 1;
+      ADD_FAILURE() << "no error for " << tp.size() + 1 << " tokens";
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("does not divide the batch"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("does not divide the tokens"), std::string::npos) << e.what();
     }
   });
 }
@@ -93,8 +93,8 @@ TEST(SequenceParallelMappings, WithoutSequenceParallelismTheyAreIdentities) {
   EXPECT_TRUE(reduce_scatter_to_sp(x, one_rank).same(x));
 }
 
-// The share's mask is the whole batch's mask in its rows, and every rank's generator moves on by
-// the whole batch's counters, as at tp = 1.
+// The share's mask is the whole tensor's mask in its tokens (a contiguous range of the flattened
+// whole), and every rank's generator moves on by the whole tensor's counters, as at tp = 1.
 TEST(SequenceParallelMappings, TokenDropoutDropsWhatTheWholeBatchDrops) {
   for_each_sp_group([](const TensorParallel& tp) {
     Tensor whole = Tensor::ones({kRows * tp.size(), 3, 5});

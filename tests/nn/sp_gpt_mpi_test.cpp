@@ -1,12 +1,15 @@
 // The sequence-parallel GPT under mpirun, for every tp that divides the world (with np 4 also tp 2
-// in two groups): with dropout, its loss, its gradients (gathered over the group, the replicated
-// ones summed by sum_sequence_parallel_gradients) and its parameters after AdamW steps with
-// clipping active equal the tp = 1 model's (f32, as tests/nn/tp_gpt_mpi_test.cpp); a batch the
-// group does not divide is an nd::Error.
+// in two groups), at micro-batches of 1 and 3 sequences, with the split (overlapping) collectives
+// and unsplit: with dropout, its loss, its gradients (gathered over the group, the replicated ones
+// summed by sum_sequence_parallel_gradients) and its parameters after AdamW steps with clipping
+// active equal the tp = 1 model's (f32, as tests/nn/tp_gpt_mpi_test.cpp); it keeps fewer
+// activation bytes for backward than plain tensor parallelism; a sequence length the group does
+// not divide is an nd::Error.
 #include <gtest/gtest.h>
 
 #include "dist/world.h"
 #include "nn/gpt.h"
+#include "tensor/memory_stats.h"
 #include "tests/nn/tp_test_util.h"
 #include "train/optimizer.h"
 
@@ -24,12 +27,20 @@ dist::Comm& world() {
   return *comm;
 }
 
-GPTConfig tiny_config(int tp) { return test::tiny_tp_gpt_config(tp, 0.1f); }
+// Sequences of 12 positions, which tp 2, 3 and 4 divide.
+constexpr int64_t kT = 12;
 
-// Runs check(tp) for every tp group, native and ring, with sequence parallelism on.
+GPTConfig tiny_config(int tp) {
+  GPTConfig c = test::tiny_tp_gpt_config(tp, 0.1f);
+  c.block_size = kT;
+  return c;
+}
+
+// Runs check(tp) for every tp group, native and ring, with sequence parallelism on (`overlap`: the
+// split collectives).
 template <typename Check>
-void for_each_sp_group(Check check) {
-  test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
+void for_each_sp_group(Check check, bool overlap = true) {
+  test::for_each_tp_comm(world(), [&](dist::Comm& group, int) { check(TensorParallel{&group, true, overlap}); });
 }
 
 std::vector<std::string> sharded_names(const GPT& model) {
@@ -42,8 +53,8 @@ std::vector<std::string> sharded_names(const GPT& model) {
 // One forward and backward on batch `step`; the loss.
 double forward_backward(const GPT& model, int step, int64_t batch) {
   Generator dropout_gen(99 + step);
-  Tensor idx = test::random_ids({batch, 8}, model.config().vocab_size, 4 + step);
-  Tensor targets = test::random_ids({batch, 8}, model.config().vocab_size, 40 + step);
+  Tensor idx = test::random_ids({batch, kT}, model.config().vocab_size, 4 + step);
+  Tensor targets = test::random_ids({batch, kT}, model.config().vocab_size, 40 + step);
   targets.data<int32_t>()[7] = -1;
   GPT::Output out = model.forward(idx, &targets, dropout_gen);
   out.loss.backward();
@@ -66,10 +77,10 @@ void expect_matches_full(const GPT& split, const GPT& full, const TensorParallel
   }
 }
 
-TEST(SequenceParallelGPT, TrainsLikeTheOneRankModel) {
-  for_each_sp_group([](const TensorParallel& tp) {
-    const GPTConfig c = tiny_config(tp.size());
-    const int64_t batch = 2 * tp.size();
+void expect_trains_like_the_one_rank_model(const TensorParallel& tp, int64_t batch) {
+  SCOPED_TRACE(testing::Message() << "batch " << batch << (tp.overlap ? ", split collectives" : ", unsplit"));
+  const GPTConfig c = tiny_config(tp.size());
+  {
     Generator g1(3), g2(3);
     GPT full(c, g1);
     GPT split(c, g2, Device::cpu(), DType::F32, tp);
@@ -95,20 +106,57 @@ TEST(SequenceParallelGPT, TrainsLikeTheOneRankModel) {
       EXPECT_NEAR(got_norm, want_norm, kRtol * want_norm);
     }
     expect_matches_full(split, full, tp, /*grads=*/false);
+  }
+}
+
+TEST(SequenceParallelGPT, TrainsLikeTheOneRankModel) {
+  for_each_sp_group([](const TensorParallel& tp) { expect_trains_like_the_one_rank_model(tp, 3); });
+}
+
+TEST(SequenceParallelGPT, TrainsLikeTheOneRankModelAtMicroBatchOne) {
+  for_each_sp_group([](const TensorParallel& tp) { expect_trains_like_the_one_rank_model(tp, 1); });
+}
+
+TEST(SequenceParallelGPT, UnsplitCollectivesTrainLikeTheOneRankModel) {
+  for_each_sp_group([](const TensorParallel& tp) { expect_trains_like_the_one_rank_model(tp, 3); },
+                    /*overlap=*/false);
+}
+
+// Host bytes alive after a forward (what autograd keeps for backward; the CPU has no caching
+// allocator, tensor/memory_stats.h), for `tp`'s model.
+size_t kept_bytes(const TensorParallel& tp) {
+  GPTConfig c = tiny_config(tp.size());
+  c.n_layer = 4;
+  Generator g(3), dropout_gen(5);
+  GPT model(c, g, Device::cpu(), DType::F32, tp);
+  Tensor idx = test::random_ids({4, kT}, c.vocab_size, 4);
+  const size_t before = host_memory_stats().current_bytes;
+  GPT::Output out = model.forward(idx, &idx, dropout_gen);
+  return host_memory_stats().current_bytes - before;
+}
+
+// Sequence parallelism keeps the LayerNorm inputs, the residual stream and each column-parallel
+// linear's input as 1 / tp shares: the whole saved activations shrink (the attention and MLP
+// interiors are 1 / tp in both).
+TEST(SequenceParallelGPT, KeepsFewerActivationsThanPlainTensorParallelism) {
+  test::for_each_tp_comm(world(), [](dist::Comm& group, int) {
+    const size_t plain = kept_bytes(TensorParallel{&group, false});
+    const size_t split = kept_bytes(TensorParallel{&group, true});
+    EXPECT_LT(split, plain) << "sequence-parallel " << split << " bytes, plain tp " << plain;
   });
 }
 
-TEST(SequenceParallelGPT, ABatchTheGroupDoesNotDivideIsAnError) {
+TEST(SequenceParallelGPT, ASequenceTheGroupDoesNotDivideIsAnError) {
   for_each_sp_group([](const TensorParallel& tp) {
     const GPTConfig c = tiny_config(tp.size());
     Generator g(3), dropout_gen(1);
     GPT split(c, g, Device::cpu(), DType::F32, tp);
-    Tensor idx = test::random_ids({tp.size() + 1, 8}, c.vocab_size, 4);
+    Tensor idx = test::random_ids({2, tp.size() + 1}, c.vocab_size, 4);
     try {
       split.forward(idx, &idx, dropout_gen);
-      ADD_FAILURE() << "no error for a batch of " << tp.size() + 1;
+      ADD_FAILURE() << "no error for a sequence of " << tp.size() + 1;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("does not divide the batch of " + std::to_string(tp.size() + 1)),
+      EXPECT_NE(std::string(e.what()).find("does not divide the sequence length of " + std::to_string(tp.size() + 1)),
                 std::string::npos)
           << e.what();
     }

@@ -3,7 +3,7 @@
 // dropout) against the tp = 1 GPT on the same GPU: loss and gradients gathered over the group, and
 // one clipped AdamW step (the global norm split over the group on the device) against tp = 1; the
 // same with sequence parallelism (its mappings against closed forms, the GPT with the replicated
-// gradients summed over the group). Skips where there is no GPU or fewer GPUs than ranks.
+// gradients summed over the group; split and unsplit collectives; micro-batch 1). Skips where there is no GPU or fewer GPUs than ranks.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -107,10 +107,10 @@ GPTConfig tiny_config(const TensorParallel& tp, float dropout) {
 // Forward and backward of one batch through the tp = 1 model and the tensor-parallel one; the loss
 // of the tensor-parallel one must equal the other's. Under sequence parallelism the replicated
 // gradients are then summed over the group, as the training step does.
-void backward_both(const GPTConfig& c, GPT& full, GPT& split) {
+void backward_both(const GPTConfig& c, GPT& full, GPT& split, int64_t batch = kBatch) {
   const Device gpu = gpu_world().device();
-  Tensor idx = test::random_ids({kBatch, 16}, c.vocab_size, 4).to(gpu);
-  Tensor targets = test::random_ids({kBatch, 16}, c.vocab_size, 5).to(gpu);
+  Tensor idx = test::random_ids({batch, 16}, c.vocab_size, 4).to(gpu);
+  Tensor targets = test::random_ids({batch, 16}, c.vocab_size, 5).to(gpu);
   Generator d1(9), d2(9);
   GPT::Output want = full.forward(idx, &targets, d1);
   GPT::Output got = split.forward(idx, &targets, d2);
@@ -133,12 +133,12 @@ void expect_gathered_equal(const TensorParallel& tp, const GPT& full, const GPT&
   }
 }
 
-void check_gpt(const TensorParallel& tp, float dropout) {
+void check_gpt(const TensorParallel& tp, float dropout, int64_t batch = kBatch) {
   const GPTConfig c = tiny_config(tp, dropout);
   Generator g1(3), g2(3);
   GPT full(c, g1, gpu_world().device());
   GPT split(c, g2, gpu_world().device(), DType::F32, tp);
-  backward_both(c, full, split);
+  backward_both(c, full, split, batch);
   expect_gathered_equal(tp, full, split, true);
 }
 
@@ -187,11 +187,22 @@ TEST(TensorParallelNccl, SequenceParallelEqualsTheOneRankModel) {
   test::for_each_tp_group(
       gpu_world(),
       [](const TensorParallel& tp) {
-        if (kBatch % tp.size() != 0) return;  // sequence parallelism splits the batch
+        if (16 % tp.size() != 0) return;  // sequence parallelism splits the 16 positions
         check_gpt(tp, 0.1f);
         check_clipped_step(tp);
       },
       /*sequence_parallel=*/true);
+}
+
+// Micro-batch 1 (the rank order is the sequence order) and the unsplit collectives (--tp-overlap
+// false) against the one-rank model, on the native and the ring collectives.
+TEST(TensorParallelNccl, SequenceParallelAtMicroBatchOneAndUnsplit) {
+  SKIP_WITHOUT_GPUS();
+  test::for_each_tp_comm(gpu_world(), [](dist::Comm& group, int tp) {
+    if (16 % tp != 0) return;
+    check_gpt(TensorParallel{&group, true, true}, 0.1f, 1);
+    check_gpt(TensorParallel{&group, true, false}, 0.1f, 3);
+  });
 }
 
 }  // namespace

@@ -303,17 +303,18 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   c.n_head = 4;
   EXPECT_NE(error_of_config(c, 3).find("--n-head 4 is not divisible by --tp 3"), std::string::npos);
 
-  // Sequence parallelism splits each tp group's batch: tp must divide --batch-size (4). At tp 1 it
-  // changes nothing (so one flag set serves a ladder of tp sizes).
+  // Sequence parallelism splits each sequence: tp must divide --block-size (16), not the batch. At
+  // tp 1 it changes nothing (so one flag set serves a ladder of tp sizes).
   c = ok;
   c.sequence_parallel = true;
   EXPECT_EQ(error_of_config(c, 1), "");
   c.tp = 3;
   c.n_head = 3;
   c.n_embd = 48;
-  EXPECT_NE(error_of_config(c, 3).find("--sequence-parallel: --batch-size 4 is not divisible by --tp 3"),
+  c.batch_size = 1;
+  EXPECT_NE(error_of_config(c, 3).find("--sequence-parallel: --block-size 16 is not divisible by --tp 3"),
             std::string::npos);
-  c.batch_size = 6;
+  c.block_size = 15;
   EXPECT_EQ(error_of_config(c, 3), "");
 
   c = ok;

@@ -1,0 +1,242 @@
+// ops::gathered_linear and ops::scattered_linear. Chunk layout: the share's S rows (tokens) are
+// split into k chunks [s_c, s_c + m_c); chunk c's collective moves ranks * m_c rows held in a
+// staging buffer at rows ranks * s_c (rank r's at + r * m_c), which is the whole when k = 1. A GEMM
+// on rows of rank r's chunk c reads or writes rows r * S + s_c of the whole (its tokens in order),
+// so every operand is a contiguous row range and no reordering pass is needed.
+#include "autograd/ops/split_linear.h"
+
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "autograd/dispatch.h"
+#include "autograd/ops.h"
+#include "autograd/ops/linear_dims.h"
+#include "autograd/parallel_ops.h"
+#include "autograd/weight_grad_queue.h"
+#include "kernels/cpu/gelu.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cuda/gelu.h"
+#include "kernels/cuda/linear.h"
+
+namespace nd::ops {
+namespace {
+
+using Wait = std::function<void()>;
+
+struct Chunk {
+  int64_t first, rows;
+};
+
+std::vector<Chunk> row_chunks(int64_t S, int k) {
+  k = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(k, S)));
+  std::vector<Chunk> chunks;
+  for (int c = 0; c < k; ++c) {
+    const int64_t first = S * c / k, end = S * (c + 1) / k;
+    chunks.push_back({first, end - first});
+  }
+  return chunks;
+}
+
+Tensor rows_of(const Tensor& t2d, int64_t first, int64_t rows) { return t2d.narrow(first, rows); }
+
+// out rows = a rows · wᵀ (+ b): one GEMM on contiguous row ranges.
+void product(const Tensor& a, const Tensor& w, const Tensor* b, Tensor out, int64_t N, int64_t K) {
+  const int64_t M = a.size(0);
+  if (M == 0) return;
+  ND_DISPATCH_KERNEL(a, "linear",
+                     backend::linear_forward(a.data<scalar_t>(), w.data<scalar_t>(), b ? b->data<scalar_t>() : nullptr,
+                                             out.data<scalar_t>(), M, N, K));
+}
+
+// out rows = gelu(pre rows), pre rows = a rows · wᵀ (+ b).
+void gelu_product(const Tensor& a, const Tensor& w, const Tensor* b, Tensor out, Tensor pre, int64_t N, int64_t K) {
+  const int64_t M = a.size(0);
+  if (M == 0) return;
+  ND_DISPATCH_KERNEL(a, "linear_gelu",
+                     backend::linear_gelu_forward(a.data<scalar_t>(), w.data<scalar_t>(),
+                                                  b ? b->data<scalar_t>() : nullptr, out.data<scalar_t>(),
+                                                  pre.data<scalar_t>(), M, N, K));
+}
+
+// dx rows (+)= dout rows · w.
+void input_gradient(const Tensor& dout, const Tensor& w, const Tensor& dx, bool accumulate, int64_t N, int64_t K) {
+  const int64_t M = dout.size(0);
+  if (M == 0) return;
+  ND_DISPATCH_KERNEL(dout, "linear backward (input)",
+                     backend::linear_backward(dout.data<scalar_t>(), dout.data<scalar_t>(), w.data<scalar_t>(),
+                                              GradDest<scalar_t>{dx.data<scalar_t>(), accumulate},
+                                              GradDest<scalar_t>{}, GradDest<scalar_t>{}, M, N, K));
+}
+
+// dw (+)= doutᵀ · x, db (+)= column sums of dout, over all M rows.
+void weight_gradients(const Tensor& dout, const Tensor& x, const Tensor& w, const GradSlot& dw, const GradSlot& db,
+                      int64_t N, int64_t K) {
+  if (!dw.wanted() && !db.wanted()) return;
+  ND_DISPATCH_KERNEL(x, "linear backward (weight)",
+                     backend::linear_backward(dout.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
+                                              GradDest<scalar_t>{}, grad_dest<scalar_t>(dw), grad_dest<scalar_t>(db),
+                                              dout.size(0), N, K));
+}
+
+// The weight gradients now, or (zero-bubble, autograd/weight_grad_queue.h) when the queue runs.
+void weight_gradients_when_due(const Tensor& dout, const Tensor& x, const Tensor& w, const Variable& wv,
+                               const Variable& bv, int64_t N, int64_t K) {
+  if (WeightGradientQueue* deferred = deferred_weight_gradients()) {
+    deferred->push([=, wv = wv, bv = bv]() mutable {
+      weight_gradients(dout, x, w, wv.grad_slot(), bv.defined() ? bv.grad_slot() : GradSlot(), N, K);
+    });
+    return;
+  }
+  Variable wm = wv, bm = bv;
+  weight_gradients(dout, x, w, wm.grad_slot(), bm.defined() ? bm.grad_slot() : GradSlot(), N, K);
+}
+
+// The token dimension (the one before the features) times `times`, or divided by `over`.
+Shape tokens_times(Shape shape, int64_t times) {
+  shape[shape.size() - 2] *= times;
+  return shape;
+}
+
+// The whole (ranks * S, K), every token in order, gathered from the share (S, K) in one collective.
+Tensor gather_whole(const Tensor& share2d, const SplitCollectives& c, Wait* wait) {
+  Tensor whole = Tensor::empty({share2d.size(0) * c.ranks, share2d.size(1)}, share2d.dtype(), share2d.device());
+  *wait = c.gather(share2d, whole);
+  return whole;
+}
+
+}  // namespace
+
+Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
+                         bool gelu) {
+  const Tensor& xd = x.data();
+  const LinearDims d = linear_dims("gathered_linear", xd, w.data(), b.defined() ? &b.data() : nullptr);
+  ND_CHECK(xd.ndim() >= 2, "gathered_linear: x must be (..., Ts, K), got " << xd.str());
+  const int64_t S = d.M, N = d.N, K = d.K, R = c.ranks;
+  Shape out_shape = tokens_times(xd.shape(), R);
+  out_shape.back() = N;
+  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
+  Tensor out2d = out.view({R * S, N});
+  // With gelu: the GEMM writes pre (kept for backward) and out = gelu(pre).
+  const Tensor pre = gelu ? Tensor::empty(out_shape, xd.dtype(), xd.device()) : Tensor();
+  const Tensor pre2d = gelu ? pre.view({R * S, N}) : Tensor();
+  const Tensor x2d = xd.view({S, K});
+  const Tensor* bias = b.defined() ? &b.data() : nullptr;
+  // Output rows [first, first + rows) from input rows `a`.
+  auto multiply = [&](const Tensor& a, int64_t first, int64_t rows) {
+    if (gelu)
+      gelu_product(a, w.data(), bias, rows_of(out2d, first, rows), rows_of(pre2d, first, rows), N, K);
+    else
+      product(a, w.data(), bias, rows_of(out2d, first, rows), N, K);
+  };
+  if (c.chunks == 0) {
+    Wait wait;
+    Tensor whole = gather_whole(x2d, c, &wait);
+    wait();
+    multiply(whole, 0, R * S);
+  } else {
+    // Every chunk's gather starts now (each waits only for x); this rank's own block needs none.
+    const std::vector<Chunk> chunks = row_chunks(S, c.chunks);
+    Tensor staging = Tensor::empty({R * S, K}, xd.dtype(), xd.device());
+    std::vector<Wait> waits;
+    for (const Chunk& ch : chunks) {
+      Tensor dst = rows_of(staging, R * ch.first, R * ch.rows);
+      waits.push_back(c.gather(rows_of(x2d, ch.first, ch.rows), dst));
+    }
+    multiply(x2d, c.rank * S, S);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const Chunk& ch = chunks[i];
+      waits[i]();
+      for (int r = 0; r < R; ++r)
+        if (r != c.rank) multiply(rows_of(staging, R * ch.first + r * ch.rows, ch.rows), r * S + ch.first, ch.rows);
+    }
+  }
+  std::vector<Variable> inputs = {x, w};
+  if (b.defined()) inputs.push_back(b);
+  return make_result(out, std::move(inputs), [S, N, K, c, pre](const Tensor& grad_out, std::vector<Variable>& in) {
+    const Tensor& x = in[0].data();
+    const Tensor& w = in[1].data();
+    Tensor dout = grad_out.view({c.ranks * S, N});
+    if (pre.defined()) {
+      // Through the GELU first: the product's own output gradient.
+      Tensor dpre = Tensor::empty({c.ranks * S, N}, grad_out.dtype(), grad_out.device());
+      ND_DISPATCH_KERNEL(dout, "gelu backward",
+                         backend::gelu_backward(pre.data<scalar_t>(), dout.data<scalar_t>(),
+                                                GradDest<scalar_t>{dpre.data<scalar_t>(), false}, dpre.numel()));
+      dout = dpre;
+    }
+    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
+    // The input is gathered again (it was not kept) while the input-gradient GEMM runs ...
+    Wait gathered;
+    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
+    Tensor dx_share;
+    Wait scattered;
+    if (in[0].requires_grad()) {
+      Tensor dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
+      input_gradient(dout, w, dx_whole, false, N, K);
+      dx_share = Tensor::empty(x.shape(), x.dtype(), x.device());
+      Tensor dx_share2d = dx_share.view({S, K});
+      scattered = c.scatter(dx_whole, dx_share2d);
+    }
+    // ... and the input gradient is reduce-scattered while the weight-gradient GEMM runs.
+    if (weights) {
+      gathered();
+      weight_gradients_when_due(dout, whole, w, in[1], in.size() > 2 ? in[2] : Variable(), N, K);
+    }
+    if (!scattered) return;
+    scattered();
+    pass_gradient(dx_share, in[0]);
+  });
+}
+
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c) {
+  const Tensor& xd = x.data();
+  const LinearDims d = linear_dims("scattered_linear", xd, w.data(), nullptr);
+  const int64_t R = c.ranks;
+  ND_CHECK(xd.ndim() >= 2 && xd.size(-2) % R == 0,
+           "scattered_linear: x must be (..., ranks * Ts, K) with ranks " << R << ", got " << xd.str());
+  const int64_t S = d.M / R, N = d.N, K = d.K;
+  Shape out_shape = xd.shape();
+  out_shape[out_shape.size() - 2] /= R;
+  out_shape.back() = N;
+  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
+  Tensor out2d = out.view({S, N});
+  const Tensor x2d = xd.view({R * S, K});
+  Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
+  if (c.chunks == 0) {
+    product(x2d, w.data(), nullptr, partial, N, K);
+    c.scatter(partial, out2d)();
+  } else {
+    // Chunk c's reduce-scatter starts once its GEMMs are queued and runs while the next chunk's do.
+    std::vector<Wait> waits;
+    for (const Chunk& ch : row_chunks(S, c.chunks)) {
+      for (int r = 0; r < R; ++r)
+        product(rows_of(x2d, r * S + ch.first, ch.rows), w.data(), nullptr,
+                rows_of(partial, R * ch.first + r * ch.rows, ch.rows), N, K);
+      Tensor dst = rows_of(out2d, ch.first, ch.rows);
+      waits.push_back(c.scatter(rows_of(partial, R * ch.first, R * ch.rows), dst));
+    }
+    for (Wait& wait : waits) wait();
+  }
+  return make_result(out, {x, w}, [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
+    const Tensor& x = in[0].data();
+    const Tensor& w = in[1].data();
+    const Tensor dshare = grad_out.view({S, N});
+    Wait gathered;
+    Tensor dout = gather_whole(dshare, c, &gathered);
+    const GradSlot dx = in[0].grad_slot();
+    if (dx.wanted()) {
+      // This rank's own block from its own gradient while the other blocks move.
+      Tensor dx2d = dx.buffer.view({c.ranks * S, K});
+      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
+      gathered();
+      for (int r = 0; r < c.ranks; ++r)
+        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
+    } else {
+      gathered();
+    }
+    if (in[1].requires_grad()) weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
+  });
+}
+
+}  // namespace nd::ops

@@ -1,0 +1,47 @@
+// The linears at the edges of a sequence-parallel region (Megatron sequence parallelism with
+// "collective matmul" / async TP): the column-parallel product of an all-gathered input and the
+// row-parallel product whose partial sums are reduce-scattered, each split into chunks so that a
+// chunk's collective runs on the communicator's stream while another chunk's GEMM runs. Autograd
+// does not communicate: dist/sequence_parallel.cpp passes the collectives in (SplitCollectives).
+#pragma once
+#include <cstdint>
+#include <functional>
+
+#include "autograd/variable.h"
+
+namespace nd::ops {
+
+// The group's collectives over dim-0 blocks of contiguous buffers, started on the comm's stream
+// after the compute queued so far; each returns the function that orders later compute after it
+// (dist/comm.h's CommWork::wait). gather: shard (n) -> whole (ranks * n), block r = rank r's shard.
+// scatter: whole (ranks * n), this rank's partial sums -> shard (n), the sum of block rank.
+struct SplitCollectives {
+  int ranks = 1;
+  int rank = 0;
+  // Forward chunks per rank block (rows of the share): 0 = unsplit (one collective, then one GEMM);
+  // k >= 1 = k collectives, GEMMs on the chunks already here while the next ones move.
+  int chunks = 0;
+  std::function<std::function<void()>(const Tensor& shard, Tensor& whole)> gather;
+  std::function<std::function<void()>(const Tensor& whole, Tensor& shard)> scatter;
+};
+
+// Tokens: the whole (B, T, ...) flattened over (B, T) is split into `ranks` contiguous shares of S
+// = B T / ranks tokens; rank r holds tokens [r S, (r + 1) S) as a (B, T / ranks, ...) tensor (for
+// B > 1 its rows are not whole sequences: only token-wise ops may run on a share).
+//
+// x (B, Ts, K), this rank's share; w (N, K), b (N) or undefined -> (B, ranks * Ts, N): linear of the
+// all-gathered whole, every token in order. Only x is kept for backward, which gathers it again on
+// the comm stream while the input-gradient GEMM runs, then reduce-scatters the input gradient while
+// the weight-gradient GEMM runs. With `gelu`, gelu(linear(...)) (GPT-2's tanh form) with the GELU in
+// the GEMM's epilogue where the GPU has one (kernels/*/linear.h: linear_gelu_forward), as
+// ops::gelu_mlp's c_fc; the GELU input is kept.
+Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
+                         bool gelu = false);
+
+// x (B, T, K), the whole; w (N, K) -> (B, T / ranks, N): this rank's share of the sum over the group
+// of the partial products x · wᵀ (the reduce-scatter). No bias (add it after, once). Backward
+// gathers the output gradient, computing this rank's own share's input gradient while the others
+// move.
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c);
+
+}  // namespace nd::ops
