@@ -35,6 +35,7 @@ StatSlot<T> slot_of(const Tensor& x, const Tensor* ref, int64_t index) {
 struct StatTensorList::DeviceLists {
   std::unique_ptr<cuda::DeviceSlots<StatSlot<float>>> f32;
   std::unique_ptr<cuda::DeviceSlots<StatSlot<bf16>>> bf16s;
+  std::unique_ptr<cuda::DeviceSlots<StatSlot<f16>>> f16s;
 };
 #else
 struct StatTensorList::DeviceLists {};
@@ -53,6 +54,8 @@ void add_tensor_stats(const Tensor& x, const Tensor* ref, Tensor& out, int64_t i
 #if NANODIST_WITH_CUDA
   if (x.dtype() == DType::BF16)
     cuda::tensor_stats(slot_of<bf16>(x, ref, index), sums);
+  else if (x.dtype() == DType::F16)
+    cuda::tensor_stats(slot_of<f16>(x, ref, index), sums);
   else
     cuda::tensor_stats(slot_of<float>(x, ref, index), sums);
 #else
@@ -73,6 +76,8 @@ void add_attention_entropy(const Tensor& qkv, int64_t NH, Tensor& out, int64_t i
 #if NANODIST_WITH_CUDA
   if (qkv.dtype() == DType::BF16)
     cuda::attention_entropy(qkv.data<bf16>(), B, T, C, NH, sums);
+  else if (qkv.dtype() == DType::F16)
+    cuda::attention_entropy(qkv.data<f16>(), B, T, C, NH, sums);
   else
     cuda::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
 #else
@@ -85,9 +90,12 @@ StatTensorList::StatTensorList(std::vector<StatTensor> tensors) : tensors_(std::
 #if NANODIST_WITH_CUDA
   std::vector<StatSlot<float>> f32;
   std::vector<StatSlot<bf16>> bf16s;
+  std::vector<StatSlot<f16>> f16s;
   for (const StatTensor& t : tensors_) {
     if (t.x.dtype() == DType::BF16)
       bf16s.push_back(slot_of<bf16>(t.x, &t.ref, t.index));
+    else if (t.x.dtype() == DType::F16)
+      f16s.push_back(slot_of<f16>(t.x, &t.ref, t.index));
     else
       f32.push_back(slot_of<float>(t.x, &t.ref, t.index));
   }
@@ -95,6 +103,7 @@ StatTensorList::StatTensorList(std::vector<StatTensor> tensors) : tensors_(std::
   device_ = std::make_unique<DeviceLists>();
   device_->f32 = std::make_unique<cuda::DeviceSlots<StatSlot<float>>>(f32, device);
   device_->bf16s = std::make_unique<cuda::DeviceSlots<StatSlot<bf16>>>(bf16s, device);
+  device_->f16s = std::make_unique<cuda::DeviceSlots<StatSlot<f16>>>(f16s, device);
 #endif
 }
 
@@ -116,6 +125,7 @@ void StatTensorList::add_to(Tensor& out) const {
 #if NANODIST_WITH_CUDA
   cuda::tensor_stats(*device_->f32, out.data<double>());
   cuda::tensor_stats(*device_->bf16s, out.data<double>());
+  cuda::tensor_stats(*device_->f16s, out.data<double>());
 #endif
 }
 
