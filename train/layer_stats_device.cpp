@@ -1,5 +1,5 @@
-// The per-layer statistics kernels picked by device and dtype: CPU loops (f32), CUDA launches
-// (f32 or bf16) on the compute stream.
+// The per-layer statistics kernels picked by device and dtype: CPU loops (f32; f16 widened to f32
+// first), CUDA launches (f32, bf16 or f16) on the compute stream.
 #include "train/layer_stats_device.h"
 
 #include "kernels/cpu/layer_stats.h"
@@ -29,6 +29,14 @@ StatSlot<T> slot_of(const Tensor& x, const Tensor* ref, int64_t index) {
   return s;
 }
 
+// A CPU tensor as f32: itself, or the f32 copy of an f16 one (the emulated fp16 path); the CPU
+// statistics kernels read f32.
+Tensor f32_on_cpu(const Tensor& t) {
+  if (t.dtype() == DType::F16) return t.to(DType::F32);
+  check_dtype(t, DType::F32, "layer statistics on the CPU (f32 or f16)");
+  return t;
+}
+
 }  // namespace
 
 #if NANODIST_WITH_CUDA
@@ -47,8 +55,8 @@ void add_tensor_stats(const Tensor& x, const Tensor* ref, Tensor& out, int64_t i
            "layer statistics: reference " << ref->str() << " does not match " << x.str());
   double* sums = out.data<double>();
   if (x.device().is_cpu()) {
-    check_dtype(x, DType::F32, "layer statistics on the CPU");
-    cpu::tensor_stats(std::vector<StatSlot<float>>{slot_of<float>(x, ref, index)}, sums);
+    const Tensor xf = f32_on_cpu(x), rf = ref && ref->defined() ? f32_on_cpu(*ref) : Tensor();
+    cpu::tensor_stats(std::vector<StatSlot<float>>{slot_of<float>(xf, &rf, index)}, sums);
     return;
   }
 #if NANODIST_WITH_CUDA
@@ -69,8 +77,8 @@ void add_attention_entropy(const Tensor& qkv, int64_t NH, Tensor& out, int64_t i
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
   double* sums = out.data<double>() + index;
   if (qkv.device().is_cpu()) {
-    check_dtype(qkv, DType::F32, "attention entropy on the CPU");
-    cpu::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
+    const Tensor q = f32_on_cpu(qkv);
+    cpu::attention_entropy(q.data<float>(), B, T, C, NH, sums);
     return;
   }
 #if NANODIST_WITH_CUDA
@@ -115,9 +123,12 @@ void StatTensorList::add_to(Tensor& out) const {
   for (const StatTensor& t : tensors_) check_out(out, t.x, t.index + kStatsPerSlot);
   if (first.device().is_cpu()) {
     std::vector<StatSlot<float>> slots;
+    std::vector<Tensor> widened;  // f32 copies of f16 tensors, alive until the sums are taken
+    widened.reserve(2 * tensors_.size());
     for (const StatTensor& t : tensors_) {
-      check_dtype(t.x, DType::F32, "layer statistics on the CPU");
-      slots.push_back(slot_of<float>(t.x, &t.ref, t.index));
+      widened.push_back(f32_on_cpu(t.x));
+      widened.push_back(t.ref.defined() ? f32_on_cpu(t.ref) : Tensor());
+      slots.push_back(slot_of<float>(widened[widened.size() - 2], &widened.back(), t.index));
     }
     cpu::tensor_stats(slots, out.data<double>());
     return;
