@@ -182,9 +182,9 @@ const std::vector<Binding>& train_bindings() {
           "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
     b.add("attention", &C::attention,
-          "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 on a GPU) or auto (cudnn where this build "
-          "and GPU have it, --dtype is bf16 and the head size a multiple of 8 up to 128, except dropout under "
-          "--tp; else ours)");
+          "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 or fp16 on a GPU) or auto (cudnn where "
+          "this build and GPU have it, --dtype is bf16 or fp16 and the head size a multiple of 8 up to 128, except "
+          "dropout under --tp; else ours)");
     b.add("recompute", &C::recompute,
           "activation recomputation: none, attention (each block's attention core is rerun in backward instead of "
           "kept: Megatron's selective recompute) or block (each block keeps only its input and is rerun in "

@@ -1,6 +1,7 @@
 // The CUDA kernels in f16 (--dtype fp16) against the f32 CPU reference, through the ops (output and
 // every gradient, first and accumulated contributions): linear, the GELU MLP (cuBLASLt's epilogue
-// where it fuses), layernorm, attention (the simple kernels: the tensor-core ones are bf16 only),
+// where it fuses), layernorm, attention (our simple kernels: the tensor-core ones are bf16 only;
+// and cuDNN's fused attention with an f16 graph, where this build and GPU have it),
 // cross-entropy (plain and fused with its gradient), embedding, GELU, add; the f16 GEMM with f32
 // accumulation into an f16 and an f32 output against a float64 product of the same f16 inputs; the
 // device conversion against the host's round to nearest even; and the whole GPT's loss.
@@ -10,6 +11,7 @@
 
 #include "autograd/ops.h"
 #include "kernels/cuda_test_util.h"
+#include "kernels/cudnn/attention_cudnn.h"
 #include "nn/gpt.h"
 
 #if NANODIST_WITH_CUDA
@@ -85,6 +87,24 @@ TEST(F16KernelsCuda, Attention) {
   check_attention(1, 150, 2, 64, 0.0f);
   check_attention(2, 33, 2, 32, 0.0f);
   check_attention(1, 45, 1, 128, 0.2f);
+}
+
+TEST(F16KernelsCuda, CudnnAttention) {
+  ND_SKIP_WITHOUT_GPU();
+  std::string why;
+  if (!cudnn::attention_available(&why)) GTEST_SKIP() << why;
+  for (bool seed_grads : {false, true}) {
+    for (int64_t hs : {64, 128}) {
+      Generator gen(fresh_seed());
+      const int64_t NH = 2;
+      auto op = [NH](const std::vector<Variable>& v, Device device) {
+        return ops::attention(v[0], static_cast<int>(NH), 0.0f, nullptr, true, 0, 0,
+                              device.is_cuda() ? ops::AttentionKernel::Cudnn : ops::AttentionKernel::Ours);
+      };
+      check_op_against_cpu(op, {random_input({2, 70, 3 * NH * hs}, gen, kF16)}, {true}, kF16, gen,
+                           "cudnn attention f16 hs=" + std::to_string(hs), seed_grads);
+    }
+  }
 }
 
 void check_cross_entropy(int64_t B, int64_t T, int64_t Vp, int64_t V, bool seed_grads) {
