@@ -1,18 +1,20 @@
 // The one dispatch of the ops: the kernels of nd::cpu and nd::cuda share names and signatures
 // (kernels/kernel_args.h), so an op writes each kernel call once, as backend::<kernel>(...), and
 // ND_DISPATCH_KERNEL runs it with `backend` bound to the namespace of the tensor's device and
-// `scalar_t` to the element type of its dtype (CPU: f32, or f64 for the gradient checks; CUDA: f32
-// or bf16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error. With
+// `scalar_t` to the element type of its dtype (CPU: f32, f64 for the gradient checks, or f16
+// through nd::cpu_f16, which emulates the GPU's f16 kernels with the f32 reference; CUDA: f32, bf16
+// or f16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error. With
 // NANODIST_KERNEL_TIMES set, the op timer (tensor/op_timer.h) times each call as `what`.
 #pragma once
 #include "autograd/variable.h"
+#include "kernels/cpu/f16_emulation.h"
 #include "kernels/kernel_args.h"
 #include "tensor/dtype_dispatch.h"
 #include "tensor/op_timer.h"
 
 #if NANODIST_WITH_CUDA
 #define ND_DISPATCH_CUDA_FLOAT_(dtype, what, ...) \
-  ND_DISPATCH_F32_OR(dtype, ::nd::DType::BF16, ::nd::bf16, "CUDA", what, __VA_ARGS__)
+  ND_DISPATCH_F32_OR2(dtype, ::nd::DType::BF16, ::nd::bf16, ::nd::DType::F16, ::nd::f16, "CUDA", what, __VA_ARGS__)
 #else
 #define ND_DISPATCH_CUDA_FLOAT_(dtype, what, ...) ND_FAIL(what << ": this nanodist was built without CUDA")
 #endif
@@ -24,6 +26,10 @@
     if (nd_dispatch_tensor_.device().is_cuda()) {                                                   \
       namespace backend = ::nd::cuda;                                                               \
       ND_DISPATCH_CUDA_FLOAT_(nd_dispatch_tensor_.dtype(), what, __VA_ARGS__);                      \
+    } else if (nd_dispatch_tensor_.dtype() == ::nd::DType::F16) {                                   \
+      namespace backend = ::nd::cpu_f16;                                                            \
+      using scalar_t = ::nd::f16;                                                                   \
+      __VA_ARGS__;                                                                                  \
     } else {                                                                                        \
       namespace backend = ::nd::cpu;                                                                \
       ND_DISPATCH_F32_OR(nd_dispatch_tensor_.dtype(), ::nd::DType::F64, double, "the CPU", what, __VA_ARGS__); \

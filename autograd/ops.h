@@ -43,8 +43,8 @@ Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b,
 // first_head + n_head) of a model with total_heads; the draw reserves the counters of all
 // total_heads and each head drops what it drops in the unsplit model.
 // `kernel` picks the implementation on the GPU: ours (kernels/cuda/attention.h, the default and the
-// only one on the CPU) or cuDNN's fused attention (kernels/cudnn/attention_cudnn.h: bf16 on a GPU,
-// an nd::Error otherwise; its dropout masks are cuDNN's own, drawn at the same generator offset).
+// only one on the CPU) or cuDNN's fused attention (kernels/cudnn/attention_cudnn.h: bf16 or f16 on
+// a GPU, an nd::Error otherwise; its dropout masks are cuDNN's own, drawn at the same generator offset).
 enum class AttentionKernel { Ours, Cudnn };
 Variable attention(const Variable& qkv, int n_head, float dropout = 0.0f, Generator* gen = nullptr,
                    bool training = false, int first_head = 0, int total_heads = 0,

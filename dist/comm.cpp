@@ -61,8 +61,8 @@ void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what)
 }
 
 void check_reducible(const Tensor& buffer, const char* what) {
-  ND_CHECK(buffer.dtype() == DType::F32 || buffer.dtype() == DType::BF16,
-           what << " " << buffer.str() << ": reductions take f32 or bf16");
+  ND_CHECK(buffer.dtype() == DType::F32 || buffer.dtype() == DType::BF16 || buffer.dtype() == DType::F16,
+           what << " " << buffer.str() << ": reductions take f32, bf16 or f16");
 }
 
 void check_peer(const Comm& comm, int peer, const char* what) {

@@ -30,6 +30,8 @@ void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite) {
     cudaStream_t stream = compute_stream(src.device().index);
     if (src.dtype() == DType::BF16)
       cuda::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite, stream);
+    else if (src.dtype() == DType::F16)
+      cuda::grad_accumulate(src.data<f16>(), dst.data<float>(), n, overwrite, stream);
     else
       cuda::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite, stream);
 #else
@@ -37,6 +39,8 @@ void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite) {
 #endif
   } else if (src.dtype() == DType::BF16) {
     cpu::grad_accumulate(src.data<bf16>(), dst.data<float>(), n, overwrite);
+  } else if (src.dtype() == DType::F16) {
+    cpu::grad_accumulate(src.data<f16>(), dst.data<float>(), n, overwrite);
   } else {
     cpu::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite);
   }

@@ -16,15 +16,20 @@ namespace {
 
 constexpr int kPointToPointTag = 7;
 
-// inout[i] = in[i] + inout[i] for bf16 words, summed in f32.
+// inout[i] = in[i] + inout[i] for bf16 (f16) words, summed in f32.
 void bf16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
   cpu::reduce_add(static_cast<bf16*>(inout), static_cast<const bf16*>(in), *len, 1.0f);
+}
+void f16_sum(void* in, void* inout, int* len, MPI_Datatype*) {
+  cpu::reduce_add(static_cast<f16*>(inout), static_cast<const f16*>(in), *len, 1.0f);
 }
 
 void scale_for_average(Tensor& buffer, int nranks) {
   float scale = 1.0f / static_cast<float>(nranks);
   if (buffer.dtype() == DType::F32) {
     cpu::scale_inplace(buffer.data<float>(), buffer.numel(), scale);
+  } else if (buffer.dtype() == DType::F16) {
+    cpu::scale_inplace(buffer.data<f16>(), buffer.numel(), scale);
   } else {
     cpu::scale_inplace(buffer.data<bf16>(), buffer.numel(), scale);
   }
@@ -38,12 +43,21 @@ MPI_Datatype mpi_datatype(DType dtype) {
     case DType::F64: return MPI_DOUBLE;
     case DType::I32: return MPI_INT32_T;
     case DType::BF16:
+    case DType::F16:
     case DType::U16: return MPI_UINT16_T;
   }
   ND_FAIL("no MPI datatype for dtype " << static_cast<int>(dtype));
 }
 
 MPI_Op mpi_sum_op(DType dtype) {
+  if (dtype == DType::F16) {
+    static MPI_Op f16_op = [] {
+      MPI_Op op;
+      MPI_CHECK(MPI_Op_create(&f16_sum, 1, &op));
+      return op;
+    }();
+    return f16_op;
+  }
   if (dtype != DType::BF16) return MPI_SUM;
   static MPI_Op bf16_op = [] {
     MPI_Op op;

@@ -22,8 +22,10 @@ ncclDataType_t nccl_reduce_type(DType dtype) {
       return ncclFloat32;
     case DType::BF16:
       return ncclBfloat16;
+    case DType::F16:
+      return ncclFloat16;
     default:
-      ND_FAIL("NCCL reductions take f32 or bf16, not " << dtype_name(dtype));
+      ND_FAIL("NCCL reductions take f32, bf16 or f16, not " << dtype_name(dtype));
   }
 }
 

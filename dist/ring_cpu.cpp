@@ -16,6 +16,8 @@ namespace {
 void reduce_into(Tensor& dst, const Tensor& src, float scale) {
   if (dst.dtype() == DType::F32) {
     cpu::reduce_add(dst.data<float>(), src.data<float>(), dst.numel(), scale);
+  } else if (dst.dtype() == DType::F16) {
+    cpu::reduce_add(dst.data<f16>(), src.data<f16>(), dst.numel(), scale);
   } else {
     cpu::reduce_add(dst.data<bf16>(), src.data<bf16>(), dst.numel(), scale);
   }
@@ -99,6 +101,8 @@ void cpu_direct_allreduce(Comm& comm, Tensor& flat, ReduceOp op) {
   float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(n) : 1.0f;
   if (flat.dtype() == DType::F32) {
     cpu::reduce_rows(flat.data<float>(), rows.data<float>(), n, count, scale, r);
+  } else if (flat.dtype() == DType::F16) {
+    cpu::reduce_rows(flat.data<f16>(), rows.data<f16>(), n, count, scale, r);
   } else {
     cpu::reduce_rows(flat.data<bf16>(), rows.data<bf16>(), n, count, scale, r);
   }

@@ -30,6 +30,8 @@ NcclComm& as_nccl(Comm& comm) {
 void reduce_into(const Tensor& dst, const Tensor& src, float scale, cudaStream_t stream, int max_blocks) {
   if (dst.dtype() == DType::F32) {
     cuda::reduce_add(dst.data<float>(), src.data<float>(), dst.numel(), scale, stream, max_blocks);
+  } else if (dst.dtype() == DType::F16) {
+    cuda::reduce_add(dst.data<f16>(), src.data<f16>(), dst.numel(), scale, stream, max_blocks);
   } else {
     cuda::reduce_add(dst.data<bf16>(), src.data<bf16>(), dst.numel(), scale, stream, max_blocks);
   }
@@ -147,6 +149,8 @@ void cuda_direct_allreduce(Comm& base, Tensor& flat, ReduceOp op) {
   const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(n) : 1.0f;
   if (flat.dtype() == DType::F32) {
     cuda::reduce_rows(flat.data<float>(), rows.data<float>(), n, count, scale, r, stream);
+  } else if (flat.dtype() == DType::F16) {
+    cuda::reduce_rows(flat.data<f16>(), rows.data<f16>(), n, count, scale, r, stream);
   } else {
     cuda::reduce_rows(flat.data<bf16>(), rows.data<bf16>(), n, count, scale, r, stream);
   }

@@ -16,7 +16,7 @@ void normal_fill(const Tensor& out, const ElementSlice& slice, const PhiloxCount
            "normal_fill: " << out.str() << " cannot hold a slice of " << slice.size() << " elements");
   if (out.numel() == 0) return;
   ND_DISPATCH_KERNEL(out, "normal_fill",
-                     backend::normal_fill<scalar_t>(out.data<scalar_t>(), slice, counters, mean, std));
+                     backend::normal_fill(out.data<scalar_t>(), slice, counters, mean, std));
 }
 
 Tensor normal_shard(const Shape& full_shape, double mean, double std, Generator& gen, Placement at,

@@ -14,8 +14,8 @@ struct Placement {
   DType dtype = DType::F32;
 };
 
-// `out` (slice.size() elements, contiguous, f32 or f64 on the CPU, f32 or bf16 on a GPU) gets the
-// elements `slice` of the N(mean, std) draw whose counters are `counters` (Generator::reserve of
+// `out` (slice.size() elements, contiguous, f32, f64 or f16 on the CPU, f32, bf16 or f16 on a GPU)
+// gets the elements `slice` of the N(mean, std) draw whose counters are `counters` (Generator::reserve of
 // the full count): on the CPU exactly Tensor::randn's values; on a GPU, drawn by a kernel, the
 // same to within float rounding of the device's logf and cosf.
 void normal_fill(const Tensor& out, const ElementSlice& slice, const PhiloxCounters& counters, double mean,

@@ -32,10 +32,11 @@ void launch_fill(void* ptr, const void* value, int64_t n, cudaStream_t stream) {
 }
 
 // The host's conversions (tensor.cpp read_element / write_element): through double, bf16 rounded
-// from f32 to nearest even.
+// and f16 rounded from f32 to nearest even.
 __device__ __forceinline__ double to_double(float x) { return x; }
 __device__ __forceinline__ double to_double(double x) { return x; }
 __device__ __forceinline__ double to_double(bf16 x) { return bf16_to_f32(x); }
+__device__ __forceinline__ double to_double(f16 x) { return f16_to_f32(x); }
 template <typename T>
 __device__ __forceinline__ T from_double(double x);
 template <>
@@ -44,6 +45,8 @@ template <>
 __device__ __forceinline__ double from_double<double>(double x) { return x; }
 template <>
 __device__ __forceinline__ bf16 from_double<bf16>(double x) { return f32_to_bf16(static_cast<float>(x)); }
+template <>
+__device__ __forceinline__ f16 from_double<f16>(double x) { return f32_to_f16(static_cast<float>(x)); }
 
 template <typename Src, typename Dst>
 __global__ void convert_kernel(Dst* dst, const Src* src, int64_t n) {
@@ -59,6 +62,7 @@ void launch_convert(void* dst, DType dst_dtype, const void* src, int64_t n, cuda
     case DType::F32: convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<float*>(dst), s, n); break;
     case DType::F64: convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<double*>(dst), s, n); break;
     case DType::BF16: convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<bf16*>(dst), s, n); break;
+    case DType::F16: convert_kernel<<<blocks_for(n), kThreads, 0, stream>>>(static_cast<f16*>(dst), s, n); break;
     default: ND_FAIL("device_convert: no conversion to " << dtype_name(dst_dtype) << " on a GPU");
   }
   CUDA_CHECK(cudaGetLastError());
@@ -79,7 +83,9 @@ void device_fill(void* ptr, const void* value, size_t elem_size, int64_t n, int 
   }
 }
 
-bool device_can_convert(DType dtype) { return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16; }
+bool device_can_convert(DType dtype) {
+  return dtype == DType::F32 || dtype == DType::F64 || dtype == DType::BF16 || dtype == DType::F16;
+}
 
 void device_convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, int device) {
   ND_CHECK(device_can_convert(dst_dtype) && device_can_convert(src_dtype),
@@ -92,6 +98,7 @@ void device_convert(void* dst, DType dst_dtype, const void* src, DType src_dtype
     case DType::F32: launch_convert<float>(dst, dst_dtype, src, n, stream); break;
     case DType::F64: launch_convert<double>(dst, dst_dtype, src, n, stream); break;
     case DType::BF16: launch_convert<bf16>(dst, dst_dtype, src, n, stream); break;
+    case DType::F16: launch_convert<f16>(dst, dst_dtype, src, n, stream); break;
     default: break;  // excluded above
   }
 }

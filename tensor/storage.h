@@ -36,7 +36,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 void device_memset_zero(void* ptr, size_t nbytes, int device);
 // Stream-ordered on the compute stream like device_memset_zero (tensor/device_fill_cuda.cu):
 // n elements of `elem_size` bytes (1, 2, 4 or 8) at ptr set to the bytes at `value`; and n elements
-// converted from src_dtype to dst_dtype as the host converts them (f32, f64 and bf16 only).
+// converted from src_dtype to dst_dtype as the host converts them (f32, f64, bf16 and f16 only).
 void device_fill(void* ptr, const void* value, size_t elem_size, int64_t n, int device);
 bool device_can_convert(DType dtype);
 void device_convert(void* dst, DType dst_dtype, const void* src, DType src_dtype, int64_t n, int device);

@@ -16,6 +16,7 @@ double read_element(const void* base, DType dtype, int64_t i) {
     case DType::F32: return static_cast<const float*>(base)[i];
     case DType::F64: return static_cast<const double*>(base)[i];
     case DType::BF16: return bf16_to_f32(static_cast<const bf16*>(base)[i]);
+    case DType::F16: return f16_to_f32(static_cast<const f16*>(base)[i]);
     case DType::I32: return static_cast<const int32_t*>(base)[i];
     case DType::U16: return static_cast<const uint16_t*>(base)[i];
   }
@@ -27,6 +28,7 @@ void write_element(void* base, DType dtype, int64_t i, double v) {
     case DType::F32: static_cast<float*>(base)[i] = static_cast<float>(v); break;
     case DType::F64: static_cast<double*>(base)[i] = v; break;
     case DType::BF16: static_cast<bf16*>(base)[i] = f32_to_bf16(static_cast<float>(v)); break;
+    case DType::F16: static_cast<f16*>(base)[i] = f32_to_f16(static_cast<float>(v)); break;
     case DType::I32: static_cast<int32_t*>(base)[i] = static_cast<int32_t>(v); break;
     case DType::U16: static_cast<uint16_t*>(base)[i] = static_cast<uint16_t>(v); break;
   }

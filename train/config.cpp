@@ -130,17 +130,19 @@ const std::vector<Binding>& train_bindings() {
     b.group("system");
     b.add("device", &C::device, "cpu or cuda");
     b.add("dtype", &C::dtype,
-          "f32, bf16 or fp16 (bf16 and fp16 need cuda; f32 master weights and optimizer state either way)");
+          "f32, bf16 or fp16 (bf16 needs cuda; fp16 on the cpu emulates the GPU's f16 kernels, slowly, for tests; "
+          "f32 master weights and optimizer state either way)");
     b.add("grad-dtype", &C::grad_dtype,
-          "f32 or bf16: gradients accumulated over micro-batches and reduced in this dtype (default: --dtype; "
-          "f32 under bf16 is Megatron's main_grad)");
+          "f32, bf16 or f16: gradients accumulated over micro-batches and reduced in this dtype (default: --dtype, "
+          "but f32 under fp16, whose tiny gradients the unscale would flush to zero; f32 under bf16 is Megatron's "
+          "main_grad)");
     b.add("loss-scale", &C::loss_scale,
           "scale of the loss before backward, gradients divided by it before clipping, overflowing steps skipped: "
-          "dynamic (65536, x2 after 2000 finite steps, x0.5 on overflow), a fixed number (1 = off), or auto "
-          "(dynamic under fp16, else off)");
+          "dynamic (65536, x2 after 2000 finite steps, x0.5 on overflow; under fp16 at most 32768 x grad-accum, "
+          "where its f16 seed stays finite), a fixed number (1 = off), or auto (dynamic under fp16, else off)");
     b.add("master-weights", &C::master_weights,
-          "keep f32 master weights beside bf16 parameters (false: the update rounds into the bf16 weights in "
-          "place, an ablation)");
+          "keep f32 master weights beside bf16 or fp16 parameters (false: the update rounds into the 16-bit "
+          "weights in place, an ablation)");
     b.add("fp8", &C::fp8,
           "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over a 1024-step amax "
           "history; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
@@ -185,9 +187,9 @@ const std::vector<Binding>& train_bindings() {
           "--lr-decay-iters so the schedule ends when the time does");
     b.add("cuda-graph", &C::cuda_graph, "capture the step as a CUDA graph when shapes are static");
     b.add("attention", &C::attention,
-          "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 on a GPU) or auto (cudnn where this build "
-          "and GPU have it, --dtype is bf16 and the head size a multiple of 8 up to 128, except dropout under "
-          "--tp; else ours)");
+          "attention kernel: ours, cudnn (cuDNN's fused attention; bf16 or fp16 on a GPU) or auto (cudnn where "
+          "this build and GPU have it, --dtype is bf16 or fp16 and the head size a multiple of 8 up to 128, except "
+          "dropout under --tp; else ours)");
     b.add("recompute", &C::recompute,
           "activation recomputation: none, attention (each block's attention core is rerun in backward instead of "
           "kept: Megatron's selective recompute) or block (each block keeps only its input and is rerun in "
@@ -277,12 +279,10 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.eval_iters >= 1, "--eval-iters must be >= 1, got " << c.eval_iters);
   ND_CHECK_INPUT(c.log_interval >= 1, "--log-interval must be >= 1, got " << c.log_interval);
   Device device = parse_device(c.device);
-  ND_CHECK_INPUT(c.dtype != "fp16" || device.is_cuda(), "--dtype fp16 needs --device cuda");
-  ND_CHECK_INPUT(c.dtype != "fp16", "--dtype fp16: the f16 kernels are not built yet; use bf16 (with --loss-scale "
-                                    "to try the loss scaler)");
   DType dtype = parse_dtype(c.dtype);
-  ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16, "--dtype must be f32 or bf16, got " << c.dtype);
-  ND_CHECK_INPUT(dtype == DType::F32 || device.is_cuda(), "--dtype bf16 needs --device cuda");
+  ND_CHECK_INPUT(dtype == DType::F32 || dtype == DType::BF16 || dtype == DType::F16,
+                 "--dtype must be f32, bf16 or fp16, got " << c.dtype);
+  ND_CHECK_INPUT(dtype != DType::BF16 || device.is_cuda(), "--dtype bf16 needs --device cuda");
   precision_policy(c);  // checks --grad-dtype, --master-weights, --loss-scale and --fp8 against --dtype
   ND_CHECK_INPUT(!c.fp8 || device.is_cuda(), "--fp8 needs --device cuda");
   ND_CHECK_INPUT(!c.fp8 || c.tp == 1, "--fp8 runs at --tp 1 only for now, got --tp " << c.tp);

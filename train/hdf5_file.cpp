@@ -184,7 +184,8 @@ std::vector<std::string> Hdf5File::list(const std::string& group) const {
 void Hdf5File::write_tensor(const std::string& object, const Tensor& tensor) {
   Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu());
   bool is_int = host.dtype() == DType::I32;
-  ND_CHECK(is_int || host.dtype() == DType::F32 || host.dtype() == DType::BF16 || host.dtype() == DType::F64,
+  ND_CHECK(is_int || host.dtype() == DType::F32 || host.dtype() == DType::BF16 || host.dtype() == DType::F16 ||
+               host.dtype() == DType::F64,
            "cannot store " << host.str() << " as " << object);
   if (!is_int && host.dtype() != DType::F32) host = host.to(DType::F32);
   ensure_parent_groups(object);

@@ -1,5 +1,5 @@
-// The per-layer statistics kernels picked by device and dtype: CPU loops (f32), CUDA launches
-// (f32 or bf16) on the compute stream.
+// The per-layer statistics kernels picked by device and dtype: CPU loops (f32; f16 widened to f32
+// first), CUDA launches (f32, bf16 or f16) on the compute stream.
 #include "train/layer_stats_device.h"
 
 #include "kernels/cpu/layer_stats.h"
@@ -29,12 +29,21 @@ StatSlot<T> slot_of(const Tensor& x, const Tensor* ref, int64_t index) {
   return s;
 }
 
+// A CPU tensor as f32: itself, or the f32 copy of an f16 one (the emulated fp16 path); the CPU
+// statistics kernels read f32.
+Tensor f32_on_cpu(const Tensor& t) {
+  if (t.dtype() == DType::F16) return t.to(DType::F32);
+  check_dtype(t, DType::F32, "layer statistics on the CPU (f32 or f16)");
+  return t;
+}
+
 }  // namespace
 
 #if NANODIST_WITH_CUDA
 struct StatTensorList::DeviceLists {
   std::unique_ptr<cuda::DeviceSlots<StatSlot<float>>> f32;
   std::unique_ptr<cuda::DeviceSlots<StatSlot<bf16>>> bf16s;
+  std::unique_ptr<cuda::DeviceSlots<StatSlot<f16>>> f16s;
 };
 #else
 struct StatTensorList::DeviceLists {};
@@ -46,13 +55,15 @@ void add_tensor_stats(const Tensor& x, const Tensor* ref, Tensor& out, int64_t i
            "layer statistics: reference " << ref->str() << " does not match " << x.str());
   double* sums = out.data<double>();
   if (x.device().is_cpu()) {
-    check_dtype(x, DType::F32, "layer statistics on the CPU");
-    cpu::tensor_stats(std::vector<StatSlot<float>>{slot_of<float>(x, ref, index)}, sums);
+    const Tensor xf = f32_on_cpu(x), rf = ref && ref->defined() ? f32_on_cpu(*ref) : Tensor();
+    cpu::tensor_stats(std::vector<StatSlot<float>>{slot_of<float>(xf, &rf, index)}, sums);
     return;
   }
 #if NANODIST_WITH_CUDA
   if (x.dtype() == DType::BF16)
     cuda::tensor_stats(slot_of<bf16>(x, ref, index), sums);
+  else if (x.dtype() == DType::F16)
+    cuda::tensor_stats(slot_of<f16>(x, ref, index), sums);
   else
     cuda::tensor_stats(slot_of<float>(x, ref, index), sums);
 #else
@@ -66,13 +77,15 @@ void add_attention_entropy(const Tensor& qkv, int64_t NH, Tensor& out, int64_t i
   const int64_t B = qkv.size(0), T = qkv.size(1), C = qkv.size(2) / 3;
   double* sums = out.data<double>() + index;
   if (qkv.device().is_cpu()) {
-    check_dtype(qkv, DType::F32, "attention entropy on the CPU");
-    cpu::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
+    const Tensor q = f32_on_cpu(qkv);
+    cpu::attention_entropy(q.data<float>(), B, T, C, NH, sums);
     return;
   }
 #if NANODIST_WITH_CUDA
   if (qkv.dtype() == DType::BF16)
     cuda::attention_entropy(qkv.data<bf16>(), B, T, C, NH, sums);
+  else if (qkv.dtype() == DType::F16)
+    cuda::attention_entropy(qkv.data<f16>(), B, T, C, NH, sums);
   else
     cuda::attention_entropy(qkv.data<float>(), B, T, C, NH, sums);
 #else
@@ -85,9 +98,12 @@ StatTensorList::StatTensorList(std::vector<StatTensor> tensors) : tensors_(std::
 #if NANODIST_WITH_CUDA
   std::vector<StatSlot<float>> f32;
   std::vector<StatSlot<bf16>> bf16s;
+  std::vector<StatSlot<f16>> f16s;
   for (const StatTensor& t : tensors_) {
     if (t.x.dtype() == DType::BF16)
       bf16s.push_back(slot_of<bf16>(t.x, &t.ref, t.index));
+    else if (t.x.dtype() == DType::F16)
+      f16s.push_back(slot_of<f16>(t.x, &t.ref, t.index));
     else
       f32.push_back(slot_of<float>(t.x, &t.ref, t.index));
   }
@@ -95,6 +111,7 @@ StatTensorList::StatTensorList(std::vector<StatTensor> tensors) : tensors_(std::
   device_ = std::make_unique<DeviceLists>();
   device_->f32 = std::make_unique<cuda::DeviceSlots<StatSlot<float>>>(f32, device);
   device_->bf16s = std::make_unique<cuda::DeviceSlots<StatSlot<bf16>>>(bf16s, device);
+  device_->f16s = std::make_unique<cuda::DeviceSlots<StatSlot<f16>>>(f16s, device);
 #endif
 }
 
@@ -106,9 +123,12 @@ void StatTensorList::add_to(Tensor& out) const {
   for (const StatTensor& t : tensors_) check_out(out, t.x, t.index + kStatsPerSlot);
   if (first.device().is_cpu()) {
     std::vector<StatSlot<float>> slots;
+    std::vector<Tensor> widened;  // f32 copies of f16 tensors, alive until the sums are taken
+    widened.reserve(2 * tensors_.size());
     for (const StatTensor& t : tensors_) {
-      check_dtype(t.x, DType::F32, "layer statistics on the CPU");
-      slots.push_back(slot_of<float>(t.x, &t.ref, t.index));
+      widened.push_back(f32_on_cpu(t.x));
+      widened.push_back(t.ref.defined() ? f32_on_cpu(t.ref) : Tensor());
+      slots.push_back(slot_of<float>(widened[widened.size() - 2], &widened.back(), t.index));
     }
     cpu::tensor_stats(slots, out.data<double>());
     return;
@@ -116,6 +136,7 @@ void StatTensorList::add_to(Tensor& out) const {
 #if NANODIST_WITH_CUDA
   cuda::tensor_stats(*device_->f32, out.data<double>());
   cuda::tensor_stats(*device_->bf16s, out.data<double>());
+  cuda::tensor_stats(*device_->f16s, out.data<double>());
 #endif
 }
 

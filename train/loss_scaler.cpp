@@ -1,6 +1,7 @@
 // The loss scaler's state machine of loss_scaler.h.
 #include "train/loss_scaler.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -24,7 +25,8 @@ LossScaler::LossScaler(const LossScalerOptions& options) : options_(options) {
   ND_CHECK(std::isfinite(options.initial_scale) && options.initial_scale > 0.0,
            "loss scale must be positive and finite, got " << options.initial_scale);
   ND_CHECK(options.growth_interval >= 1, "loss scale growth interval must be >= 1");
-  state_.scale = options.initial_scale;
+  ND_CHECK(options.max_scale > 0.0, "loss scale maximum must be positive, got " << options.max_scale);
+  state_.scale = options.dynamic ? std::min(options.initial_scale, options.max_scale) : options.initial_scale;
 }
 
 void LossScaler::set_state(const LossScalerState& state) {
@@ -32,6 +34,7 @@ void LossScaler::set_state(const LossScalerState& state) {
   ND_CHECK(state.finite_in_a_row >= 0 && state.skipped_steps >= 0, "loss scaler counters must be >= 0");
   state_ = state;
   if (!options_.dynamic) state_.scale = options_.initial_scale;  // a fixed scale is the flag's, not the checkpoint's
+  state_.scale = options_.dynamic ? std::min(state_.scale, options_.max_scale) : state_.scale;
 }
 
 bool LossScaler::update(bool local_overflow, dist::Comm* world) {
@@ -44,7 +47,7 @@ bool LossScaler::update(bool local_overflow, dist::Comm* world) {
     return true;
   }
   if (options_.dynamic && ++state_.finite_in_a_row >= options_.growth_interval) {
-    state_.scale *= options_.growth_factor;
+    state_.scale = std::min(state_.scale * options_.growth_factor, options_.max_scale);
     state_.finite_in_a_row = 0;
   }
   return false;

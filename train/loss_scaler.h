@@ -3,8 +3,11 @@
 // clipping, and a step whose gradients overflowed (an inf or NaN anywhere, on any rank) is skipped.
 // Dynamic: the scale starts at 65536, halves on every overflow and doubles after 2000 finite steps
 // in a row. Fixed (`--loss-scale X`): the scale never moves, overflowing steps are still skipped;
-// X = 1 is no scaling at all.
+// X = 1 is no scaling at all. A dynamic scale never exceeds max_scale: under fp16 the backward's
+// seed (scale / grad-accum) is itself an f16 number, finite only up to 65504, so the largest power
+// of two it holds (32768) times grad-accum bounds the scale (65536 itself from grad-accum 2 on).
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +21,7 @@ struct LossScalerOptions {
   double growth_factor = 2.0;
   double backoff_factor = 0.5;
   int64_t growth_interval = 2000;  // finite steps in a row before the scale grows
+  double max_scale = INFINITY;     // dynamic only: the initial scale and growth stop here
 };
 
 // What a checkpoint keeps of the scaler, so a resumed run continues its state machine.

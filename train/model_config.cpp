@@ -55,8 +55,8 @@ ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {
   std::string why;
   if (!parse_device(c.device).is_cuda())
     why = "cuDNN attention runs on the GPU, and --device is " + c.device;
-  else if (parse_dtype(c.dtype) != DType::BF16)
-    why = "cuDNN attention takes bf16, and --dtype is " + c.dtype;
+  else if (parse_dtype(c.dtype) != DType::BF16 && parse_dtype(c.dtype) != DType::F16)
+    why = "cuDNN attention takes bf16 or fp16, and --dtype is " + c.dtype;
   else if (c.n_head <= 0 || c.n_embd % c.n_head != 0 || (c.n_embd / c.n_head) % 8 != 0 ||
            c.n_embd / c.n_head > 128)
     why = "cuDNN attention takes head sizes that are multiples of 8 up to 128, and n_embd / n_head is " +

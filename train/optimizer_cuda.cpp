@@ -192,6 +192,8 @@ void with_types(dist::FlatParams& flat, const FlatOptimizerState& opt, F&& f) {
   if (p == DType::F32 && g == DType::F32) return f(float{}, float{});
   if (p == DType::BF16 && g == DType::BF16) return f(bf16{}, bf16{});
   if (p == DType::BF16 && g == DType::F32) return f(bf16{}, float{});
+  if (p == DType::F16 && g == DType::F16) return f(f16{}, f16{});
+  if (p == DType::F16 && g == DType::F32) return f(f16{}, float{});
   ND_FAIL("AdamW on the GPU: " << dtype_name(p) << " parameters with " << dtype_name(g) << " gradients");
 }
 
@@ -214,6 +216,8 @@ double cuda_global_grad_norm(dist::FlatParams& flat, const FlatOptimizerState& o
   };
   if (opt.grads.dtype() == DType::BF16)
     norm_of(bf16{});
+  else if (opt.grads.dtype() == DType::F16)
+    norm_of(f16{});
   else
     norm_of(float{});
   return read_back(scalars.data<float>(), stream);

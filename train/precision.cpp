@@ -1,6 +1,7 @@
 // PrecisionPolicy from the flags.
 #include "train/precision.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -19,22 +20,27 @@ std::string PrecisionPolicy::str() const {
 PrecisionPolicy precision_policy(const TrainConfig& c) {
   PrecisionPolicy p;
   p.param = p.compute = parse_dtype(c.dtype);
-  p.grad = c.grad_dtype.empty() ? p.param : parse_dtype(c.grad_dtype);
-  ND_CHECK_INPUT(p.grad == DType::F32 || p.grad == DType::BF16,
-                 "--grad-dtype must be f32 or bf16, got '" << c.grad_dtype << "'");
+  // fp16 gradients are f32 unless asked: the unscale (x 1/scale) would round the small ones to zero
+  // in f16, the very underflow the scale was there to avoid (Megatron's fp16 keeps f32 main_grads).
+  const DType default_grad = p.param == DType::F16 ? DType::F32 : p.param;
+  p.grad = c.grad_dtype.empty() ? default_grad : parse_dtype(c.grad_dtype);
+  ND_CHECK_INPUT(p.grad == DType::F32 || p.grad == DType::BF16 || p.grad == DType::F16,
+                 "--grad-dtype must be f32, bf16 or f16, got '" << c.grad_dtype << "'");
   ND_CHECK_INPUT(p.grad == p.param || p.grad == DType::F32,
                  "--grad-dtype " << dtype_name(p.grad) << " with --dtype " << c.dtype
                                  << ": gradients may be as wide as the parameters or f32, not narrower");
   p.reduce = p.grad;
   ND_CHECK_INPUT(c.master_weights || p.param != DType::F32,
-                 "--master-weights false needs --dtype bf16 (f32 parameters are their own masters)");
+                 "--master-weights false needs --dtype bf16 or fp16 (f32 parameters are their own masters)");
   p.master = c.master_weights ? DType::F32 : p.param;
   if (c.loss_scale == "auto") {
-    p.loss_scaling = c.dtype == "fp16";
+    p.loss_scaling = p.param == DType::F16;
   } else {
     p.loss_scaler = parse_loss_scale(c.loss_scale);
     p.loss_scaling = p.loss_scaler.dynamic || p.loss_scaler.initial_scale != 1.0;
   }
+  // The backward's seed, scale / grad-accum, is an f16 number under fp16 (loss_scaler.h).
+  if (p.param == DType::F16) p.loss_scaler.max_scale = 32768.0 * std::max(1, c.grad_accum);
   if (c.fp8) {
     ND_CHECK_INPUT(p.param == DType::BF16, "--fp8 needs --dtype bf16 (its GEMMs read bf16 and write bf16)");
     std::stringstream list(c.fp8_layers);

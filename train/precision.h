@@ -1,9 +1,11 @@
 // The precision policy of a run: the dtype of each kind of tensor, in place of one dtype for
 // everything. --dtype bf16 is {param bf16, compute bf16, grad bf16, reduce bf16, master f32};
 // --grad-dtype f32 beside it accumulates the micro-batches' gradients in f32 and reduces them in
-// f32 (Megatron's main_grad); the CPU runs f32 throughout. --master-weights false drops the f32
-// master (master bf16: the update rounds into the weights, an ablation); --loss-scale adds the loss
-// scaler of train/loss_scaler.h (on by default under fp16 only). fp16 compute and FP8 join here.
+// f32 (Megatron's main_grad). --dtype fp16 is {param f16, compute f16, grad f32, reduce f32,
+// master f32} with the dynamic loss scaler of train/loss_scaler.h (--loss-scale: on by default
+// under fp16 only; on the CPU fp16 runs the emulated f16 kernels). The CPU's f32 runs f32
+// throughout. --master-weights false drops the f32 master (the update rounds into the 16-bit
+// weights, an ablation). FP8 GEMMs join here.
 #pragma once
 #include <string>
 

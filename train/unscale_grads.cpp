@@ -15,7 +15,7 @@ void unscale_grads(Tensor& grads, const Tensor& inverse_scale) {
   ND_CHECK(inverse_scale.dtype() == DType::F32 && inverse_scale.numel() == 1 &&
                inverse_scale.device() == grads.device(),
            "unscale_grads: the inverse scale must be one f32 on the gradients' device");
-  ND_CHECK(grads.dtype() == DType::F32 || grads.dtype() == DType::BF16,
+  ND_CHECK(grads.dtype() == DType::F32 || grads.dtype() == DType::BF16 || grads.dtype() == DType::F16,
            "unscale_grads: gradients in " << dtype_name(grads.dtype()));
   const int64_t n = grads.numel();
   if (grads.device().is_cuda()) {
@@ -23,6 +23,8 @@ void unscale_grads(Tensor& grads, const Tensor& inverse_scale) {
     cudaStream_t stream = compute_stream(grads.device().index);
     if (grads.dtype() == DType::F32)
       cuda::scale_by_device_scalar(grads.data<float>(), n, inverse_scale.data<float>(), stream);
+    else if (grads.dtype() == DType::F16)
+      cuda::scale_by_device_scalar(grads.data<f16>(), n, inverse_scale.data<float>(), stream);
     else
       cuda::scale_by_device_scalar(grads.data<bf16>(), n, inverse_scale.data<float>(), stream);
     return;
@@ -33,6 +35,8 @@ void unscale_grads(Tensor& grads, const Tensor& inverse_scale) {
   const float factor = *inverse_scale.data<float>();
   if (grads.dtype() == DType::F32)
     cpu::scale_inplace(grads.data<float>(), n, factor);
+  else if (grads.dtype() == DType::F16)
+    cpu::scale_inplace(grads.data<f16>(), n, factor);
   else
     cpu::scale_inplace(grads.data<bf16>(), n, factor);
 }

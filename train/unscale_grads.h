@@ -6,7 +6,7 @@
 
 namespace nd::train {
 
-// grads (n, f32 or bf16) *= inverse_scale[0].
+// grads (n, f32, bf16 or f16) *= inverse_scale[0].
 void unscale_grads(Tensor& grads, const Tensor& inverse_scale);
 
 }  // namespace nd::train

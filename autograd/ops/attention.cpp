@@ -27,10 +27,11 @@ AttentionDims attention_dims(const Tensor& qkv, int n_head) {
   return {qkv.size(0), qkv.size(1), C, n_head};
 }
 
-// nd::Error unless cuDNN attention can run on x: bf16 on a GPU, a build and GPU that have it.
+// nd::Error unless cuDNN attention can run on x: bf16 or f16 on a GPU, a build and GPU that have it.
 void check_cudnn_input(const Tensor& x) {
-  ND_CHECK(x.device().is_cuda() && x.dtype() == DType::BF16,
-           "attention: the cuDNN kernel takes bf16 on a GPU, got " << x.str() << " (use the default kernel there)");
+  ND_CHECK(x.device().is_cuda() && (x.dtype() == DType::BF16 || x.dtype() == DType::F16),
+           "attention: the cuDNN kernel takes bf16 or f16 on a GPU, got " << x.str()
+                                                                          << " (use the default kernel there)");
   std::string why;
   ND_CHECK(cudnn::attention_available(&why), "attention: " << why);
 }
@@ -68,7 +69,10 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
   if (kernel == AttentionKernel::Cudnn) {
     check_cudnn_input(x);
     op_timer::Scope timed("attention (cudnn)", x);
-    cudnn::attention_forward(x.data<bf16>(), out.data<bf16>(), lse.data<float>(), d.B, d.T, d.C, d.NH, drop);
+    if (x.dtype() == DType::F16)
+      cudnn::attention_forward(x.data<f16>(), out.data<f16>(), lse.data<float>(), d.B, d.T, d.C, d.NH, drop);
+    else
+      cudnn::attention_forward(x.data<bf16>(), out.data<bf16>(), lse.data<float>(), d.B, d.T, d.C, d.NH, drop);
   } else {
     ND_DISPATCH_KERNEL(x, "attention",
                        backend::attention_forward(x.data<scalar_t>(), out.data<scalar_t>(),
@@ -81,8 +85,12 @@ Variable attention(const Variable& qkv, int n_head, float dropout, Generator* ge
     if (op_timer::enabled()) op_timer::note_next({5.0 * products, 0.0, ""});
     if (kernel == AttentionKernel::Cudnn) {
       op_timer::Scope timed("attention backward (cudnn)", x);
-      cudnn::attention_backward(grad_out.data<bf16>(), x.data<bf16>(), out.data<bf16>(), lse.data<float>(),
-                                grad_dest<bf16>(dqkv), d.B, d.T, d.C, d.NH, drop);
+      if (x.dtype() == DType::F16)
+        cudnn::attention_backward(grad_out.data<f16>(), x.data<f16>(), out.data<f16>(), lse.data<float>(),
+                                  grad_dest<f16>(dqkv), d.B, d.T, d.C, d.NH, drop);
+      else
+        cudnn::attention_backward(grad_out.data<bf16>(), x.data<bf16>(), out.data<bf16>(), lse.data<float>(),
+                                  grad_dest<bf16>(dqkv), d.B, d.T, d.C, d.NH, drop);
       return;
     }
     ND_DISPATCH_KERNEL(x, "attention backward",

@@ -39,8 +39,7 @@ VocabCrossEntropyDims dims_of(const Tensor& logits, const Tensor& targets, int64
   return {targets.numel(), Vl, valid, vocab_start, V};
 }
 
-// Per-row statistics are StatType<scalar_t>: f32 on the GPU (and for f32 on the CPU), f64 for the
-// f64 reference.
+// Per-row statistics are StatType<scalar_t>: f32 (for f32, bf16 and f16), f64 for the f64 reference.
 void local_stats_on_device(const Tensor& logits, const Tensor& targets, Tensor& row_max, Tensor& stats,
                            const VocabCrossEntropyDims& d) {
   ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy",
@@ -92,7 +91,7 @@ VocabCrossEntropyForward forward_on_device(const Tensor& x, const Tensor& target
   const VocabCrossEntropyDims d = dims_of(x, targets, vocab_start, vocab_size);
   // Every rank sees the same targets, so a bad one raises on all of them before any reduction.
   if (x.device().is_cpu()) cpu::count_cross_entropy_targets(targets.data<int32_t>(), d.N, d.V);
-  const DType stats_dtype = x.device().is_cuda() ? DType::F32 : x.dtype();
+  const DType stats_dtype = stat_dtype(x.dtype());
   Tensor row_max = Tensor::empty({2, d.N}, stats_dtype, x.device());
   Tensor stats = Tensor::empty({2, d.N}, stats_dtype, x.device());
   local_stats_on_device(x, targets, row_max, stats, d);

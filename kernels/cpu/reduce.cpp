@@ -1,4 +1,4 @@
-// CPU reduce loops: plain, vectorisable loops over contiguous arrays. bf16 values are widened to
+// CPU reduce loops: plain, vectorisable loops over contiguous arrays. bf16 and f16 values are widened to
 // f32, combined, and rounded back once per call.
 #include "kernels/cpu/reduce.h"
 
@@ -8,8 +8,10 @@ namespace {
 
 inline float widen(float v) { return v; }
 inline float widen(bf16 v) { return bf16_to_f32(v); }
+inline float widen(f16 v) { return f16_to_f32(v); }
 inline void store(float* p, float v) { *p = v; }
 inline void store(bf16* p, float v) { *p = f32_to_bf16(v); }
+inline void store(f16* p, float v) { *p = f32_to_f16(v); }
 
 template <typename T>
 void reduce_add_impl(T* dst, const T* src, int64_t n, float scale) {
@@ -41,6 +43,7 @@ void scale_impl(T* dst, int64_t n, float scale) {
 
 void reduce_add(float* dst, const float* src, int64_t n, float scale) { reduce_add_impl(dst, src, n, scale); }
 void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale) { reduce_add_impl(dst, src, n, scale); }
+void reduce_add(f16* dst, const f16* src, int64_t n, float scale) { reduce_add_impl(dst, src, n, scale); }
 
 void reduce_rows(float* dst, const float* rows, int nrows, int64_t n, float scale, int own_row) {
   reduce_rows_impl(dst, rows, nrows, n, scale, own_row);
@@ -48,8 +51,12 @@ void reduce_rows(float* dst, const float* rows, int nrows, int64_t n, float scal
 void reduce_rows(bf16* dst, const bf16* rows, int nrows, int64_t n, float scale, int own_row) {
   reduce_rows_impl(dst, rows, nrows, n, scale, own_row);
 }
+void reduce_rows(f16* dst, const f16* rows, int nrows, int64_t n, float scale, int own_row) {
+  reduce_rows_impl(dst, rows, nrows, n, scale, own_row);
+}
 
 void scale_inplace(float* dst, int64_t n, float scale) { scale_impl(dst, n, scale); }
 void scale_inplace(bf16* dst, int64_t n, float scale) { scale_impl(dst, n, scale); }
+void scale_inplace(f16* dst, int64_t n, float scale) { scale_impl(dst, n, scale); }
 
 }  // namespace nd::cpu

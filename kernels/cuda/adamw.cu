@@ -14,7 +14,7 @@ constexpr int kPack = 4;               // elements per thread and iteration (one
 constexpr int kPacksPerThread = 16;    // blocks per slot = max_n / (threads x pack x this), capped
 constexpr int kMaxBlocksPerSlot = 256;
 
-// kPack elements of T read or written in one access (8 bytes for bf16, 16 for f32).
+// kPack elements of T read or written in one access (8 bytes for bf16 and f16, 16 for f32).
 template <typename T>
 struct alignas(kPack * sizeof(T)) Pack4 {
   T v[kPack];
@@ -134,11 +134,19 @@ template void adamw_update<nd::bf16, nd::bf16>(const DeviceSlots<AdamWSlot<nd::b
                                                const float*, cudaStream_t);
 template void adamw_update<nd::bf16, float>(const DeviceSlots<AdamWSlot<nd::bf16, float>>&, const AdamWHyper&,
                                             const float*, cudaStream_t);
+template void adamw_update<nd::f16, nd::f16>(const DeviceSlots<AdamWSlot<nd::f16>>&, const AdamWHyper&,
+                                             const float*, cudaStream_t);
+template void adamw_update<nd::f16, float>(const DeviceSlots<AdamWSlot<nd::f16, float>>&, const AdamWHyper&,
+                                           const float*, cudaStream_t);
 template void adamw_update<float, float>(const DeviceSlots<AdamWSlot<float>>&, float, float, float,
                                          const AdamWStepScalars*, const float*, cudaStream_t);
 template void adamw_update<nd::bf16, nd::bf16>(const DeviceSlots<AdamWSlot<nd::bf16>>&, float, float, float,
                                                const AdamWStepScalars*, const float*, cudaStream_t);
 template void adamw_update<nd::bf16, float>(const DeviceSlots<AdamWSlot<nd::bf16, float>>&, float, float, float,
                                             const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<nd::f16, nd::f16>(const DeviceSlots<AdamWSlot<nd::f16>>&, float, float, float,
+                                             const AdamWStepScalars*, const float*, cudaStream_t);
+template void adamw_update<nd::f16, float>(const DeviceSlots<AdamWSlot<nd::f16, float>>&, float, float, float,
+                                           const AdamWStepScalars*, const float*, cudaStream_t);
 
 }  // namespace nd::cuda

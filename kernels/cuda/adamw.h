@@ -1,5 +1,5 @@
 // Fused AdamW on the GPU: one launch updates every parameter tensor. The optimizer state (f32
-// master weights, m, v) stays f32; the model's copy (f32 or bf16) is written from the master.
+// master weights, m, v) stays f32; the model's copy (f32, bf16 or f16) is written from the master.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -13,8 +13,8 @@ namespace nd::cuda {
 
 // One parameter tensor (or a run of the flat buffers) of n elements. master may be null when T is
 // float: the parameter itself is then the f32 master. The gradient is T, or f32 main gradients
-// (G = float) beside bf16 parameters. weight_decay is per slot (GPT decays matrices, not biases
-// or norms).
+// (G = float) beside bf16 or f16 parameters. weight_decay is per slot (GPT decays matrices, not
+// biases or norms).
 template <typename T, typename G = T>
 struct AdamWSlot {
   T* param;

@@ -9,7 +9,7 @@
 
 namespace nd::cuda {
 
-// a (n), b (n) -> out (n) = a + b. T = float or bf16 (summed in f32).
+// a (n), b (n) -> out (n) = a + b. T = float, bf16 or f16 (summed in f32).
 template <typename T>
 void add_forward(const T* a, const T* b, T* out, int64_t n, cudaStream_t stream = nullptr);
 

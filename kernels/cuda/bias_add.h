@@ -9,7 +9,7 @@
 
 namespace nd::cuda {
 
-// x (M, N), b (N) -> out (M, N) = x[m] + b, summed in f32. out may be x. T = float or bf16.
+// x (M, N), b (N) -> out (M, N) = x[m] + b, summed in f32. out may be x. T = float, bf16 or f16.
 template <typename T>
 void bias_add_forward(const T* x, const T* b, T* out, int64_t M, int64_t N, cudaStream_t stream = nullptr);
 

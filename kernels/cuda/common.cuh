@@ -1,8 +1,9 @@
-// Shared device helpers of the CUDA kernels: ceil-div, f32 <-> storage-type conversion for float and
-// bf16 (bf16 math always accumulates in f32), 16-byte vector loads and stores, warp and block
+// Shared device helpers of the CUDA kernels: ceil-div, f32 <-> storage-type conversion for float,
+// bf16 and f16 (16-bit math always accumulates in f32), 16-byte vector loads and stores, warp and block
 // reductions, and the constants of the log2-domain softmaxes.
 #pragma once
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -25,6 +26,7 @@ inline cudaStream_t stream_or_default(cudaStream_t stream) { return stream ? str
 
 __device__ __forceinline__ float to_f32(float x) { return x; }
 __device__ __forceinline__ float to_f32(nd::bf16 x) { return __uint_as_float(static_cast<uint32_t>(x.bits) << 16); }
+__device__ __forceinline__ float to_f32(nd::f16 x) { return __half2float(__ushort_as_half(x.bits)); }
 
 template <typename T>
 __device__ __forceinline__ T from_f32(float x);
@@ -35,8 +37,12 @@ __device__ __forceinline__ nd::bf16 from_f32<nd::bf16>(float x) {
   __nv_bfloat16 h = __float2bfloat16_rn(x);
   return nd::bf16{*reinterpret_cast<uint16_t*>(&h)};
 }
+template <>
+__device__ __forceinline__ nd::f16 from_f32<nd::f16>(float x) {
+  return nd::f16{__half_as_ushort(__float2half_rn(x))};
+}
 
-// 16 bytes of T: 4 floats or 8 bf16, loaded and stored as one int4.
+// 16 bytes of T: 4 floats or 8 bf16 or f16, loaded and stored as one int4.
 template <typename T>
 struct Pack16 {
   static constexpr int kSize = 16 / sizeof(T);
@@ -133,7 +139,8 @@ __device__ __forceinline__ float block_max(float x, float* scratch) {
 
 }  // namespace nd::cuda
 
-// Explicit instantiations of a launcher template for the two storage types of the CUDA backend.
+// Explicit instantiations of a launcher template for the three storage types of the CUDA backend.
 #define ND_CUDA_INSTANTIATE(macro) \
   macro(float);                    \
-  macro(nd::bf16)
+  macro(nd::bf16);                 \
+  macro(nd::f16)

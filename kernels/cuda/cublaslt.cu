@@ -67,8 +67,12 @@ int alignment_of(const void* p) {
 }
 
 cudaDataType_t cuda_type(DType t) {
-  ND_CHECK(t == DType::F32 || t == DType::BF16, "gemm: dtype " << dtype_name(t) << " is not supported on CUDA");
-  return t == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
+  switch (t) {
+    case DType::F32: return CUDA_R_32F;
+    case DType::BF16: return CUDA_R_16BF;
+    case DType::F16: return CUDA_R_16F;
+    default: ND_FAIL("gemm: dtype " << dtype_name(t) << " is not supported on CUDA");
+  }
 }
 
 cudaDataType_t fp8_cuda_type(Fp8Format f) { return f == Fp8Format::E4M3 ? CUDA_R_8F_E4M3 : CUDA_R_8F_E5M2; }
@@ -178,9 +182,10 @@ void check_problem(const GemmProblem& p) {
   if (p.fp8) {
     check_fp8_problem(p);
   } else {
-    ND_CHECK(p.a_type == p.d_type || (p.a_type == DType::BF16 && p.d_type == DType::F32),
+    const bool half = p.a_type == DType::BF16 || p.a_type == DType::F16;
+    ND_CHECK(p.a_type == p.d_type || (half && p.d_type == DType::F32),
              "gemm: " << dtype_name(p.a_type) << " inputs with a " << dtype_name(p.d_type)
-                      << " output (expected f32 -> f32, bf16 -> bf16 or bf16 -> f32)");
+                      << " output (expected f32 -> f32, or bf16 or f16 -> itself or f32)");
     ND_CHECK(!p.a_scale && !p.b_scale && !p.d_scale, "gemm: per-tensor scales are for FP8 types only");
   }
   ND_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative size m=" << p.m << " n=" << p.n << " k=" << p.k);

@@ -1,7 +1,7 @@
 // The one matrix-multiply entry point of the CUDA backend: cuBLASLt with one handle and one 32 MiB
 // workspace per device, and the chosen algorithm cached per problem shape (no heuristic query in
-// the steady state). f32 runs in true f32 (no TF32), so it can match the CPU reference; bf16 runs
-// on tensor cores with f32 accumulation. Epilogues fuse a bias, or GPT-2's GELU and its gradient.
+// the steady state). f32 runs in true f32 (no TF32), so it can match the CPU reference; bf16 and
+// f16 run on tensor cores with f32 accumulation. Epilogues fuse a bias, or GPT-2's GELU and its gradient.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -19,9 +19,9 @@ enum class GemmEpilogue {
 };
 
 // Column-major, as BLAS: D (m, n) = op(A) (m, k) · op(B) (k, n) + beta · D, then the epilogue,
-// accumulated in f32. A and B have one type, D (and bias and aux) its own: F32, or BF16 inputs
-// with a BF16 or F32 output (an f32 D with beta = 1 accumulates a bf16 product into f32, as main
-// gradients want). aux is (m, n) with leading dimension ldaux, which cuBLASLt wants a multiple of
+// accumulated in f32. A and B have one type, D (and bias and aux) its own: F32, or BF16 (F16) inputs
+// with a BF16 (F16) or F32 output (an f32 D with beta = 1 accumulates a 16-bit product into f32, as
+// main gradients want). aux is (m, n) with leading dimension ldaux, which cuBLASLt wants a multiple of
 // 8; bias is (m). The GELU epilogue takes beta = 0.
 // Scales (device pointers to one f32 each, or null) are cuBLASLt's per-tensor scaling of FP8
 // inputs (D = (scale_a · A)(scale_b · B)): with fp8 set, A and B are codes of a_format and

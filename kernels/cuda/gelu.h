@@ -9,7 +9,7 @@
 
 namespace nd::cuda {
 
-// x (n) -> out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). T = float or bf16.
+// x (n) -> out (n) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))). T = float, bf16 or f16.
 template <typename T>
 void gelu_forward(const T* x, T* out, int64_t n, cudaStream_t stream = nullptr);
 

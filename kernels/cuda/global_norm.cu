@@ -136,5 +136,7 @@ template void global_norm<float>(const DeviceSlots<NormSlot<float>>&, float*, fl
 template void global_norm<nd::bf16>(const DeviceSlots<NormSlot<nd::bf16>>&, float*, float*, float, cudaStream_t);
 template void sums_of_squares<float>(const DeviceSlots<NormSlot<float>>&, int, float*, cudaStream_t);
 template void sums_of_squares<nd::bf16>(const DeviceSlots<NormSlot<nd::bf16>>&, int, float*, cudaStream_t);
+template void global_norm<nd::f16>(const DeviceSlots<NormSlot<nd::f16>>&, float*, float*, float, cudaStream_t);
+template void sums_of_squares<nd::f16>(const DeviceSlots<NormSlot<nd::f16>>&, int, float*, cudaStream_t);
 
 }  // namespace nd::cuda

@@ -33,5 +33,6 @@ void grad_accumulate(const T* src, float* dst, int64_t n, bool overwrite, cudaSt
 
 template void grad_accumulate<float>(const float*, float*, int64_t, bool, cudaStream_t);
 template void grad_accumulate<bf16>(const bf16*, float*, int64_t, bool, cudaStream_t);
+template void grad_accumulate<f16>(const f16*, float*, int64_t, bool, cudaStream_t);
 
 }  // namespace nd::cuda

@@ -9,7 +9,7 @@
 
 namespace nd::cuda {
 
-// src (n) T = f32 or bf16, dst (n) f32: dst = src (overwrite) or dst += src.
+// src (n) T = f32, bf16 or f16, dst (n) f32: dst = src (overwrite) or dst += src.
 template <typename T>
 void grad_accumulate(const T* src, float* dst, int64_t n, bool overwrite, cudaStream_t stream = nullptr);
 

@@ -33,11 +33,11 @@ GemmProblem gemm_problem(bool trans_a, bool trans_b, int64_t m, int64_t n, int64
   return p;
 }
 
-// The GELU epilogues serve bf16, the benchmarked type. f32 keeps the separate kernels: it is the
-// precise path, held to the CPU reference within 1e-5, and cuBLASLt does not say how exactly its
-// epilogue computes tanh.
+// The GELU epilogues serve the 16-bit types (bf16, the benchmarked one, and f16). f32 keeps the
+// separate kernels: it is the precise path, held to the CPU reference within 1e-5, and cuBLASLt does
+// not say how exactly its epilogue computes tanh.
 template <typename T>
-constexpr bool kGeluEpilogue = std::is_same<T, bf16>::value;
+constexpr bool kGeluEpilogue = std::is_same<T, bf16>::value || std::is_same<T, f16>::value;
 
 // A gradient product: beta 0 overwrites D unread (the first contribution), 1 adds.
 template <typename T>

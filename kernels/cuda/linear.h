@@ -12,7 +12,7 @@
 
 namespace nd::cuda {
 
-// x (M, K), w (N, K), b (N) or null -> out (M, N). T = float or bf16 (f32 accumulation).
+// x (M, K), w (N, K), b (N) or null -> out (M, N). T = float, bf16 or f16 (f32 accumulation).
 template <typename T>
 void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64_t N, int64_t K,
                     cudaStream_t stream = nullptr);
@@ -24,7 +24,7 @@ void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, Grad
                      int64_t N, int64_t K, cudaStream_t stream = nullptr);
 
 // x (M, K), w (N, K), b (N) or null -> pre (M, N) = x · wᵀ + b and out (M, N) = gelu(pre) (GPT-2's
-// tanh form). True when cuBLASLt ran the GELU in the GEMM's epilogue (GELU_AUX_BIAS, bf16 only);
+// tanh form). True when cuBLASLt ran the GELU in the GEMM's epilogue (GELU_AUX_BIAS, bf16 and f16 only);
 // false when separate kernels did: in f32, or where cuBLASLt has no epilogue for the shape or
 // alignment (N not a multiple of 8, say).
 template <typename T>

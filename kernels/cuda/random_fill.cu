@@ -11,8 +11,9 @@ namespace {
 constexpr int kThreads = 256;
 
 __device__ __forceinline__ void store(float* out, double v) { *out = static_cast<float>(v); }
-// As the CPU writes bf16: round the double to f32, then f32 to bf16 (nearest even).
+// As the CPU writes bf16 and f16: round the double to f32, then f32 to bf16 or f16 (nearest even).
 __device__ __forceinline__ void store(nd::bf16* out, double v) { *out = nd::f32_to_bf16(static_cast<float>(v)); }
+__device__ __forceinline__ void store(nd::f16* out, double v) { *out = nd::f32_to_f16(static_cast<float>(v)); }
 
 // out (n) from the slice's elements; a grid-stride loop, so any n fits the grid.
 template <typename T>

@@ -14,7 +14,7 @@
 namespace nd::cuda {
 
 // out (slice.size()): out[j] = mean + std * philox_normal(seed, rng.start() + slice.full_index(j),
-// stream), computed in double and rounded once to T (float or bf16). rng.offset, when set, is
+// stream), computed in double and rounded once to T (float, bf16 or f16). rng.offset, when set, is
 // device memory.
 template <typename T>
 void normal_fill(T* out, const ElementSlice& slice, const PhiloxCounters& rng, double mean, double std,

@@ -109,10 +109,16 @@ void reduce_add(float* dst, const float* src, int64_t n, float scale, cudaStream
 void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks) {
   launch_reduce_add(dst, src, n, scale, max_blocks, stream);
 }
+void reduce_add(f16* dst, const f16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks) {
+  launch_reduce_add(dst, src, n, scale, max_blocks, stream);
+}
 void reduce_rows(float* dst, const float* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream) {
   launch_reduce_rows(dst, rows, nrows, n, scale, own_row, stream);
 }
 void reduce_rows(bf16* dst, const bf16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream) {
+  launch_reduce_rows(dst, rows, nrows, n, scale, own_row, stream);
+}
+void reduce_rows(f16* dst, const f16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream) {
   launch_reduce_rows(dst, rows, nrows, n, scale, own_row, stream);
 }
 

@@ -1,5 +1,5 @@
 // CUDA local reductions for the collectives (see kernels/cpu/reduce.h, the reference):
-// dst += src with a scale, and a scaled sum over rows. bf16 is summed in f32. Async on `stream`.
+// dst += src with a scale, and a scaled sum over rows. bf16 and f16 are summed in f32. Async on `stream`.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -13,10 +13,12 @@ namespace nd::cuda {
 // kernels that run beside it (the ring's NCCL transfers); 0 fills the GPU.
 void reduce_add(float* dst, const float* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
 void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
+void reduce_add(f16* dst, const f16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
 
 // dst (n) = scale * sum over r of row r, rows (nrows, n), summed in row order; row `own_row`
 // is read from dst itself (-1: none).
 void reduce_rows(float* dst, const float* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);
 void reduce_rows(bf16* dst, const bf16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);
+void reduce_rows(f16* dst, const f16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);
 
 }  // namespace nd::cuda

@@ -37,5 +37,8 @@ void scale_by_device_scalar(float* x, int64_t n, const float* factor, cudaStream
 void scale_by_device_scalar(bf16* x, int64_t n, const float* factor, cudaStream_t stream) {
   launch(x, n, factor, stream);
 }
+void scale_by_device_scalar(f16* x, int64_t n, const float* factor, cudaStream_t stream) {
+  launch(x, n, factor, stream);
+}
 
 }  // namespace nd::cuda

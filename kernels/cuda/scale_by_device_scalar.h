@@ -11,8 +11,9 @@
 
 namespace nd::cuda {
 
-// x (n) *= factor[0], in f32 (bf16 rounded back).
+// x (n) *= factor[0], in f32 (bf16 and f16 rounded back).
 void scale_by_device_scalar(float* x, int64_t n, const float* factor, cudaStream_t stream);
 void scale_by_device_scalar(bf16* x, int64_t n, const float* factor, cudaStream_t stream);
+void scale_by_device_scalar(f16* x, int64_t n, const float* factor, cudaStream_t stream);
 
 }  // namespace nd::cuda

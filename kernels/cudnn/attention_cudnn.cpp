@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 #include <unordered_map>
 #include <vector>
 
@@ -41,6 +42,7 @@ enum Uid : int64_t { kQ = 1, kK, kV, kO, kStats, kDO, kDQ, kDK, kDV, kSeed, kOff
 
 struct Shape {
   int64_t B, T, NH, hs;
+  bool f16 = false;  // the 16-bit type of q, k, v, o and their gradients: f16, else bf16
   int64_t C() const { return NH * hs; }
   // q, k, v (and dq, dk, dv) as (B, NH, T, hs) views of the packed (B, T, 3C) buffer.
   std::vector<int64_t> dims() const { return {B, NH, T, hs}; }
@@ -54,8 +56,9 @@ struct Plan {
   int64_t workspace_bytes = 0;
 };
 
-// What a built graph depends on: device, direction, shape and the dropout probability (its bits).
-using PlanKey = std::tuple<int, bool, int64_t, int64_t, int64_t, int64_t, uint32_t>;
+// What a built graph depends on: device, direction, shape, the dropout probability (its bits) and
+// the 16-bit type (f16 or bf16).
+using PlanKey = std::tuple<int, bool, int64_t, int64_t, int64_t, int64_t, uint32_t, bool>;
 
 std::mutex g_mutex;
 auto* g_handles = new std::vector<cudnnHandle_t>();  // per device, kept for the process
@@ -73,9 +76,9 @@ void check_frontend(fe::error_t status, const char* step, const Shape& s) {
                                                    << "): " << step << " failed: " << status.get_message());
 }
 
-std::shared_ptr<fe::graph::Graph> new_graph() {
+std::shared_ptr<fe::graph::Graph> new_graph(const Shape& s) {
   auto g = std::make_shared<fe::graph::Graph>();
-  g->set_io_data_type(fe::DataType_t::BFLOAT16)
+  g->set_io_data_type(s.f16 ? fe::DataType_t::HALF : fe::DataType_t::BFLOAT16)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
   return g;
@@ -111,7 +114,7 @@ void build(Plan& plan, cudnnHandle_t handle, const Shape& s) {
 }
 
 Plan forward_plan(cudnnHandle_t handle, const Shape& s, float p) {
-  Plan plan{new_graph(), 0};
+  Plan plan{new_graph(s), 0};
   fe::graph::Graph& g = *plan.graph;
   auto q = input(g, "q", kQ, s.dims(), s.qkv_strides());
   auto k = input(g, "k", kK, s.dims(), s.qkv_strides());
@@ -135,7 +138,7 @@ Plan forward_plan(cudnnHandle_t handle, const Shape& s, float p) {
 }
 
 Plan backward_plan(cudnnHandle_t handle, const Shape& s, float p, bool deterministic) {
-  Plan plan{new_graph(), 0};
+  Plan plan{new_graph(s), 0};
   fe::graph::Graph& g = *plan.graph;
   auto q = input(g, "q", kQ, s.dims(), s.qkv_strides());
   auto k = input(g, "k", kK, s.dims(), s.qkv_strides());
@@ -168,7 +171,7 @@ Plan backward_plan(cudnnHandle_t handle, const Shape& s, float p, bool determini
 const Plan& plan_for(int device, cudnnHandle_t handle, bool backward, const Shape& s, float p) {
   uint32_t p_bits = 0;
   std::memcpy(&p_bits, &p, sizeof(p));
-  PlanKey key{device, backward, s.B, s.T, s.NH, s.hs, p_bits};
+  PlanKey key{device, backward, s.B, s.T, s.NH, s.hs, p_bits, s.f16};
   auto it = g_plans->find(key);
   if (it != g_plans->end()) return it->second;
   if (!backward) return g_plans->emplace(key, forward_plan(handle, s, p)).first->second;
@@ -252,10 +255,15 @@ bool attention_available(std::string* why) {
   return it->second.empty();
 }
 
-void attention_forward(const bf16* qkv, bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
-                       const AttentionDropout& dropout, cudaStream_t stream) {
+namespace {
+
+// The launchers for T = bf16 or f16 (the graph's io type follows T).
+template <typename T>
+void forward(const T* qkv, T* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+             const AttentionDropout& dropout, cudaStream_t stream) {
   if (B * T_len == 0) return;
-  const Shape s = check_shape("attention_forward (cuDNN)", B, T_len, C, NH);
+  Shape s = check_shape("attention_forward (cuDNN)", B, T_len, C, NH);
+  s.f16 = std::is_same<T, f16>::value;
   ND_CHECK(qkv && out && lse, "attention_forward (cuDNN): null pointer");
   ND_CHECK(dropout.p >= 0.0f && dropout.p < 1.0f, "attention_forward (cuDNN): dropout p = " << dropout.p
                                                                                              << " is outside [0, 1)");
@@ -266,16 +274,17 @@ void attention_forward(const bf16* qkv, bf16* out, float* lse, int64_t B, int64_
   std::lock_guard<std::mutex> lock(g_mutex);
   cudnnHandle_t handle = handle_of(device);
   const Plan& plan = plan_for(device, handle, false, s, dropout.active() ? dropout.p : 0.0f);
-  bf16* x = const_cast<bf16*>(qkv);
+  T* x = const_cast<T*>(qkv);
   std::unordered_map<int64_t, void*> pack = {{kQ, x}, {kK, x + C}, {kV, x + 2 * C}, {kO, out}, {kStats, lse}};
   execute(plan, handle, device, pack, dropout, stream, s);
 }
 
-void attention_backward(const bf16* dout, const bf16* qkv, const bf16* out, const float* lse, GradDest<bf16> dqkv,
-                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
-                        cudaStream_t stream) {
+template <typename T>
+void backward(const T* dout, const T* qkv, const T* out, const float* lse, GradDest<T> dqkv, int64_t B, int64_t T_len,
+              int64_t C, int64_t NH, const AttentionDropout& dropout, cudaStream_t stream) {
   if (B * T_len == 0 || dqkv.ptr == nullptr) return;
-  const Shape s = check_shape("attention_backward (cuDNN)", B, T_len, C, NH);
+  Shape s = check_shape("attention_backward (cuDNN)", B, T_len, C, NH);
+  s.f16 = std::is_same<T, f16>::value;
   ND_CHECK(dout && qkv && out && lse, "attention_backward (cuDNN): null pointer");
   ND_CHECK(dropout.p >= 0.0f && dropout.p < 1.0f, "attention_backward (cuDNN): dropout p = " << dropout.p
                                                                                               << " is outside [0, 1)");
@@ -286,15 +295,15 @@ void attention_backward(const bf16* dout, const bf16* qkv, const bf16* out, cons
   const int device = current_cuda_device();
   const int64_t n = B * T_len * 3 * C;
   // cuDNN overwrites dq, dk, dv: a later contribution goes through a scratch buffer and an add.
-  bf16* dest = dqkv.accumulate ? static_cast<bf16*>(device_alloc(n * sizeof(bf16), device)) : dqkv.ptr;
+  T* dest = dqkv.accumulate ? static_cast<T*>(device_alloc(n * sizeof(T), device)) : dqkv.ptr;
   {
     std::lock_guard<std::mutex> lock(g_mutex);
     cudnnHandle_t handle = handle_of(device);
     const Plan& plan = plan_for(device, handle, true, s, dropout.active() ? dropout.p : 0.0f);
-    bf16* x = const_cast<bf16*>(qkv);
+    T* x = const_cast<T*>(qkv);
     std::unordered_map<int64_t, void*> pack = {
-        {kQ, x},     {kK, x + C},     {kV, x + 2 * C},         {kO, const_cast<bf16*>(out)},
-        {kDO, const_cast<bf16*>(dout)}, {kStats, const_cast<float*>(lse)}, {kDQ, dest}, {kDK, dest + C},
+        {kQ, x},     {kK, x + C},     {kV, x + 2 * C},         {kO, const_cast<T*>(out)},
+        {kDO, const_cast<T*>(dout)}, {kStats, const_cast<float*>(lse)}, {kDQ, dest}, {kDK, dest + C},
         {kDV, dest + 2 * C}};
     execute(plan, handle, device, pack, dropout, stream, s);
   }
@@ -302,6 +311,28 @@ void attention_backward(const bf16* dout, const bf16* qkv, const bf16* out, cons
     cuda::add_forward(dqkv.ptr, dest, dqkv.ptr, n, stream);
     device_free(dest, device);
   }
+}
+
+}  // namespace
+
+void attention_forward(const bf16* qkv, bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                       const AttentionDropout& dropout, cudaStream_t stream) {
+  forward(qkv, out, lse, B, T_len, C, NH, dropout, stream);
+}
+void attention_forward(const f16* qkv, f16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                       const AttentionDropout& dropout, cudaStream_t stream) {
+  forward(qkv, out, lse, B, T_len, C, NH, dropout, stream);
+}
+
+void attention_backward(const bf16* dout, const bf16* qkv, const bf16* out, const float* lse, GradDest<bf16> dqkv,
+                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
+                        cudaStream_t stream) {
+  backward(dout, qkv, out, lse, dqkv, B, T_len, C, NH, dropout, stream);
+}
+void attention_backward(const f16* dout, const f16* qkv, const f16* out, const float* lse, GradDest<f16> dqkv,
+                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout,
+                        cudaStream_t stream) {
+  backward(dout, qkv, out, lse, dqkv, B, T_len, C, NH, dropout, stream);
 }
 
 }  // namespace nd::cudnn

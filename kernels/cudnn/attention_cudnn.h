@@ -1,7 +1,8 @@
 // cuDNN's fused (flash) causal attention, beside our own kernel (kernels/cuda/attention.h) with the
 // same arguments and the same saved statistics: qkv packed (B, T, 3C) is read through strided views,
-// no copies. bf16 only. Declared in every build; a build without cuDNN (cmake/NanodistCudnn.cmake)
-// links kernels/cudnn/attention_cudnn_none.cpp, whose launchers raise nd::Error.
+// no copies. bf16 or f16 (the graph's io type), statistics and math in f32. Declared in every
+// build; a build without cuDNN (cmake/NanodistCudnn.cmake) links
+// kernels/cudnn/attention_cudnn_none.cpp, whose launchers raise nd::Error.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 
@@ -25,10 +26,15 @@ bool attention_available(std::string* why = nullptr);
 // (device, B, T, NH, hs, dropout p): a later call with that shape builds nothing.
 void attention_forward(const bf16* qkv, bf16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
                        const AttentionDropout& dropout = {}, cudaStream_t stream = nullptr);
+void attention_forward(const f16* qkv, f16* out, float* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
+                       const AttentionDropout& dropout = {}, cudaStream_t stream = nullptr);
 
 // dout (B, T, C), qkv, out, lse and dropout of the forward -> dqkv (B, T, 3C) (+)=. Deterministic
 // where this cuDNN offers a deterministic backward for the shape, else cuDNN's default.
 void attention_backward(const bf16* dout, const bf16* qkv, const bf16* out, const float* lse, GradDest<bf16> dqkv,
+                        int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},
+                        cudaStream_t stream = nullptr);
+void attention_backward(const f16* dout, const f16* qkv, const f16* out, const float* lse, GradDest<f16> dqkv,
                         int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},
                         cudaStream_t stream = nullptr);
 

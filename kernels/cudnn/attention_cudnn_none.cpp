@@ -27,4 +27,14 @@ void attention_backward(const bf16*, const bf16*, const bf16*, const float*, Gra
   ND_FAIL("attention_backward: " << kNoCudnn);
 }
 
+void attention_forward(const f16*, f16*, float*, int64_t, int64_t, int64_t, int64_t, const AttentionDropout&,
+                       cudaStream_t) {
+  ND_FAIL("attention_forward: " << kNoCudnn);
+}
+
+void attention_backward(const f16*, const f16*, const f16*, const float*, GradDest<f16>, int64_t, int64_t, int64_t,
+                        int64_t, const AttentionDropout&, cudaStream_t) {
+  ND_FAIL("attention_backward: " << kNoCudnn);
+}
+
 }  // namespace nd::cudnn

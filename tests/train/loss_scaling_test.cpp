@@ -95,7 +95,8 @@ TEST(LossScaling, BadPrecisionFlagsAreOneLineErrors) {
   const std::string base = "train --data " + dir / "data" + " --out " + dir / "out" + " --max-iters 1 ";
   testing::expect_cli_error(testing::run_nanodist(base + "--loss-scale 0", dir.path()), "--loss-scale");
   testing::expect_cli_error(testing::run_nanodist(base + "--loss-scale sometimes", dir.path()), "--loss-scale");
-  testing::expect_cli_error(testing::run_nanodist(base + "--dtype fp16", dir.path()), "--dtype fp16 needs --device cuda");
+  testing::expect_cli_error(testing::run_nanodist(base + "--dtype fp16 --grad-dtype bf16", dir.path()),
+                            "--grad-dtype bf16 with --dtype fp16");
   testing::expect_cli_error(testing::run_nanodist(base + "--master-weights false", dir.path()),
                             "--master-weights false needs --dtype bf16");
   testing::expect_cli_error(testing::run_nanodist(base + "--fp8", dir.path()), "--fp8 needs --dtype bf16");
