@@ -1,12 +1,21 @@
 // Device dispatch of the optimizer kernels: the CPU loops here, the GPU in optimizer_cuda.cpp.
 #include "train/optimizer_dispatch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/global_norm.h"
+#include "train/copy_on_write.h"
 
 namespace nd::train {
+namespace {
+
+// Elements of one slot of the CPU update under a checkpoint write: one chunk of the save.
+constexpr int64_t kUpdateSlot = CopyOnWrite::kChunkFloats;
+
+}  // namespace
 
 bool splits_norm(const std::vector<FlatRun>& runs, dist::Comm* tp) {
   if (tp == nullptr || tp->size() == 1) return false;
@@ -40,9 +49,30 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
   float* params = flat.params().data<float>();
   const float* grads = state.grads.data<float>();
   float *m = state.m.data<float>(), *v = state.v.data<float>();
+  CopyOnWrite* cow = state.copy_on_write;
+  if (cow == nullptr || !cow->armed()) {
+    for (const FlatRun& r : runs)
+      cpu::adamw_update(params + r.begin, grads + r.grad, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
+                        h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+    return norm;
+  }
+  // A checkpoint is being written from these buffers: slot by slot, each thread hands the slot's
+  // params, m and v to the save (which copies what it has not written yet) and then updates it,
+  // the copy's reads still in cache. Elementwise, so the result is the same bits.
+  std::vector<std::pair<const FlatRun*, int64_t>> slots;
   for (const FlatRun& r : runs)
-    cpu::adamw_update(params + r.begin, grads + r.grad, m + r.local, v + r.local, r.length, h.lr, h.beta1, h.beta2,
-                      h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+    for (int64_t at = 0; at < r.length; at += kUpdateSlot) slots.emplace_back(&r, at);
+  const int64_t count = static_cast<int64_t>(slots.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int64_t k = 0; k < count; ++k) {
+    const FlatRun& r = *slots[k].first;
+    const int64_t at = slots[k].second, n = std::min(kUpdateSlot, r.length - at);
+    cow->before_update(params + r.begin + at, n);
+    cow->before_update(m + r.local + at, n);
+    cow->before_update(v + r.local + at, n);
+    cpu::adamw_update(params + r.begin + at, grads + r.grad + at, m + r.local + at, v + r.local + at, n, h.lr, h.beta1,
+                      h.beta2, h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+  }
   return norm;
 }
 
