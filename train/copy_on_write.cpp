@@ -4,11 +4,22 @@
 #include "train/copy_on_write.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "tensor/error.h"
 
 namespace nd::train {
+namespace {
+
+std::atomic<int> g_write_delay_us{0};
+std::atomic<int64_t> g_chunks_copied{0};
+
+}  // namespace
+
+void set_write_delay_for_testing(int microseconds) { g_write_delay_us = microseconds; }
+int64_t chunks_copied_for_testing() { return g_chunks_copied.load(); }
 
 void CopyOnWrite::arm(std::vector<Region> regions) {
   ND_CHECK(!armed(), "CopyOnWrite::arm: the snapshot before is still armed");
@@ -40,6 +51,7 @@ int64_t CopyOnWrite::chunks(size_t region) const {
 }
 
 const float* CopyOnWrite::acquire(size_t region, int64_t chunk) {
+  if (const int us = g_write_delay_us.load()) std::this_thread::sleep_for(std::chrono::microseconds(us));
   std::atomic<uint8_t>& s = state(region, chunk);
   while (true) {
     uint8_t now = s.load(std::memory_order_acquire);
@@ -86,6 +98,7 @@ void CopyOnWrite::protect(size_t region, int64_t chunk) {
       std::memcpy(r.side + begin, r.live + begin, static_cast<size_t>(count) * sizeof(float));
       s.store(kCopied, std::memory_order_release);
       copied_.fetch_add(1, std::memory_order_relaxed);
+      g_chunks_copied.fetch_add(1, std::memory_order_relaxed);
       changed();
       return;
     }

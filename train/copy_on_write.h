@@ -70,4 +70,9 @@ class CopyOnWrite {
   std::condition_variable cv_;
 };
 
+// Tests only: a pause of `microseconds` in every acquire (a slow disk, so training overtakes the
+// writer), and the chunks copied to the side by every instance since the process began.
+void set_write_delay_for_testing(int microseconds);
+int64_t chunks_copied_for_testing();
+
 }  // namespace nd::train
