@@ -13,12 +13,8 @@ namespace nd::dist {
 
 namespace {
 
-// A page: every tensor's slice of the flat buffers starts page-aligned, so a checkpoint can write
-// it to disk by direct I/O straight from the live buffer (train/direct_write.h).
-constexpr int64_t kAlignBytes = 4096;
-
 int64_t aligned(int64_t offset, DType dtype) {
-  const int64_t step = kAlignBytes / static_cast<int64_t>(dtype_size(dtype));
+  const int64_t step = kFlatAlignBytes / static_cast<int64_t>(dtype_size(dtype));
   return (offset + step - 1) / step * step;
 }
 

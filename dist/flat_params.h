@@ -18,6 +18,10 @@
 
 namespace nd::dist {
 
+// Where each tensor starts in the flat buffers: a page, so an asynchronous checkpoint writes each
+// tensor to disk by direct I/O straight from the buffer (train/direct_write.h).
+constexpr int64_t kFlatAlignBytes = 4096;
+
 struct FlatEntry {
   std::string name;
   Variable param;
