@@ -1,7 +1,7 @@
 // Between a live model (and its AdamW state) and the slices of a sharded checkpoint. A snapshot
-// copies the slices this rank writes (checkpoint_slices.h decides which) into host buffers,
-// pinned when the model is on a GPU, so a background thread can write them while training goes
-// on. load_model_slices fills each rank's tensors from any checkpoint layout, reading only the
+// holds the slices this rank writes (checkpoint_slices.h decides which): copied into host buffers
+// (pinned on a GPU) so a background thread can write them while training goes on, or pointing
+// into the model's own CPU memory (SnapshotMode below). load_model_slices fills each rank's tensors from any checkpoint layout, reading only the
 // slices that meet what the rank holds.
 #pragma once
 #include <cstddef>
