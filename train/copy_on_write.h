@@ -40,6 +40,7 @@ class CopyOnWrite {
   bool armed() const { return armed_.load(std::memory_order_acquire); }
 
   int64_t chunks(size_t region) const;  // of region `region`
+  int64_t total_chunks() const { return first_.empty() ? 0 : first_.back() + chunks(first_.size() - 1); }
   // The writer: chunk `chunk` of `region` as it was at arm() (kChunkFloats floats, fewer for the
   // last), valid until release(region, chunk). Waits while an update copies it.
   const float* acquire(size_t region, int64_t chunk);

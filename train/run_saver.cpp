@@ -118,6 +118,12 @@ std::string RunSaver::complete_pending() {
     std::snprintf(line, sizeof(line), "%.2f GB in %d part%s, %.1f s (snapshot %.1f s)", bytes / 1e9, world_.size(),
                   world_.size() == 1 ? "" : "s", seconds, snapshot_seconds_);
     summary_ = line;
+    if (copy_on_write_) {  // how much of rank 0's part the optimizer had to copy before the disk took it
+      std::snprintf(line, sizeof(line), "; the update copied %lld of %lld MiB chunks",
+                    static_cast<long long>(copy_on_write_->copied_chunks()),
+                    static_cast<long long>(copy_on_write_->total_chunks()));
+      summary_.insert(summary_.size() - 1, line);
+    }
   } catch (const Error& e) {
     std::error_code ec;
     std::filesystem::remove_all(parts_directory(path), ec);

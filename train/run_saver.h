@@ -49,7 +49,8 @@ class RunSaver {
   std::string finish();
 
   bool pending() const { return !pending_path_.empty(); }
-  // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)".
+  // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)"; an
+  // asynchronous CPU save adds "; the update copied 1834 of 4113 MiB chunks" (copy_on_write.h).
   const std::string& last_summary() const { return summary_; }
   // The step a resumed run started from: its checkpoint exists, so it is not written again.
   void set_saved_step(int64_t step) { saved_step_ = step; }
