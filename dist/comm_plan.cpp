@@ -5,14 +5,16 @@
 #include <string>
 
 #include "dist/sequence_parallel.h"
+#include "dist/flat_params.h"
 #include "tensor/error.h"
 
 namespace nd::dist {
 
 namespace {
 
+// As dist::FlatParams lays out the tensors.
 int64_t aligned(int64_t offset, int element_bytes) {
-  const int64_t step = 256 / element_bytes;
+  const int64_t step = kFlatAlignBytes / element_bytes;
   return (offset + step - 1) / step * step;
 }
 
@@ -74,15 +76,18 @@ std::vector<int64_t> bucket_lengths(const PlanShape& s) {
   const int64_t total = aligned(numel, s.param_bytes);
   double cap = s.first_bucket_mb * 1e6;
   const double gb = s.grad_bytes;
+  std::vector<int64_t> ends;  // of each bucket's last tensor: the padding after it is not sent
   for (size_t k = 0; k < entries.size(); ++k) {
     const double end_bytes = gb * static_cast<double>(offsets[k] + entries[k]);
     if (begins.empty() || gb * static_cast<double>(begins.back()) + cap < end_bytes) {
       if (!begins.empty()) cap = s.bucket_mb * 1e6;
       begins.push_back(begins.empty() ? 0 : offsets[k]);
+      ends.push_back(0);
     }
+    ends.back() = offsets[k] + entries[k];
   }
   std::vector<int64_t> lengths;
-  for (size_t b = 0; b < begins.size(); ++b) lengths.push_back((b + 1 < begins.size() ? begins[b + 1] : total) - begins[b]);
+  for (size_t b = 0; b < begins.size(); ++b) lengths.push_back((b + 1 < begins.size() ? ends[b] : total) - begins[b]);
   return lengths;
 }
 

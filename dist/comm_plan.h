@@ -49,7 +49,7 @@ struct StepPlan {
 
 // Elements of each entry of the flat parameter buffer in its layout order (reverse registration
 // order: ln_f, the blocks from the last, wpe, wte), each shard's size at this tp, and the padded
-// total (dist/flat_params.h: every entry at a 256-byte boundary of `param_bytes`).
+// total (dist/flat_params.h: every entry at a kFlatAlignBytes (a page) boundary).
 std::vector<int64_t> flat_entry_sizes(const PlanShape& shape);
 int64_t flat_numel(const PlanShape& shape);
 // The data-parallel buckets' lengths in elements (dist/data_parallel.h's rule: the first up to

@@ -13,10 +13,8 @@ namespace nd::dist {
 
 namespace {
 
-constexpr int64_t kAlignBytes = 256;
-
 int64_t aligned(int64_t offset, DType dtype) {
-  const int64_t step = kAlignBytes / static_cast<int64_t>(dtype_size(dtype));
+  const int64_t step = kFlatAlignBytes / static_cast<int64_t>(dtype_size(dtype));
   return (offset + step - 1) / step * step;
 }
 

@@ -3,7 +3,7 @@
 // gradient buffer, one broadcast moves every parameter, the optimizer's state lives in the same
 // layout (train/optimizer.h), and a ZeRO shard is a range that may cut across tensors.
 // Layout: the parameters in reverse registration order (backward finishes the last ones first,
-// so buckets fill front to back), each at a 256-byte boundary (vector loads, cuBLASLt's alignment);
+// so buckets fill front to back), each at a 4096-byte boundary (a page: direct I/O of checkpoints);
 // the padding between them is zero and stays zero.
 // Gradients: backward writes into views of backward_grads() (the parameters' dtype). With a
 // gradient dtype wider than the parameters' (--grad-dtype f32 under bf16, Megatron's main_grad)
@@ -17,6 +17,10 @@
 #include "autograd/variable.h"
 
 namespace nd::dist {
+
+// Where each tensor starts in the flat buffers: a page, so an asynchronous checkpoint writes each
+// tensor to disk by direct I/O straight from the buffer (train/direct_write.h).
+constexpr int64_t kFlatAlignBytes = 4096;
 
 struct FlatEntry {
   std::string name;
@@ -72,7 +76,7 @@ class FlatParams {
   const std::vector<FlatSegment>& segments() const { return segments_; }
   bool full_grads() const { return grads_.defined(); }
   int64_t numel() const { return numel_; }  // with padding
-  int64_t alignment() const;  // elements of the parameters' dtype in one aligned unit (256 bytes)
+  int64_t alignment() const;  // elements of the parameters' dtype in one aligned unit (4096 bytes)
   DType param_dtype() const { return param_dtype_; }
   DType grad_dtype() const { return grad_dtype_; }
   Device device() const { return device_; }

@@ -33,9 +33,13 @@ mkdir -p "$out"
 rm -rf "$out/run"
 dtype=f32; [[ $device == cuda* ]] && dtype=bf16
 launch=(); (( np > 1 )) && launch=($mpirun -np "$np")
+# Each output line is stamped with the wall clock as it arrives ($EPOCHREALTIME, no fork per line).
 "${launch[@]}" $bin train --config "$config" --data "$out/data" --out "$out/run" --device "$device" --dtype "$dtype" \
   --batch-size 1 --block-size 64 --grad-accum 1 --max-iters "$steps" --eval-interval 0 --log-interval 1 \
-  --ckpt-interval "$every" --keep 1 --async-save "$async" "$@" | tee "$out/train.txt" | grep -E '^(saved|step)'
+  --ckpt-interval "$every" --keep 1 --async-save "$async" "$@" |
+  while IFS= read -r line; do printf '%s\t%s\n' "$EPOCHREALTIME" "$line"; done > "$out/train_timed.txt"
+cut -f 2- "$out/train_timed.txt" > "$out/train.txt"
+grep -E '^(saved|step)' "$out/train.txt"
 ckpt=$(ls "$out"/run/ckpt_*.h5 | sort | tail -n 1)
 bytes=$(du -sb --apparent-size "$ckpt" "${ckpt%.h5}.parts" | awk '{s += $1} END {printf "%.0f", s}')
 # The same bytes in 64 MiB blocks (one file per rank, written in parallel as the parts are).
@@ -50,13 +54,21 @@ rm -f "$out"/dd_*
 save_s=$(grep '^saved' "$out/train.txt" | tail -n 1 | sed -E 's/.*, ([0-9.]+) s \(snapshot.*/\1/')
 echo "checkpoint $ckpt: $bytes bytes; last save ${save_s} s; dd conv=fsync of the same bytes ($np file(s)): ${dd_s} s;" \
      "ratio $(awk -v a="$save_s" -v b="$dd_s" 'BEGIN { printf "%.2f", a / b }')"
-# Step times: the steps that ran while a save was in flight (after the save's step, up to its
-# "saved" line), plus the snapshot's pause, against as many ordinary steps; first step left out.
-sed -E -n 's/^step +([0-9]+)\/[0-9]+ .*\| ([0-9.]+) ms .*/step \1 \2/p; s/^saved .*ckpt_0*([0-9]+)\.h5.*snapshot ([0-9.]+) s.*/saved \1 \2/p' \
-    "$out/train.txt" |
-awk '$1 == "step" { last = $2; if ($2 > 1) t[$2] = $3 }
-     $1 == "saved" { done_at[$2] = last; snap_ms += 1000 * $3 }
-     END { for (k in done_at) for (n = k + 1; n <= done_at[k]; n++) if (n in t) around[n] = 1
-           for (n in t) if (n in around) { a += t[n]; na++ } else { o += t[n]; no++ }
-           if (na > 0 && no > 0) printf "steps with a save in flight: %d, %.0f ms with the snapshots (%.0f ms); other steps: %d, mean %.0f ms; slow-down %.1f%%\n", na, a + snap_ms, snap_ms, no, o / no, 100 * ((a + snap_ms) / (na * o / no) - 1)
-           else print "no step ran while a save was in flight (synchronous saves, or too few steps)" }'
+# Step times: the wall time from one step's line to the next, so a save's pause at the step
+# boundary counts in the step after it. A step is "around a save" when an asynchronous save was in
+# flight during it: from the save's step line to its "saved" line. The slow-down is their mean
+# against the median of the other steps of the same run (the first two steps, warm-up, left out).
+awk -F '\t' '
+  $2 ~ /^step +[0-9]+\// { split($2, f, /[ \/]+/); n = f[2] + 0; at[n] = $1; last = n }
+  $2 ~ /^saved .*ckpt_[0-9]+\.h5/ { match($2, /ckpt_[0-9]+/); k = substr($2, RSTART + 5, RLENGTH - 5) + 0
+                                    if (k in at && last > k) for (m = k + 1; m <= last; m++) around[m] = 1 }
+  END {
+    for (n = 3; n <= last; n++) if ((n in at) && ((n - 1) in at)) {
+      d = 1000 * (at[n] - at[n - 1]); line = line sprintf(" %d:%.0f%s", n, d, (n in around) ? "*" : "")
+      if (n in around) { a += d; na++ } else o[++no] = d }
+    print "step wall times in ms (* = an asynchronous save in flight):" line
+    if (na == 0 || no == 0) { print "no step ran while a save was in flight (synchronous saves, or too few steps)"; exit }
+    for (i = 1; i <= no; i++) for (j = i + 1; j <= no; j++) if (o[j] < o[i]) { t = o[i]; o[i] = o[j]; o[j] = t }
+    med = no % 2 ? o[(no + 1) / 2] : (o[no / 2] + o[no / 2 + 1]) / 2
+    printf "steps with a save in flight: %d, mean %.0f ms; other steps: %d, median %.0f ms; slow-down %.1f%%\n", na, a / na, no, med, 100 * (a / na / med - 1) }
+' "$out/train_timed.txt"

@@ -11,6 +11,9 @@ namespace nd {
 
 namespace {
 constexpr size_t kHostAlignment = 64;  // one cache line, and enough for AVX-512 loads
+// Buffers of a page or more start on a page: direct I/O (a checkpoint's write from the flat
+// parameter buffers) needs page-aligned memory.
+constexpr size_t kPageAlignment = 4096;
 
 std::atomic<size_t> g_host_current{0};
 std::atomic<size_t> g_host_peak{0};
@@ -29,8 +32,9 @@ void reset_peak_host_memory() { g_host_peak.store(g_host_current.load()); }
 Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (nbytes == 0) return;
   if (device.is_cpu()) {
-    size_t rounded = (nbytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-    data_ = std::aligned_alloc(kHostAlignment, rounded);
+    const size_t align = nbytes >= kPageAlignment ? kPageAlignment : kHostAlignment;
+    size_t rounded = (nbytes + align - 1) / align * align;
+    data_ = std::aligned_alloc(align, rounded);
     ND_CHECK(data_ != nullptr, "out of host memory allocating " << nbytes << " bytes");
     count_host_alloc(nbytes);
   } else {

@@ -1,7 +1,7 @@
 // Part files: HDF5 metadata (datasets allocated early, never filled, page-aligned), then the
-// slices' bytes by pwrite at the allocated offsets (their whole pages directly where the buffer
-// is page-aligned: direct_write.h), fsync, rename. Reading takes the bytes back by pread and checks
-// each slice's checksum.
+// slices' bytes chunk by chunk by pwrite at the allocated offsets (their whole pages directly where
+// the buffer is page-aligned: direct_write.h), each slice's checksum taken on the way, then
+// /manifest, fsync, rename. Reading takes the bytes back by pread and checks each slice's checksum.
 #include "train/checkpoint_part.h"
 
 #include <fcntl.h>
@@ -11,6 +11,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -19,6 +20,7 @@
 
 #include "tensor/error.h"
 #include "train/checksum.h"
+#include "train/copy_on_write.h"
 #include "train/direct_write.h"
 
 namespace nd::train {
@@ -88,7 +90,8 @@ void write_all(int fd, const char* p, size_t n, int64_t offset, const std::strin
 }
 
 // Creates the part's HDF5 structure at `path`: one contiguous f32 dataset per slice, allocated
-// but never filled, and /manifest; sets each record's file_offset.
+// but never filled; sets each record's file_offset. /manifest comes after the bytes (their
+// checksums are taken as they are written): add_manifest.
 void write_part_metadata(const std::string& path, std::vector<SliceRecord>& records, const std::string& rel) {
   // Every object of a page or more starts on a page, so the slices' bytes can be written directly.
   H5Id fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
@@ -109,7 +112,6 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   H5Pset_layout(dcpl.id, H5D_CONTIGUOUS);
   H5Pset_alloc_time(dcpl.id, H5D_ALLOC_TIME_EARLY);
   H5Pset_fill_time(dcpl.id, H5D_FILL_TIME_NEVER);
-  std::string manifest;
   for (SliceRecord& r : records) {
     std::vector<hsize_t> dims(r.box.count.begin(), r.box.count.end());
     H5Id space{dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
@@ -120,8 +122,20 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
     ND_CHECK(at != HADDR_UNDEF, "no storage allocated for " << r.dataset << " in " << path);
     r.file_offset = static_cast<int64_t>(at);
     r.part = rel;
-    manifest += record_line(r) + "\n";
   }
+  hid_t id = file.id;
+  file.id = -1;
+  ND_CHECK_INPUT(H5Fclose(id) >= 0, "cannot close " << path);
+}
+
+// Adds /manifest (the records with their checksums) to the part at `path`.
+void add_manifest(const std::string& path, const std::vector<SliceRecord>& records) {
+  std::string manifest;
+  for (const SliceRecord& r : records) manifest += record_line(r) + "\n";
+  H5Id fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
+  H5Pset_alignment(fapl.id, DirectWriter::kAlign, DirectWriter::kAlign);
+  H5Id file{H5Fopen(path.c_str(), H5F_ACC_RDWR, fapl.id), H5Fclose};
+  ND_CHECK_INPUT(file.id >= 0, "cannot reopen " << path);
   H5Id text_type{H5Tcopy(H5T_C_S1), H5Tclose};
   H5Tset_size(text_type.id, H5T_VARIABLE);
   H5Id scalar{H5Screate(H5S_SCALAR), H5Sclose};
@@ -131,9 +145,39 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   const char* text = manifest.c_str();
   ND_CHECK_INPUT(dset.id >= 0 && H5Dwrite(dset.id, text_type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0,
                  "cannot write the manifest of " << path);
+  H5Dclose(dset.id);
+  dset.id = -1;
   hid_t id = file.id;
   file.id = -1;
   ND_CHECK_INPUT(H5Fclose(id) >= 0, "cannot close " << path);
+}
+
+// Writes slice k's bytes at its record's offset chunk by chunk (their whole pages directly) and
+// takes its checksum on the way. With `live`, each chunk comes from live.acquire(k, c): the bytes
+// as they were at the save, while the model may already be changing.
+void write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k, SliceRecord& record,
+                 CopyOnWrite* live, const std::string& path) {
+  const int64_t n = slice.box.numel();
+  Checksum64 sum;
+  for (int64_t c = 0, begin = 0; begin < n; ++c, begin += CopyOnWrite::kChunkFloats) {
+    const int64_t count = std::min(CopyOnWrite::kChunkFloats, n - begin);
+    const float* chunk = live ? live->acquire(k, c) : slice.data + begin;
+    struct Release {  // also when the write throws: an update must not wait on it for ever
+      CopyOnWrite* live;
+      size_t k;
+      int64_t c;
+      ~Release() {
+        if (live) live->release(k, c);
+      }
+    } release{live, k, c};
+    const char* data = reinterpret_cast<const char*>(chunk);
+    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
+    sum.add(data, bytes);
+    const int64_t at = record.file_offset + begin * static_cast<int64_t>(sizeof(float));
+    const size_t done = direct.write_pages(data, bytes, at);
+    write_all(fd, data + done, bytes - done, at + static_cast<int64_t>(done), path);
+  }
+  record.checksum = sum.value();
 }
 
 }  // namespace
@@ -147,7 +191,7 @@ std::string part_file_name(const std::string& index_path, int rank) {
 }
 
 std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, int rank,
-                                               const std::vector<OwnedSlice>& slices) {
+                                               const std::vector<OwnedSlice>& slices, CopyOnWrite* live) {
   // With SIGXFSZ ignored, a write past the file-size limit fails with EFBIG instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
   const std::string dir = parts_directory(index_path);
@@ -166,7 +210,6 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
       r.dataset = "/" + s.group + "/" + s.name + "#" + std::to_string(k);
       r.full_shape = s.full_shape;
       r.box = s.box;
-      r.checksum = checksum64(s.data, static_cast<size_t>(s.box.numel()) * sizeof(float));
       bytes += static_cast<uint64_t>(s.box.numel()) * sizeof(float) + 256;
       records.push_back(std::move(r));
     }
@@ -176,12 +219,9 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
     ND_CHECK_INPUT(fd >= 0, "cannot open " << temp << ": " << errno_text());
     try {
       DirectWriter direct(temp);  // the aligned pages of each slice; the rest through fd
-      for (size_t k = 0; k < slices.size(); ++k) {
-        const char* data = reinterpret_cast<const char*>(slices[k].data);
-        const size_t n = static_cast<size_t>(slices[k].box.numel()) * 4;
-        const size_t done = direct.write_pages(data, n, records[k].file_offset);
-        write_all(fd, data + done, n - done, records[k].file_offset + static_cast<int64_t>(done), temp);
-      }
+      for (size_t k = 0; k < slices.size(); ++k) write_slice(fd, direct, slices[k], k, records[k], live, temp);
+      if (live) live->disarm();  // every byte is on its way to the disk: updates go ahead freely
+      add_manifest(temp, records);
       ND_CHECK_INPUT(::fsync(fd) == 0, "cannot fsync " << temp << ": " << errno_text());
     } catch (...) {
       ::close(fd);
@@ -192,6 +232,7 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
                    "cannot rename " << temp << " to " << final_path << ": " << errno_text());
     fsync_path(dir, O_RDONLY | O_DIRECTORY);
   } catch (const Error& e) {
+    if (live) live->disarm();
     ::unlink(temp.c_str());
     ND_FAIL_INPUT("cannot write checkpoint part " << final_path << ": " << e.message());
   }

@@ -160,6 +160,8 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
   void* p = nullptr;
   ND_CHECK(::posix_memalign(&p, DirectWriter::kAlign, bytes) == 0,
            "cannot allocate " << bytes << " bytes for a checkpoint snapshot");
+  // Touched now (at prepare), so no page fault lands in a save or in the update copying into it.
+  std::memset(p, 0, bytes);
   b = Buffer{static_cast<float*>(p), count, false};
   return b.data;
 }
@@ -168,7 +170,7 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
 // no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
 // are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
 // its columns; then it is copied row by row.
-void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, bool copy) {
+void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, SnapshotMode mode) {
   const FlatOptimizerState& state = optimizer.flat_state();
   dist::FlatParams& flat = const_cast<AdamW&>(optimizer).flat();
   const bool on_gpu = model.device().is_cuda();
@@ -201,30 +203,46 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, b
               return (g == 0 && at_flat_offsets ? flat_offset.at(e.name) + element
                                                        : piece.local + (element - piece.begin));
             };
-            if (!copy && contiguous && !on_gpu) {
-              slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
-                                           source[g]->data<float>() + at(first)});
+            if (mode != SnapshotMode::kCopy && contiguous && !on_gpu) {
+              borrow(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
+                                source[g]->data<float>() + at(first)},
+                     mode, index);
               continue;
             }
             float* dst = buffer(index++, static_cast<size_t>(in.numel()), on_gpu);
             for (int64_t r = 0; r < (contiguous ? 1 : rows); ++r)
               copy_to_host(*source[g], at(first + r * cols), contiguous ? in.numel() : width, dst + r * width);
             slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full, dst});
+            side_.push_back(nullptr);
           }
         }
       }
     }
   }
-  if (!copy) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
+  if (mode != SnapshotMode::kCopy) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
 #if NANODIST_WITH_CUDA
   if (on_gpu) CUDA_CHECK(cudaStreamSynchronize(compute_stream(model.device().index)));
 #endif
 }
 
-void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, bool copy) {
+void ModelSnapshot::borrow(OwnedSlice slice, SnapshotMode mode, size_t& index) {
+  const size_t count = static_cast<size_t>(slice.box.numel());
+  side_.push_back(mode == SnapshotMode::kCopyOnWrite ? buffer(index++, count, false) : nullptr);
+  slices_.push_back(std::move(slice));
+}
+
+std::vector<CopyOnWrite::Region> ModelSnapshot::regions() const {
+  std::vector<CopyOnWrite::Region> out;
+  for (size_t k = 0; k < slices_.size(); ++k)
+    out.push_back(CopyOnWrite::Region{slices_[k].data, side_[k], slices_[k].box.numel()});
+  return out;
+}
+
+void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, SnapshotMode mode) {
   slices_.clear();
+  side_.clear();
   held_.clear();
-  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, copy);
+  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, mode);
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
   for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size, /*writing=*/true)) {
@@ -239,9 +257,11 @@ void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_ra
       int64_t row = 1;
       for (size_t d = 1; d < src->shape().size(); ++d) row *= src->shape()[d];
       const int64_t first = b.local.offset.empty() ? 0 : b.local.offset[0] * row;
-      if (!copy && rows && src->device().is_cpu()) {
+      // A conversion (host_f32) is private: nothing changes it, so it is borrowed without a side.
+      if (mode != SnapshotMode::kCopy && rows && src->device().is_cpu()) {
         held_.push_back(*src);
-        slices_.push_back(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, src->data<float>() + first});
+        borrow(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, src->data<float>() + first},
+               host_f32.defined() ? SnapshotMode::kBorrow : mode, index);
         continue;
       }
       float* dst = buffer(index++, static_cast<size_t>(b.full.numel()), on_gpu);
@@ -253,6 +273,7 @@ void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_ra
                  b.local.count, std::vector<int64_t>(b.local.count.size(), 0), b.local.count, sizeof(float));
       }
       slices_.push_back(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, dst});
+      side_.push_back(nullptr);
     }
   }
 #if NANODIST_WITH_CUDA

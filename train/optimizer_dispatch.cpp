@@ -4,15 +4,20 @@
 // does; f16 gradients (--grad-dtype f16) are widened first.
 #include "train/optimizer_dispatch.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/global_norm.h"
+#include "train/copy_on_write.h"
 
 namespace nd::train {
-
 namespace {
+
+// Elements of one slot of the CPU update under a checkpoint write: one chunk of the save.
+constexpr int64_t kUpdateSlot = CopyOnWrite::kChunkFloats;
 
 // The gradients as f32: the buffer itself, or a widened copy of f16 ones (kept in `wide`).
 const float* f32_grads(const Tensor& grads, std::vector<float>& wide) {
@@ -63,6 +68,36 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
   std::vector<float> wide_grads, wide_run;
   const float* grads = f32_grads(state.grads, wide_grads);
   float *m = state.m.data<float>(), *v = state.v.data<float>();
+  CopyOnWrite* cow = state.copy_on_write;
+  const bool saving = cow != nullptr && cow->armed();
+  if (saving && !half) {
+    // A checkpoint is being written from these buffers: slot by slot, each thread hands the slot's
+    // params, m and v to the save (which copies what it has not written yet) and then updates it,
+    // the copy's reads still in cache. Elementwise, so the result is the same bits.
+    float* params = state.params.data<float>();
+    std::vector<std::pair<const FlatRun*, int64_t>> slots;
+    for (const FlatRun& r : runs)
+      for (int64_t at = 0; at < r.length; at += kUpdateSlot) slots.emplace_back(&r, at);
+    const int64_t count = static_cast<int64_t>(slots.size());
+#pragma omp parallel for schedule(dynamic, 1)
+    for (int64_t k = 0; k < count; ++k) {
+      const FlatRun& r = *slots[k].first;
+      const int64_t at = slots[k].second, n = std::min(kUpdateSlot, r.length - at);
+      cow->before_update(params + r.param + at, n);
+      cow->before_update(m + r.local + at, n);
+      cow->before_update(v + r.local + at, n);
+      cpu::adamw_update(params + r.param + at, grads + r.grad + at, m + r.local + at, v + r.local + at, n, h.lr,
+                        h.beta1, h.beta2, h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+    }
+    return norm;
+  }
+  if (saving) {  // f16 weights: the save holds the f32 masters, m and v; each run is protected whole
+    for (const FlatRun& r : runs) {
+      if (state.master.defined()) cow->before_update(state.master.data<float>() + r.local, r.length);
+      cow->before_update(m + r.local, r.length);
+      cow->before_update(v + r.local, r.length);
+    }
+  }
   for (const FlatRun& r : runs) {
     // Where the run's f32 weights live: the parameters (or ZeRO 3's shard), the masters, or a
     // widened copy.

@@ -14,7 +14,9 @@ RunSaver::RunSaver(dist::Comm& world, int dp_rank, int dp_size, bool async)
   if (async) writer_ = std::make_unique<BackgroundWriter>();
 }
 
-RunSaver::~RunSaver() = default;  // the writer joins its thread; an unfinished part stays a temporary
+// The writer joins its thread first (an unfinished part stays a temporary), before the side
+// buffers it may be reading go.
+RunSaver::~RunSaver() { writer_.reset(); }
 
 std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   std::string completed = finish();
@@ -29,8 +31,11 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   if (world_.size() > 1) world_.barrier();
   meta_ = run_metadata(run, counters);
   started_ = std::chrono::steady_clock::now();
-  // A synchronous save writes before the model changes: no copy of CPU tensors is needed.
-  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, /*copy=*/writer_ != nullptr);
+  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  if (copy_on_write_) {
+    copy_on_write_->arm(snapshot_.regions());
+    run.optimizer.flat_state().copy_on_write = copy_on_write_.get();
+  }
   snapshot_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   part_state_ = 0;
   if (writer_) {
@@ -41,13 +46,23 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   return agree_and_complete();
 }
 
+// A synchronous save writes before the model changes: no copy of CPU tensors is needed. An
+// asynchronous one copies a GPU's memory to pinned host buffers at once (the device changes it
+// unseen), and on the CPU leaves the copying to the optimizer, of what the disk has not taken yet.
+SnapshotMode RunSaver::snapshot_mode(const RunParts& run) {
+  if (!writer_) return SnapshotMode::kBorrow;
+  if (run.model.device().is_cuda()) return SnapshotMode::kCopy;
+  if (!copy_on_write_) copy_on_write_ = std::make_unique<CopyOnWrite>();
+  return SnapshotMode::kCopyOnWrite;
+}
+
 void RunSaver::prepare(const RunParts& run) {
-  if (writer_) snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_);
+  if (writer_) snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
 }
 
 void RunSaver::write_part() {
   try {
-    write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices());
+    write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices(), copy_on_write_.get());
     part_state_ = 1;
   } catch (const Error& e) {
     part_error_ = e.message();
@@ -103,6 +118,12 @@ std::string RunSaver::complete_pending() {
     std::snprintf(line, sizeof(line), "%.2f GB in %d part%s, %.1f s (snapshot %.1f s)", bytes / 1e9, world_.size(),
                   world_.size() == 1 ? "" : "s", seconds, snapshot_seconds_);
     summary_ = line;
+    if (copy_on_write_) {  // how much of rank 0's part the optimizer had to copy before the disk took it
+      std::snprintf(line, sizeof(line), "; the update copied %lld of %lld MiB chunks",
+                    static_cast<long long>(copy_on_write_->copied_chunks()),
+                    static_cast<long long>(copy_on_write_->total_chunks()));
+      summary_.insert(summary_.size() - 1, line);
+    }
   } catch (const Error& e) {
     std::error_code ec;
     std::filesystem::remove_all(parts_directory(path), ec);

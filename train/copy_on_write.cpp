@@ -1,0 +1,121 @@
+// CopyOnWrite: one atomic state per chunk. The writer moves a chunk live -> writing -> written, an
+// updater live -> copying -> copied; whoever finds the other mid-way waits on one condition
+// variable (rare: the two meet only at the chunk the writer is on).
+#include "train/copy_on_write.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "tensor/error.h"
+
+namespace nd::train {
+namespace {
+
+std::atomic<int> g_write_delay_us{0};
+std::atomic<int64_t> g_chunks_copied{0};
+
+}  // namespace
+
+void set_write_delay_for_testing(int microseconds) { g_write_delay_us = microseconds; }
+int64_t chunks_copied_for_testing() { return g_chunks_copied.load(); }
+
+void CopyOnWrite::arm(std::vector<Region> regions) {
+  ND_CHECK(!armed(), "CopyOnWrite::arm: the snapshot before is still armed");
+  regions_ = std::move(regions);
+  first_.assign(regions_.size(), 0);
+  int64_t total = 0;
+  for (size_t r = 0; r < regions_.size(); ++r) {
+    first_[r] = total;
+    total += chunks(r);
+  }
+  states_.reset(new std::atomic<uint8_t>[static_cast<size_t>(std::max<int64_t>(total, 1))]);
+  for (int64_t c = 0; c < total; ++c) states_[c].store(kLive, std::memory_order_relaxed);
+  by_address_.resize(regions_.size());
+  for (size_t r = 0; r < regions_.size(); ++r) by_address_[r] = r;
+  std::sort(by_address_.begin(), by_address_.end(),
+            [this](size_t a, size_t b) { return regions_[a].live < regions_[b].live; });
+  for (size_t k = 1; k < by_address_.size(); ++k) {
+    const Region& before = regions_[by_address_[k - 1]];
+    ND_CHECK(before.live + before.count <= regions_[by_address_[k]].live, "CopyOnWrite::arm: regions overlap");
+  }
+  copied_ = 0;
+  armed_.store(true, std::memory_order_release);
+}
+
+void CopyOnWrite::disarm() { armed_.store(false, std::memory_order_release); }
+
+int64_t CopyOnWrite::chunks(size_t region) const {
+  return (regions_.at(region).count + kChunkFloats - 1) / kChunkFloats;
+}
+
+const float* CopyOnWrite::acquire(size_t region, int64_t chunk) {
+  if (const int us = g_write_delay_us.load()) std::this_thread::sleep_for(std::chrono::microseconds(us));
+  std::atomic<uint8_t>& s = state(region, chunk);
+  while (true) {
+    uint8_t now = s.load(std::memory_order_acquire);
+    if (now == kLive && s.compare_exchange_strong(now, kWriting, std::memory_order_acq_rel))
+      return regions_[region].live + chunk * kChunkFloats;
+    if (now == kCopied) return regions_[region].side + chunk * kChunkFloats;
+    ND_CHECK(now == kCopying || now == kLive, "CopyOnWrite::acquire: chunk " << chunk << " taken twice");
+    if (now == kCopying) wait_while(region, chunk, kCopying);
+  }
+}
+
+void CopyOnWrite::release(size_t region, int64_t chunk) {
+  std::atomic<uint8_t>& s = state(region, chunk);
+  uint8_t writing = kWriting;
+  if (s.compare_exchange_strong(writing, kWritten, std::memory_order_acq_rel)) changed();
+}
+
+void CopyOnWrite::before_update(const float* data, int64_t n) {
+  if (!armed() || n <= 0) return;
+  const float* end = data + n;
+  // The last region starting at or below `data`, then every region that starts before `end`.
+  auto it = std::upper_bound(by_address_.begin(), by_address_.end(), data,
+                             [this](const float* p, size_t r) { return p < regions_[r].live; });
+  if (it != by_address_.begin()) --it;
+  for (; it != by_address_.end() && regions_[*it].live < end; ++it) {
+    const Region& region = regions_[*it];
+    const float* lo = std::max(data, region.live);
+    const float* hi = std::min(end, region.live + region.count);
+    if (lo >= hi) continue;
+    for (int64_t c = (lo - region.live) / kChunkFloats; c <= (hi - 1 - region.live) / kChunkFloats; ++c)
+      protect(*it, c);
+  }
+}
+
+void CopyOnWrite::protect(size_t region, int64_t chunk) {
+  std::atomic<uint8_t>& s = state(region, chunk);
+  while (true) {
+    uint8_t now = s.load(std::memory_order_acquire);
+    if (now == kWritten || now == kCopied) return;
+    if (now == kLive && s.compare_exchange_strong(now, kCopying, std::memory_order_acq_rel)) {
+      const Region& r = regions_[region];
+      ND_CHECK(r.side != nullptr, "CopyOnWrite: an update of a region without a side buffer");
+      const int64_t begin = chunk * kChunkFloats, count = std::min(kChunkFloats, r.count - begin);
+      std::memcpy(r.side + begin, r.live + begin, static_cast<size_t>(count) * sizeof(float));
+      s.store(kCopied, std::memory_order_release);
+      copied_.fetch_add(1, std::memory_order_relaxed);
+      g_chunks_copied.fetch_add(1, std::memory_order_relaxed);
+      changed();
+      return;
+    }
+    if (now == kWriting || now == kCopying) wait_while(region, chunk, static_cast<State>(now));
+  }
+}
+
+void CopyOnWrite::wait_while(size_t region, int64_t chunk, State busy) {
+  std::atomic<uint8_t>& s = state(region, chunk);
+  std::unique_lock<std::mutex> lock(mutex_);
+  cv_.wait(lock, [&] { return s.load(std::memory_order_acquire) != busy; });
+}
+
+void CopyOnWrite::changed() {
+  // Taking the mutex orders this change before a waiter's check or after its wait began.
+  { std::lock_guard<std::mutex> lock(mutex_); }
+  cv_.notify_all();
+}
+
+}  // namespace nd::train

@@ -1,0 +1,79 @@
+// A consistent snapshot of host memory without copying it up front (an asynchronous checkpoint
+// save on the CPU). The writer reads each chunk straight from the live buffer; whoever is about to
+// overwrite a range (the optimizer's update) first calls before_update, which copies the chunks
+// the writer has not taken yet into a side buffer, or waits for the one it is writing. Either way
+// the writer sees every byte as it was when arm() was called, and the update copies only what
+// the disk has not taken yet.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace nd::train {
+
+class CopyOnWrite {
+ public:
+  // 1 MiB of floats: a multiple of the page, so every chunk but a region's last is written by
+  // direct I/O, and small enough that the update's copy is still in cache when it reads it.
+  static constexpr int64_t kChunkFloats = int64_t{1} << 18;
+
+  // `live`: the memory as it is at the save (count floats); `side`: where a chunk goes when the
+  // live one must change before it is written (count floats too; null only for memory nobody
+  // updates, such as a private copy).
+  struct Region {
+    const float* live = nullptr;
+    float* side = nullptr;
+    int64_t count = 0;
+  };
+
+  CopyOnWrite() = default;
+  CopyOnWrite(const CopyOnWrite&) = delete;
+  CopyOnWrite& operator=(const CopyOnWrite&) = delete;
+
+  // Starts a snapshot of `regions` (which must not overlap); every chunk is live.
+  void arm(std::vector<Region> regions);
+  // Ends it: the writer has taken every chunk it needs (or given up); updates go ahead freely.
+  void disarm();
+  bool armed() const { return armed_.load(std::memory_order_acquire); }
+
+  int64_t chunks(size_t region) const;  // of region `region`
+  int64_t total_chunks() const { return first_.empty() ? 0 : first_.back() + chunks(first_.size() - 1); }
+  // The writer: chunk `chunk` of `region` as it was at arm() (kChunkFloats floats, fewer for the
+  // last), valid until release(region, chunk). Waits while an update copies it.
+  const float* acquire(size_t region, int64_t chunk);
+  void release(size_t region, int64_t chunk);
+
+  // An updater, from any thread: [data, data + n) is about to change. Copies the chunks of armed
+  // regions in that range that the writer has not taken, waits for one it is writing. Returns at
+  // once when not armed.
+  void before_update(const float* data, int64_t n);
+
+  // Chunks copied to the side since arm() (for tests and the save's summary).
+  int64_t copied_chunks() const { return copied_.load(); }
+
+ private:
+  enum State : uint8_t { kLive, kWriting, kWritten, kCopying, kCopied };
+  std::atomic<uint8_t>& state(size_t region, int64_t chunk) { return states_[first_[region] + chunk]; }
+  void protect(size_t region, int64_t chunk);  // before_update of one chunk
+  void wait_while(size_t region, int64_t chunk, State busy);
+  void changed();  // wakes the waiters after a chunk's state moved on
+
+  std::vector<Region> regions_;
+  std::vector<int64_t> first_;       // index of each region's first chunk in states_
+  std::vector<size_t> by_address_;   // region indices sorted by live address
+  std::unique_ptr<std::atomic<uint8_t>[]> states_;
+  std::atomic<bool> armed_{false};
+  std::atomic<int64_t> copied_{0};
+  std::mutex mutex_;
+  std::condition_variable cv_;
+};
+
+// Tests only: a pause of `microseconds` in every acquire (a slow disk, so training overtakes the
+// writer), and the chunks copied to the side by every instance since the process began.
+void set_write_delay_for_testing(int microseconds);
+int64_t chunks_copied_for_testing();
+
+}  // namespace nd::train
