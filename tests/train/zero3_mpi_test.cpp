@@ -197,7 +197,7 @@ TEST_F(Zero3Test, PersistentStatePerRankFollowsThePlan) {
   EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
   EXPECT_DOUBLE_EQ(plan.total(), 16.0 / n);
   EXPECT_DOUBLE_EQ(plan.paper, 16.0 / n);
-  const int64_t unit = 64 * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
+  const int64_t unit = flat->alignment() * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
   EXPECT_EQ(flat->numel(), 4 * block + rest);
   EXPECT_EQ(engine.staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
   // bf16 with f32 masters: 2 of parameters, 4 of the f32 gradient shard, 12 of masters, m and v,

@@ -153,8 +153,8 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
     if (zero > 0) {
       EXPECT_EQ(flat->numel() % (n * flat->alignment()), 0);
     }
-    if (zero == 2) {  // segments padded to n x 64 elements: the blocks' 5100 elements and b's 301
-      const int64_t unit = 64 * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
+    if (zero == 2) {  // segments padded to n x the alignment: the blocks' 5100 elements and b's 301
+      const int64_t unit = flat->alignment() * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
       EXPECT_EQ(flat->numel(), 3 * block + rest);
       EXPECT_EQ(engine.staging_bytes(), (2 * block + rest + (2 * block + rest) / n) * 4);  // with landing places
       EXPECT_EQ(engine.bucket_count(), 4u);
