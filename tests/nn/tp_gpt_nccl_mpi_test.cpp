@@ -70,19 +70,20 @@ TEST(TensorParallelNccl, SequenceParallelMappings) {
       [](const TensorParallel& tp) {
         const int64_t n = 1000;
         const Device gpu = gpu_world().device();
-        Variable x(test::rank_input(tp.rank(), n, DType::F32, 1, gpu), true);
+        // Shares are (..., T / tp, C): n tokens of width 1 a rank, gathered in rank order.
+        Variable x(test::rank_input(tp.rank(), n, DType::F32, 1, gpu).view({1, n, 1}), true);
         Variable y = dist::all_gather_from_sp(x, tp);
         std::vector<double> gathered;
         for (int r = 0; r < tp.size(); ++r)
           for (int64_t i = 0; i < n; ++i) gathered.push_back(test::rank_value(r, i, 1));
         EXPECT_EQ(test::count_mismatches(y.data().to_double_vector(), gathered, 0, "gathered"), 0);
-        y.backward(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 2, gpu));
+        y.backward(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 2, gpu).view({1, n * tp.size(), 1}));
         EXPECT_EQ(test::count_mismatches(x.grad().to_double_vector(),
                                          test::sum_over_ranks(tp.size(), n, 2, tp.rank() * n), 0, "dx"),
                   0);
-        Variable w(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 3, gpu), true);
+        Variable w(test::rank_input(tp.rank(), n * tp.size(), DType::F32, 3, gpu).view({1, n * tp.size(), 1}), true);
         Variable share = dist::reduce_scatter_to_sp(
-            ops::add(w, Variable(Tensor::zeros({n * tp.size()}, DType::F32, gpu))), tp);
+            ops::add(w, Variable(Tensor::zeros({1, n * tp.size(), 1}, DType::F32, gpu))), tp);
         EXPECT_EQ(test::count_mismatches(share.data().to_double_vector(),
                                          test::sum_over_ranks(tp.size(), n, 3, tp.rank() * n), 0, "share"),
                   0);
