@@ -31,17 +31,8 @@ struct Plan {
   cublasLtMatmulDesc_t op = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, d = nullptr;
   cublasLtMatmulAlgo_t algo;
-  bool found = false;       // false: cuBLASLt offered no algorithm (try_gemm falls back)
-  bool fast_accum = false;  // FP8: products accumulated at the tensor cores' own precision
+  bool found = false;  // false: cuBLASLt offered no algorithm (try_gemm falls back)
 };
-
-void destroy(Plan& plan) {
-  if (plan.d) cublasLtMatrixLayoutDestroy(plan.d);
-  if (plan.b) cublasLtMatrixLayoutDestroy(plan.b);
-  if (plan.a) cublasLtMatrixLayoutDestroy(plan.a);
-  if (plan.op) cublasLtMatmulDescDestroy(plan.op);
-  plan = Plan{};
-}
 
 std::mutex g_mutex;
 auto* g_blas = new std::vector<DeviceBlas>();
@@ -106,10 +97,8 @@ void set_epilogue_pointers(cublasLtMatmulDesc_t op, const GemmProblem& p) {
   }
 }
 
-Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int align_b, int align_d,
-               bool fast_accum = false) {
+Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int align_b, int align_d) {
   Plan plan;
-  plan.fast_accum = fast_accum;
   const cudaDataType_t d_type = cuda_type(p.d_type);
   const cudaDataType_t a_type = p.fp8 ? fp8_cuda_type(p.a_format) : cuda_type(p.a_type);
   const cudaDataType_t b_type = p.fp8 ? fp8_cuda_type(p.b_format) : cuda_type(p.a_type);
@@ -117,10 +106,6 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
   cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N, tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
   CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  if (fast_accum) {
-    const int8_t on = 1;
-    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &on, sizeof(on)));
-  }
   cublasLtEpilogue_t epilogue = epilogue_of(p);
   if (epilogue != CUBLASLT_EPILOGUE_DEFAULT)
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
@@ -220,26 +205,12 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   if (it == g_plans->end())
     it = g_plans->emplace(std::make_pair(device, key), make_plan(p, blas.handle, align_a, align_b, align_d)).first;
   Plan& plan = it->second;
-  float alpha = 1.0f, beta = p.beta;
-  auto launch = [&]() {
-    set_epilogue_pointers(plan.op, p);
-    set_scale_pointers(plan.op, p);
-    return cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D, plan.d, p.D, plan.d,
-                          &plan.algo, blas.workspace, kWorkspaceBytes, stream);
-  };
   if (!plan.found) return false;
-  cublasStatus_t status = launch();
-  if (status == CUBLAS_STATUS_NOT_SUPPORTED && p.fp8 && !plan.fast_accum) {
-    // cuBLASLt 13.1 refused at launch the FP8 algorithms its heuristic offered without fast
-    // accumulation (on H200 all 8 candidates tried; on H100 the first). The refusal comes before
-    // anything is queued (safe during graph capture); the plan is made again once, with fast
-    // accumulation, which Transformer Engine also uses for its forward GEMMs.
-    destroy(plan);
-    plan = make_plan(p, blas.handle, align_a, align_b, align_d, /*fast_accum=*/true);
-    if (!plan.found) return false;
-    status = launch();
-  }
-  CUBLAS_CHECK(status);
+  set_epilogue_pointers(plan.op, p);
+  set_scale_pointers(plan.op, p);
+  float alpha = 1.0f, beta = p.beta;
+  CUBLAS_CHECK(cublasLtMatmul(blas.handle, plan.op, &alpha, p.A, plan.a, p.B, plan.b, &beta, p.D, plan.d, p.D,
+                              plan.d, &plan.algo, blas.workspace, kWorkspaceBytes, stream));
   return true;
 }
 
