@@ -51,11 +51,12 @@ class MpiDataTest : public ::testing::Test {
     return losses;
   }
 
-  // got[i] against want[first + i], relative 1e-5 (f32 training against the one-rank run).
-  void expect_close(const std::vector<double>& got, const std::vector<double>& want, size_t first = 0) const {
+  // got[i] against want[first + i], relative `tol` (1e-5: f32 training against the one-rank run).
+  void expect_close(const std::vector<double>& got, const std::vector<double>& want, size_t first = 0,
+                    double tol = 1e-5) const {
     ASSERT_EQ(got.size() + first, want.size());
     for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(std::abs(got[i] - want[first + i]), 1e-5 * std::abs(want[first + i]))
+      EXPECT_LE(std::abs(got[i] - want[first + i]), tol * std::abs(want[first + i]))
           << "step " << first + i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[first + i];
   }
 

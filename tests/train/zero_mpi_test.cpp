@@ -15,19 +15,17 @@
 #include "dist/parallel_grid.h"
 #include "tensor/random.h"
 #include "train/memory_plan.h"
-#include "train/mpi_data_fixture.h"
 #include "train/optimizer.h"
+#include "train/zero_fixture.h"
 #include "train/zero_layout.h"
 
 namespace nd::train {
 namespace {
 
 constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3 and 4 data-parallel ranks
-constexpr int kSteps = 20;
-
-class ZeroTest : public testing::MpiDataTest {
+class ZeroTest : public testing::ZeroFixture {
  protected:
-  TrainConfig config(const std::string& out, int ranks, int tp, int zero) const {
+  TrainConfig config(const std::string& out, int ranks, int tp, int zero) const override {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
     c.n_layer = 2;
     c.n_head = 4;
@@ -47,19 +45,7 @@ class ZeroTest : public testing::MpiDataTest {
     return c;
   }
 
-  TrainResult train(const TrainConfig& c) {
-    RunContext ctx;
-    ctx.comm = comm_.get();
-    return run_training(c, ctx);
-  }
 
-  // got against want, relative `tol`.
-  void expect_near(const std::vector<double>& got, const std::vector<double>& want, double tol) const {
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(std::abs(got[i] - want[i]), tol * std::abs(want[i]))
-          << "step " << i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[i];
-  }
 
   void matches_zero_zero(int tp, const std::string& collectives) {
     if (comm_->size() % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << comm_->size() << " ranks";
@@ -72,7 +58,7 @@ class ZeroTest : public testing::MpiDataTest {
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
       c.collectives = collectives;
       TrainResult r = train(c);
-      expect_near(r.step_losses, reference.step_losses, 1e-6);
+      expect_close(r.step_losses, reference.step_losses, 0, 1e-6);
       EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
       dist::ParallelGrid grid(*comm_, tp);
       EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas hold other parameters";
@@ -98,34 +84,17 @@ TEST_F(ZeroTest, StageTwoWithRecomputeBlock) {
   c = config("zero2_recompute", comm_->size(), 1, 2);
   c.recompute = "block";
   TrainResult r = train(c);
-  expect_near(r.step_losses, reference.step_losses, 1e-6);
+  expect_close(r.step_losses, reference.step_losses, 0, 1e-6);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
 }
 
 // Zero 2 on every rank writes step 10; one rank at zero 0 goes on from it, and the losses are those of
 // the uninterrupted one-rank run.
 TEST_F(ZeroTest, ZeroCheckpointResumesAtZeroZeroOnOneRank) {
-  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 0)).step_losses;
-  TrainConfig c = config("written_zero2", comm_->size(), 1, 2);
-  c.ckpt_interval = kSteps / 2;
-  c.keep = 0;
-  train(c);
-  comm_->barrier();
-  expect_resume_matches(config("resumed_zero0", 1, 1, 0), 1, root_ + "/written_zero2", kSteps / 2, reference);
+  expect_checkpoint_resumes_at_zero_zero_on_one_rank(2);
 }
 
-TEST_F(ZeroTest, OneRankCheckpointResumesAtZeroTwo) {
-  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 0)).step_losses;
-  if (comm_->rank() == 0) {
-    TrainConfig c = config("written_one_rank", 1, 1, 0);
-    c.ckpt_interval = kSteps / 2;
-    c.keep = 0;
-    run_training(c);
-  }
-  comm_->barrier();
-  expect_resume_matches(config("resumed_zero2", comm_->size(), 1, 2), comm_->size(), root_ + "/written_one_rank",
-                        kSteps / 2, reference);
-}
+TEST_F(ZeroTest, OneRankCheckpointResumesAtZeroTwo) { expect_one_rank_checkpoint_resumes_at(2); }
 
 // The bytes a rank allocates for parameters, gradients and optimizer state follow memory_plan; at
 // zero 2 beside a fixed amount of staging: two blocks' gradients and the parameters outside them.
