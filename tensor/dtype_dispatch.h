@@ -5,44 +5,35 @@
 #include "tensor/dtype.h"
 #include "tensor/error.h"
 
-#define ND_DISPATCH_F32_OR(dtype, other_dtype, OtherType, backend, what, ...)                   \
-  do {                                                                                          \
-    switch (dtype) {                                                                            \
-      case ::nd::DType::F32: {                                                                  \
-        using scalar_t = float;                                                                 \
-        __VA_ARGS__;                                                                            \
-        break;                                                                                  \
-      }                                                                                         \
-      case other_dtype: {                                                                       \
-        using scalar_t = OtherType;                                                             \
-        __VA_ARGS__;                                                                            \
-        break;                                                                                  \
-      }                                                                                         \
-      default:                                                                                  \
-        ND_FAIL(what << ": dtype " << ::nd::dtype_name(dtype) << " is not supported on " backend); \
-    }                                                                                           \
+// One case of the switches below: `scalar_t` is `Type` while the body runs.
+#define ND_DTYPE_CASE(dtype_value, Type, ...) \
+  case dtype_value: {                         \
+    using scalar_t = Type;                    \
+    __VA_ARGS__;                              \
+    break;                                    \
+  }
+
+#define ND_DTYPE_UNSUPPORTED(dtype, backend, what) \
+  ND_FAIL(what << ": dtype " << ::nd::dtype_name(dtype) << " is not supported on " backend)
+
+#define ND_DISPATCH_F32_OR(dtype, other_dtype, OtherType, backend, what, ...) \
+  do {                                                                        \
+    switch (dtype) {                                                          \
+      ND_DTYPE_CASE(::nd::DType::F32, float, __VA_ARGS__)                     \
+      ND_DTYPE_CASE(other_dtype, OtherType, __VA_ARGS__)                      \
+      default:                                                                \
+        ND_DTYPE_UNSUPPORTED(dtype, backend, what);                           \
+    }                                                                         \
   } while (0)
 
 // The same with two more dtypes beside f32.
-#define ND_DISPATCH_F32_OR2(dtype, dtype_a, TypeA, dtype_b, TypeB, backend, what, ...)             \
-  do {                                                                                          \
-    switch (dtype) {                                                                            \
-      case ::nd::DType::F32: {                                                                  \
-        using scalar_t = float;                                                                 \
-        __VA_ARGS__;                                                                            \
-        break;                                                                                  \
-      }                                                                                         \
-      case dtype_a: {                                                                           \
-        using scalar_t = TypeA;                                                                 \
-        __VA_ARGS__;                                                                            \
-        break;                                                                                  \
-      }                                                                                         \
-      case dtype_b: {                                                                           \
-        using scalar_t = TypeB;                                                                 \
-        __VA_ARGS__;                                                                            \
-        break;                                                                                  \
-      }                                                                                         \
-      default:                                                                                  \
-        ND_FAIL(what << ": dtype " << ::nd::dtype_name(dtype) << " is not supported on " backend); \
-    }                                                                                           \
+#define ND_DISPATCH_F32_OR2(dtype, dtype_a, TypeA, dtype_b, TypeB, backend, what, ...) \
+  do {                                                                                 \
+    switch (dtype) {                                                                   \
+      ND_DTYPE_CASE(::nd::DType::F32, float, __VA_ARGS__)                              \
+      ND_DTYPE_CASE(dtype_a, TypeA, __VA_ARGS__)                                       \
+      ND_DTYPE_CASE(dtype_b, TypeB, __VA_ARGS__)                                       \
+      default:                                                                         \
+        ND_DTYPE_UNSUPPORTED(dtype, backend, what);                                    \
+    }                                                                                  \
   } while (0)
