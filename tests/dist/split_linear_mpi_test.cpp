@@ -9,12 +9,15 @@
 #include "dist/sequence_parallel.h"
 #include "dist/world.h"
 #include "tests/dist/collective_inputs.h"
+#include "tests/dist/split_linear_inputs.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::dist {
 namespace {
 
+using test::for_each_split;
 using test::rank_input;
+using test::whole_of;
 
 Comm& world() {
   static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
@@ -25,25 +28,6 @@ Comm& world() {
 // r's share = tokens [6 r, 6 r + 6)); N = 4 output features.
 constexpr int64_t kB = 2, kTs = 3, kK = 5, kN = 4, kS = kB * kTs;
 constexpr double kAtol = 1e-5, kRtol = 1e-5;
-
-template <typename Check>
-void for_each_split(Check check) {
-  test::for_each_tp_comm(world(), [&](Comm& group, int) {
-    const TensorParallel tp{&group, true};
-    for (int chunks : {0, 1, 2, 3, 5}) {
-      SCOPED_TRACE(testing::Message() << chunks << " chunks");
-      check(tp, split_collectives(tp, chunks));
-    }
-  });
-}
-
-// Rank r's block of a rank-ordered whole, for every r: (tp * rows, cols).
-Tensor whole_of(int tp, int64_t rows, int64_t cols, uint64_t seed) {
-  Tensor whole = Tensor::empty({tp * rows, cols});
-  for (int r = 0; r < tp; ++r)
-    whole.narrow(r * rows, rows).copy_from(rank_input(r, rows * cols, DType::F32, seed).view({rows, cols}));
-  return whole;
-}
 
 Tensor sum_of_blocks(int tp, int64_t rows, int64_t cols, uint64_t seed) {
   Tensor sum = Tensor::zeros({tp * rows, cols});
@@ -60,7 +44,7 @@ int64_t far(const Tensor& got, const Tensor& want, const char* what) {
 }
 
 TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
-  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 1).view({kB, kTs, kK}), true);
     Variable w(rank_input(0, kN * kK, DType::F32, 2).view({kN, kK}), true);
@@ -84,7 +68,7 @@ TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
 }
 
 TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
-  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 11).view({kB, kTs, kK}), true);
     Variable w(rank_input(0, kN * kK, DType::F32, 12).view({kN, kK}), true);
@@ -110,7 +94,7 @@ TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
 }
 
 TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
-  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5).view({kB, R * kTs, kK}), true);
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6).view({kN, kK}), true);

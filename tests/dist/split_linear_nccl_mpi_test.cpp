@@ -10,6 +10,7 @@
 #include "dist/sequence_parallel.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
+#include "tests/dist/split_linear_inputs.h"
 #include "tests/nn/tp_test_util.h"
 #include "train/step_graph.h"
 
@@ -17,31 +18,15 @@ namespace nd::dist {
 namespace {
 
 using test::gpu_world;
+using test::for_each_split;
 using test::rank_input;
+using test::whole_of;
 
 // A share (B, Ts, K) = (2, 37, 64): S = 74 rows, which 3 and 5 chunks split unevenly; N = 96.
 constexpr int64_t kB = 2, kTs = 37, kK = 64, kN = 96, kS = kB * kTs;
 constexpr double kAtol = 1e-4, kRtol = 1e-4;
 
 Device gpu() { return gpu_world().device(); }
-
-template <typename Check>
-void for_each_split(Check check) {
-  test::for_each_tp_comm(gpu_world(), [&](Comm& group, int) {
-    const TensorParallel tp{&group, true};
-    for (int chunks : {0, 1, 2, 3, 5}) {
-      SCOPED_TRACE(testing::Message() << chunks << " chunks");
-      check(tp, split_collectives(tp, chunks));
-    }
-  });
-}
-
-Tensor whole_of(int tp, int64_t rows, int64_t cols, uint64_t seed) {
-  Tensor whole = Tensor::empty({tp * rows, cols});
-  for (int r = 0; r < tp; ++r)
-    whole.narrow(r * rows, rows).copy_from(rank_input(r, rows * cols, DType::F32, seed).view({rows, cols}));
-  return whole;
-}
 
 int64_t far(const Tensor& got, const Tensor& want, const char* what) {
   return test::count_far(got.to(Device::cpu()).view({-1}), want.view({-1}), kAtol, kRtol, what);
@@ -77,7 +62,7 @@ void check_gathered(const TensorParallel& tp, const ops::SplitCollectives& c, bo
 
 TEST(SplitLinearNccl, GatheredLinearEqualsTheCpuProduct) {
   SKIP_WITHOUT_GPU();
-  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(gpu_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     check_gathered(tp, c, false);
     check_gathered(tp, c, true);
   });
@@ -85,7 +70,7 @@ TEST(SplitLinearNccl, GatheredLinearEqualsTheCpuProduct) {
 
 TEST(SplitLinearNccl, ScatteredLinearEqualsTheCpuSum) {
   SKIP_WITHOUT_GPU();
-  for_each_split([](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(gpu_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5, gpu()).view({kB, R * kTs, kK}), true);
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6, gpu()).view({kN, kK}), true);
