@@ -42,6 +42,16 @@ inline Tensor random_input(const Shape& shape, Generator& gen, DType dtype, doub
 
 inline Tensor on_gpu(const Tensor& cpu_f32, DType dtype) { return cpu_f32.to(dtype).to(Device::cuda(0)); }
 
+// Column-major D (m, n) = A (m, k) · B (k, n) in float64: the reference of the GEMM tests.
+inline std::vector<double> column_major_product(const std::vector<double>& a, const std::vector<double>& b,
+                                                int64_t m, int64_t n, int64_t k) {
+  std::vector<double> d(static_cast<size_t>(m * n), 0.0);
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t i = 0; i < m; ++i) d[i + j * m] += a[i + p * m] * b[p + j * k];
+  return d;
+}
+
 // Fills the next device allocation of this size with 0xFF bytes (NaN in f32 and bf16): the caching
 // allocator hands the most recently freed block of a size out first.
 inline void poison_next_allocation(const Shape& shape, DType dtype) {

@@ -162,18 +162,6 @@ TEST(F16KernelsCuda, DeviceConversionRoundsAsTheHost) {
     ASSERT_EQ(gpu.data<f16>()[i].bits, f32_to_f16(values[i]).bits) << values[i];
 }
 
-#if NANODIST_WITH_CUDA
-// Column-major D (m, n) = A (m, k) · B (k, n) in float64.
-std::vector<double> reference(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n,
-                              int64_t k) {
-  std::vector<double> d(static_cast<size_t>(m * n), 0.0);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t i = 0; i < m; ++i) d[i + j * m] += a[i + p * m] * b[p + j * k];
-  return d;
-}
-#endif
-
 // f32 accumulation: the f32 output is within f32 rounding of the float64 product of the f16
 // inputs over k = 1024 (an f16 accumulator would be off by ~k * 2^-11 relative); the f16 output
 // within one f16 rounding of it.
@@ -183,7 +171,7 @@ TEST(F16KernelsCuda, GemmAccumulatesInF32) {
   const int64_t m = 64, n = 48, k = 1024;
   Generator gen(fresh_seed());
   Tensor a = random_input({m * k}, gen, kF16), b = random_input({k * n}, gen, kF16);
-  const std::vector<double> want = reference(a.to_double_vector(), b.to_double_vector(), m, n, k);
+  const std::vector<double> want = column_major_product(a.to_double_vector(), b.to_double_vector(), m, n, k);
   Tensor expected = Tensor::from_vector(want, {m * n});
   Tensor da = on_gpu(a, kF16), db = on_gpu(b, kF16);
   for (DType out : {DType::F32, kF16}) {

@@ -15,18 +15,6 @@
 namespace nd {
 namespace {
 
-#if NANODIST_WITH_CUDA
-// Column-major D (m, n) = A (m, k) · B (k, n) in float64 from the rounded inputs.
-std::vector<double> reference(const std::vector<double>& a, const std::vector<double>& b, int64_t m, int64_t n,
-                              int64_t k) {
-  std::vector<double> d(static_cast<size_t>(m * n), 0.0);
-  for (int64_t j = 0; j < n; ++j)
-    for (int64_t p = 0; p < k; ++p)
-      for (int64_t i = 0; i < m; ++i) d[i + j * m] += a[i + p * m] * b[p + j * k];
-  return d;
-}
-#endif
-
 TEST(GemmTypes, Bf16InputsIntoAnF32OutputWrittenAndAccumulated) {
   ND_SKIP_WITHOUT_GPU();
 #if NANODIST_WITH_CUDA
@@ -34,7 +22,7 @@ TEST(GemmTypes, Bf16InputsIntoAnF32OutputWrittenAndAccumulated) {
   Generator gen(test::fresh_seed());
   Tensor a = test::random_input({m * k}, gen, DType::BF16), b = test::random_input({k * n}, gen, DType::BF16);
   Tensor prior = test::random_input({m * n}, gen, DType::F32);
-  std::vector<double> want = reference(a.to_double_vector(), b.to_double_vector(), m, n, k);
+  std::vector<double> want = test::column_major_product(a.to_double_vector(), b.to_double_vector(), m, n, k);
   Tensor da = a.to(DType::BF16).to(Device::cuda(0)), db = b.to(DType::BF16).to(Device::cuda(0));
   for (float beta : {0.0f, 1.0f}) {
     Tensor d = prior.to(Device::cuda(0));
