@@ -10,6 +10,7 @@
 
 #include "dist/ring_comm.h"
 #include "dist/world.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {
@@ -20,14 +21,9 @@ using test::rank_input;
 using test::rank_value;
 using test::rounding_tolerance;
 
-Comm& world() {
-  static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
-  return *comm;
-}
-
 // Native and ours, with small slices so that the larger sizes pipeline the chain and the ring.
 struct Impls {
-  Comm& native = world();
+  Comm& native = test::mpi_world();
   RingComm ours{native, [] {
                   RingOptions options;
                   options.slice_bytes = 64;
@@ -52,7 +48,7 @@ std::vector<double> reduction(ReduceOp op, int n, int64_t count, uint64_t seed, 
 
 TEST(Collectives, AllReduceAndReduceScatter) {
   Impls impls;
-  const int n = world().size(), r = world().rank();
+  const int n = test::mpi_world().size(), r = test::mpi_world().rank();
   for (auto [name, comm] : impls.all())
     for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max})
       for (DType dtype : {DType::F32, DType::BF16})
@@ -73,7 +69,7 @@ TEST(Collectives, AllReduceAndReduceScatter) {
 
 TEST(Collectives, AllGather) {
   Impls impls;
-  const int n = world().size(), r = world().rank();
+  const int n = test::mpi_world().size(), r = test::mpi_world().rank();
   for (auto [name, comm] : impls.all())
     for (DType dtype : {DType::F32, DType::BF16})
       for (int64_t block : kBlocks) {
@@ -90,7 +86,7 @@ TEST(Collectives, AllGather) {
 
 TEST(Collectives, BroadcastFromEveryRoot) {
   Impls impls;
-  const int n = world().size(), r = world().rank();
+  const int n = test::mpi_world().size(), r = test::mpi_world().rank();
   for (auto [name, comm] : impls.all())
     for (DType dtype : {DType::F32, DType::BF16, DType::I32})
       for (int64_t count : {int64_t{0}, int64_t{1}, int64_t{17}, int64_t{1001}})
@@ -107,7 +103,7 @@ TEST(Collectives, BroadcastFromEveryRoot) {
 
 TEST(Collectives, AllToAll) {
   Impls impls;
-  const int n = world().size(), r = world().rank();
+  const int n = test::mpi_world().size(), r = test::mpi_world().rank();
   for (auto [name, comm] : impls.all())
     for (DType dtype : {DType::F32, DType::BF16, DType::I32})
       for (int64_t block : kBlocks) {

@@ -11,6 +11,7 @@
 
 #include "dist/ring_comm.h"
 #include "dist/world.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {
@@ -20,11 +21,6 @@ using test::count_mismatches;
 using test::rank_input;
 using test::rank_value;
 using test::rounding_tolerance;
-
-Comm& world() {
-  static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
-  return *comm;
-}
 
 // Element i of the reduction over every rank of the world.
 std::vector<double> reduced(ReduceOp op, int n, int64_t count, uint64_t seed, int64_t begin = 0) {
@@ -49,7 +45,7 @@ RingOptions small_slices() {
 const std::vector<int64_t> kBlocks = {0, 1, 7, 100, 1001};
 
 TEST(RingComm, AllReduceEqualsNative) {
-  Comm& native = world();
+  Comm& native = test::mpi_world();
   RingComm ring(native, small_slices());
   const int n = native.size(), r = native.rank();
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max})
@@ -66,7 +62,7 @@ TEST(RingComm, AllReduceEqualsNative) {
 }
 
 TEST(RingComm, ReduceScatterEqualsNativeAndLeavesItsInput) {
-  Comm& native = world();
+  Comm& native = test::mpi_world();
   RingComm ring(native, small_slices());
   const int n = native.size(), r = native.rank();
   for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg, ReduceOp::Max})
@@ -91,7 +87,7 @@ TEST(RingComm, ReduceScatterEqualsNativeAndLeavesItsInput) {
 }
 
 TEST(RingComm, AllGatherEqualsNative) {
-  Comm& native = world();
+  Comm& native = test::mpi_world();
   RingComm ring(native, small_slices());
   const int n = native.size(), r = native.rank();
   for (DType dtype : {DType::F32, DType::BF16, DType::I32})
@@ -117,7 +113,7 @@ TEST(RingComm, AllGatherEqualsNative) {
 // A split of the decorator is decorated (and sums over its own members); broadcast, barrier and
 // host values pass through.
 TEST(RingComm, SplitIsDecoratedAndTheRestDelegated) {
-  Comm& native = world();
+  Comm& native = test::mpi_world();
   RingComm ring(native);
   const int n = native.size(), r = native.rank();
   std::unique_ptr<Comm> half = ring.split(r % 2, r);

@@ -7,6 +7,7 @@
 #include "autograd/ops.h"
 #include "dist/sequence_parallel.h"
 #include "dist/world.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"
 
@@ -18,18 +19,13 @@ using test::rank_input;
 using test::rank_value;
 using test::sum_over_ranks;
 
-Comm& world() {
-  static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
-  return *comm;
-}
-
 // A share is (kRows, 3, 5): 30 elements, an odd row length so blocks are not padded to anything.
 constexpr int64_t kRows = 2, kShare = kRows * 3 * 5;
 
 // Runs check(tp) for every tp group with sequence parallelism on, native and ring.
 template <typename Check>
 void for_each_sp_group(Check check) {
-  test::for_each_tp_group(world(), check, /*sequence_parallel=*/true);
+  test::for_each_tp_group(test::mpi_world(), check, /*sequence_parallel=*/true);
 }
 
 // Block r of the whole's tokens is rank r's rank_input(seed): the concatenation over ranks.
@@ -83,7 +79,7 @@ TEST(SequenceParallelMappings, TokensNotDividedByTpAreAnError) {
 }
 
 TEST(SequenceParallelMappings, WithoutSequenceParallelismTheyAreIdentities) {
-  ParallelGrid grid(world(), world().size());
+  ParallelGrid grid(test::mpi_world(), test::mpi_world().size());
   Variable x(rank_input(0, kShare, DType::F32, 5), true);
   const TensorParallel plain_tp{&grid.tp()};
   EXPECT_TRUE(all_gather_from_sp(x, plain_tp).same(x));

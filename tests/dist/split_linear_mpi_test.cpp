@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "dist/sequence_parallel.h"
 #include "dist/world.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/split_linear_inputs.h"
 #include "tests/nn/tp_test_util.h"
@@ -18,11 +19,6 @@ namespace {
 using test::for_each_split;
 using test::rank_input;
 using test::whole_of;
-
-Comm& world() {
-  static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
-  return *comm;
-}
 
 // A share (B, Ts, K) = (2, 3, 5): S = 6 tokens, the whole (2, 3 tp, 5) of 6 tp tokens in order (rank
 // r's share = tokens [6 r, 6 r + 6)); N = 4 output features.
@@ -44,7 +40,7 @@ int64_t far(const Tensor& got, const Tensor& want, const char* what) {
 }
 
 TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
-  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(test::mpi_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 1).view({kB, kTs, kK}), true);
     Variable w(rank_input(0, kN * kK, DType::F32, 2).view({kN, kK}), true);
@@ -68,7 +64,7 @@ TEST(SplitLinear, GatheredLinearEqualsTheLinearOfTheGatheredInput) {
 }
 
 TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
-  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(test::mpi_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 11).view({kB, kTs, kK}), true);
     Variable w(rank_input(0, kN * kK, DType::F32, 12).view({kN, kK}), true);
@@ -94,7 +90,7 @@ TEST(SplitLinear, GatheredLinearWithGeluEqualsGeluOfTheLinear) {
 }
 
 TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
-  for_each_split(world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
+  for_each_split(test::mpi_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
     const int R = tp.size();
     Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 5).view({kB, R * kTs, kK}), true);
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6).view({kN, kK}), true);

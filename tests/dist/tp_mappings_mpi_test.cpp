@@ -8,6 +8,7 @@
 #include "autograd/ops.h"
 #include "dist/tp_mappings.h"
 #include "dist/world.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 #include "tests/dist/collective_inputs.h"
 
@@ -18,15 +19,10 @@ using test::count_mismatches;
 using test::rank_input;
 using test::sum_over_ranks;
 
-Comm& world() {
-  static std::unique_ptr<Comm> comm = make_world_comm(Device::cpu());
-  return *comm;
-}
-
 constexpr int64_t kCount = 37;
 
 TEST(TensorParallelMappings, CopyToTpSumsTheGradient) {
-  test::for_each_tp_comm(world(), [](Comm& group, int tp) {
+  test::for_each_tp_comm(test::mpi_world(), [](Comm& group, int tp) {
     Variable x(rank_input(0, kCount, DType::F32, 1), true);
     Variable y = copy_to_tp(x, TensorParallel{&group});
     EXPECT_EQ(y.data().to_double_vector(), x.data().to_double_vector());
@@ -36,7 +32,7 @@ TEST(TensorParallelMappings, CopyToTpSumsTheGradient) {
 }
 
 TEST(TensorParallelMappings, ReduceFromTpSumsTheForward) {
-  test::for_each_tp_comm(world(), [](Comm& group, int tp) {
+  test::for_each_tp_comm(test::mpi_world(), [](Comm& group, int tp) {
     Variable w(rank_input(group.rank(), kCount, DType::F32, 3), true);
     // An op output (nothing else reads it), as reduce_from_tp requires.
     Variable partial = ops::add(w, Variable(Tensor::zeros({kCount})));
@@ -55,7 +51,7 @@ TEST(TensorParallelMappings, OneRankIsTheIdentity) {
 }
 
 TEST(TensorParallelMappings, MaxReductionRunsNativeUnderRing) {
-  test::for_each_tp_comm(world(), [](Comm& group, int tp) {
+  test::for_each_tp_comm(test::mpi_world(), [](Comm& group, int tp) {
     Tensor buffer = rank_input(group.rank(), kCount, DType::F32, 6);
     allreduce_for_tp(group, buffer, ReduceOp::Max);
     std::vector<double> want(kCount, -1e9);
@@ -69,7 +65,7 @@ TEST(TensorParallelMappings, MaxReductionRunsNativeUnderRing) {
 // fused cross-entropy's loss and its columns of the gradient. The vocabulary (V = 13) ends
 // inside the last rank's columns, so the last ranks hold padding only or partly.
 TEST(TensorParallelMappings, VocabParallelCrossEntropyEqualsTheFusedOne) {
-  test::for_each_tp_comm(world(), [](Comm& group, int tp) {
+  test::for_each_tp_comm(test::mpi_world(), [](Comm& group, int tp) {
       const int64_t Vp = 8 * tp, V = 13;
       Generator gen(21);
       Tensor full = Tensor::randn({3, 5, Vp}, gen, 0.0, 3.0);

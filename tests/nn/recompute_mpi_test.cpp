@@ -8,17 +8,13 @@
 
 #include "dist/world.h"
 #include "nn/gpt.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::nn {
 namespace {
 
 using dist::TensorParallel;
-
-dist::Comm& world() {
-  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
-  return *comm;
-}
 
 struct Result {
   std::vector<double> losses;
@@ -60,11 +56,11 @@ void check_modes(const TensorParallel& tp) {
 }
 
 TEST(RecomputeTensorParallel, EqualsTheRecordedModelBitForBit) {
-  test::for_each_tp_group(world(), check_modes);
+  test::for_each_tp_group(test::mpi_world(), check_modes);
 }
 
 TEST(RecomputeTensorParallel, EqualsTheRecordedModelBitForBitUnderSequenceParallelism) {
-  test::for_each_tp_group(world(), check_modes, /*sequence_parallel=*/true);
+  test::for_each_tp_group(test::mpi_world(), check_modes, /*sequence_parallel=*/true);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "dist/world.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 #include "train/optimizer.h"
 
@@ -21,11 +22,6 @@ using dist::TensorParallel;
 constexpr double kAtol = 2e-6, kRtol = 2e-5;
 constexpr int kSteps = 3;
 constexpr double kLr = 1e-2, kClip = 0.05;
-
-dist::Comm& world() {
-  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
-  return *comm;
-}
 
 // Sequences of 12 positions, which tp 2, 3 and 4 divide.
 constexpr int64_t kT = 12;
@@ -40,7 +36,8 @@ GPTConfig tiny_config(int tp) {
 // split collectives).
 template <typename Check>
 void for_each_sp_group(Check check, bool overlap = true) {
-  test::for_each_tp_comm(world(), [&](dist::Comm& group, int) { check(TensorParallel{&group, true, overlap}); });
+  test::for_each_tp_comm(test::mpi_world(),
+                         [&](dist::Comm& group, int) { check(TensorParallel{&group, true, overlap}); });
 }
 
 std::vector<std::string> sharded_names(const GPT& model) {
@@ -139,7 +136,7 @@ size_t kept_bytes(const TensorParallel& tp) {
 // linear's input as 1 / tp shares: the whole saved activations shrink (the attention and MLP
 // interiors are 1 / tp in both).
 TEST(SequenceParallelGPT, KeepsFewerActivationsThanPlainTensorParallelism) {
-  test::for_each_tp_comm(world(), [](dist::Comm& group, int) {
+  test::for_each_tp_comm(test::mpi_world(), [](dist::Comm& group, int) {
     const size_t plain = kept_bytes(TensorParallel{&group, false});
     const size_t split = kept_bytes(TensorParallel{&group, true});
     EXPECT_LT(split, plain) << "sequence-parallel " << split << " bytes, plain tp " << plain;

@@ -9,6 +9,7 @@
 
 #include "dist/world.h"
 #include "nn/gpt.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::nn {
@@ -17,11 +18,6 @@ namespace {
 using dist::TensorParallel;
 
 constexpr double kAtol = 2e-6, kRtol = 2e-5;
-
-dist::Comm& world() {
-  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
-  return *comm;
-}
 
 GPTConfig tiny_config(int tp, float dropout) { return test::tiny_tp_gpt_config(tp, dropout); }
 
@@ -63,15 +59,15 @@ void check_equals_one_rank(const TensorParallel& tp, float dropout) {
 }
 
 TEST(TensorParallelGPT, EqualsTheOneRankModel) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.0f); });
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.0f); });
 }
 
 TEST(TensorParallelGPT, EqualsTheOneRankModelWithDropout) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.1f); });
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) { check_equals_one_rank(tp, 0.1f); });
 }
 
 TEST(TensorParallelGPT, ShardSpecsNameTheSplit) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     Generator gen(1);
     GPT model(tiny_config(tp.size(), 0.0f), gen, Device::cpu(), DType::F32, tp);
     std::map<std::string, dist::ShardSpec> specs;
@@ -117,7 +113,7 @@ void expect_construction_error(const GPTConfig& c, const TensorParallel& tp, con
 }
 
 TEST(TensorParallelGPT, ATpThatDoesNotDivideTheModelIsAnError) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     GPTConfig c = tiny_config(tp.size(), 0.0f);
     c.padded_vocab_size = 0;  // 65 rows
     expect_construction_error(c, tp, "does not divide the 65 vocabulary rows");

@@ -7,6 +7,7 @@
 #include "autograd/parallel_ops.h"
 #include "dist/world.h"
 #include "nn/parallel_linear.h"
+#include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::nn {
@@ -16,11 +17,6 @@ using dist::ShardSpec;
 using dist::TensorParallel;
 
 constexpr double kAtol = 2e-6, kRtol = 2e-5;
-
-dist::Comm& world() {
-  static std::unique_ptr<dist::Comm> comm = dist::make_world_comm(Device::cpu());
-  return *comm;
-}
 
 Tensor random(const Shape& shape, uint64_t seed) {
   Generator gen(seed);
@@ -48,7 +44,7 @@ void expect_parameters_are_slices(const Module& full, const Module& split, const
 
 // Runs `check(tp)` for every tensor-parallel group the world can form.
 TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     for (int parts : {1, 3}) {
       Generator g1(5), g2(5);
       ColumnParallelLinear full(8, 36, true, 0.5, g1, Placement{}, TensorParallel{}, parts);
@@ -69,7 +65,7 @@ TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
 }
 
 TEST(TensorParallelLayers, RowParallelLinearSumsItsInputRows) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     Generator g1(8), g2(8);
     RowParallelLinear full(36, 8, true, 0.5, g1, Placement{}, TensorParallel{});
     RowParallelLinear split(36, 8, true, 0.5, g2, Placement{}, tp);
@@ -111,16 +107,16 @@ void check_replicated_io_layer(const TensorParallel& tp) {
 }
 
 TEST(TensorParallelLayers, AttentionSplitByHeadsWithDropout) {
-  test::for_each_tp_group(world(),
+  test::for_each_tp_group(test::mpi_world(),
                           [](const TensorParallel& tp) { check_replicated_io_layer<CausalSelfAttention>(tp); });
 }
 
 TEST(TensorParallelLayers, MLPColumnThenRowWithDropout) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) { check_replicated_io_layer<MLP>(tp); });
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) { check_replicated_io_layer<MLP>(tp); });
 }
 
 TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     const int64_t Vp = 6 * tp.size(), C = 4;
     Tensor wte = random({Vp, C}, 16), wpe = random({7, C}, 17);
     Tensor idx = test::random_ids({3, 5}, static_cast<int>(Vp), 18);
@@ -142,7 +138,7 @@ TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
 }
 
 TEST(TensorParallelLayers, ATpThatDoesNotDivideTheHeadsIsAnError) {
-  test::for_each_tp_group(world(), [](const TensorParallel& tp) {
+  test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     Generator gen(1);
     const BlockShape shape{10 * tp.size() + 5, 5, 1, true, 0.0f};
     try {
