@@ -7,12 +7,12 @@
 namespace nd::nn {
 namespace {
 
-constexpr int kS = ops::kFp8LinearScalars;
+constexpr int kS = ops::kFp8LinearScalars, kR = ops::kFp8TensorScalars;
 
-// Each quantised tensor's three scalars (scale, amax, scale_inv) start at (1, 0, 1).
+// Each quantised tensor's record (ops/fp8_linear.h) starts at scale 1, amax 0, scale_inv 1.
 Tensor initial_scalars(int capacity) {
-  std::vector<float> v(static_cast<size_t>(capacity) * kS);
-  for (size_t i = 0; i < v.size(); i += 3) v[i] = 1.0f, v[i + 1] = 0.0f, v[i + 2] = 1.0f;
+  std::vector<float> v(static_cast<size_t>(capacity) * kS, 0.0f);
+  for (size_t i = 0; i < v.size(); i += kR) v[i + ops::kFp8Scale] = 1.0f, v[i + ops::kFp8ScaleInv] = 1.0f;
   return Tensor::from_vector(v, {static_cast<int64_t>(v.size())});
 }
 
@@ -36,11 +36,11 @@ void Fp8LinearScaling::end_step(dist::Comm* tp) {
   if (layers_ == 0) return;
   Tensor host = scalars_.to(Device::cpu());
   float* v = host.data<float>();
-  for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[3 * t + 1]);
+  for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[kR * t + ops::kFp8Amax]);
   scaling_.update(tp);
   for (int t = 0; t < scaling_.size(); ++t) {
-    v[3 * t] = scaling_.tensor(t).scale;
-    v[3 * t + 1] = 0.0f;
+    v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
+    v[kR * t + ops::kFp8Amax] = 0.0f;
   }
   scalars_.copy_from(host);
 }

@@ -22,9 +22,13 @@ struct Slots {
   cuda::Fp8ScaleSlot x, w, dout;
 };
 
+cuda::Fp8ScaleSlot slot_at(float* record) {
+  return {record + kFp8Scale, record + kFp8Amax, record + kFp8ScaleInv};
+}
+
 Slots slots_of(const Tensor& scalars) {
   float* s = scalars.data<float>();
-  return {{s, s + 1, s + 2}, {s + 3, s + 4, s + 5}, {s + 6, s + 7, s + 8}};
+  return {slot_at(s), slot_at(s + kFp8TensorScalars), slot_at(s + 2 * kFp8TensorScalars)};
 }
 
 }  // namespace

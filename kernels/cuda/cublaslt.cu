@@ -155,6 +155,10 @@ void check_fp8_problem(const GemmProblem& p) {
   ND_CHECK(p.d_type == DType::BF16 || p.d_type == DType::F32,
            "gemm: FP8 inputs with a " << dtype_name(p.d_type) << " output (expected bf16 or f32)");
   ND_CHECK(p.a_scale && p.b_scale, "gemm: FP8 inputs need a_scale and b_scale (their dequantisation factors)");
+  // cuBLASLt 13 offers algorithms for any scale address but refuses at launch (NOT_SUPPORTED)
+  // those not 16-byte aligned: say so here instead.
+  ND_CHECK(alignment_of(p.a_scale) >= 16 && alignment_of(p.b_scale) >= 16,
+           "gemm: FP8 scale pointers must be 16-byte aligned, got " << p.a_scale << " and " << p.b_scale);
   ND_CHECK(!p.d_scale, "gemm: d_scale is for FP8 outputs, which are not supported");
   ND_CHECK(p.a_format == Fp8Format::E4M3 || p.b_format == Fp8Format::E4M3, "gemm: E5M2 x E5M2 has no FP8 kernel");
   ND_CHECK(p.trans_a && !p.trans_b, "gemm: FP8 needs the TN layout (trans_a set, trans_b not): transpose a copy first");

@@ -93,7 +93,7 @@ TEST(Fp8LinearOp, MatchesTheExactProductWithinTheFormatsBounds) {
 }
 
 TEST(Fp8LinearOp, RefusesWhatItCannotRun) {
-  Tensor scalars = Tensor::zeros({9});
+  Tensor scalars = Tensor::zeros({ops::kFp8LinearScalars});
   Variable x(Tensor::zeros({16, 16}), true), w(Tensor::zeros({16, 16}), true);
   EXPECT_THROW(ops::fp8_linear(x, w, Variable(), scalars), Error);  // f32 on the CPU
 }
