@@ -5,7 +5,8 @@
 // chunk r (reduce-scatter), then every rank copies the reduced chunks (all-gather). Push (for
 // small sizes, kernels/cuda/peer_allreduce_push.cu): each rank stores its input straight into
 // every peer's receive area with the call's flag inside each data word, and reduces what arrived
-// in its own memory (no flag round, no remote loads). The host side (registration, handles, choice) is dist/peer_comm.h. Async on `stream`.
+// in its own memory (no flag round, no remote loads). The host side (registration, handles,
+// choice) is dist/peer_comm.h. Async on `stream`.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -67,8 +68,8 @@ inline int64_t peer_push_area_bytes(int nranks, int64_t chunks) {
 
 // In place: data (count) on every rank becomes scale * (sum over ranks q, in rank order, of rank
 // q's data), so every rank holds the same bits. data 16-byte aligned, count * sizeof(T) at most
-// slot_bytes (Push: at most push_chunks * kPeerPushChunkBytes). bf16 summed in f32, rounded once. A flag not seen within `timeout_ns` nanoseconds
-// fills *timeout and traps (the stream then fails).
+// slot_bytes (Push: at most push_chunks * kPeerPushChunkBytes). bf16 summed in f32, rounded once.
+// A flag not seen within `timeout_ns` nanoseconds fills *timeout and traps (the stream then fails).
 void peer_allreduce(const PeerBuffers& buffers, float* data, int64_t count, float scale, PeerAlgo algo,
                     uint64_t timeout_ns, cudaStream_t stream);
 void peer_allreduce(const PeerBuffers& buffers, bf16* data, int64_t count, float scale, PeerAlgo algo,
