@@ -23,7 +23,8 @@ namespace {
 
 FlagSet bench_comm_flags() {
   FlagSet set("bench-comm",
-              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|auto|compare [--timing eager|graph] [--fit] "
+              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|push|auto|compare [--timing eager|graph] "
+              "[--fit] "
               "[flags]   (under mpirun, one rank per GPU or CPU)");
   set.group("collective")
       .add(flag("op", "allreduce",
@@ -32,9 +33,10 @@ FlagSet bench_comm_flags() {
       .add(flag("impl", "native",
                 "native (MPI on CPU, NCCL on GPU), ring (ours), hierarchical (our all-reduce inside each node, then "
                 "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node), or for allreduce over GPU peer "
-                "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above) or auto "
-                "(one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory), or compare (allreduce: "
-                "auto and each of its four choices at every size, auto's time over the best choice's per size)"))
+                "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above), push (one-shot "
+                "that stores into the peers' memory, flags in the data; up to --push-max-bytes) or auto (push, "
+                "one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory), or compare (allreduce: "
+                "auto and each of its five choices at every size, auto's time over the best choice's per size)"))
       .add(flag("device", "cpu", "cpu or cuda"))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
@@ -55,6 +57,8 @@ FlagSet bench_comm_flags() {
       .group("peer")
       .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
       .add(flag("one-shot-max-bytes", "256K", "--impl peer: one-shot up to this size, two-shot above"))
+      .add(flag("push-max-bytes", "1M",
+                "largest push all-reduce (each rank registers 4 x ranks x this for it; larger ones go to NCCL)"))
       .add(flag("peer-table", "",
                 "--impl auto or compare: decide from this table instead of timing the choices at start: a sweep "
                 "saved by --impl compare --csv, or a fit table (--fit-table)"))
@@ -187,10 +191,12 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   if (!matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
   const bool compare = impl == "compare";
-  const bool peer = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "auto" || compare;
+  const bool peer =
+      impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "push" || impl == "auto" || compare;
   ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || peer,
                  "unknown --impl '" << impl
-                                    << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, auto or compare)");
+                                    << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push, auto or "
+                                       "compare)");
   ND_CHECK_INPUT(!peer || (!matrix && options.op == dist::BenchOp::AllReduce),
                  "--impl " << impl << " is an all-reduce: use it with --op allreduce");
   options.ring = impl == "ring" || impl == "hierarchical";
@@ -220,11 +226,12 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   const bool fit = flags.get_bool("fit");
   const std::string fit_table = flags.get_string("fit-table");
   ND_CHECK_INPUT(fit || fit_table.empty(), "--fit-table needs --fit");
-  ND_CHECK_INPUT(!(fit && compare), "--fit fits one curve; --impl compare sweeps five (fit each --impl alone)");
+  ND_CHECK_INPUT(!(fit && compare), "--fit fits one curve; --impl compare sweeps six (fit each --impl alone)");
   dist::PeerOptions peer_options;
   if (peer) peer_options.mode = compare ? dist::PeerMode::Auto : dist::parse_peer_mode(impl);
   peer_options.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
   peer_options.one_shot_max_bytes = parse_byte_size(flags.get_string("one-shot-max-bytes"));
+  peer_options.push_max_bytes = parse_byte_size(flags.get_string("push-max-bytes"));
   peer_options.table_path = flags.get_string("peer-table");
   peer_options.ring = options.ring_options;
   peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them

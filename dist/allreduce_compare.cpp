@@ -7,14 +7,18 @@
 namespace nd::dist {
 
 namespace {
-constexpr AllReduceChoice kChoiceOf[4] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot, AllReduceChoice::Ring,
-                                          AllReduceChoice::Native};
-constexpr int kAuto = 4;
+constexpr AllReduceChoice kChoiceOf[kAllReduceChoices] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot,
+                                                          AllReduceChoice::Ring, AllReduceChoice::Native,
+                                                          AllReduceChoice::Push};
+constexpr int kAuto = kAllReduceChoices;
+constexpr int kNativeColumn = 3;
 constexpr int kGpuSettleIterations = 3000;
 constexpr int kRounds = 3;
 }  // namespace
 
 const char* compare_impl_name(int i) { return i == kAuto ? "auto" : choice_name(kChoiceOf[i]); }
+
+AllReduceChoice compare_choice(int i) { return kChoiceOf[i]; }
 
 BenchCommRow CompareRow::as_bench_row(int impl, const std::string& type, int nranks) const {
   BenchCommRow row;
@@ -31,10 +35,10 @@ BenchCommRow CompareRow::as_bench_row(int impl, const std::string& type, int nra
 
 void rate_against_best(CompareRow& row) {
   row.best = -1;
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < kAllReduceChoices; ++i)
     if (row.time_us[i] >= 0 && (row.best < 0 || row.time_us[i] < row.time_us[row.best])) row.best = i;
   row.auto_over_best = row.best >= 0 && row.time_us[row.best] > 0 ? row.time_us[kAuto] / row.time_us[row.best] : 0.0;
-  if (row.best < 0) row.best = 3;
+  if (row.best < 0) row.best = kNativeColumn;
 }
 
 std::vector<CompareRow> run_allreduce_compare(PeerComm& peer, const BenchCommOptions& options,
@@ -67,10 +71,10 @@ std::vector<CompareRow> run_allreduce_compare(PeerComm& peer, const BenchCommOpt
       };
     };
     for (int impl = 0; impl < kCompareImpls; ++impl) {
-      // One-shot and two-shot run only over registered peer memory; elsewhere they would be NCCL's
-      // call under another name, so they are left out of the row.
-      const bool peer_choice = impl < 2;
-      runs[impl] = !(peer_choice && (!peer.peer_usable() || row.bytes > peer.options().buffer_bytes));
+      // One-shot, two-shot and push run only over registered peer memory; elsewhere they would be
+      // NCCL's call under another name, so they are left out of the row.
+      const bool peer_choice = impl != kAuto && is_peer_choice(kChoiceOf[impl]);
+      runs[impl] = !(peer_choice && (!peer.peer_usable() || row.bytes > peer.largest_bytes(kChoiceOf[impl])));
       row.time_us[impl] = -1;
       if (!runs[impl]) continue;
       auto launch = launcher(impl);

@@ -1,8 +1,8 @@
 // `bench-comm --impl compare`: the `auto` all-reduce against each of its choices (one-shot,
-// two-shot, our ring, NCCL) at every size of one sweep, all timed alike (dist/bench_timing.h; in
+// two-shot, our ring, NCCL, push) at every size of one sweep, all timed alike (dist/bench_timing.h; in
 // three interleaved rounds, each keeping its fastest) and checked against the closed form, with
-// auto's time over the best choice's per size. A peer choice
-// that cannot run at a size (no peer memory, larger than the registered buffer) is left out there.
+// auto's time over the best choice's per size. A peer choice that cannot run at a size (no peer
+// memory, larger than its largest size: PeerComm::largest_bytes) is left out there.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -14,9 +14,10 @@
 
 namespace nd::dist {
 
-// The compared implementations, in column order: the four choices, then auto.
-constexpr int kCompareImpls = 5;
-const char* compare_impl_name(int i);  // oneshot, twoshot, ring, native, auto
+// The compared implementations, in column order: the five choices, then auto.
+constexpr int kCompareImpls = kAllReduceChoices + 1;
+const char* compare_impl_name(int i);  // oneshot, twoshot, ring, native, push, auto
+AllReduceChoice compare_choice(int i);  // column i < kAllReduceChoices's choice
 
 struct CompareRow {
   int64_t bytes = 0;
@@ -24,7 +25,7 @@ struct CompareRow {
   double time_us[kCompareImpls] = {};  // fastest round, max over ranks; < 0 where the choice cannot run
   int64_t wrong[kCompareImpls] = {};   // summed over ranks
   AllReduceChoice auto_choice = AllReduceChoice::Native;  // what auto ran at this size
-  int best = 3;                        // the fastest of the four choices
+  int best = 3;                        // the fastest of the five choices (3: native)
   double auto_over_best = 1.0;         // time_us[auto] / time_us[best]
   // The row as BenchCommRows, one per implementation that ran (for the CSV).
   BenchCommRow as_bench_row(int impl, const std::string& type, int nranks) const;

@@ -5,8 +5,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
 
 #include "dist/ring_comm.h"
 #if NANODIST_WITH_CUDA
@@ -24,7 +26,8 @@ PeerMode parse_peer_mode(const std::string& name) {
   if (name == "twoshot") return PeerMode::TwoShot;
   if (name == "peer") return PeerMode::Peer;
   if (name == "auto") return PeerMode::Auto;
-  ND_FAIL_INPUT("unknown peer all-reduce mode '" << name << "' (expected oneshot, twoshot, peer or auto)");
+  if (name == "push") return PeerMode::Push;
+  ND_FAIL_INPUT("unknown peer all-reduce mode '" << name << "' (expected oneshot, twoshot, peer, auto or push)");
 }
 
 const char* peer_mode_name(PeerMode mode) {
@@ -33,6 +36,7 @@ const char* peer_mode_name(PeerMode mode) {
     case PeerMode::TwoShot: return "twoshot";
     case PeerMode::Peer: return "peer";
     case PeerMode::Auto: return "auto";
+    case PeerMode::Push: return "push";
   }
   return "?";
 }
@@ -43,16 +47,30 @@ const char* choice_name(AllReduceChoice choice) {
     case AllReduceChoice::TwoShot: return "twoshot";
     case AllReduceChoice::Ring: return "ring";
     case AllReduceChoice::Native: return "native";
+    case AllReduceChoice::Push: return "push";
   }
   return "?";
 }
 
+bool is_peer_choice(AllReduceChoice choice) {
+  return choice == AllReduceChoice::OneShot || choice == AllReduceChoice::TwoShot || choice == AllReduceChoice::Push;
+}
+
+namespace {
+// Push's receive area holds whole chunks (kernels/cuda/peer_allreduce.h): enough for the smaller
+// of push_max_bytes and the buffer.
+int64_t push_bytes(const PeerOptions& options) {
+  return std::max<int64_t>(0, std::min(options.push_max_bytes, options.buffer_bytes));
+}
+}  // namespace
+
 #if NANODIST_WITH_CUDA
 struct PeerComm::Registration {
   int device = 0;
-  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, then two data slots
+  void* own = nullptr;          // cudaMalloc'd: kPeerFlagBytes of flags, two data slots, push's receive area
   std::vector<void*> opened;    // the peers' regions mapped here (nullptr at this rank)
   uint32_t* epochs = nullptr;   // device, kPeerMaxBlocks counters
+  uint32_t* push_epochs = nullptr;  // device, one counter per push chunk
   cuda::PeerTimeout* timeout = nullptr;  // host-mapped
   cuda::PeerBuffers buffers;
   cudaStream_t stream = nullptr;
@@ -65,6 +83,7 @@ struct PeerComm::Registration {
       if (p) cudaIpcCloseMemHandle(p);
     if (own) cudaFree(own);
     if (epochs) cudaFree(epochs);
+    if (push_epochs) cudaFree(push_epochs);
     if (timeout) cudaFreeHost(timeout);
   }
 };
@@ -92,6 +111,7 @@ PeerComm::~PeerComm() {
 void PeerComm::set_up() {
   ND_CHECK(options_.buffer_bytes >= 16 && options_.buffer_bytes % 16 == 0,
            "peer all-reduce: the buffer (" << options_.buffer_bytes << " bytes) must be a positive multiple of 16");
+  ND_CHECK(options_.push_max_bytes >= 0, "peer all-reduce: push_max_bytes must be >= 0, got " << options_.push_max_bytes);
   ND_CHECK(options_.timeout_s > 0, "peer all-reduce: the timeout must be positive, got " << options_.timeout_s);
   ring_ = std::make_unique<RingComm>(inner_, options_.ring);
   const int n = size(), r = rank();
@@ -138,10 +158,17 @@ void PeerComm::set_up() {
   reg->device = nccl->device().index;
   reg->stream = nccl->stream();
   CUDA_CHECK(cudaSetDevice(reg->device));
-  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + 2 * static_cast<size_t>(options_.buffer_bytes)));
+  const int64_t push_chunks = (push_bytes(options_) + cuda::kPeerPushChunkBytes - 1) / cuda::kPeerPushChunkBytes;
+  const size_t slots = 2 * static_cast<size_t>(options_.buffer_bytes);
+  const size_t push_area = static_cast<size_t>(cuda::peer_push_area_bytes(n, push_chunks));
+  CUDA_CHECK(cudaMalloc(&reg->own, cuda::kPeerFlagBytes + slots + push_area));
   CUDA_CHECK(cudaMemset(reg->own, 0, cuda::kPeerFlagBytes));
+  // Zero flags in the push area: the first calls await flags 1 and 2.
+  if (push_area > 0) CUDA_CHECK(cudaMemset(static_cast<char*>(reg->own) + cuda::kPeerFlagBytes + slots, 0, push_area));
   CUDA_CHECK(cudaMalloc(&reg->epochs, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
   CUDA_CHECK(cudaMemset(reg->epochs, 0, cuda::kPeerMaxBlocks * sizeof(uint32_t)));
+  CUDA_CHECK(cudaMalloc(&reg->push_epochs, std::max<int64_t>(1, push_chunks) * sizeof(uint32_t)));
+  CUDA_CHECK(cudaMemset(reg->push_epochs, 0, std::max<int64_t>(1, push_chunks) * sizeof(uint32_t)));
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&reg->timeout), sizeof(cuda::PeerTimeout), cudaHostAllocMapped));
   std::memset(reinterpret_cast<void*>(reg->timeout), 0, sizeof(cuda::PeerTimeout));
   // The zeroed flags must be in place before any peer's first kernel can write to them: the
@@ -175,11 +202,14 @@ void PeerComm::set_up() {
   b.nranks = n;
   b.epochs = reg->epochs;
   b.slot_bytes = options_.buffer_bytes;
+  b.push_chunks = push_chunks;
+  b.push_epochs = reg->push_epochs;
   CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&b.timeout), reinterpret_cast<void*>(reg->timeout), 0));
   for (int q = 0; q < n; ++q) {
     char* region = static_cast<char*>(q == r ? reg->own : reg->opened[q]);
     b.flags[q] = reinterpret_cast<uint32_t*>(region);
     b.data[q] = region + cuda::kPeerFlagBytes;
+    b.push[q] = region + cuda::kPeerFlagBytes + slots;
   }
   registration_ = std::move(reg);
   unusable_reason_.clear();
@@ -199,11 +229,17 @@ AllReduceChoice PeerComm::choice(int64_t bytes) const {
     case PeerMode::OneShot: return AllReduceChoice::OneShot;
     case PeerMode::TwoShot: return AllReduceChoice::TwoShot;
     case PeerMode::Peer: return bytes <= options_.one_shot_max_bytes ? AllReduceChoice::OneShot : AllReduceChoice::TwoShot;
+    case PeerMode::Push: return AllReduceChoice::Push;
     case PeerMode::Auto: break;
   }
   for (const auto& [largest, c] : auto_table_)
     if (bytes <= largest) return c;
   return auto_table_.empty() ? AllReduceChoice::Native : auto_table_.back().second;
+}
+
+int64_t PeerComm::largest_bytes(AllReduceChoice choice) const {
+  if (choice == AllReduceChoice::Push) return push_bytes(options_);
+  return is_peer_choice(choice) ? options_.buffer_bytes : std::numeric_limits<int64_t>::max();
 }
 
 CommWork PeerComm::allreduce_async(Tensor& buffer, ReduceOp op) {
@@ -216,10 +252,14 @@ CommWork PeerComm::allreduce_async(Tensor& buffer, ReduceOp op) {
 
 CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, ReduceOp op) {
   if (choice == AllReduceChoice::Ring) return ring_->allreduce_async(buffer, op);
-  if (choice == AllReduceChoice::Native || !peer_fits(buffer, op)) return inner_.allreduce_async(buffer, op);
+  if (choice == AllReduceChoice::Native || !peer_fits(buffer, op) ||
+      static_cast<int64_t>(buffer.nbytes()) > largest_bytes(choice))
+    return inner_.allreduce_async(buffer, op);
 #if NANODIST_WITH_CUDA
   check_comm_buffer(*this, buffer, "allreduce buffer");
-  const cuda::PeerAlgo algo = choice == AllReduceChoice::OneShot ? cuda::PeerAlgo::OneShot : cuda::PeerAlgo::TwoShot;
+  const cuda::PeerAlgo algo = choice == AllReduceChoice::OneShot   ? cuda::PeerAlgo::OneShot
+                              : choice == AllReduceChoice::TwoShot ? cuda::PeerAlgo::TwoShot
+                                                                   : cuda::PeerAlgo::Push;
   inner_.agree_on_layout(Collective::PeerAllReduce, buffer, static_cast<int>(op) + 16 * static_cast<int>(algo));
   Registration& reg = *registration_;
   inner_.order_after_compute();
@@ -246,10 +286,10 @@ std::string PeerComm::async_error() {
 #if NANODIST_WITH_CUDA
   if (registration_ && registration_->timeout->set) {
     const cuda::PeerTimeout& t = *registration_->timeout;
-    static const char* phases[] = {"start", "middle"};
+    static const char* phases[] = {"start flags of block", "middle flags of block", "push data of chunk"};
     return "peer all-reduce: rank " + std::to_string(rank()) + " waited more than " +
            std::to_string(options_.timeout_s) + " s for rank " + std::to_string(t.peer) + " at the " +
-           phases[t.phase % 2] + " flags of block " + std::to_string(t.block) +
+           phases[t.phase % 3] + " " + std::to_string(t.block) +
            " (a rank stopped calling, or the ranks call all-reduces in different orders)";
   }
 #endif

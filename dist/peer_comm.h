@@ -2,7 +2,8 @@
 // GPUs of one node (kernels/cuda/peer_allreduce.h): each rank registers one buffer at start, its
 // CUDA IPC handle travels to the others over the host channel, and calls meet at flags in peer
 // memory (no host barrier, safe under CUDA graph replay). One-shot below a size, two-shot above;
-// or `auto`, which picks one-shot, two-shot, our ring or NCCL by size from a table measured at
+// push (each rank stores its data into every peer's memory, flags inside the data words); or
+// `auto`, which picks push, one-shot, two-shot, our ring or NCCL by size from a table measured at
 // start or fitted by bench-comm. Everything else, and any all-reduce it cannot take (Max, no
 // peer access, other dtypes, larger than the buffer, host comms), is the wrapped comm's.
 #pragma once
@@ -20,13 +21,16 @@
 
 namespace nd::dist {
 
-enum class PeerMode { OneShot, TwoShot, Peer, Auto };
-PeerMode parse_peer_mode(const std::string& name);  // oneshot | twoshot | peer | auto
+enum class PeerMode { OneShot, TwoShot, Peer, Auto, Push };
+PeerMode parse_peer_mode(const std::string& name);  // oneshot | twoshot | peer | auto | push
 const char* peer_mode_name(PeerMode mode);
 
 // What one all-reduce runs.
-enum class AllReduceChoice { OneShot, TwoShot, Ring, Native };
-const char* choice_name(AllReduceChoice choice);  // oneshot, twoshot, ring, native (the table's impl names)
+enum class AllReduceChoice { OneShot, TwoShot, Ring, Native, Push };
+constexpr int kAllReduceChoices = 5;
+const char* choice_name(AllReduceChoice choice);  // oneshot, twoshot, ring, native, push (the table's impl names)
+// One-shot, two-shot and push run over registered peer memory (up to PeerComm::largest_bytes).
+bool is_peer_choice(AllReduceChoice choice);
 
 struct PeerOptions {
   PeerMode mode = PeerMode::Peer;
@@ -34,14 +38,17 @@ struct PeerOptions {
   int64_t buffer_bytes = int64_t{64} << 20;
   // PeerMode::Peer: one-shot up to this many bytes, two-shot above.
   int64_t one_shot_max_bytes = int64_t{256} << 10;
+  // Push (one-shot with flags in the data): all-reduces up to this many bytes (and the buffer) can
+  // push; each rank registers a receive area of 4 x nranks x this many bytes for it (0: no push).
+  int64_t push_max_bytes = int64_t{1} << 20;
   // A rank that waits longer than this for a peer's flag stops its kernel (async_error says who).
   // As long as --comm-timeout's default: ranks may legitimately drift apart on the host for
   // minutes (one writes a checkpoint while the other launches the next step's all-reduce).
   double timeout_s = 600.0;
-  // PeerMode::Auto: a table to decide from instead of timing the four choices at start (a
+  // PeerMode::Auto: a table to decide from instead of timing the five choices at start (a
   // fraction of a second): a sweep saved by `bench-comm --impl compare --csv` (the measured
   // curves; rows of auto_timing's timing first) or a fit table of `bench-comm --fit-table` (op
-  // allreduce, impls oneshot, twoshot, ring, native).
+  // allreduce, impls oneshot, twoshot, ring, native, push).
   std::string table_path;
   // PeerMode::Auto without a table: how the choices are timed at start (dist/bench_timing.h).
   // Graph times the GPUs alone (what a captured training step pays); eager adds the host's cost.
@@ -67,6 +74,9 @@ class PeerComm : public ForwardingComm {
   const std::string& unusable_reason() const { return unusable_reason_; }
   // What an all-reduce of `bytes` (f32/bf16, Sum/Avg) runs on this comm.
   AllReduceChoice choice(int64_t bytes) const;
+  // The largest all-reduce `choice` runs over peer memory (a peer choice: the buffer, or for push
+  // the receive area; ring and native: no limit). Larger ones are the wrapped comm's.
+  int64_t largest_bytes(AllReduceChoice choice) const;
   // Auto: the decision table, (largest size, choice) in increasing size; the last covers the rest.
   const std::vector<std::pair<int64_t, AllReduceChoice>>& auto_table() const { return auto_table_; }
 
@@ -100,12 +110,13 @@ std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
     const std::function<double(AllReduceChoice, int64_t)>& time_us);
 
 // Auto's decision from a saved bench-comm sweep (`csv_text`, a bench-comm CSV named `what` in
-// errors): the allreduce rows of impls oneshot, twoshot, ring and native for `nranks` ranks, of
+// errors): the allreduce rows of impls oneshot, twoshot, ring, native and push for `nranks` ranks, of
 // `timing` where present (else the other timing's); a size between measured ones takes the next
 // larger measured size's time, above the last an alpha-beta fit of the curve's upper half (ring
-// and NCCL; the peer choices stop at `buffer_bytes`). Raises an input error naming the file and
-// line on malformed rows, or when no row fits.
+// and NCCL; the peer choices stop at `buffer_bytes`, push also at `push_max_bytes` where that is
+// >= 0). Raises an input error naming the file and line on malformed rows, or when no row fits.
 std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_sweep(const std::string& csv_text, const std::string& what,
-                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes);
+                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes,
+                                                                   int64_t push_max_bytes = -1);
 
 }  // namespace nd::dist

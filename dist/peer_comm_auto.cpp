@@ -1,5 +1,5 @@
-// PeerComm's `auto` (peer_comm.h): the choice by size, from the four choices timed when the comm
-// is made (powers of two up to the registered buffer, timed like bench-comm, max over ranks; above
+// PeerComm's `auto` (peer_comm.h): the choice by size, from the five choices timed when the comm
+// is made (powers of two up to each peer choice's largest size, timed like bench-comm, max over ranks; above
 // it an alpha-beta fit of the ring's and NCCL's upper halves), from a sweep bench-comm saved
 // (`--impl compare --csv`: the same curves, measured once) or from a fit table of bench-comm.
 #include "dist/peer_comm.h"
@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <map>
 #include <sstream>
 #include <string>
@@ -19,13 +20,10 @@ namespace nd::dist {
 
 namespace {
 
-constexpr AllReduceChoice kChoices[] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot, AllReduceChoice::Ring,
-                                        AllReduceChoice::Native};
+constexpr AllReduceChoice kChoices[kAllReduceChoices] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot,
+                                                         AllReduceChoice::Ring, AllReduceChoice::Native,
+                                                         AllReduceChoice::Push};
 constexpr int kLargestLog2 = 40;
-
-bool is_peer_choice(AllReduceChoice choice) {
-  return choice == AllReduceChoice::OneShot || choice == AllReduceChoice::TwoShot;
-}
 
 }  // namespace
 
@@ -70,7 +68,7 @@ std::vector<std::string> csv_fields(const std::string& line) {
 // `nranks` ranks, as one curve per choice; rows of other ops, rank counts or impls are skipped.
 // Where both timings are present, `timing`'s rows win.
 void read_measured_table(const std::string& path, const std::string& text, int nranks, BenchTiming timing,
-                         Curve (&curves)[4]) {
+                         Curve (&curves)[kAllReduceChoices]) {
   std::stringstream in(text);
   std::string line;
   std::getline(in, line);
@@ -83,7 +81,7 @@ void read_measured_table(const std::string& path, const std::string& text, int n
   const size_t op = column("op"), impl = column("impl"), ranks = column("nranks"), size = column("size"),
                time = column("time_us");
   const auto timing_at = std::find(header.begin(), header.end(), "timing");
-  Curve other[4];  // rows of the other timing, used where `timing` has none
+  Curve other[kAllReduceChoices];  // rows of the other timing, used where `timing` has none
   for (int number = 2; std::getline(in, line); ++number) {
     if (line.empty()) continue;
     const std::vector<std::string> f = csv_fields(line);
@@ -104,16 +102,17 @@ void read_measured_table(const std::string& path, const std::string& text, int n
                                  : f[static_cast<size_t>(timing_at - header.begin())] == bench_timing_name(timing);
     (same_timing ? curves : other)[c - std::begin(kChoices)][bytes] = us;
   }
-  for (int c = 0; c < 4; ++c)
+  for (int c = 0; c < kAllReduceChoices; ++c)
     if (curves[c].empty()) curves[c] = other[c];
 }
 
 // The decision from per-choice curves. A size between measured ones takes the next larger
 // measured size's time; above a curve's last size (ring and NCCL only: the peer choices stop at
-// the registered buffer) an alpha-beta fit of the curve's upper half extrapolates.
-std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_curves(const Curve (&curves)[4], int64_t buffer_bytes) {
-  AlphaBetaFit upper[4];
-  for (int c = 0; c < 4; ++c) {
+// `largest(choice)`) an alpha-beta fit of the curve's upper half extrapolates.
+std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_curves(const Curve (&curves)[kAllReduceChoices],
+                                                                    const std::function<int64_t(AllReduceChoice)>& largest) {
+  AlphaBetaFit upper[kAllReduceChoices];
+  for (int c = 0; c < kAllReduceChoices; ++c) {
     std::vector<int64_t> xs;
     std::vector<double> ts;
     size_t i = 0;
@@ -127,7 +126,7 @@ std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_curves(const Curve 
   return decide_by_size([&](AllReduceChoice c, int64_t bytes) {
     const int ci = static_cast<int>(std::find(std::begin(kChoices), std::end(kChoices), c) - std::begin(kChoices));
     const Curve& curve = curves[ci];
-    if (curve.empty() || (is_peer_choice(c) && bytes > buffer_bytes)) return -1.0;
+    if (curve.empty() || bytes > largest(c)) return -1.0;
     const auto at = curve.lower_bound(bytes);
     if (at != curve.end()) return at->second;
     if (is_peer_choice(c) || upper[ci].points == 0) return -1.0;
@@ -138,14 +137,18 @@ std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_curves(const Curve 
 }  // namespace
 
 std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_sweep(const std::string& csv_text, const std::string& what,
-                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes) {
-  Curve curves[4];
+                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes,
+                                                                   int64_t push_max_bytes) {
+  Curve curves[kAllReduceChoices];
   read_measured_table(what, csv_text, nranks, timing, curves);
   bool any = false;
   for (const Curve& curve : curves) any = any || !curve.empty();
-  ND_CHECK_INPUT(any, "the measured table " << what << " has no allreduce rows of impl oneshot, twoshot, ring or native for "
-                                            << nranks << " ranks");
-  return decide_from_curves(curves, buffer_bytes);
+  ND_CHECK_INPUT(any, "the measured table " << what << " has no allreduce rows of impl oneshot, twoshot, ring, native or "
+                                            << "push for " << nranks << " ranks");
+  return decide_from_curves(curves, [&](AllReduceChoice c) {
+    if (!is_peer_choice(c)) return std::numeric_limits<int64_t>::max();
+    return c == AllReduceChoice::Push && push_max_bytes >= 0 ? std::min(push_max_bytes, buffer_bytes) : buffer_bytes;
+  });
 }
 
 void PeerComm::build_auto_table() {
@@ -163,31 +166,34 @@ void PeerComm::build_auto_table() {
     const std::vector<AlphaBetaFit> table = parse_fit_table(text, options_.table_path);
     bool any = false;
     for (AllReduceChoice c : kChoices) any = any || find_fit(table, "allreduce", choice_name(c), n) != nullptr;
-    ND_CHECK_INPUT(any, "the fit table " << options_.table_path << " has no allreduce fits (oneshot, twoshot, ring, native)");
+    ND_CHECK_INPUT(any, "the fit table " << options_.table_path
+                                         << " has no allreduce fits (oneshot, twoshot, ring, native, push)");
     auto_table_ = decide_by_size([&](AllReduceChoice c, int64_t bytes) {
-      if (is_peer_choice(c) && bytes > options_.buffer_bytes) return -1.0;
+      if (bytes > largest_bytes(c)) return -1.0;
       const AlphaBetaFit* fit = find_fit(table, "allreduce", choice_name(c), n);
       return fit ? fit->predict_us(bytes, n) : -1.0;
     });
     return;
   }
   if (measured_table) {
-    auto_table_ = decide_from_sweep(text, options_.table_path, n, options_.auto_timing, options_.buffer_bytes);
+    auto_table_ = decide_from_sweep(text, options_.table_path, n, options_.auto_timing, options_.buffer_bytes,
+                                    largest_bytes(AllReduceChoice::Push));
     return;
   }
   // Measured here: powers of two from 8 B to the registered buffer (ring and NCCL on to
-  // auto_measure_max_bytes), each choice, max over ranks; -1 where a peer choice cannot run.
+  // auto_measure_max_bytes), each choice, max over ranks; -1 where a peer choice cannot run
+  // (above its largest size).
   const int64_t largest = std::max(options_.buffer_bytes, options_.auto_measure_max_bytes);
   std::vector<int64_t> sizes;
   for (int64_t b = 8; b <= largest; b *= 2) sizes.push_back(b);
-  std::vector<double> measured(4 * sizes.size(), -1.0);  // [choice][size]
+  std::vector<double> measured(kAllReduceChoices * sizes.size(), -1.0);  // [choice][size]
   Tensor scratch = Tensor::zeros({std::max<int64_t>(1, sizes.back() / 4)}, DType::F32, device());
   // Timed as bench-comm times them (dist/bench_timing.h): a batch launched back to back with
   // the GPU's clock around it. Small sizes get more calls: their times are microseconds and
   // the choices there differ by a few of them.
   for (size_t s = 0; s < sizes.size(); ++s)
-    for (int c = 0; c < 4; ++c) {
-      if (is_peer_choice(kChoices[c]) && sizes[s] > options_.buffer_bytes) continue;
+    for (int c = 0; c < kAllReduceChoices; ++c) {
+      if (sizes[s] > largest_bytes(kChoices[c])) continue;
       Tensor part = scratch.narrow(0, std::max<int64_t>(1, sizes[s] / 4));
       auto launch = [&] { return allreduce_with(kChoices[c], part, ReduceOp::Sum); };
       launch().wait();  // the first call of a layout agrees with the other ranks on the host
@@ -195,11 +201,11 @@ void PeerComm::build_auto_table() {
       measured[c * sizes.size() + s] = 1e6 * time_launches(inner_, options_.auto_timing, 3, iters, launch);
     }
   inner_.host_allreduce(measured.data(), static_cast<int>(measured.size()), HostReduce::Max);
-  Curve curves[4];
-  for (int c = 0; c < 4; ++c)
+  Curve curves[kAllReduceChoices];
+  for (int c = 0; c < kAllReduceChoices; ++c)
     for (size_t s = 0; s < sizes.size(); ++s)
       if (measured[c * sizes.size() + s] >= 0) curves[c][sizes[s]] = measured[c * sizes.size() + s];
-  auto_table_ = decide_from_curves(curves, options_.buffer_bytes);
+  auto_table_ = decide_from_curves(curves, [this](AllReduceChoice c) { return largest_bytes(c); });
 }
 
 }  // namespace nd::dist

@@ -1,97 +1,169 @@
 #!/usr/bin/env bash
-# Every measurement of the collectives work (issue 29) on 2 GPUs in one go (about 4 minutes on 2
-# H100): NCCL's small all-reduce with the old non-blocking communicators (the host-cost cause),
-# `bench-comm --impl compare` (one-shot, two-shot, ring, NCCL and auto, 8 B..1 GB) with eager and
-# with CUDA-graph timing, reduce-scatter and all-gather of NCCL and our ring with alpha-beta fits
-# (and of the pipelined ring on 2 and 4 pipes from 16 MB),
-# the all-reduce fits for `nanodist plan`, the other collectives' curves and the point-to-point
-# matrix, then scripts/check_plan.sh (plan vs traced steps) with the measured fits. Writes CSVs
-# into OUT (docs/bandwidth/ takes them), OUT/bars.md (scripts/collective_bars.py: the bar tables)
-# and OUT/bandwidth.png. --skip-curves / --skip-plan leave those parts out.
+# Every measurement of the collectives work (issue 29) on 2 GPUs in one go, the bars first:
+#   1. `bench-comm --impl compare --timing graph`, 8 B..1 GB: push, one-shot, two-shot, ring, NCCL
+#      and auto (bars: one-shot / push vs NCCL to 256 KB, auto vs the best of its choices);
+#   2. reduce-scatter and all-gather of NCCL and our ring, 8 B..1 GB, with alpha-beta fits (bar:
+#      ring busbw vs NCCL's from 64 MB), and the all-reduce fits of NCCL and the ring for the plan;
+#   3. scripts/check_plan.sh with those fits (bar: plan vs traced dp 2 / tp 2 steps);
+# then, while the elapsed time is under --budget seconds (default 270, so that the whole run stays
+# near 5 minutes on 2 H100/H200), the rest: the same compare with eager timing, NCCL's small
+# all-reduce on the old non-blocking communicators (cause/), the pipelined ring's halves from
+# 16 MB, the other collectives and the point-to-point matrix. Each step's full output goes to
+# OUT/logs/, one line per step to the terminal; writes the CSVs into OUT (docs/bandwidth/ takes
+# them), OUT/fits_2gpu.csv, OUT/plan_vs_measured.tsv, OUT/provenance.txt, OUT/bars.md
+# (scripts/collective_bars.py, printed last) and OUT/bandwidth.png. --device cpu: a smoke run of
+# this script on MPI (sizes to 64 KB, eager timing, check_plan.sh --tiny), seconds, no GPU.
 #
-# usage: scripts/gpu_collectives.sh [--out out/gpu_collectives] [--iters 50] [--warmup 10]
-#                                   [--skip-curves] [--skip-plan] [--bin build/nanodist]
+# usage: scripts/gpu_collectives.sh [--out out/gpu_collectives] [--iters 50] [--warmup 10] [--budget 270]
+#                                   [--skip-curves] [--skip-plan] [--bin build/nanodist] [--device cpu]
 set -euo pipefail
+shopt -s nullglob
 cd "$(dirname "$0")/.."
-out=out/gpu_collectives; iters=50; warmup=10; curves=1; plan=1; bin=build/nanodist
+out=out/gpu_collectives; iters=50; warmup=10; budget=270; curves=1; plan=1; bin=build/nanodist; device=cuda
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
+    --budget) budget=$2; shift 2 ;;
     --skip-curves) curves=0; shift ;;
     --skip-plan) plan=0; shift ;;
     --bin) bin=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --device) device=$2; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu_collectives.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
+[[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu_collectives.sh: --budget must be a number of seconds" >&2; exit 2; }
 [[ -x "$bin" ]] || { echo "gpu_collectives.sh: $bin not found (build first)" >&2; exit 1; }
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-[[ "$gpus" -ge 2 ]] || { echo "gpu_collectives.sh: needs 2 GPUs, found ${gpus:-0}" >&2; exit 1; }
+# Sizes: the largest of most sweeps, of the other collectives' and the pipelined ring's first.
+large=1G; medium=256M; pipe_from=16M; timing=graph; plan_flags=()
+if [[ "$device" == cpu ]]; then
+  large=64K; medium=64K; pipe_from=16K; timing=eager; plan_flags=(--device cpu --tiny --steps 4 --runs "small_dp2 small_tp2")
+elif [[ "$device" == cuda ]]; then
+  gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  [[ "$gpus" -ge 2 ]] || { echo "gpu_collectives.sh: needs 2 GPUs, found ${gpus:-0}" >&2; exit 1; }
+else
+  echo "gpu_collectives.sh: --device must be cuda or cpu" >&2; exit 2
+fi
 [[ "$(id -u)" -ne 0 ]] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # NVLink SHARP off: NCCL and ours on the same links.
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
 export NANODIST_NCCL_NONBLOCKING=0
-mkdir -p "$out/cause" "$out/fits"
+mkdir -p "$out/cause" "$out/fits" "$out/logs"
 fits="$out/fits_2gpu.csv"
-rm -f "$fits"
+# A rerun into the same folder starts clean: the bars read every CSV there.
+rm -f "$out"/*.csv "$out"/fits/*.csv "$out"/cause/*.csv "$out/plan_vs_measured.tsv" "$out/plan/plan_vs_measured.tsv" \
+  "$out/bars.md"
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo "commit: $(git rev-parse --short HEAD 2>/dev/null || echo unknown)$(git diff --quiet 2>/dev/null || echo ' (with local changes)')"
+  [[ "$device" == cpu ]] || nvidia-smi -L
+  echo "NCCL_NVLS_ENABLE=$NCCL_NVLS_ENABLE iters=$iters warmup=$warmup"
+} >"$out/provenance.txt"
 start=$(date +%s)
 status=0
+step=0
+
+# bench NAME ARGS...: one bench-comm run on 2 ranks, its output in OUT/logs/NN-NAME.log.
 bench() {
-  echo "== bench-comm $* ($(($(date +%s) - start)) s)"
-  mpirun -np 2 --bind-to none -x NCCL_NVLS_ENABLE -x NANODIST_NCCL_NONBLOCKING "$bin" bench-comm --device cuda \
-    --iters "$iters" --warmup "$warmup" "$@" || status=1
+  local name=$1 t0
+  shift
+  step=$((step + 1)); t0=$(date +%s)
+  local log
+  log=$(printf '%s/logs/%02d-%s.log' "$out" "$step" "$name")
+  if mpirun -np 2 --bind-to none --oversubscribe -x NCCL_NVLS_ENABLE -x NANODIST_NCCL_NONBLOCKING "$bin" bench-comm \
+      --device "$device" \
+      --iters "$iters" --warmup "$warmup" "$@" >"$log" 2>&1; then
+    printf '%4d s  %-34s %3d s  ok\n' "$((t0 - start))" "$name" "$(($(date +%s) - t0))"
+  else
+    printf '%4d s  %-34s %3d s  FAILED (%s: %s)\n' "$((t0 - start))" "$name" "$(($(date +%s) - t0))" "$log" \
+      "$(tail -n 1 "$log")"
+    status=1
+  fi
 }
 
-# 1. The cause of bench-comm's 40+ us NCCL all-reduce: the same sweep on non-blocking communicators.
-NANODIST_NCCL_NONBLOCKING=1 bench --op allreduce --impl native --max-bytes 256K \
-  --csv "$out/cause/allreduce_native-nonblocking_2gpu_f32.csv"
-bench --op allreduce --impl native --max-bytes 256K --csv "$out/cause/allreduce_native-blocking_2gpu_f32.csv"
+# in_budget NAME: whether an optional step still fits (says so when it does not).
+in_budget() {
+  if (($(date +%s) - start < budget)); then return 0; fi
+  printf '%4d s  %-34s skipped: over the %d s budget\n' "$(($(date +%s) - start))" "$1" "$budget"
+  return 1
+}
 
-# 2. auto against each of its choices, 8 B..1 GB, both timings (one-shot vs NCCL comes from here).
-for timing in eager graph; do
-  bench --op allreduce --impl compare --timing "$timing" --max-bytes 1G \
-    --csv "$out/allreduce_compare_${timing}_2gpu_f32.csv"
-done
+# 1. auto against each of its choices, 8 B..1 GB, CUDA-graph timing (the GPUs' time alone).
+bench "compare-$timing" --op allreduce --impl compare --timing "$timing" --max-bytes "$large" \
+  --csv "$out/allreduce_compare_${timing}_2gpu_f32.csv"
 
-# 3. Reduce-scatter and all-gather, NCCL and our ring, with fits; the all-reduce fits for the plan.
-# (The all-reduce CSVs go to OUT/fits/: the bars take every all-reduce from the one compare run.)
+# 2. Reduce-scatter and all-gather, NCCL and our ring, with fits; the all-reduce fits for the plan
+# (into OUT/fits/: the bars take every all-reduce from the compare runs).
 for op in reducescatter allgather allreduce; do
   dir=$out; [[ $op == allreduce ]] && dir=$out/fits
   for impl in native ring; do
-    bench --op "$op" --impl "$impl" --max-bytes 1G --fit --fit-table "$fits" --csv "$dir/${op}_${impl}_2gpu_f32.csv"
+    bench "$op-$impl" --op "$op" --impl "$impl" --max-bytes "$large" --fit --fit-table "$fits" \
+      --csv "$dir/${op}_${impl}_2gpu_f32.csv"
   done
 done
 
-# 3b. The pipelined ring (--pipeline P: P pieces round the ring on communicators and streams of
-# their own, so one piece's launch, ramp and reduction overlap another's transfer) for the two
-# halves, from 16 MB: does it close the gap to NCCL where the step-by-step ring does not?
+# 3. The plan against traced steps, with the fits just measured.
+if [[ "$plan" == 1 ]]; then
+  t0=$(date +%s)
+  # Its runs and their data in OUT/plan (the token file removed after: 16 MB, made again in seconds).
+  if scripts/check_plan.sh --out "$out/plan" --table "$fits" --bin "$bin" "${plan_flags[@]}" \
+      >"$out/logs/check_plan.log" 2>&1; then
+    cp "$out/plan/plan_vs_measured.tsv" "$out/"
+    printf '%4d s  %-34s %3d s  ok\n' "$((t0 - start))" check_plan "$(($(date +%s) - t0))"
+  else
+    printf '%4d s  %-34s %3d s  FAILED (see %s)\n' "$((t0 - start))" check_plan "$(($(date +%s) - t0))" \
+      "$out/logs/check_plan.log"
+    status=1
+  fi
+  rm -rf "$out/plan/data"
+fi
+
+# 4. While the budget lasts: eager timing (the host's cost per call included), the non-blocking
+# communicators' host cost, the pipelined ring, the other collectives and the p2p matrix.
+if [[ "$timing" != eager ]] && in_budget compare-eager; then
+  bench compare-eager --op allreduce --impl compare --timing eager --max-bytes "$large" \
+    --csv "$out/allreduce_compare_eager_2gpu_f32.csv"
+fi
+if in_budget cause; then
+  NANODIST_NCCL_NONBLOCKING=1 bench native-nonblocking --op allreduce --impl native --max-bytes 256K \
+    --csv "$out/cause/allreduce_native-nonblocking_2gpu_f32.csv"
+  bench native-blocking --op allreduce --impl native --max-bytes 256K \
+    --csv "$out/cause/allreduce_native-blocking_2gpu_f32.csv"
+fi
+# The pipelined ring (--pipeline P: P pieces round the ring on communicators and streams of their
+# own) for the two halves, from 16 MB: does it close a gap to NCCL that the step-by-step ring leaves?
 for op in reducescatter allgather; do
   for p in 2 4; do
-    bench --op "$op" --impl ring --pipeline "$p" --min-bytes 16M --max-bytes 1G --csv "$out/${op}_ring-p${p}_2gpu_f32.csv"
+    in_budget "$op-ring-p$p" || continue
+    bench "$op-ring-p$p" --op "$op" --impl ring --pipeline "$p" --min-bytes "$pipe_from" --max-bytes "$large" \
+      --csv "$out/${op}_ring-p${p}_2gpu_f32.csv"
   done
 done
-
-# 4. The other collectives' curves and the point-to-point matrix.
 if [[ "$curves" == 1 ]]; then
   for op in broadcast alltoall sendrecv; do
     for impl in native ring; do
-      bench --op "$op" --impl "$impl" --max-bytes 256M --fit --fit-table "$fits" --csv "$out/${op}_${impl}_2gpu_f32.csv"
+      in_budget "$op-$impl" || continue
+      bench "$op-$impl" --op "$op" --impl "$impl" --max-bytes "$medium" --fit --fit-table "$fits" \
+        --csv "$out/${op}_${impl}_2gpu_f32.csv"
     done
   done
-  bench --op p2p-matrix --min-bytes 8 --max-bytes 256M --csv "$out/fits/p2p-matrix_2gpu_f32.csv"
+  if in_budget p2p-matrix; then
+    bench p2p-matrix --op p2p-matrix --min-bytes 8 --max-bytes "$medium" --csv "$out/fits/p2p-matrix_2gpu_f32.csv"
+  fi
 fi
 
-# 5. The plan against traced steps, with the fits just measured.
-if [[ "$plan" == 1 ]]; then
-  echo "== check_plan.sh ($(($(date +%s) - start)) s)"
-  scripts/check_plan.sh --out "$out" --table "$fits" --bin "$bin" || status=1
-fi
-
-python3 scripts/collective_bars.py "$out" | tee "$out/bars.md"
+python3 scripts/collective_bars.py "$out" >"$out/bars.md" || status=1
 if python3 -c "import matplotlib" 2>/dev/null; then
-  python3 scripts/plot_bandwidth.py "$out"/*.csv "$fits" --out "$out/bandwidth.png" || status=1
+  # OUT/*.csv holds the fit table too (the plot tells files apart by their header); the eager
+  # all-reduce curves of NCCL and the ring come from the eager compare, else from OUT/fits/.
+  extra=()
+  [[ -f "$out/allreduce_compare_eager_2gpu_f32.csv" ]] || extra+=("$out"/fits/allreduce_*.csv)
+  [[ -f "$out/fits/p2p-matrix_2gpu_f32.csv" ]] && extra+=("$out/fits/p2p-matrix_2gpu_f32.csv")
+  python3 scripts/plot_bandwidth.py "$out"/*.csv "${extra[@]}" --out "$out/bandwidth.png" \
+    >"$out/logs/plot.log" 2>&1 || status=1
 fi
-echo "# done in $(($(date +%s) - start)) s; status $status"
+cat "$out/bars.md"
+echo "# done in $(($(date +%s) - start)) s; status $status; logs in $out/logs, provenance in $out/provenance.txt"
 exit $status

@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 OP_ORDER = ["allreduce", "reducescatter", "allgather", "broadcast", "alltoall", "sendrecv"]
-STYLES = {"native": "-", "ring": "--", "hierarchical": "--", "oneshot": ":", "twoshot": ":", "peer": "-.",
+STYLES = {"native": "-", "ring": "--", "hierarchical": "--", "oneshot": ":", "twoshot": ":", "push": ":", "peer": "-.",
           "auto": "-."}
 
 

@@ -170,8 +170,8 @@ const std::vector<Binding>& train_bindings() {
     b.add("collectives", &C::collectives,
           "all-reduce, reduce-scatter and all-gather of every group: native (NCCL on GPU, MPI on CPU), ring (ours, "
           "from send/recv), hierarchical (ours, inside each node then across nodes), peer (all-reduce over GPU peer "
-          "memory: one-shot to 256 KB, two-shot to 64 MB, NCCL above) or auto (all-reduce: one-shot, two-shot, ring "
-          "or NCCL by size from a table timed at start); peer and auto are native where GPUs share no peer memory");
+          "memory: one-shot to 256 KB, two-shot to 64 MB, NCCL above) or auto (all-reduce: push, one-shot, two-shot, "
+          "ring or NCCL by size from a table timed at start); peer and auto are native where GPUs share no peer memory");
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");

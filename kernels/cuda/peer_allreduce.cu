@@ -169,9 +169,13 @@ void launch(const PeerBuffers& buffers, T* data, int64_t count, float scale, Pee
   ND_CHECK(buffers.nranks >= 2 && buffers.nranks <= kPeerMaxRanks,
            "peer all-reduce: " << buffers.nranks << " ranks (2.." << kPeerMaxRanks << ")");
   ND_CHECK(aligned16(data), "peer all-reduce: the buffer is not 16-byte aligned");
-  ND_CHECK(count * static_cast<int64_t>(sizeof(T)) <= buffers.slot_bytes,
+  ND_CHECK(algo == PeerAlgo::Push || count * static_cast<int64_t>(sizeof(T)) <= buffers.slot_bytes,
            "peer all-reduce: " << count * sizeof(T) << " bytes exceed the registered slot of " << buffers.slot_bytes);
   if (count == 0) return;
+  if (algo == PeerAlgo::Push) {
+    peer_allreduce_push(buffers, data, count, scale, timeout_ns, stream);
+    return;
+  }
   const int blocks = peer_allreduce_blocks(count, sizeof(T), buffers.nranks, algo);
   if (algo == PeerAlgo::OneShot) {
     one_shot_kernel<T><<<blocks, kThreads, 0, stream>>>(buffers, data, count, scale, timeout_ns);
@@ -184,6 +188,7 @@ void launch(const PeerBuffers& buffers, T* data, int64_t count, float scale, Pee
 }  // namespace
 
 int peer_allreduce_blocks(int64_t count, int element_bytes, int nranks, PeerAlgo algo) {
+  if (algo == PeerAlgo::Push) return peer_push_grid(count, element_bytes).blocks;
   const int64_t packs = count * element_bytes / 16;
   const int64_t work = algo == PeerAlgo::OneShot ? packs : (packs + nranks - 1) / nranks;
   return static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kPeerMaxBlocks, ceil_div(work, kThreads))));

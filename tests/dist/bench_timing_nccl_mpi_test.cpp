@@ -1,5 +1,5 @@
 // bench-comm's timing on NCCL under mpirun (one rank per GPU): eager and CUDA-graph batches of
-// NCCL's all-reduce, our ring's, the one-shot peer all-reduce and auto run every call they time
+// NCCL's all-reduce, our ring's, the one-shot and push peer all-reduces and auto run every call they time
 // (ones summed in place k times give n^k exactly), and --impl compare's sweep on the GPUs checks
 // every implementation at every size. Skips where there is no GPU per rank.
 #include <gtest/gtest.h>
@@ -29,6 +29,9 @@ TEST(BenchTimingNccl, EagerAndGraphBatchesRunEveryCall) {
   one_shot.mode = PeerMode::OneShot;
   one_shot.buffer_bytes = int64_t{4} << 20;
   PeerComm peer(world, one_shot);
+  PeerOptions push_options = one_shot;
+  push_options.mode = PeerMode::Push;
+  PeerComm push(world, push_options);
   PeerOptions automatic = one_shot;
   automatic.mode = PeerMode::Auto;
   PeerComm auto_comm(world, automatic);
@@ -36,7 +39,8 @@ TEST(BenchTimingNccl, EagerAndGraphBatchesRunEveryCall) {
     const char* name;
     Comm* comm;
   };
-  for (const Impl& impl : {Impl{"nccl", &world}, Impl{"ring", &ring}, Impl{"oneshot", &peer}, Impl{"auto", &auto_comm}})
+  for (const Impl& impl : {Impl{"nccl", &world}, Impl{"ring", &ring}, Impl{"oneshot", &peer}, Impl{"push", &push},
+                          Impl{"auto", &auto_comm}})
     for (int64_t count : {int64_t{2}, int64_t{1000}, int64_t{1} << 20})
       for (BenchTiming timing : {BenchTiming::Eager, BenchTiming::Graph}) {
         SCOPED_TRACE(std::string(impl.name) + " " + std::to_string(count) + " " + bench_timing_name(timing));
@@ -75,8 +79,8 @@ TEST(BenchTimingNccl, CompareChecksEveryImplementationOnTheGpus) {
       SCOPED_TRACE(std::string(bench_timing_name(timing)) + " size " + std::to_string(row.bytes));
       for (int i = 0; i < kCompareImpls; ++i) {
         EXPECT_EQ(row.wrong[i], 0) << compare_impl_name(i);
-        const bool peer_choice = i < 2;
-        if (peer_choice && (!peer.peer_usable() || row.bytes > options.buffer_bytes)) {
+        const bool peer_choice = i < kAllReduceChoices && is_peer_choice(compare_choice(i));
+        if (peer_choice && (!peer.peer_usable() || row.bytes > peer.largest_bytes(compare_choice(i)))) {
           EXPECT_LT(row.time_us[i], 0.0) << compare_impl_name(i);
         } else {
           EXPECT_GT(row.time_us[i], 0.0) << compare_impl_name(i);

@@ -22,7 +22,7 @@ using test::sum_over_ranks;
 TEST(PeerComm, WithoutPeerMemoryEverythingIsTheWrappedComms) {
   auto world = make_world_comm(Device::cpu());
   const int n = world->size(), r = world->rank();
-  for (PeerMode mode : {PeerMode::OneShot, PeerMode::Peer, PeerMode::Auto}) {
+  for (PeerMode mode : {PeerMode::OneShot, PeerMode::Peer, PeerMode::Auto, PeerMode::Push}) {
     PeerOptions options;
     options.mode = mode;
     PeerComm peer(*world, options);
@@ -63,6 +63,7 @@ double synthetic_time_us(AllReduceChoice c, int64_t bytes) {
     case AllReduceChoice::TwoShot: return bytes > (1 << 20) ? -1.0 : 8.0 + b / 1.5e4;
     case AllReduceChoice::Ring: return 20.0 + b / 1e4;
     case AllReduceChoice::Native: return 400.0 + b / 2.2e5;
+    case AllReduceChoice::Push: return -1.0;
   }
   return -1.0;
 }
@@ -75,6 +76,7 @@ TEST(PeerComm, AutoPicksTheFastestByRuns) {
       case AllReduceChoice::TwoShot: return bytes > (1 << 20) ? -1.0 : 8.0 + b / 1.5e4;
       case AllReduceChoice::Ring: return 20.0 + b / 1e4;
       case AllReduceChoice::Native: return 400.0 + b / 2.2e5;
+      case AllReduceChoice::Push: return -1.0;
     }
     return -1.0;
   };
@@ -126,6 +128,36 @@ TEST(PeerComm, AutoDecidesFromASavedSweep) {
   EXPECT_THROW(decide_from_sweep(csv + "allreduce,ring,cuda,2,64,16,f32,sum,x,1,1,0,eager\n", "sweep.csv", 2,
                                  BenchTiming::Eager, 1 << 20),
                Error);
+}
+
+// Push rows in a sweep: push wins where it is fastest, but only up to the receive area this comm
+// has (push_max_bytes), whatever sizes the sweep measured it at; one-shot takes over above.
+TEST(PeerComm, AutoPushesOnlyUpToItsArea) {
+  std::string csv = "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing\n";
+  char line[256];
+  for (int64_t bytes = 8; bytes <= (int64_t{1} << 20); bytes *= 2) {
+    const double b = static_cast<double>(bytes);
+    const std::pair<const char*, double> rows[] = {
+        {"push", 3.0 + b / 1e5}, {"oneshot", 4.5 + b / 1e5}, {"twoshot", 8.0 + b / 1e5}, {"native", 6.0 + b / 1e5}};
+    for (const auto& [impl, t] : rows) {
+      std::snprintf(line, sizeof line, "allreduce,%s,cuda,2,%lld,%lld,f32,sum,%.6f,1,1,0,graph\n", impl,
+                    static_cast<long long>(bytes), static_cast<long long>(bytes / 4), t);
+      csv += line;
+    }
+  }
+  const auto everywhere = decide_from_sweep(csv, "sweep.csv", 2, BenchTiming::Graph, int64_t{1} << 20);
+  ASSERT_EQ(everywhere.size(), 2u);  // push to the last measured size, then NCCL (fitted above)
+  EXPECT_EQ(everywhere[0], std::make_pair(int64_t{1} << 20, AllReduceChoice::Push));
+  EXPECT_EQ(everywhere[1].second, AllReduceChoice::Native);
+  const auto small_area = decide_from_sweep(csv, "sweep.csv", 2, BenchTiming::Graph, int64_t{1} << 20, 32 << 10);
+  ASSERT_EQ(small_area.size(), 3u);
+  EXPECT_EQ(small_area[0], std::make_pair(int64_t{32} << 10, AllReduceChoice::Push));
+  EXPECT_EQ(small_area[1], std::make_pair(int64_t{1} << 20, AllReduceChoice::OneShot));
+  EXPECT_EQ(small_area[2].second, AllReduceChoice::Native);
+  EXPECT_TRUE(is_peer_choice(AllReduceChoice::Push));
+  EXPECT_FALSE(is_peer_choice(AllReduceChoice::Ring));
+  EXPECT_EQ(parse_peer_mode("push"), PeerMode::Push);
+  EXPECT_STREQ(choice_name(AllReduceChoice::Push), "push");
 }
 
 }  // namespace

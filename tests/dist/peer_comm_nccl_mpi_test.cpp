@@ -1,5 +1,5 @@
 // The peer-memory all-reduce on NCCL under mpirun (one rank per GPU, one node): one-shot,
-// two-shot, peer (by size) and auto against the closed form and NCCL at sizes from 1 element to
+// two-shot, peer (by size), auto and push (tests/dist/peer_push_nccl_mpi_test.cpp has its own) against the closed form and NCCL at sizes from 1 element to
 // the registered buffer (odd counts leave a tail past the 16-byte packs), f32 and bf16, sum and
 // average, many calls in a row (the flags' epochs advance); a CUDA graph of several all-reduces
 // replayed several times (epochs advance on the device); Max, sizes above the buffer and
@@ -52,7 +52,7 @@ TEST(PeerCommNccl, EveryModeGivesTheClosedForm) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot, PeerMode::Peer, PeerMode::Auto}) {
+  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot, PeerMode::Peer, PeerMode::Auto, PeerMode::Push}) {
     PeerComm peer(world, small_buffer(mode));
     if (r == 0 && !peer.peer_usable()) std::printf("no peer memory here: %s\n", peer.unusable_reason().c_str());
     for (DType dtype : {DType::F32, DType::BF16})
@@ -76,7 +76,7 @@ TEST(PeerCommNccl, CallsInARowStayApart) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot}) {
+  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot, PeerMode::Push}) {
     PeerComm peer(world, small_buffer(mode));
     std::vector<Tensor> buffers;
     for (int k = 0; k < 200; ++k) buffers.push_back(rank_input(r, 1000 + 37 * (k % 5), DType::F32, 700 + k, world.device()));

@@ -3,7 +3,8 @@
 Exit 0 = passed, 1 = failed, 77 = skipped because a package the script needs is missing
 (ctest SKIP_RETURN_CODE), so CI without matplotlib, h5py or torch stays green.
 
-usage: smoke_test.py {plot_run,plot_bandwidth,export_hf,corpus_words,collective_bars,check_plan} --source REPO --nanodist BIN
+usage: smoke_test.py {plot_run,plot_bandwidth,export_hf,corpus_words,collective_bars,check_plan,gpu_collectives}
+                     --source REPO --nanodist BIN
 """
 import argparse
 import importlib.util
@@ -303,14 +304,16 @@ def test_corpus_words(ctx, tmp):
 
 
 def test_collective_bars(ctx, tmp):
-    """The bar tables from CSVs whose ratios are known: one-shot at half of NCCL's time, auto 4% over
-    the best at one size and 10% at another, the ring's reduce-scatter at 95% of NCCL's busbw and
+    """The bar tables from CSVs whose ratios are known: one-shot at half of NCCL's time and push at
+    0.62 (at 8 B; absent at 1 KB), auto 4% over the best at one size and 10% at another, the ring's reduce-scatter at 95% of NCCL's busbw and
     its all-gather at 85%, and a plan row."""
     header = "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing\n"
     with open(os.path.join(tmp, "allreduce_compare_eager_2gpu_f32.csv"), "w") as f:
         f.write(header)
         for size in (8, 1024, 1 << 30):
             times = {"oneshot": 4.0, "twoshot": 6.0, "ring": 20.0, "native": 8.0}
+            if size == 8:
+                times["push"] = 5.0
             if size == 1 << 30:
                 times = {"ring": 3000.0, "native": 2900.0}  # no peer choice above the buffer
             auto = {8: 4.16, 1024: 4.4, 1 << 30: 2900.0}[size]
@@ -328,9 +331,11 @@ def test_collective_bars(ctx, tmp):
         f.write("run\tpredicted_exposed_ms\tmeasured_exposed_ms\texposed_ratio\tpredicted_comm_ms\tmeasured_comm_ms\t"
                 "comm_ratio\nsmall_dp2\t0.500\t0.480\t1.04\t2.000\t2.580\t0.78\n")
     out = run([sys.executable, os.path.join(ctx.source, "scripts", "collective_bars.py"), tmp]).stdout
-    for line in ("| 8 B | 8.00 | 4.00 | 0.50 | 0 |", "Worst ratio 0.50: met.",
-                 "| 8 B | 4.00 | 6.00 | 20.00 | 8.00 | 4.16 | oneshot | 1.040 |",
-                 "| 1 GB | - | - | 3000.00 | 2900.00 | 2900.00 | native | 1.000 |",
+    for line in ("| 8 B | 8.00 | 4.00 | 5.00 | 0.50 | 0.62 | 0 |", "| 1 KB | 8.00 | 4.00 | - | 0.50 | - | 0 |",
+                 "Worst ratio: one-shot 0.50 (met); push 0.62 (**not met**, not measured at every size); "
+                 "the faster of the two at each size: 0.50: met.",
+                 "| 8 B | 4.00 | 6.00 | 20.00 | 8.00 | 5.00 | 4.16 | oneshot | 1.040 |",
+                 "| 1 GB | - | - | 3000.00 | 2900.00 | - | 2900.00 | native | 1.000 |",
                  "Worst auto / best 1.100 at 1 KB: **not met**.",
                  "| 64 MB | 100.0 | 95.0 | 0.950 |", "Worst ratio 0.950: met.",
                  "| 64 MB | 100.0 | 85.0 | 0.850 |", "Worst ratio 0.850: **not met**.",
@@ -352,10 +357,31 @@ def test_check_plan(ctx, tmp):
         expect(abs(values[2] - round(values[0] / values[1], 2)) < 0.011, f"exposed ratio of {r}")
 
 
+def test_gpu_collectives(ctx, tmp):
+    """scripts/gpu_collectives.sh on the CPU (--device cpu, the bars' steps only): every step runs, the
+    compare CSV holds each implementation, and bars.md has the auto and the plan tables."""
+    out = os.path.join(tmp, "gc")
+    r = run(["bash", os.path.join(ctx.source, "scripts", "gpu_collectives.sh"), "--device", "cpu", "--budget", "0",
+             "--iters", "2", "--warmup", "1", "--out", out, "--bin", ctx.nanodist])
+    expect("FAILED" not in r.stdout, f"a step failed:\n{r.stdout}")
+    expect("skipped: over the 0 s budget" in r.stdout, f"the optional steps were not skipped:\n{r.stdout}")
+    with open(os.path.join(out, "allreduce_compare_eager_2gpu_f32.csv")) as f:
+        impls = {line.split(",")[1] for line in f.readlines()[1:]}
+    expect(impls == {"ring", "native", "auto"}, f"compare rows on the CPU (no peer memory): {impls}")
+    with open(os.path.join(out, "bars.md")) as f:
+        bars = f.read()
+    for heading in ("### auto vs the best of one-shot, two-shot, ring, NCCL, push, eager",
+                    "### nanodist plan vs measured steps"):
+        expect(heading in bars, f"bars.md lacks {heading!r}:\n{bars}")
+    for name in ("fits_2gpu.csv", "reducescatter_ring_2gpu_f32.csv", "allgather_native_2gpu_f32.csv",
+                 "fits/allreduce_native_2gpu_f32.csv", "provenance.txt", "plan_vs_measured.tsv"):
+        expect(os.path.isfile(os.path.join(out, name)), f"{name} was not written")
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words", "collective_bars",
-                                         "check_plan"])
+                                         "check_plan", "gpu_collectives"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--nanodist", required=True)
     ctx = parser.parse_args()
