@@ -8,6 +8,7 @@
 #include "autograd/variable.h"
 #include "autograd/weight_grad_queue.h"
 #include "tensor/op_timer.h"
+#include "train/pipeline_simulator.h"
 
 namespace nd::train {
 
@@ -36,7 +37,11 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
   ND_CHECK(static_cast<int>(options_.stage_blocks.size()) == s.global_stages() + 1,
            "pipeline: " << options_.stage_blocks.size() << " stage boundaries for " << s.global_stages() << " stages");
   chunk_first_ = local_chunk_starts(options_, rank_);
-  program_ = pipeline_programs(pipeline_actions(options_.kind, s), s)[rank_];
+  const std::vector<RankProgram> programs = pipeline_programs(pipeline_actions(options_.kind, s), s);
+  // A program that could deadlock on NCCL fails here, on every rank, instead of hanging.
+  const std::string deadlock = simulate_pipeline(programs, s, PassCosts{}, Delivery::WholeGroups).error;
+  ND_CHECK(deadlock.empty(), "pipeline: the " << pipeline_kind_name(options_.kind) << " program would hang: " << deadlock);
+  program_ = programs[rank_];
   const Device device = model_.device();
   const DType dtype = model_.dtype();
   for (int k = 0; k < s.virtual_ * s.micro; ++k) {
@@ -49,10 +54,24 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
     timeline_ = std::make_unique<PipelineTimeline>(device, options_.world_rank, rank_, options_.kind, s);
 }
 
-void PipelineSchedule::post(const std::vector<PipeTransfer>& group) {
+void PipelineSchedule::post(size_t slot) {
+  const std::vector<PipeTransfer>& group = program_.groups[slot];
+  if (group.empty()) return;
+  pp_.order_after_compute();
+  if (!program_.sends_apart[slot]) {
+    post_group(group);
+    return;
+  }
+  // The sends as one group, then the receives (pipeline_plan.h: NCCL may hold a group whole).
+  std::vector<PipeTransfer> sends, receives;
+  for (const PipeTransfer& t : group) (t.send ? sends : receives).push_back(t);
+  post_group(sends);
+  post_group(receives);
+}
+
+void PipelineSchedule::post_group(const std::vector<PipeTransfer>& group) {
   if (group.empty()) return;
   const PipelineShape& s = options_.shape;
-  pp_.order_after_compute();
   pp_.group_start();
   for (const PipeTransfer& t : group) {
     const PipeMessage& m = t.message;
@@ -136,7 +155,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
       if (!split) last_backward = i;
     }
   for (size_t i = 0; i < actions.size(); ++i) {
-    post(program_.groups[i]);
+    post(i);
     if (program_.waits[i]) wait_posted();
     if (timeline_) timeline_->begin(actions[i]);
     if (actions[i].op == PipeOp::Forward) {
@@ -149,7 +168,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
     }
     if (timeline_) timeline_->end();
   }
-  post(program_.groups.back());
+  post(actions.size());
   wait_posted();
   if (split) data_parallel.prepare_backward(false, true);  // reduce every bucket at the finish
   for (InFlight& f : in_flight_) f = InFlight{};

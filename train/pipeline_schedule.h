@@ -49,7 +49,8 @@ class PipelineSchedule : public Schedule {
     Variable input;   // the received activation as a leaf (not on the first stage)
     Variable output;  // the stage's output, or its loss on the last stage
   };
-  void post(const std::vector<PipeTransfer>& group);  // starts a group's transfers
+  void post(size_t slot);  // starts the transfers of the program's group `slot`
+  void post_group(const std::vector<PipeTransfer>& group);  // as one NCCL (or MPI) group
   void wait_posted();  // completes them; later compute-stream work sees what they received
   void forward(const PipeAction& a, MicroBatches& batches, Generator& gen, uint64_t step_offset);
   void backward(const PipeAction& a, MicroBatches& batches);
