@@ -42,6 +42,9 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
   const std::string deadlock = simulate_pipeline(programs, s, PassCosts{}, Delivery::WholeGroups).error;
   ND_CHECK(deadlock.empty(), "pipeline: the " << pipeline_kind_name(options_.kind) << " program would hang: " << deadlock);
   program_ = programs[rank_];
+  // What the simulator checked is what this rank posts: each slot's groups (pipeline_plan.h).
+  slot_groups_.resize(program_.groups.size());
+  for (PostedGroup& g : posted_groups(program_)) slot_groups_[g.slot].push_back(std::move(g.transfers));
   const Device device = model_.device();
   const DType dtype = model_.dtype();
   for (int k = 0; k < s.virtual_ * s.micro; ++k) {
@@ -55,22 +58,13 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
 }
 
 void PipelineSchedule::post(size_t slot) {
-  const std::vector<PipeTransfer>& group = program_.groups[slot];
-  if (group.empty()) return;
+  if (slot_groups_[slot].empty()) return;
   pp_.order_after_compute();
-  if (!program_.sends_apart[slot]) {
-    post_group(group);
-    return;
-  }
-  // The sends as one group, then the receives (pipeline_plan.h: NCCL may hold a group whole).
-  std::vector<PipeTransfer> sends, receives;
-  for (const PipeTransfer& t : group) (t.send ? sends : receives).push_back(t);
-  post_group(sends);
-  post_group(receives);
+  // Usually one group; where the plan sends apart, the sends and then the receives.
+  for (const std::vector<PipeTransfer>& group : slot_groups_[slot]) post_group(group);
 }
 
 void PipelineSchedule::post_group(const std::vector<PipeTransfer>& group) {
-  if (group.empty()) return;
   const PipelineShape& s = options_.shape;
   pp_.group_start();
   for (const PipeTransfer& t : group) {

@@ -63,6 +63,7 @@ class PipelineSchedule : public Schedule {
   PipelineOptions options_;
   int rank_ = 0;
   RankProgram program_;
+  std::vector<std::vector<std::vector<PipeTransfer>>> slot_groups_;  // [slot]: the groups posted there
   // [chunk * micro + m]: receive buffers, fixed for the run (addresses stay for a CUDA graph).
   std::vector<Tensor> activations_, gradients_;
   std::vector<InFlight> in_flight_;
