@@ -11,6 +11,8 @@
 # draws docs/pp_timeline_<schedule>.png (scripts/plot_pp_timeline.py, m = 8); --timelines-only
 # records and draws them without the throughput runs.
 # --device cpu --tiny: a 4-layer model on the CPU, a smoke test of this script in seconds.
+# Every run has --comm-timeout 120 (a step here takes seconds; a stuck run then ends with the
+# watchdog's error line after two minutes, not after the default ten); --extra may override it.
 #
 # usage: scripts/bench_pp.sh [--steps 12] [--out out/bench_pp] [--bin build/nanodist]
 #                            [--micro "4 8 16"] [--schedules "gpipe 1f1b interleaved zb"] [--timelines]
@@ -19,7 +21,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=12; out=out/bench_pp; bin=build/nanodist; extra=""; device=cuda; tiny=0; micro="4 8 16"
-schedules="gpipe 1f1b interleaved zb"; timelines=0; throughput=1
+schedules="gpipe 1f1b interleaved zb"; timelines=0; throughput=1; comm_timeout=120
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -32,7 +34,7 @@ while [[ $# -gt 0 ]]; do
     --extra) extra=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "bench_pp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +67,8 @@ run_one() {
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
   if mpirun -np "$np" --bind-to none --oversubscribe "${env[@]}" "$bin" train $model --data "$data" --out "$run" \
       --pp "$pp" --pp-schedule "$schedule" --pp-virtual "$virtual" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
-      --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --ckpt-interval 0 $extra >"$log" 2>&1; then
+      --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --ckpt-interval 0 \
+      --comm-timeout "$comm_timeout" $extra >"$log" 2>&1; then
     [[ -n "$timeline" ]] || echo -e "$name\t$np\t$pp\t$schedule\t$m\t$run/metrics.jsonl" >>"$out/results.tsv"
   else
     echo "$name failed (out of memory at this many micro-batches?); last lines of $log:"; tail -n 3 "$log"

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <deque>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -171,6 +173,58 @@ std::vector<std::vector<PipeAction>> pipeline_actions(PipelineKind kind, const P
   return {};
 }
 
+namespace {
+
+// Sets sends_apart where a group exchanges with one peer transfers that the peer posts in
+// different groups (pipeline_plan.h): the k-th send of a (sender, receiver) pair meets its k-th
+// receive, as NCCL and MPI match them.
+void keep_groups_whole(std::vector<RankProgram>& programs) {
+  using Channel = std::pair<int, int>;  // (sender, receiver)
+  std::map<Channel, std::vector<size_t>> send_slots, recv_slots;  // the slot of each k-th transfer
+  for (size_t r = 0; r < programs.size(); ++r)
+    for (size_t i = 0; i < programs[r].groups.size(); ++i)
+      for (const PipeTransfer& t : programs[r].groups[i]) {
+        const int me = static_cast<int>(r);
+        if (t.send)
+          send_slots[{me, t.peer}].push_back(i);
+        else
+          recv_slots[{t.peer, me}].push_back(i);
+      }
+  for (size_t r = 0; r < programs.size(); ++r) {
+    RankProgram& p = programs[r];
+    const int me = static_cast<int>(r);
+    p.sends_apart.assign(p.groups.size(), false);
+    std::map<Channel, size_t> sends_seen, recvs_seen;
+    for (size_t i = 0; i < p.groups.size(); ++i) {
+      std::map<int, std::set<size_t>> partner_slots;  // peer -> the slots of its side of this group
+      for (const PipeTransfer& t : p.groups[i]) {
+        const Channel channel = t.send ? Channel{me, t.peer} : Channel{t.peer, me};
+        const size_t k = (t.send ? sends_seen : recvs_seen)[channel]++;
+        const std::vector<size_t>& other = (t.send ? recv_slots : send_slots)[channel];
+        if (k < other.size()) partner_slots[t.peer].insert(other[k]);
+      }
+      for (const auto& [peer, slots] : partner_slots)
+        if (slots.size() > 1) p.sends_apart[i] = true;
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<PostedGroup> posted_groups(const RankProgram& p) {
+  std::vector<PostedGroup> out;
+  for (size_t i = 0; i < p.groups.size(); ++i) {
+    const bool apart = i < p.sends_apart.size() && p.sends_apart[i];
+    for (int part = 0; part < (apart ? 2 : 1); ++part) {
+      PostedGroup g{i, {}};
+      for (const PipeTransfer& t : p.groups[i])
+        if (!apart || t.send == (part == 0)) g.transfers.push_back(t);
+      if (!g.transfers.empty()) out.push_back(std::move(g));
+    }
+  }
+  return out;
+}
+
 std::vector<RankProgram> pipeline_programs(const std::vector<std::vector<PipeAction>>& actions,
                                            const PipelineShape& s) {
   const int last = s.global_stages() - 1;
@@ -224,6 +278,7 @@ std::vector<RankProgram> pipeline_programs(const std::vector<std::vector<PipeAct
         group.insert(group.end(), gives[passes[k]].begin(), gives[passes[k]].end());
     }
   }
+  keep_groups_whole(programs);
   return programs;
 }
 

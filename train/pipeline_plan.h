@@ -83,11 +83,28 @@ struct PipeTransfer {
 // and the weight passes of zero-bubble run while it is. Under interleaving a forward and the
 // backward after it share one group, after the backward (Megatron's pairing): with one group per
 // pass the chunks' transfers wait on each other in a cycle.
+//
+// NCCL may hold back every transfer of a group until all of them have met their other side (a
+// first transfer between two ranks connects them inside ncclGroupEnd, on the host, and NCCL does
+// not promise that a group's transfers progress apart). So a group must not exchange with a peer
+// what that peer exchanges in two groups of its own, the first of which it must complete before
+// it posts the second: GPipe's last forward sends its activation and the first backward receives
+// its gradient from the next stage, which receives that activation before its last forward and
+// sends the gradient only after its first backward. Where a group would, sends_apart[i] is set:
+// the sends go as one group and then the receives as another.
 struct RankProgram {
   std::vector<PipeAction> actions;
   std::vector<std::vector<PipeTransfer>> groups;  // actions.size() + 1
   std::vector<bool> waits;                         // actions.size() + 1
+  std::vector<bool> sends_apart;                   // actions.size() + 1
 };
+// The groups rank r posts in turn: groups[i], or where sends_apart[i] its sends and then its
+// receives (empty groups left out), each with the slot i it is posted in.
+struct PostedGroup {
+  size_t slot = 0;
+  std::vector<PipeTransfer> transfers;
+};
+std::vector<PostedGroup> posted_groups(const RankProgram& program);
 std::vector<RankProgram> pipeline_programs(const std::vector<std::vector<PipeAction>>& actions,
                                            const PipelineShape& shape);
 

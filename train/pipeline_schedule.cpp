@@ -8,6 +8,7 @@
 #include "autograd/variable.h"
 #include "autograd/weight_grad_queue.h"
 #include "tensor/op_timer.h"
+#include "train/pipeline_simulator.h"
 
 namespace nd::train {
 
@@ -36,7 +37,14 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
   ND_CHECK(static_cast<int>(options_.stage_blocks.size()) == s.global_stages() + 1,
            "pipeline: " << options_.stage_blocks.size() << " stage boundaries for " << s.global_stages() << " stages");
   chunk_first_ = local_chunk_starts(options_, rank_);
-  program_ = pipeline_programs(pipeline_actions(options_.kind, s), s)[rank_];
+  const std::vector<RankProgram> programs = pipeline_programs(pipeline_actions(options_.kind, s), s);
+  // A program that could deadlock on NCCL fails here, on every rank, instead of hanging.
+  const std::string deadlock = simulate_pipeline(programs, s, PassCosts{}, Delivery::WholeGroups).error;
+  ND_CHECK(deadlock.empty(), "pipeline: the " << pipeline_kind_name(options_.kind) << " program would hang: " << deadlock);
+  program_ = programs[rank_];
+  // What the simulator checked is what this rank posts: each slot's groups (pipeline_plan.h).
+  slot_groups_.resize(program_.groups.size());
+  for (PostedGroup& g : posted_groups(program_)) slot_groups_[g.slot].push_back(std::move(g.transfers));
   const Device device = model_.device();
   const DType dtype = model_.dtype();
   for (int k = 0; k < s.virtual_ * s.micro; ++k) {
@@ -49,10 +57,15 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
     timeline_ = std::make_unique<PipelineTimeline>(device, options_.world_rank, rank_, options_.kind, s);
 }
 
-void PipelineSchedule::post(const std::vector<PipeTransfer>& group) {
-  if (group.empty()) return;
-  const PipelineShape& s = options_.shape;
+void PipelineSchedule::post(size_t slot) {
+  if (slot_groups_[slot].empty()) return;
   pp_.order_after_compute();
+  // Usually one group; where the plan sends apart, the sends and then the receives.
+  for (const std::vector<PipeTransfer>& group : slot_groups_[slot]) post_group(group);
+}
+
+void PipelineSchedule::post_group(const std::vector<PipeTransfer>& group) {
+  const PipelineShape& s = options_.shape;
   pp_.group_start();
   for (const PipeTransfer& t : group) {
     const PipeMessage& m = t.message;
@@ -136,7 +149,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
       if (!split) last_backward = i;
     }
   for (size_t i = 0; i < actions.size(); ++i) {
-    post(program_.groups[i]);
+    post(i);
     if (program_.waits[i]) wait_posted();
     if (timeline_) timeline_->begin(actions[i]);
     if (actions[i].op == PipeOp::Forward) {
@@ -149,7 +162,7 @@ void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, Mi
     }
     if (timeline_) timeline_->end();
   }
-  post(program_.groups.back());
+  post(actions.size());
   wait_posted();
   if (split) data_parallel.prepare_backward(false, true);  // reduce every bucket at the finish
   for (InFlight& f : in_flight_) f = InFlight{};

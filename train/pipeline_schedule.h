@@ -49,7 +49,8 @@ class PipelineSchedule : public Schedule {
     Variable input;   // the received activation as a leaf (not on the first stage)
     Variable output;  // the stage's output, or its loss on the last stage
   };
-  void post(const std::vector<PipeTransfer>& group);  // starts a group's transfers
+  void post(size_t slot);  // starts the transfers of the program's group `slot`
+  void post_group(const std::vector<PipeTransfer>& group);  // as one NCCL (or MPI) group
   void wait_posted();  // completes them; later compute-stream work sees what they received
   void forward(const PipeAction& a, MicroBatches& batches, Generator& gen, uint64_t step_offset);
   void backward(const PipeAction& a, MicroBatches& batches);
@@ -62,6 +63,7 @@ class PipelineSchedule : public Schedule {
   PipelineOptions options_;
   int rank_ = 0;
   RankProgram program_;
+  std::vector<std::vector<std::vector<PipeTransfer>>> slot_groups_;  // [slot]: the groups posted there
   // [chunk * micro + m]: receive buffers, fixed for the run (addresses stay for a CUDA graph).
   std::vector<Tensor> activations_, gradients_;
   std::vector<InFlight> in_flight_;

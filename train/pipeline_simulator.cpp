@@ -54,10 +54,97 @@ std::string check_local_order(const std::vector<RankProgram>& programs, const Pi
   return "";
 }
 
+std::string slot_name(const RankProgram& p, size_t slot) {
+  if (slot >= p.actions.size()) return "the step's end";
+  const PipeAction& a = p.actions[slot];
+  std::ostringstream out;
+  out << pipe_op_name(a.op) << " of micro-batch " << a.micro << " chunk " << a.chunk;
+  return out.str();
+}
+
+// Delivery::WholeGroups: each rank waits at its next group (posted_groups) until that group can
+// move, which it can once every transfer in it meets its other side in the group its peer is at,
+// that group able to move too (a greatest fixed point: two groups that exchange with each other
+// move together). Compute never waits, so only the order of the groups matters. Assumes the
+// transfers match one to one (checked before).
+std::string check_whole_groups(const std::vector<RankProgram>& programs) {
+  using Channel = std::pair<int, int>;  // (sender, receiver)
+  const int P = static_cast<int>(programs.size());
+  std::vector<std::vector<PostedGroup>> groups(P);
+  std::map<Channel, std::vector<size_t>> send_group, recv_group;  // the group of each k-th transfer
+  for (int r = 0; r < P; ++r) {
+    groups[r] = posted_groups(programs[r]);
+    for (size_t j = 0; j < groups[r].size(); ++j)
+      for (const PipeTransfer& t : groups[r][j].transfers)
+        (t.send ? send_group[{r, t.peer}] : recv_group[{t.peer, r}]).push_back(j);
+  }
+  // partner[r][j][t]: the group of rank t.peer holding the other side of transfer t.
+  std::vector<std::vector<std::vector<size_t>>> partner(P);
+  for (int r = 0; r < P; ++r) {
+    std::map<Channel, size_t> sends_seen, recvs_seen;
+    for (const PostedGroup& g : groups[r]) {
+      partner[r].emplace_back();
+      for (const PipeTransfer& t : g.transfers) {
+        const Channel channel = t.send ? Channel{r, t.peer} : Channel{t.peer, r};
+        const size_t k = (t.send ? sends_seen : recvs_seen)[channel]++;
+        partner[r].back().push_back((t.send ? recv_group : send_group)[channel].at(k));
+      }
+    }
+  }
+  std::vector<size_t> at(P, 0);
+  for (;;) {
+    std::vector<bool> moves(P);
+    bool any_left = false;
+    for (int r = 0; r < P; ++r) any_left |= (moves[r] = at[r] < groups[r].size());
+    if (!any_left) return "";
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (int r = 0; r < P; ++r) {
+        if (!moves[r]) continue;
+        const auto& transfers = groups[r][at[r]].transfers;
+        for (size_t t = 0; t < transfers.size(); ++t) {
+          const int q = transfers[t].peer;
+          if (!moves[q] || at[q] != partner[r][at[r]][t]) {
+            moves[r] = false;
+            changed = true;
+            break;
+          }
+        }
+      }
+    }
+    bool moved = false;
+    for (int r = 0; r < P; ++r)
+      if (moves[r]) {
+        ++at[r];
+        moved = true;
+      }
+    if (moved) continue;
+    // Nothing moves: name the first waiting rank and what its group waits for.
+    for (int r = 0; r < P; ++r) {
+      if (at[r] >= groups[r].size()) continue;
+      const auto& transfers = groups[r][at[r]].transfers;
+      for (size_t t = 0; t < transfers.size(); ++t) {
+        const int q = transfers[t].peer;
+        const size_t other = partner[r][at[r]][t];
+        if (at[q] == other) continue;
+        std::ostringstream e;
+        e << "deadlock (NCCL moves a group as a whole): rank " << r << " waits in its group before "
+          << slot_name(programs[r], groups[r][at[r]].slot) << ", whose " << transfers[t].message.str() << " rank "
+          << q << " " << (transfers[t].send ? "receives" : "sends") << " in its group before "
+          << slot_name(programs[q], groups[q][other].slot) << ", while rank " << q << " waits in its group before "
+          << (at[q] < groups[q].size() ? slot_name(programs[q], groups[q][at[q]].slot) : std::string("nothing"));
+        return e.str();
+      }
+    }
+    return "deadlock (NCCL moves a group as a whole): no group can move";
+  }
+}
+
 }  // namespace
 
 SimulationResult simulate_pipeline(const std::vector<RankProgram>& programs, const PipelineShape& s,
-                                   const PassCosts& costs, bool rendezvous) {
+                                   const PassCosts& costs, Delivery delivery) {
+  const bool rendezvous = delivery != Delivery::Eager;
   SimulationResult result;
   const int P = static_cast<int>(programs.size());
   result.spans.assign(P, {});
@@ -103,6 +190,11 @@ SimulationResult simulate_pipeline(const std::vector<RankProgram>& programs, con
       result.error = e.str();
       return result;
     }
+
+  if (delivery == Delivery::WholeGroups) {
+    result.error = check_whole_groups(programs);
+    if (!result.error.empty()) return result;
+  }
 
   // Post times of each channel's k-th send and receive.
   std::map<Channel, std::vector<Posted>> send_posts, recv_posts;

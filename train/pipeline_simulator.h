@@ -32,9 +32,18 @@ struct SimulationResult {
   std::vector<std::vector<SimulatedSpan>> spans;  // per rank, in order
 };
 
-// `rendezvous`: a send completes only once its receive is posted (NCCL's and large MPI messages'
-// behaviour; the strict check for deadlocks); otherwise sends complete when posted.
+// When a posted transfer completes. A receive always once its send is posted.
+enum class Delivery {
+  Eager,        // a send at once (small MPI messages)
+  Rendezvous,   // a send once its receive is posted (large MPI messages)
+  // NCCL, the strict check for deadlocks: rendezvous, and a group moves only as a whole: none of
+  // its transfers starts before every one of them meets its other side in a group the peer has
+  // posted, the peer's group moving with it (pipeline_plan.h says why).
+  WholeGroups,
+};
+
+// Runs `programs`: each rank posts its groups (posted_groups) and runs its actions in turn.
 SimulationResult simulate_pipeline(const std::vector<RankProgram>& programs, const PipelineShape& shape,
-                                   const PassCosts& costs, bool rendezvous);
+                                   const PassCosts& costs, Delivery delivery);
 
 }  // namespace nd::train

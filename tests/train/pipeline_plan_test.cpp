@@ -20,19 +20,25 @@ std::vector<PipeAction> only(const std::vector<PipeAction>& actions, int chunk) 
 }
 
 // Runs the plan on simulated ranks; the costs are a chunk's (1/V of a stage's work per pass).
-SimulationResult simulate(const Plan& plan, const PipelineShape& s, bool rendezvous) {
+PassCosts chunk_costs(const PipelineShape& s) {
   PassCosts costs;
   costs.forward = 1.0 / s.virtual_;
   costs.backward_input = costs.backward_weight = 1.0 / s.virtual_;
-  return simulate_pipeline(pipeline_programs(plan, s), s, costs, rendezvous);
+  return costs;
 }
 
-// `rendezvous_too`: also with sends that wait for their receive (NCCL), the strict check.
-void runs_everywhere(const Plan& plan, const PipelineShape& s, const char* what, bool rendezvous_too = true) {
-  for (bool rendezvous : {true, false}) {
-    if (rendezvous && !rendezvous_too) continue;
-    SimulationResult r = simulate(plan, s, rendezvous);
-    EXPECT_EQ(r.error, "") << what << " P " << s.stages << " m " << s.micro << " V " << s.virtual_;
+SimulationResult simulate(const Plan& plan, const PipelineShape& s, bool rendezvous) {
+  return simulate_pipeline(pipeline_programs(plan, s), s, chunk_costs(s),
+                           rendezvous ? Delivery::Rendezvous : Delivery::Eager);
+}
+
+// With sends that complete when posted, with sends that wait for their receive, and with NCCL's
+// groups that move only as a whole (the strict check).
+void runs_everywhere(const Plan& plan, const PipelineShape& s, const char* what) {
+  for (Delivery delivery : {Delivery::Eager, Delivery::Rendezvous, Delivery::WholeGroups}) {
+    SimulationResult r = simulate_pipeline(pipeline_programs(plan, s), s, chunk_costs(s), delivery);
+    EXPECT_EQ(r.error, "") << what << " P " << s.stages << " m " << s.micro << " V " << s.virtual_ << " delivery "
+                           << static_cast<int>(delivery);
   }
 }
 
@@ -169,6 +175,54 @@ TEST(PipelinePlan, BubbleIsTheTheorysFraction) {
       const double zb = simulate(pipeline_actions(PipelineKind::ZeroBubble, s), s, false).bubble_fraction;
       EXPECT_LT(zb, one_f_one_b) << "P " << P << " m " << m;
       EXPECT_NEAR(zb, ideal_bubble_fraction(PipelineKind::ZeroBubble, s), 1e-9) << "P " << P << " m " << m;
+    }
+}
+
+// GPT-2 XL under GPipe hung on NCCL: before the first backward, a rank posted the last
+// forward's activation and the first backward's gradient in one group, while the next stage
+// receives that activation before its last forward and sends the gradient after its first
+// backward. Posted whole, as NCCL may hold them, neither group can move; an MPI rendezvous moves
+// each transfer on its own and runs. The plan posts such a slot's sends apart from its receives.
+TEST(PipelinePlan, GPipeSendsItsLastActivationApartFromTheFirstGradient) {
+  for (int P : {2, 3, 4})
+    for (int m : {1, 2, 8}) {
+      PipelineShape s{P, m, 1};
+      std::vector<RankProgram> programs = pipeline_programs(pipeline_actions(PipelineKind::GPipe, s), s);
+      for (int r = 0; r + 1 < P; ++r) {
+        const RankProgram& p = programs[r];
+        ASSERT_TRUE(p.sends_apart[m]) << "rank " << r << " P " << P << " m " << m;
+        std::vector<PostedGroup> posted = posted_groups(p);
+        // The slot before the first backward posts the activation alone, then the gradient's receive.
+        std::vector<const PostedGroup*> slot;
+        for (const PostedGroup& g : posted)
+          if (g.slot == static_cast<size_t>(m)) slot.push_back(&g);
+        ASSERT_EQ(slot.size(), 2u);
+        for (const PipeTransfer& t : slot[0]->transfers) EXPECT_TRUE(t.send && t.message.forward);
+        for (const PipeTransfer& t : slot[1]->transfers) EXPECT_TRUE(!t.send);
+      }
+      // The same programs with that slot posted whole: a deadlock under NCCL's delivery only.
+      for (RankProgram& p : programs) p.sends_apart.assign(p.sends_apart.size(), false);
+      EXPECT_EQ(simulate_pipeline(programs, s, chunk_costs(s), Delivery::Rendezvous).error, "");
+      if (P >= 2) {
+        const std::string error = simulate_pipeline(programs, s, chunk_costs(s), Delivery::WholeGroups).error;
+        EXPECT_NE(error.find("deadlock"), std::string::npos) << "P " << P << " m " << m << ": " << error;
+      }
+    }
+}
+
+// 1F1B, interleaved and zero-bubble pair their groups one to one with their peers: nothing is
+// posted apart, so their measured programs stay as they were.
+TEST(PipelinePlan, OtherSchedulesPostEveryGroupWhole) {
+  for (int P : {2, 3, 4})
+    for (int m : {P, 2 * P, 8}) {
+      for (PipelineKind kind : {PipelineKind::OneFOneB, PipelineKind::ZeroBubble, PipelineKind::Interleaved}) {
+        const int V = kind == PipelineKind::Interleaved ? 2 : 1;
+        if (V > 1 && (m % P != 0 || m <= P)) continue;
+        PipelineShape s{P, m, V};
+        for (const RankProgram& p : pipeline_programs(pipeline_actions(kind, s), s))
+          for (size_t i = 0; i < p.sends_apart.size(); ++i)
+            EXPECT_FALSE(p.sends_apart[i]) << pipeline_kind_name(kind) << " P " << P << " m " << m << " slot " << i;
+      }
     }
 }
 
