@@ -169,10 +169,13 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
     // The input is gathered again (it was not kept) while the input-gradient GEMM runs ...
     Wait gathered;
     Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
-    Tensor dx_share;
+    // dx_whole lives until scattered() has ordered the compute stream after the reduce-scatter
+    // reading it (the comm holds no tensor: a block freed earlier could be handed to the
+    // weight-gradient GEMM below while the collective still reads it).
+    Tensor dx_share, dx_whole;
     Wait scattered;
     if (in[0].requires_grad()) {
-      Tensor dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
+      dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
       input_gradient(dout, w, dx_whole, false, N, K);
       dx_share = Tensor::empty(x.shape(), x.dtype(), x.device());
       Tensor dx_share2d = dx_share.view({S, K});
