@@ -228,17 +228,20 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
     Wait gathered;
     Tensor dout = gather_whole(dshare, c, &gathered);
     const GradSlot dx = in[0].grad_slot();
-    if (dx.wanted()) {
-      // This rank's own block from its own gradient while the other blocks move.
-      Tensor dx2d = dx.buffer.view({c.ranks * S, K});
-      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
-      gathered();
-      for (int r = 0; r < c.ranks; ++r)
-        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
-    } else {
-      gathered();
+    const Tensor x2d = x.view({c.ranks * S, K});
+    const bool weights = in[1].requires_grad();
+    // This rank's own block of both gradients from its own output gradient while the other blocks
+    // move (the weight gradient sums over tokens, so its own block's part is a GEMM of its own, and
+    // the other blocks' parts add to it); alone, the own block's input GEMM hid a third of the gather.
+    Tensor dx2d = dx.wanted() ? dx.buffer.view({c.ranks * S, K}) : Tensor();
+    if (dx.wanted()) input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
+    if (weights) weight_gradients_when_due(dshare, rows_of(x2d, c.rank * S, S), w, in[1], Variable(), N, K);
+    gathered();
+    for (int r = 0; r < c.ranks; ++r) {
+      if (r == c.rank) continue;
+      if (dx.wanted()) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
+      if (weights) weight_gradients_when_due(rows_of(dout, r * S, S), rows_of(x2d, r * S, S), w, in[1], Variable(), N, K);
     }
-    if (in[1].requires_grad()) weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
   });
 }
 
