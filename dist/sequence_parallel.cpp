@@ -172,10 +172,10 @@ Variable gathered_column_linear(const Variable& x, const Variable& w, const Vari
   return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
 }
 
-Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp) {
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp, const Variable& b) {
   const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
                             static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
-  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)));
+  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)), b);
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {
