@@ -145,37 +145,40 @@ ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
 
 namespace {
 
-// The bytes of a chunk: 8 MiB, or NANODIST_TP_CHUNK_MIB (a positive integer) to measure others.
-int64_t chunk_bytes() {
-  static const int64_t bytes = [] {
-    const char* env = std::getenv("NANODIST_TP_CHUNK_MIB");
-    char* end = nullptr;
-    const long mib = env ? std::strtol(env, &end, 10) : 0;
-    ND_CHECK(!env || (end != env && *end == '\0' && mib > 0 && mib <= 4096),
-             "NANODIST_TP_CHUNK_MIB must be a whole number of MiB in [1, 4096], got '" << env << "'");
-    return (env ? static_cast<int64_t>(mib) : int64_t{8}) << 20;
-  }();
-  return bytes;
+// A chunk count from the environment (to measure others than the size rule's): -1 when `name` is
+// unset, else a whole number in [0, 8] (0 = unsplit), anything else an error.
+int chunks_from_env(const char* name) {
+  const char* env = std::getenv(name);
+  if (!env) return -1;
+  char* end = nullptr;
+  const long chunks = std::strtol(env, &end, 10);
+  ND_CHECK_INPUT(end != env && *end == '\0' && chunks >= 0 && chunks <= 8,
+                 name << " must be a whole number of chunks in [0, 8], got '" << env << "'");
+  return static_cast<int>(chunks);
 }
 
 }  // namespace
 
 int split_chunks(bool overlap, int64_t share_bytes) {
   if (!overlap) return 0;
-  const int64_t chunk = chunk_bytes();
-  return static_cast<int>(std::clamp<int64_t>((share_bytes + chunk - 1) / chunk, 2, 8));
+  constexpr int64_t kChunkBytes = int64_t{8} << 20;
+  return static_cast<int>(std::clamp<int64_t>((share_bytes + kChunkBytes - 1) / kChunkBytes, 2, 8));
 }
 
 Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
                                 bool gelu) {
-  const int chunks = split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
+  static const int from_env = chunks_from_env("NANODIST_TP_GATHER_CHUNKS");
+  const int chunks = tp.overlap && from_env >= 0 ? from_env
+                                                 : split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
   return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
 }
 
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp, const Variable& b) {
+  static const int from_env = chunks_from_env("NANODIST_TP_SCATTER_CHUNKS");
   const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
                             static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
-  return ops::scattered_linear(x, w, split_collectives(tp, split_chunks(tp.overlap, out_bytes)), b);
+  const int chunks = tp.overlap && from_env >= 0 ? from_env : split_chunks(tp.overlap, out_bytes);
+  return ops::scattered_linear(x, w, split_collectives(tp, chunks), b);
 }
 
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp) {
