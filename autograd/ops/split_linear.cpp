@@ -156,19 +156,20 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   return make_result(out, std::move(inputs), [S, N, K, c, pre](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
+    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
+    // The input is gathered again (it was not kept) while the GELU's and the input-gradient GEMM
+    // run (first, because a collective waits for all compute queued before it) ...
+    Wait gathered;
+    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
     Tensor dout = grad_out.view({c.ranks * S, N});
     if (pre.defined()) {
-      // Through the GELU first: the product's own output gradient.
+      // Through the GELU: the product's own output gradient.
       Tensor dpre = Tensor::empty({c.ranks * S, N}, grad_out.dtype(), grad_out.device());
       ND_DISPATCH_KERNEL(dout, "gelu backward",
                          backend::gelu_backward(pre.data<scalar_t>(), dout.data<scalar_t>(),
                                                 GradDest<scalar_t>{dpre.data<scalar_t>(), false}, dpre.numel()));
       dout = dpre;
     }
-    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
-    // The input is gathered again (it was not kept) while the input-gradient GEMM runs ...
-    Wait gathered;
-    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
     // dx_whole lives until scattered() has ordered the compute stream after the reduce-scatter
     // reading it (the comm holds no tensor: a block freed earlier could be handed to the
     // weight-gradient GEMM below while the collective still reads it).
