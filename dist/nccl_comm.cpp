@@ -74,6 +74,19 @@ ncclConfig_t collectives_config() {
   config.blocking = env && std::string(env) == "1" ? 0 : 1;
   return config;
 }
+// The comm stream's priority: the highest the device has, so that when a collective is queued
+// beside a GEMM that fills every SM (tensor parallelism's overlapped all-gathers and
+// reduce-scatters), the block scheduler starts NCCL's CTAs as soon as GEMM blocks retire instead
+// of after the whole GEMM; otherwise the collective's "overlap" waits for the GEMM and comes out
+// exposed after it. NANODIST_COMM_PRIORITY=normal keeps the default priority, to measure the
+// difference.
+int comm_stream_priority() {
+  const char* env = std::getenv("NANODIST_COMM_PRIORITY");
+  if (env && std::string(env) == "normal") return 0;
+  int least = 0, greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
 // Events behind CommWorks in flight at once before one is reused (DDP's buckets of one step).
 constexpr size_t kWorkEvents = 64;
 
@@ -122,8 +135,9 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   } else {
     p2p_ = nccl_;
   }
-  CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  CUDA_CHECK(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking));
+  const int priority = comm_stream_priority();
+  CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  CUDA_CHECK(cudaStreamCreateWithPriority(&side_stream_, cudaStreamNonBlocking, priority));
   CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
 }
 

@@ -48,14 +48,19 @@ Variable token_dropout(const Variable& x, float p, Generator& gen, bool training
 // With `gelu` the output is gelu of it, the GELU in the GEMM's epilogue (the MLP's c_fc).
 Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
                                 bool gelu = false);
-// The row-parallel linear under sequence parallelism, without bias: x (B, T, K / tp) -> (B, T / tp,
-// N), this rank's share of the summed partial products (ops::scattered_linear, the reduce-scatter).
-Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp);
+// The row-parallel linear under sequence parallelism: x (B, T, K / tp), w (N, K / tp), b (N) or
+// undefined -> (B, T / tp, N), this rank's share of the summed partial products plus b
+// (ops::scattered_linear: the reduce-scatter, the bias in rank 0's products; b's gradient is this
+// share's part, summed over the group by sum_gradients_over_tp).
+Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
+                              const Variable& b = Variable());
 // The group's collectives for ops::gathered_linear and ops::scattered_linear, with `chunks` chunks
 // (0 = unsplit).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);
 // How many chunks the split collectives of a share of `share_bytes` use: 0 (unsplit) without
-// `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8.
+// `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8. With overlap on,
+// NANODIST_TP_GATHER_CHUNKS and NANODIST_TP_SCATTER_CHUNKS (0 to 8) fix the count of
+// gathered_column_linear's and of scattered_row_linear's, to measure others.
 int split_chunks(bool overlap, int64_t share_bytes);
 
 // Sums the gradients of `params` over the group in place, in one all-reduce of a flat buffer:

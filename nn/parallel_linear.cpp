@@ -1,6 +1,7 @@
 // The tensor-parallel linear layers: initialisation by drawing this rank's slice, and the
 // row-parallel forward (partial products, the bias in rank 0's, all-reduce; under sequence
-// parallelism a chunked reduce-scatter to this rank's share, dist::scattered_row_linear, then the bias).
+// parallelism a chunked reduce-scatter to this rank's share, dist::scattered_row_linear, the bias
+// again in rank 0's products).
 #include "nn/parallel_linear.h"
 
 #include "autograd/ops/fp8_linear.h"
@@ -50,10 +51,7 @@ void RowParallelLinear::use_fp8(Tensor scalars) {
 Variable RowParallelLinear::forward(const Variable& x) const {
   if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars_);
   if (!tp_.active()) return ops::linear(x, weight, bias);
-  if (tp_.splits_tokens()) {
-    Variable share = dist::scattered_row_linear(x, weight, tp_);
-    return bias.defined() ? ops::add_bias(share, bias) : share;
-  }
+  if (tp_.splits_tokens()) return dist::scattered_row_linear(x, weight, tp_, bias);
   return reduce_partial(ops::linear(x, weight, rank_bias()));
 }
 
@@ -61,7 +59,8 @@ Variable RowParallelLinear::forward(const Variable& x) const {
 // of its own over the output, and no second (B, T, C) activation is kept for backward. Its
 // gradient, the row sum of the output's gradient, is the same on every rank: rank 0's product
 // computes it, the other ranks' with_bias_gradient.
-// Under sequence parallelism every rank adds the whole bias to its share after the reduce-scatter.
+// Under sequence parallelism forward() hands the bias to scattered_row_linear, which puts it in rank
+// 0's products the same way; reduce_partial's callers add it to the share after the reduce-scatter.
 Variable RowParallelLinear::rank_bias() const {
   return tp_.rank() == 0 && !tp_.splits_tokens() ? bias : Variable();
 }

@@ -10,12 +10,17 @@
 # dp2xtp2/dp4. Gradient clipping stays at the configs' value (the norm is split over tp ranks).
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
 # --only-tp: GPT-2 large and XL only (the issue-28 bars), no 124M comparisons; --no-xl: no XL.
+# --sp-env "A=1;B=2 C=3": GPT-2 large tp 2 (NCCL, sequence parallel + overlap) once more per
+# ';'-separated environment (e.g. NANODIST_COMM_PRIORITY=normal, NANODIST_TP_GATHER_CHUNKS=1),
+# each printed beside the others with its ratio to tp 1.
 #
 # usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist] [--tp-sizes "1 2"]
 #                            [--device cpu --tiny] [--only-tp] [--no-xl] [--extra "flags for nanodist train"]
+#                            [--sp-env "VAR=VALUE ...;..."]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0; tp_sizes="1 2"; only_tp=0; xl=1
+sp_env=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -27,7 +32,8 @@ while [[ $# -gt 0 ]]; do
     --only-tp) only_tp=1; shift ;;
     --no-xl) xl=0; shift ;;
     --tp-sizes) tp_sizes=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    --sp-env) sp_env=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
     *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -59,14 +65,14 @@ fi
 : >"$out/results.tsv"
 # name, model flags, ranks, tp, batch per data-parallel group, all-reduce, tp variant (plain, sp, sp_overlap)
 run_one() {
-  local name=$1 model=$2 np=$3 tp=$4 batch=$5 impl=$6 variant=${7:-plain}
+  local name=$1 model=$2 np=$3 tp=$4 batch=$5 impl=$6 variant=${7:-plain} env_words=${8:-}
   local tp_flags="--sequence-parallel false"
   [[ "$variant" == sp ]] && tp_flags="--sequence-parallel true --tp-overlap false"
   [[ "$variant" == sp_overlap ]] && tp_flags="--sequence-parallel true --tp-overlap true"
   local run="$out/runs/$name" log="$out/logs/$name.log"
   rm -rf "$run"
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
-  if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
+  if env $env_words mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
       --tp "$tp" --batch-size "$batch" --grad-accum 1 --collectives "$impl" --max-iters "$steps" \
       --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $tp_flags $extra >"$log" 2>&1; then
     local mem
@@ -85,6 +91,14 @@ for tp in $tp_sizes; do
     run_one "large_tp${tp}_${impl}_sp" "$large" "$tp" "$tp" 8 "$impl" sp
     run_one "large_tp${tp}_${impl}_sp_overlap" "$large" "$tp" "$tp" 8 "$impl" sp_overlap
   done
+done
+# The environments of --sp-env, each a run named after it (its characters other than letters,
+# digits, '=' and '_' become '_').
+IFS=';' read -r -a sp_envs <<<"$sp_env"
+for env_words in "${sp_envs[@]}"; do
+  [[ -n "${env_words// /}" ]] || continue
+  if [[ "$gpus" -lt 2 ]]; then echo "--sp-env skipped: $gpus GPU(s)"; break; fi
+  run_one "large_tp2_native_sp_overlap_${env_words//[^A-Za-z0-9=_]/_}" "$large" 2 2 8 native sp_overlap "$env_words"
 done
 if [[ "$xl" == 1 ]]; then
   run_one xl_tp1 "$xlarge" 1 1 8 native
@@ -127,6 +141,10 @@ for tp in tps:
             if name in res:
                 print(f"GPT-2 large tp{tp}/tp1 ({impl}, {what}): tokens/s x{ratio(name, 'large_tp1', 4)}, "
                       f"peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
+for name in res:
+    if name.startswith("large_tp2_native_sp_overlap_"):
+        print(f"GPT-2 large tp2/tp1 (native, sequence parallel + overlap, {name[28:]}): tokens/s "
+              f"x{ratio(name, 'large_tp1', 4)}, peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
 if "xl_tp2_native_sp_overlap" in res:
     print(f"GPT-2 XL tp2/tp1 (native, sequence parallel + overlap): tokens/s "
           f"x{ratio('xl_tp2_native_sp_overlap', 'xl_tp1', 4)}, "

@@ -156,23 +156,27 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   return make_result(out, std::move(inputs), [S, N, K, c, pre](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
+    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
+    // The input is gathered again (it was not kept) while the GELU's and the input-gradient GEMM
+    // run (first, because a collective waits for all compute queued before it) ...
+    Wait gathered;
+    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
     Tensor dout = grad_out.view({c.ranks * S, N});
     if (pre.defined()) {
-      // Through the GELU first: the product's own output gradient.
+      // Through the GELU: the product's own output gradient.
       Tensor dpre = Tensor::empty({c.ranks * S, N}, grad_out.dtype(), grad_out.device());
       ND_DISPATCH_KERNEL(dout, "gelu backward",
                          backend::gelu_backward(pre.data<scalar_t>(), dout.data<scalar_t>(),
                                                 GradDest<scalar_t>{dpre.data<scalar_t>(), false}, dpre.numel()));
       dout = dpre;
     }
-    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
-    // The input is gathered again (it was not kept) while the input-gradient GEMM runs ...
-    Wait gathered;
-    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
-    Tensor dx_share;
+    // dx_whole lives until scattered() has ordered the compute stream after the reduce-scatter
+    // reading it (the comm holds no tensor: a block freed earlier could be handed to the
+    // weight-gradient GEMM below while the collective still reads it).
+    Tensor dx_share, dx_whole;
     Wait scattered;
     if (in[0].requires_grad()) {
-      Tensor dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
+      dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
       input_gradient(dout, w, dx_whole, false, N, K);
       dx_share = Tensor::empty(x.shape(), x.dtype(), x.device());
       Tensor dx_share2d = dx_share.view({S, K});
@@ -189,9 +193,9 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   });
 }
 
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c) {
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c, const Variable& b) {
   const Tensor& xd = x.data();
-  const LinearDims d = linear_dims("scattered_linear", xd, w.data(), nullptr);
+  const LinearDims d = linear_dims("scattered_linear", xd, w.data(), b.defined() ? &b.data() : nullptr);
   const int64_t R = c.ranks;
   ND_CHECK(xd.ndim() >= 2 && xd.size(-2) % R == 0,
            "scattered_linear: x must be (..., ranks * Ts, K) with ranks " << R << ", got " << xd.str());
@@ -202,40 +206,53 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
   Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
   Tensor out2d = out.view({S, N});
   const Tensor x2d = xd.view({R * S, K});
+  // The bias rides in rank 0's partial products (the GEMM's epilogue), so every share's sum holds it
+  // once with no pass of its own.
+  const Tensor* bias = b.defined() && c.rank == 0 ? &b.data() : nullptr;
   Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
   if (c.chunks == 0) {
-    product(x2d, w.data(), nullptr, partial, N, K);
+    product(x2d, w.data(), bias, partial, N, K);
     c.scatter(partial, out2d)();
   } else {
     // Chunk c's reduce-scatter starts once its GEMMs are queued and runs while the next chunk's do.
     std::vector<Wait> waits;
     for (const Chunk& ch : row_chunks(S, c.chunks)) {
       for (int r = 0; r < R; ++r)
-        product(rows_of(x2d, r * S + ch.first, ch.rows), w.data(), nullptr,
+        product(rows_of(x2d, r * S + ch.first, ch.rows), w.data(), bias,
                 rows_of(partial, R * ch.first + r * ch.rows, ch.rows), N, K);
       Tensor dst = rows_of(out2d, ch.first, ch.rows);
       waits.push_back(c.scatter(rows_of(partial, R * ch.first, R * ch.rows), dst));
     }
     for (Wait& wait : waits) wait();
   }
-  return make_result(out, {x, w}, [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
+  std::vector<Variable> inputs = {x, w};
+  if (b.defined()) inputs.push_back(b);
+  return make_result(out, std::move(inputs), [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
     const Tensor dshare = grad_out.view({S, N});
     Wait gathered;
     Tensor dout = gather_whole(dshare, c, &gathered);
     const GradSlot dx = in[0].grad_slot();
-    if (dx.wanted()) {
-      // This rank's own block from its own gradient while the other blocks move.
-      Tensor dx2d = dx.buffer.view({c.ranks * S, K});
-      input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
-      gathered();
-      for (int r = 0; r < c.ranks; ++r)
-        if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
-    } else {
-      gathered();
+    const Tensor x2d = x.view({c.ranks * S, K});
+    const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());
+    // This rank's own block of both gradients from its own output gradient while the other blocks
+    // move (the weight gradient sums over tokens, so its own block's part is a GEMM of its own, and
+    // the other blocks' parts add to it); alone, the own block's input GEMM hid a third of the gather.
+    // The bias gradient is this share's column sums (the GEMM's epilogue): each rank's share of it,
+    // summed over the group with the other replicated parameters' (dist::sum_gradients_over_tp).
+    Tensor dx2d = dx.wanted() ? dx.buffer.view({c.ranks * S, K}) : Tensor();
+    if (dx.wanted()) input_gradient(dshare, w, rows_of(dx2d, c.rank * S, S), dx.accumulate, N, K);
+    if (weights)
+      weight_gradients_when_due(dshare, rows_of(x2d, c.rank * S, S), w, in[1], in.size() > 2 ? in[2] : Variable(),
+                                N, K);
+    gathered();
+    for (int r = 0; r < c.ranks; ++r) {
+      if (r == c.rank) continue;
+      if (dx.wanted()) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx2d, r * S, S), dx.accumulate, N, K);
+      if (in[1].requires_grad())
+        weight_gradients_when_due(rows_of(dout, r * S, S), rows_of(x2d, r * S, S), w, in[1], Variable(), N, K);
     }
-    if (in[1].requires_grad()) weight_gradients_when_due(dout, x.view({c.ranks * S, K}), w, in[1], Variable(), N, K);
   });
 }
 

@@ -38,10 +38,12 @@ struct SplitCollectives {
 Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b, const SplitCollectives& c,
                          bool gelu = false);
 
-// x (B, T, K), the whole; w (N, K) -> (B, T / ranks, N): this rank's share of the sum over the group
-// of the partial products x · wᵀ (the reduce-scatter). No bias (add it after, once). Backward
-// gathers the output gradient, computing this rank's own share's input gradient while the others
-// move.
-Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c);
+// x (B, T, K), the whole; w (N, K), b (N) or undefined -> (B, T / ranks, N): this rank's share of the
+// sum over the group of the partial products x · wᵀ (the reduce-scatter), plus b once (in rank 0's
+// products). Backward gathers the output gradient, computing this rank's own share's input and
+// weight gradients while the others move; b's gradient is this rank's share's part only (the
+// column sums of its output gradient), to be summed over the group like any replicated parameter's.
+Variable scattered_linear(const Variable& x, const Variable& w, const SplitCollectives& c,
+                          const Variable& b = Variable());
 
 }  // namespace nd::ops

@@ -1,8 +1,8 @@
 // The split (collective matmul) linears of sequence parallelism under mpirun, for every tp that
 // divides the world, native and ring collectives, unsplit and in 1, 2, 3 and 5 chunks (5 does not
 // divide the share's rows): gathered_linear (also with its GELU) and scattered_linear forward and
-// backward against ops::linear (and ops::gelu) on the whole tensors, each rank rebuilding every
-// rank's rank-dependent inputs.
+// backward (scattered_linear also with its bias) against ops::linear (and ops::gelu) on the whole
+// tensors, each rank rebuilding every rank's rank-dependent inputs.
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
@@ -110,6 +110,38 @@ TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
     y.backward(rank_input(tp.rank(), kS * kN, DType::F32, 7).view({kB, kTs, kN}));
     Variable xw(x.data().view({R * kS, kK}).clone(), true), ww(w.data().clone(), true);
     ops::linear(xw, ww, Variable()).backward(whole_of(R, kS, kN, 7));
+    EXPECT_EQ(far(x.grad(), xw.grad(), "dx"), 0);
+    EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
+  });
+}
+
+// With a bias: the share of the summed products plus the bias once (it rides in rank 0's products),
+// and the bias gradient of each rank is the column sums of its own share's output gradient (the
+// part dist::sum_gradients_over_tp adds up over the group); x's and w's gradients as without it.
+TEST(SplitLinear, ScatteredLinearWithBiasAddsItOnce) {
+  for_each_split(test::mpi_world(), [](const TensorParallel& tp, const ops::SplitCollectives& c) {
+    const int R = tp.size();
+    Variable x(rank_input(tp.rank(), R * kS * kK, DType::F32, 15).view({kB, R * kTs, kK}), true);
+    Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 16).view({kN, kK}), true);
+    Variable b(rank_input(0, kN, DType::F32, 17), true);
+    Variable y = ops::scattered_linear(x, w, c, b);
+    Tensor want = Tensor::zeros({R * kS, kN});
+    for (int q = 0; q < R; ++q) {
+      NoGradGuard values_only;
+      Tensor part = ops::linear(Variable(rank_input(q, R * kS * kK, DType::F32, 15).view({R * kS, kK})),
+                                Variable(rank_input(q, kN * kK, DType::F32, 16).view({kN, kK})), Variable())
+                        .data();
+      for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += part.data<float>()[i];
+    }
+    for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += b.data().data<float>()[i % kN];
+    EXPECT_EQ(far(y.data(), want.narrow(tp.rank() * kS, kS), "y"), 0);
+    const Tensor dshare = rank_input(tp.rank(), kS * kN, DType::F32, 18).view({kB, kTs, kN});
+    y.backward(dshare);
+    Tensor db = Tensor::zeros({kN});
+    for (int64_t i = 0; i < dshare.numel(); ++i) db.data<float>()[i % kN] += dshare.data<float>()[i];
+    EXPECT_EQ(far(b.grad(), db, "db"), 0);
+    Variable xw(x.data().view({R * kS, kK}).clone(), true), ww(w.data().clone(), true);
+    ops::linear(xw, ww, Variable()).backward(whole_of(R, kS, kN, 18));
     EXPECT_EQ(far(x.grad(), xw.grad(), "dx"), 0);
     EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
   });

@@ -1,13 +1,18 @@
 // The split (collective matmul) linears on NCCL under mpirun, one rank per GPU, native and ring
 // collectives: gathered_linear (with and without its GELU) and scattered_linear forward and
-// backward, unsplit and in 1, 2, 3 and 5 chunks, against the CPU ops on the whole tensors (f32);
-// and the chunked forward captured into a CUDA graph (the comm stream forked and joined by events)
-// whose replays equal the eager result. Skips where there is no GPU for each rank.
+// backward, unsplit and in 1, 2, 3 and 5 chunks, against the CPU ops on the whole tensors (f64 for
+// gathered_linear, whose GELU makes the gradients inexact sums); and the chunked forward captured
+// into a CUDA graph (the comm stream forked and joined by events) whose replays equal the eager
+// result. Skips where there is no GPU for each rank.
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "dist/ring_comm.h"
 #include "dist/sequence_parallel.h"
+#include "kernels/cpu/gelu.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #include "tests/dist/split_linear_inputs.h"
@@ -32,32 +37,86 @@ int64_t far(const Tensor& got, const Tensor& want, const char* what) {
   return test::count_far(got.to(Device::cpu()).view({-1}), want.view({-1}), kAtol, kRtol, what);
 }
 
+// A sum of `terms` f32 products rounds by about sqrt(terms) u sum |product| (u = 2^-24) in any
+// order, however small the sum itself: with the GELU the gradients are sums of terms of ~10^3 that
+// cancel to ~0.1, where an rtol on the result alone would flag the GPU's rounding (rank 1's dw and
+// dx did so, the same elements in every chunk count). Counts |got - want| > atol + rtol |want| +
+// 4 sqrt(terms) u scale, with `scale` the sum of the magnitudes of the terms of each element.
+int64_t far_from_sum(const Tensor& got, const Tensor& want, const std::vector<double>& scale, int64_t terms,
+                     const char* what) {
+  const std::vector<double> g = got.to(Device::cpu()).to_double_vector(), w = want.to_double_vector();
+  EXPECT_EQ(g.size(), w.size()) << what;
+  EXPECT_EQ(g.size(), scale.size()) << what;
+  if (g.size() != w.size() || g.size() != scale.size()) return 1;
+  const double per_scale = 4.0 * std::sqrt(static_cast<double>(terms)) * std::ldexp(1.0, -24);
+  int64_t wrong = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (std::fabs(g[i] - w[i]) <= kAtol + kRtol * std::fabs(w[i]) + per_scale * scale[i]) continue;
+    if (wrong < 5)
+      ADD_FAILURE() << what << ": element " << i << " is " << g[i] << ", expected " << w[i] << " (terms of magnitude "
+                    << scale[i] << ")";
+    ++wrong;
+  }
+  return wrong;
+}
+
+// dpre (M, N) = dy * gelu'(pre), or dy without the GELU: the product's output gradient, f64.
+Tensor product_gradient(const Tensor& pre, const Tensor& dy, bool gelu) {
+  if (!gelu) return dy;
+  Tensor dpre = Tensor::zeros(dy.shape(), DType::F64);
+  cpu::gelu_backward(pre.data<double>(), dy.data<double>(), GradDest<double>{dpre.data<double>(), false}, dy.numel());
+  return dpre;
+}
+
 void check_gathered(const TensorParallel& tp, const ops::SplitCollectives& c, bool gelu) {
   const int R = tp.size();
+  const int64_t M = R * kS;
   Variable x(rank_input(tp.rank(), kS * kK, DType::F32, 1, gpu()).view({kB, kTs, kK}), true);
   Variable w(rank_input(0, kN * kK, DType::F32, 2, gpu()).view({kN, kK}), true);
   Variable b(rank_input(0, kN, DType::F32, 3, gpu()), true);
   Variable y = ops::gathered_linear(x, w, b, c, gelu);
-  y.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4, gpu()).view({kB, R * kTs, kN}));
-  // The CPU reference: this rank's seed for the weights' gradients, every rank's for x's.
-  Variable ww(w.data().to(Device::cpu()), true), bw(b.data().to(Device::cpu()), true);
+  y.backward(rank_input(tp.rank(), M * kN, DType::F32, 4, gpu()).view({kB, R * kTs, kN}));
+  // The CPU reference in f64: this rank's seed for the weights' gradients, every rank's for x's.
+  const Tensor x64 = whole_of(R, kS, kK, 1).to(DType::F64);
+  const Tensor w64 = w.data().to(Device::cpu()).to(DType::F64), b64 = b.data().to(Device::cpu()).to(DType::F64);
+  auto dy_of = [&](int q) { return rank_input(q, M * kN, DType::F64, 4).view({M, kN}); };
+  Variable ww(w64, true), bw(b64, true);
+  Tensor pre;
   auto reference = [&](const Variable& in) {
     Variable out = ops::linear(in, ww, bw);
+    pre = out.data();
     return gelu ? ops::gelu(out) : out;
   };
-  Variable xw(whole_of(R, kS, kK, 1), true);
+  Variable xw(x64, true);
   Variable want = reference(xw);
   EXPECT_EQ(far(y.data(), want.data(), "y"), 0);
-  want.backward(rank_input(tp.rank(), R * kS * kN, DType::F32, 4).view({R * kS, kN}));
-  EXPECT_EQ(far(w.grad(), ww.grad(), "dw"), 0);
-  EXPECT_EQ(far(b.grad(), bw.grad(), "db"), 0);
-  Tensor dx_sum = Tensor::zeros({R * kS, kK});
+  want.backward(dy_of(tp.rank()));
+  // The magnitudes of the terms: dw[n, k] sums |dpre[m, n] x[m, k]| over m, db[n] |dpre[m, n]|.
+  const Tensor dpre = product_gradient(pre, dy_of(tp.rank()), gelu);
+  std::vector<double> dw_scale(kN * kK, 0.0), db_scale(kN, 0.0), dx_scale(M * kK, 0.0);
+  for (int64_t m = 0; m < M; ++m)
+    for (int64_t n = 0; n < kN; ++n) {
+      const double d = std::fabs(dpre.data<double>()[m * kN + n]);
+      db_scale[n] += d;
+      for (int64_t k = 0; k < kK; ++k) dw_scale[n * kK + k] += d * std::fabs(x64.data<double>()[m * kK + k]);
+    }
+  EXPECT_EQ(far_from_sum(w.grad(), ww.grad(), dw_scale, M, "dw"), 0);
+  EXPECT_EQ(far_from_sum(b.grad(), bw.grad(), db_scale, M, "db"), 0);
+  // x's: every rank's input gradient summed; dx[m, k] sums |dpre_q[m, n] w[n, k]| over n and q.
+  Tensor dx_sum = Tensor::zeros({M, kK}, DType::F64);
   for (int q = 0; q < R; ++q) {
-    Variable xq(whole_of(R, kS, kK, 1), true);
-    reference(xq).backward(rank_input(q, R * kS * kN, DType::F32, 4).view({R * kS, kN}));
-    for (int64_t i = 0; i < dx_sum.numel(); ++i) dx_sum.data<float>()[i] += xq.grad().data<float>()[i];
+    Variable xq(x64, true);
+    reference(xq).backward(dy_of(q));
+    const Tensor dpre_q = product_gradient(pre, dy_of(q), gelu);
+    for (int64_t i = 0; i < dx_sum.numel(); ++i) dx_sum.data<double>()[i] += xq.grad().data<double>()[i];
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < kN; ++n)
+        for (int64_t k = 0; k < kK; ++k)
+          dx_scale[m * kK + k] += std::fabs(dpre_q.data<double>()[m * kN + n] * w64.data<double>()[n * kK + k]);
   }
-  EXPECT_EQ(far(x.grad(), dx_sum.narrow(tp.rank() * kS, kS), "dx"), 0);
+  const std::vector<double> share_scale(dx_scale.begin() + tp.rank() * kS * kK,
+                                        dx_scale.begin() + (tp.rank() + 1) * kS * kK);
+  EXPECT_EQ(far_from_sum(x.grad(), dx_sum.narrow(tp.rank() * kS, kS), share_scale, R * kN, "dx"), 0);
 }
 
 TEST(SplitLinearNccl, GatheredLinearEqualsTheCpuProduct) {
