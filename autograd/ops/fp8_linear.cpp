@@ -16,7 +16,7 @@ namespace {
 
 // A device buffer of n bytes (FP8 codes) from the caching allocator.
 Tensor code_buffer(int64_t n, Device device) { return Tensor::empty({(n + 3) / 4}, DType::I32, device); }
-uint8_t* bytes(const Tensor& t) { return static_cast<uint8_t*>(t.raw_data()); }
+uint8_t* bytes(const Tensor& t) { return t.defined() ? static_cast<uint8_t*>(t.raw_data()) : nullptr; }
 
 struct Slots {
   cuda::Fp8ScaleSlot x, w, dout;
@@ -46,8 +46,12 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
   Tensor out = Tensor::empty(out_shape, DType::BF16, xd.device());
-  Tensor x_codes = code_buffer(d.M * d.K, xd.device()), x_t = code_buffer(d.M * d.K, xd.device());
-  Tensor w_codes = code_buffer(d.N * d.K, xd.device()), w_t = code_buffer(d.N * d.K, xd.device());
+  // The transposes are written only for the backward GEMM that reads them: x_t for dw, w_t for dx.
+  const bool records = grad_enabled() && (x.requires_grad() || w.requires_grad() || (has_bias && b.requires_grad()));
+  const bool need_x_t = records && w.requires_grad(), need_w_t = records && x.requires_grad();
+  Tensor x_codes = code_buffer(d.M * d.K, xd.device()), w_codes = code_buffer(d.N * d.K, xd.device());
+  Tensor x_t = need_x_t ? code_buffer(d.M * d.K, xd.device()) : Tensor();
+  Tensor w_t = need_w_t ? code_buffer(d.N * d.K, xd.device()) : Tensor();
   const Slots s = slots_of(scalars);
   const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
   {
@@ -66,7 +70,11 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
     const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
     const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
     ND_CHECK(grad_out.dtype() == DType::BF16, "fp8_linear backward: the output's gradient must be bf16");
-    Tensor dout_codes = code_buffer(d.M * d.N, grad_out.device()), dout_t = code_buffer(d.M * d.N, grad_out.device());
+    // Forward wrote the transposes for the gradients wanted then; one wanted now must have one.
+    ND_CHECK((!dx.wanted() || w_t.defined()) && (!dw.wanted() || x_t.defined()),
+             "fp8_linear backward: a gradient is wanted that did not need one in forward");
+    Tensor dout_codes = dx.wanted() ? code_buffer(d.M * d.N, grad_out.device()) : Tensor();
+    Tensor dout_t = dw.wanted() ? code_buffer(d.M * d.N, grad_out.device()) : Tensor();
     const Slots s = slots_of(scalars);
     cuda::Fp8LinearBuffers buf{nullptr, bytes(x_t), nullptr, bytes(w_t), bytes(dout_codes), bytes(dout_t)};
     auto dest = [](const GradSlot& slot) {

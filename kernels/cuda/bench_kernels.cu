@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/adamw.h"
@@ -17,6 +18,8 @@
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/fp8_linear.h"
+#include "kernels/cuda/fp8_quantize.h"
 #include "kernels/cuda/gelu.h"
 #include "kernels/cuda/global_norm.h"
 #include "kernels/cuda/layernorm.h"
@@ -95,10 +98,68 @@ struct Bench {
   }
 };
 
+// FP8 tensor cores (Ada, Hopper and later).
+bool fp8_capable() {
+  int device = 0, major = 0, minor = 0;
+  CUDA_CHECK(cudaGetDevice(&device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  return major * 10 + minor >= 89;
+}
+
 std::string dims(std::initializer_list<int64_t> d) {
   std::string s;
   for (int64_t x : d) s += (s.empty() ? "" : "x") + std::to_string(x);
   return s;
+}
+
+// FP8 (bf16 runs, compute capability 8.9+, M and C multiples of 16 as the FP8 GEMMs need): the
+// quantise of x alone, with and without its transpose, then the whole FP8 linear (quantises and
+// GEMMs) at the MLP's two shapes, to set beside the bf16 linear rows. Scales 1: inputs in [-1, 1].
+void bench_fp8(Bench& bench, int64_t M, int64_t C) {
+  using T = nd::bf16;
+  const DType dt = DType::BF16;
+  const double es = 2;
+  struct LinearShape {
+    const char* name;
+    int64_t N, K;
+  };
+  Tensor scalars = Tensor::from_vector(std::vector<float>(12, 1.0f), {12}).to(Device::cuda(0));
+  float* sc = scalars.data<float>();
+  const Fp8ScaleSlot xs{sc + 1, sc + 2, sc}, ws{sc + 5, sc + 6, sc + 4}, ds{sc + 9, sc + 10, sc + 8};
+  for (LinearShape ls : {LinearShape{"fc", 4 * C, C}, LinearShape{"fc proj", C, 4 * C}}) {
+    const double mk = static_cast<double>(M) * ls.K, nk = static_cast<double>(ls.N) * ls.K,
+                 mn = static_cast<double>(M) * ls.N;
+    Tensor x = bench.random({M, ls.K}, dt), w = bench.random({ls.N, ls.K}, dt, 0.05f), b = bench.random({ls.N}, dt);
+    Tensor dout = bench.random({M, ls.N}, dt, 0.01f), out = Tensor::empty({M, ls.N}, dt, Device::cuda(0));
+    Tensor dx = bench.random({M, ls.K}, dt), dw = bench.random({ls.N, ls.K}, dt), db = bench.random({ls.N}, dt);
+    auto bytes = [](int64_t n) { return Tensor::empty({(n + 3) / 4}, DType::I32, Device::cuda(0)); };
+    auto u8 = [](Tensor& t) { return static_cast<uint8_t*>(t.raw_data()); };
+    Tensor cx = bytes(M * ls.K), cxt = bytes(M * ls.K), cw = bytes(ls.N * ls.K), cwt = bytes(ls.N * ls.K);
+    Tensor cd = bytes(M * ls.N), cdt = bytes(M * ls.N);
+    double s = bench.time([&] {
+      fp8_quantize_transpose(x.data<T>(), M, ls.K, xs.scale, Fp8Format::E4M3, u8(cx), nullptr, xs.amax, xs.scale_inv,
+                             nullptr);
+    });
+    bench.report("fp8 quantise", dims({M, ls.K}), s, 3.0 * mk, 0);
+    s = bench.time([&] {
+      fp8_quantize_transpose(x.data<T>(), M, ls.K, xs.scale, Fp8Format::E4M3, u8(cx), u8(cxt), xs.amax,
+                             xs.scale_inv, nullptr);
+    });
+    bench.report("fp8 quantise+transpose", dims({M, ls.K}), s, 4.0 * mk, 0);
+    const Fp8LinearBuffers buf{u8(cx), u8(cxt), u8(cw), u8(cwt), u8(cd), u8(cdt)};
+    const double flops = 2.0 * M * ls.N * ls.K;
+    s = bench.time([&] {
+      fp8_linear_forward(x.data<T>(), w.data<T>(), b.data<T>(), out.data<T>(), M, ls.N, ls.K, xs, ws, buf);
+    });
+    bench.report("fp8 linear " + std::string(ls.name) + " fwd", dims({M, ls.K, ls.N}), s, es * (mk + nk + mn), flops);
+    s = bench.time([&] {
+      fp8_linear_backward(dout.data<T>(), GradDest<T>{dx.data<T>(), true}, GradDest<T>{dw.data<T>(), true},
+                          GradDest<T>{db.data<T>(), true}, M, ls.N, ls.K, xs, ws, ds, buf);
+    });
+    bench.report("fp8 linear " + std::string(ls.name) + " bwd", dims({M, ls.K, ls.N}), s,
+                 es * (2.0 * mn + 2.0 * mk + 2.0 * nk), 2 * flops);
+  }
 }
 
 template <typename T>
@@ -146,6 +207,10 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     });
     bench.report(std::string(ls.name) + " bwd", dims({M, ls.K, ls.N}), s,
                  es * (2.0 * M * ls.N + 3.0 * M * ls.K + 3.0 * ls.N * ls.K), 2 * flops);
+  }
+
+  if constexpr (std::is_same_v<T, nd::bf16>) {
+    if (fp8_capable() && M % 16 == 0 && C % 16 == 0) bench_fp8(bench, M, C);
   }
 
   {

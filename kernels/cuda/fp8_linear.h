@@ -24,13 +24,14 @@ struct Fp8ScaleSlot {
 
 // Device buffers of FP8 codes, one byte an element: x (M, K) and x_t (K, M), w (N, K) and w_t
 // (K, N) written by forward; dout (M, N) and dout_t (N, M) written by backward. x_t, w_t and the
-// scales' scale_inv must live from forward to backward.
+// scales' scale_inv must live from forward to backward. Only what is used need exist: x_t for dw,
+// w_t for dx, dout for dx, dout_t for dw (a null transpose in forward is not written).
 struct Fp8LinearBuffers {
   uint8_t *x = nullptr, *x_t = nullptr, *w = nullptr, *w_t = nullptr, *dout = nullptr, *dout_t = nullptr;
 };
 
-// x (M, K), w (N, K), b (N) or null -> out (M, N). M, N and K must be multiples of 16 (FP8 GEMM
-// alignment); nd::Error otherwise.
+// x (M, K), w (N, K), b (N) or null -> out (M, N), writing x_t and w_t where they are not null.
+// M, N and K must be multiples of 16 (FP8 GEMM alignment); nd::Error otherwise.
 void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
                         const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale, const Fp8LinearBuffers& buffers,
                         cudaStream_t stream = nullptr);

@@ -92,6 +92,52 @@ TEST(Fp8LinearOp, MatchesTheExactProductWithinTheFormatsBounds) {
 #endif
 }
 
+// The op writes only the transposed codes a wanted gradient reads (x's for dw, w's for dx): with
+// only x, only w, or nothing needing a gradient, the output and the gradients that are wanted are
+// bit for bit those of the run where everything needs one (same codes, same scales, same GEMMs).
+TEST(Fp8LinearOp, GradientsOfOnlyWhatNeedsOneAreThoseOfTheFullRun) {
+  ND_SKIP_WITHOUT_GPU();
+#if NANODIST_WITH_CUDA
+  if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+  const int64_t M = 48, K = 80, N = 64;
+  Generator gen(test::fresh_seed());
+  const Tensor x = test::on_gpu(test::random_input({M, K}, gen, DType::BF16), DType::BF16);
+  const Tensor w = test::on_gpu(test::random_input({N, K}, gen, DType::BF16, 0.05), DType::BF16);
+  const Tensor b = test::on_gpu(test::random_input({N}, gen, DType::BF16), DType::BF16);
+  const Tensor g = test::on_gpu(test::random_input({M, N}, gen, DType::BF16, 1e-3), DType::BF16);
+  nn::Fp8LinearScaling scaling(Device::cuda(0), 1);
+  Tensor scalars = scaling.add("fc", {});
+  {
+    Variable vx(x, true), vw(w, true), vb(b, true);
+    ops::fp8_linear(vx, vw, vb, scalars).backward(g);  // sets the amaxes the next scales come from
+  }
+  scaling.end_step(nullptr);
+  struct Run {
+    std::vector<double> y, dx, dw;
+  };
+  auto run = [&](bool x_grad, bool w_grad) {
+    Variable vx(x, x_grad), vw(w, w_grad), vb(b, true);
+    Variable y = ops::fp8_linear(vx, vw, vb, scalars);
+    y.backward(g);
+    Run r;
+    r.y = y.data().to(Device::cpu()).to_double_vector();
+    if (x_grad) r.dx = vx.grad().to(Device::cpu()).to_double_vector();
+    if (w_grad) r.dw = vw.grad().to(Device::cpu()).to_double_vector();
+    return r;
+  };
+  const Run full = run(true, true), x_only = run(true, false), w_only = run(false, true);
+  EXPECT_EQ(x_only.y, full.y);
+  EXPECT_EQ(x_only.dx, full.dx);
+  EXPECT_EQ(w_only.y, full.y);
+  EXPECT_EQ(w_only.dw, full.dw);
+  {
+    NoGradGuard no_grad;
+    Variable vx(x, true), vw(w, true);
+    EXPECT_EQ(ops::fp8_linear(vx, vw, Variable(b, true), scalars).data().to(Device::cpu()).to_double_vector(), full.y);
+  }
+#endif
+}
+
 TEST(Fp8LinearOp, RefusesWhatItCannotRun) {
   Tensor scalars = Tensor::zeros({ops::kFp8LinearScalars});
   Variable x(Tensor::zeros({16, 16}), true), w(Tensor::zeros({16, 16}), true);
