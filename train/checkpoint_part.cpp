@@ -152,30 +152,43 @@ void add_manifest(const std::string& path, const std::vector<SliceRecord>& recor
   ND_CHECK_INPUT(H5Fclose(id) >= 0, "cannot close " << path);
 }
 
-// Writes slice k's bytes at its record's offset chunk by chunk (their whole pages directly) and
-// takes its checksum on the way. With `live`, each chunk comes from live.acquire(k, c): the bytes
-// as they were at the save, while the model may already be changing.
+// Chunks per write: 8 MiB writes cost a direct-I/O writer about half the system time of 1 MiB
+// ones and keep more of the disk busy.
+constexpr int64_t kChunksPerWrite = 8;
+
+// Writes slice k's bytes at its record's offset (their whole pages directly) kChunksPerWrite
+// chunks at a time, and takes its checksum on the way. With `live`, each chunk comes from
+// live.acquire(k, c): the bytes as they were at the save, while the model may already be changing;
+// chunks that lie one after the other in memory (live, or copied to the side) go in one write.
 void write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k, SliceRecord& record,
                  CopyOnWrite* live, const std::string& path) {
-  const int64_t n = slice.box.numel();
+  const int64_t n = slice.box.numel(), chunk_floats = CopyOnWrite::kChunkFloats;
+  const int64_t chunks = (n + chunk_floats - 1) / chunk_floats;
   Checksum64 sum;
-  for (int64_t c = 0, begin = 0; begin < n; ++c, begin += CopyOnWrite::kChunkFloats) {
-    const int64_t count = std::min(CopyOnWrite::kChunkFloats, n - begin);
-    const float* chunk = live ? live->acquire(k, c) : slice.data + begin;
-    struct Release {  // also when the write throws: an update must not wait on it for ever
+  for (int64_t first = 0; first < chunks; first += kChunksPerWrite) {
+    struct Held {  // released also when a write throws: an update must not wait on them for ever
       CopyOnWrite* live;
       size_t k;
-      int64_t c;
-      ~Release() {
-        if (live) live->release(k, c);
+      int64_t first, end;
+      ~Held() {
+        if (live)
+          for (int64_t c = first; c < end; ++c) live->release(k, c);
       }
-    } release{live, k, c};
-    const char* data = reinterpret_cast<const char*>(chunk);
-    const size_t bytes = static_cast<size_t>(count) * sizeof(float);
-    sum.add(data, bytes);
-    const int64_t at = record.file_offset + begin * static_cast<int64_t>(sizeof(float));
-    const size_t done = direct.write_pages(data, bytes, at);
-    write_all(fd, data + done, bytes - done, at + static_cast<int64_t>(done), path);
+    } held{live, k, first, first};
+    const float* at_chunk[kChunksPerWrite];
+    for (; held.end < std::min(chunks, first + kChunksPerWrite); ++held.end)
+      at_chunk[held.end - first] = live ? live->acquire(k, held.end) : slice.data + held.end * chunk_floats;
+    for (int64_t c = first; c < held.end;) {
+      int64_t stop = c + 1;  // [c, stop) lie one after the other in memory
+      while (stop < held.end && at_chunk[stop - first] == at_chunk[c - first] + (stop - c) * chunk_floats) ++stop;
+      const char* data = reinterpret_cast<const char*>(at_chunk[c - first]);
+      const size_t bytes = static_cast<size_t>(std::min(n, stop * chunk_floats) - c * chunk_floats) * sizeof(float);
+      sum.add(data, bytes);
+      const int64_t at = record.file_offset + c * chunk_floats * static_cast<int64_t>(sizeof(float));
+      const size_t done = direct.write_pages(data, bytes, at);
+      write_all(fd, data + done, bytes - done, at + static_cast<int64_t>(done), path);
+      c = stop;
+    }
   }
   record.checksum = sum.value();
 }

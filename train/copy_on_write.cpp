@@ -69,8 +69,8 @@ void CopyOnWrite::release(size_t region, int64_t chunk) {
   if (s.compare_exchange_strong(writing, kWritten, std::memory_order_acq_rel)) changed();
 }
 
-void CopyOnWrite::before_update(const float* data, int64_t n) {
-  if (!armed() || n <= 0) return;
+template <typename F>
+void CopyOnWrite::for_each_chunk(const float* data, int64_t n, F&& f) {
   const float* end = data + n;
   // The last region starting at or below `data`, then every region that starts before `end`.
   auto it = std::upper_bound(by_address_.begin(), by_address_.end(), data,
@@ -81,9 +81,24 @@ void CopyOnWrite::before_update(const float* data, int64_t n) {
     const float* lo = std::max(data, region.live);
     const float* hi = std::min(end, region.live + region.count);
     if (lo >= hi) continue;
-    for (int64_t c = (lo - region.live) / kChunkFloats; c <= (hi - 1 - region.live) / kChunkFloats; ++c)
-      protect(*it, c);
+    for (int64_t c = (lo - region.live) / kChunkFloats; c <= (hi - 1 - region.live) / kChunkFloats; ++c) f(*it, c);
   }
+}
+
+void CopyOnWrite::before_update(const float* data, int64_t n) {
+  if (!armed() || n <= 0) return;
+  for_each_chunk(data, n, [this](size_t region, int64_t chunk) { protect(region, chunk); });
+}
+
+int64_t CopyOnWrite::writer_position(const float* data, int64_t n) {
+  int64_t first = -1;
+  if (!armed() || n <= 0) return first;
+  for_each_chunk(data, n, [&](size_t region, int64_t chunk) {
+    const uint8_t now = state(region, chunk).load(std::memory_order_acquire);
+    const int64_t position = first_[region] + chunk;
+    if ((now == kLive || now == kWriting) && (first < 0 || position < first)) first = position;
+  });
+  return first;
 }
 
 void CopyOnWrite::protect(size_t region, int64_t chunk) {

@@ -51,12 +51,22 @@ class CopyOnWrite {
   // once when not armed.
   void before_update(const float* data, int64_t n);
 
+  // Where the writer stands relative to [data, data + n): -1 when no chunk of it waits for the
+  // writer (all written or copied, or not part of the snapshot), else the writer's position (in
+  // the order it writes, over all regions) of the first such chunk. An updater that does the
+  // ranges at -1 first and the others from the writer's far end gives the writer time and copies
+  // less. A hint: the writer moves on meanwhile.
+  int64_t writer_position(const float* data, int64_t n);
+
   // Chunks copied to the side since arm() (for tests and the save's summary).
   int64_t copied_chunks() const { return copied_.load(); }
 
  private:
   enum State : uint8_t { kLive, kWriting, kWritten, kCopying, kCopied };
   std::atomic<uint8_t>& state(size_t region, int64_t chunk) { return states_[first_[region] + chunk]; }
+  // Calls f(region, chunk) for every chunk of an armed region that meets [data, data + n).
+  template <typename F>
+  void for_each_chunk(const float* data, int64_t n, F&& f);
   void protect(size_t region, int64_t chunk);  // before_update of one chunk
   void wait_while(size_t region, int64_t chunk, State busy);
   void changed();  // wakes the waiters after a chunk's state moved on

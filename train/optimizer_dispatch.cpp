@@ -29,6 +29,31 @@ const float* f32_grads(const Tensor& grads, std::vector<float>& wide) {
   return wide.data();
 }
 
+// The slots of an update while a save is in flight: first those the writer has written (nothing
+// to copy), then the others from the writer's far end, so that it gains the time of the first
+// part and the two meet late: the update copies only what the disk has not taken by then.
+std::vector<std::pair<const FlatRun*, int64_t>> slots_for_saving(CopyOnWrite& cow, const std::vector<FlatRun>& runs,
+                                                               const float* params, const float* m, const float* v) {
+  std::vector<std::pair<const FlatRun*, int64_t>> written;
+  std::vector<std::pair<int64_t, std::pair<const FlatRun*, int64_t>>> waiting;  // (writer position, slot)
+  for (const FlatRun& r : runs)
+    for (int64_t at = 0; at < r.length; at += kUpdateSlot) {
+      const int64_t n = std::min(kUpdateSlot, r.length - at);
+      int64_t position = -1;
+      for (const float* data : {params + r.param + at, m + r.local + at, v + r.local + at}) {
+        const int64_t p = cow.writer_position(data, n);
+        if (p >= 0 && (position < 0 || p < position)) position = p;
+      }
+      if (position < 0)
+        written.emplace_back(&r, at);
+      else
+        waiting.push_back({position, {&r, at}});
+    }
+  std::stable_sort(waiting.begin(), waiting.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& w : waiting) written.push_back(w.second);
+  return written;
+}
+
 void round_into(const float* src, f16* dst, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dst[i] = f32_to_f16(src[i]);
 }
@@ -75,9 +100,7 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
     // params, m and v to the save (which copies what it has not written yet) and then updates it,
     // the copy's reads still in cache. Elementwise, so the result is the same bits.
     float* params = state.params.data<float>();
-    std::vector<std::pair<const FlatRun*, int64_t>> slots;
-    for (const FlatRun& r : runs)
-      for (int64_t at = 0; at < r.length; at += kUpdateSlot) slots.emplace_back(&r, at);
+    std::vector<std::pair<const FlatRun*, int64_t>> slots = slots_for_saving(*cow, runs, params, m, v);
     const int64_t count = static_cast<int64_t>(slots.size());
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = 0; k < count; ++k) {

@@ -1,11 +1,15 @@
 // RunSaver: snapshot, part write (here or on the writer thread), agreement, index.
 #include "train/run_saver.h"
 
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "tensor/error.h"
 #include "train/checkpoint_index.h"
+#include "train/huge_pages.h"
 
 namespace nd::train {
 
@@ -56,13 +60,47 @@ SnapshotMode RunSaver::snapshot_mode(const RunParts& run) {
   return SnapshotMode::kCopyOnWrite;
 }
 
+// On the CPU the model's own buffers are what the writer sends to the disk: they go onto huge
+// pages once here (a copy of the range, once, at start), which makes every save's direct I/O
+// cheaper in system time and faster (huge_pages.h).
 void RunSaver::prepare(const RunParts& run) {
-  if (writer_) snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  if (!writer_) return;
+  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  if (copy_on_write_) {
+    std::vector<CopyOnWrite::Region> spans = snapshot_.regions();
+    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.live < b.live; });
+    // Neighbours a page's padding apart (the flat buffers' tensors) make one span.
+    std::vector<std::pair<const char*, const char*>> merged;
+    for (const CopyOnWrite::Region& r : spans) {
+      const char* begin = reinterpret_cast<const char*>(r.live);
+      const char* end = begin + r.count * static_cast<int64_t>(sizeof(float));
+      if (!merged.empty() && begin >= merged.back().second && begin - merged.back().second <= 4096)
+        merged.back().second = end;
+      else
+        merged.emplace_back(begin, end);
+    }
+    for (auto& [begin, end] : merged)
+      collapse_to_huge_pages(const_cast<char*>(begin), static_cast<size_t>(end - begin));
+  }
 }
 
+namespace {
+
+// The CPU time of the calling thread (user and system), in seconds.
+double thread_cpu_seconds() {
+  struct rusage usage;
+  if (::getrusage(RUSAGE_THREAD, &usage) != 0) return 0.0;
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * static_cast<double>(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+}  // namespace
+
 void RunSaver::write_part() {
+  const double cpu_before = thread_cpu_seconds();
   try {
     write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices(), copy_on_write_.get());
+    writer_cpu_seconds_ = thread_cpu_seconds() - cpu_before;
     part_state_ = 1;
   } catch (const Error& e) {
     part_error_ = e.message();
@@ -122,6 +160,10 @@ std::string RunSaver::complete_pending() {
       std::snprintf(line, sizeof(line), "; the update copied %lld of %lld MiB chunks",
                     static_cast<long long>(copy_on_write_->copied_chunks()),
                     static_cast<long long>(copy_on_write_->total_chunks()));
+      summary_.insert(summary_.size() - 1, line);
+    }
+    if (writer_) {  // what the writer thread took from training (checksum, system calls)
+      std::snprintf(line, sizeof(line), "; writer CPU %.2f s", writer_cpu_seconds_);
       summary_.insert(summary_.size() - 1, line);
     }
   } catch (const Error& e) {

@@ -50,7 +50,8 @@ class RunSaver {
 
   bool pending() const { return !pending_path_.empty(); }
   // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)"; an
-  // asynchronous CPU save adds "; the update copied 1834 of 4113 MiB chunks" (copy_on_write.h).
+  // asynchronous CPU save adds "; the update copied 1834 of 4113 MiB chunks" (copy_on_write.h),
+  // and an asynchronous save the CPU time its writer thread took: "; writer CPU 0.41 s".
   const std::string& last_summary() const { return summary_; }
   // The step a resumed run started from: its checkpoint exists, so it is not written again.
   void set_saved_step(int64_t step) { saved_step_ = step; }
@@ -75,6 +76,7 @@ class RunSaver {
   std::chrono::steady_clock::time_point started_;  // of the pending save
   double snapshot_seconds_ = 0.0;
   std::string summary_;
+  double writer_cpu_seconds_ = 0.0;  // of this rank's part: the writing thread's CPU time (user + system)
   std::atomic<int> part_state_{0};  // 0 writing or none, 1 written, 2 failed
   std::string part_error_;          // set by write_part before part_state_ becomes 2
 };

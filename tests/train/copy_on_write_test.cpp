@@ -105,6 +105,26 @@ TEST(CopyOnWrite, AnUpdateOfTheChunkBeingWrittenWaitsForIt) {
   EXPECT_EQ(cow.copied_chunks(), 0) << "a written chunk needs no copy";
 }
 
+// The update's order while a save is in flight (optimizer_dispatch.cpp) rests on this: ranges
+// the writer is done with answer -1, the others the writer's place of their first chunk waiting.
+TEST(CopyOnWrite, WriterPositionSaysWhatTheWriterHasNotTakenYet) {
+  std::vector<float> a(3 * kChunk), a_side(a.size()), b(2 * kChunk), b_side(b.size()), outside(10);
+  CopyOnWrite cow;
+  EXPECT_EQ(cow.writer_position(a.data(), 10), -1) << "not armed";
+  cow.arm({{a.data(), a_side.data(), 3 * kChunk}, {b.data(), b_side.data(), 2 * kChunk}});
+  EXPECT_EQ(cow.writer_position(a.data(), 3 * kChunk), 0);
+  EXPECT_EQ(cow.writer_position(b.data() + kChunk, 5), 4) << "region 1 follows region 0's 3 chunks";
+  cow.acquire(0, 0);
+  EXPECT_EQ(cow.writer_position(a.data(), 1), 0) << "being written: not done yet";
+  cow.release(0, 0);
+  EXPECT_EQ(cow.writer_position(a.data(), kChunk), -1) << "written";
+  EXPECT_EQ(cow.writer_position(a.data(), kChunk + 1), 1);
+  cow.before_update(a.data() + kChunk, kChunk);  // copied to the side
+  EXPECT_EQ(cow.writer_position(a.data(), 2 * kChunk), -1);
+  EXPECT_EQ(cow.writer_position(outside.data(), 10), -1) << "not in the snapshot";
+  cow.disarm();
+}
+
 // A part written while another thread keeps updating its memory (before_update, then new values,
 // over and over) equals the part written synchronously from a copy taken at the save.
 TEST(CopyOnWrite, PartWrittenWhileTheMemoryChangesHoldsTheBytesOfTheSave) {
