@@ -119,6 +119,10 @@ int64_t write_checkpoint_index(const std::string& index_path, int parts, const C
     std::vector<SliceRecord> part = read_part_manifest(index_path, rank);
     records.insert(records.end(), part.begin(), part.end());
   }
+  // The parts of one save come from one binary: their slices' checksums are all of one kind.
+  const bool chunked = !records.empty() && records.front().chunked_checksum;
+  for (const SliceRecord& r : records)
+    ND_CHECK_INPUT(r.chunked_checksum == chunked, index_path << ": its parts disagree on the slice checksum");
   std::string table;
   std::map<std::string, std::vector<const SliceRecord*>> by_tensor;
   int64_t bytes = 0;
@@ -138,6 +142,7 @@ int64_t write_checkpoint_index(const std::string& index_path, int parts, const C
       file.set_attr("/checkpoint", "format", std::string(kFormat));
       file.set_attr("/checkpoint", "parts", static_cast<int64_t>(parts));
       file.set_attr("/checkpoint", "slices_checksum", static_cast<int64_t>(checksum64(table.data(), table.size())));
+      if (chunked) file.set_attr("/checkpoint", kChecksumAttribute, std::string(kChunkedChecksum));
       for (const auto& [key, slices] : by_tensor)
         create_virtual_dataset(file.id(), "/" + key, slices.front()->full_shape, slices);
       file.close();
@@ -172,11 +177,18 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
                        file->attr_int("/checkpoint", "slices_checksum") ==
                            static_cast<int64_t>(checksum64(table.data(), table.size())),
                    path << " is corrupt: its slice table does not match its checksum");
+    bool chunked = false;  // no attribute: a checkpoint written before issue 24
+    if (file->has_attr("/checkpoint", kChecksumAttribute)) {
+      const std::string kind = file->attr_string("/checkpoint", kChecksumAttribute);
+      ND_CHECK_INPUT(kind == kChunkedChecksum, path << ": unknown slice checksum '" << kind << "'");
+      chunked = true;
+    }
     std::istringstream lines(table);
     std::string line;
     while (std::getline(lines, line)) {
       if (line.empty()) continue;
       SliceRecord r = parse_record_line(line, path);
+      r.chunked_checksum = chunked;
       Slices& s = tensors_[key_of(r.group, r.name)];
       s.full_shape = r.full_shape;
       s.records.push_back(std::move(r));

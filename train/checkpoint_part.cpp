@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -128,8 +129,18 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   ND_CHECK_INPUT(H5Fclose(id) >= 0, "cannot close " << path);
 }
 
+void set_string_attribute(hid_t object, const char* name, const std::string& value, const std::string& path) {
+  H5Id type{H5Tcopy(H5T_C_S1), H5Tclose};
+  H5Tset_size(type.id, value.size());
+  H5Id scalar{H5Screate(H5S_SCALAR), H5Sclose};
+  H5Id attr{H5Acreate2(object, name, type.id, scalar.id, H5P_DEFAULT, H5P_DEFAULT), H5Aclose};
+  ND_CHECK_INPUT(attr.id >= 0 && H5Awrite(attr.id, type.id, value.data()) >= 0,
+                 "cannot write attribute " << name << " of the manifest of " << path);
+}
+
 // Adds /manifest (the records with their checksums) to the part at `path`.
-void add_manifest(const std::string& path, const std::vector<SliceRecord>& records) {
+// With `chunked`, the attribute kChecksumAttribute says the checksums are kChunkedChecksum.
+void add_manifest(const std::string& path, const std::vector<SliceRecord>& records, bool chunked) {
   std::string manifest;
   for (const SliceRecord& r : records) manifest += record_line(r) + "\n";
   H5Id fapl{H5Pcreate(H5P_FILE_ACCESS), H5Pclose};
@@ -145,6 +156,7 @@ void add_manifest(const std::string& path, const std::vector<SliceRecord>& recor
   const char* text = manifest.c_str();
   ND_CHECK_INPUT(dset.id >= 0 && H5Dwrite(dset.id, text_type.id, H5S_ALL, H5S_ALL, H5P_DEFAULT, &text) >= 0,
                  "cannot write the manifest of " << path);
+  if (chunked) set_string_attribute(dset.id, kChecksumAttribute, kChunkedChecksum, path);
   H5Dclose(dset.id);
   dset.id = -1;
   hid_t id = file.id;
@@ -156,15 +168,21 @@ void add_manifest(const std::string& path, const std::vector<SliceRecord>& recor
 // ones and keep more of the disk busy.
 constexpr int64_t kChunksPerWrite = 8;
 
+// Tests only: write checksums the way checkpoints did before issue 24 (no attribute).
+std::atomic<bool> g_legacy_checksums{false};
+
 // Writes slice k's bytes at its record's offset (their whole pages directly) kChunksPerWrite
-// chunks at a time, and takes its checksum on the way. With `live`, each chunk comes from
-// live.acquire(k, c): the bytes as they were at the save, while the model may already be changing;
-// chunks that lie one after the other in memory (live, or copied to the side) go in one write.
-void write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k, SliceRecord& record,
-                 CopyOnWrite* live, const std::string& path) {
+// chunks at a time. With `live`, each chunk comes from live.acquire(k, c): the bytes as they were
+// at the save, while the model may already be changing; chunks that lie one after the other in
+// memory (live, or copied to the side) go in one write. The chunks' checksums: without `live`
+// taken here on the way and returned; with it taken here only for regions nobody updates (handed
+// to live), the others by the update (copy_on_write.h).
+std::vector<uint64_t> write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k,
+                                  const SliceRecord& record, CopyOnWrite* live, const std::string& path) {
   const int64_t n = slice.box.numel(), chunk_floats = CopyOnWrite::kChunkFloats;
   const int64_t chunks = (n + chunk_floats - 1) / chunk_floats;
-  Checksum64 sum;
+  const bool hash_here = !live || live->writer_hashes(k);
+  std::vector<uint64_t> sums(hash_here ? static_cast<size_t>(chunks) : 0);
   for (int64_t first = 0; first < chunks; first += kChunksPerWrite) {
     struct Held {  // released also when a write throws: an update must not wait on them for ever
       CopyOnWrite* live;
@@ -183,17 +201,41 @@ void write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k
       while (stop < held.end && at_chunk[stop - first] == at_chunk[c - first] + (stop - c) * chunk_floats) ++stop;
       const char* data = reinterpret_cast<const char*>(at_chunk[c - first]);
       const size_t bytes = static_cast<size_t>(std::min(n, stop * chunk_floats) - c * chunk_floats) * sizeof(float);
-      sum.add(data, bytes);
+      if (hash_here)
+        for (int64_t h = c; h < stop; ++h) {
+          const size_t at = static_cast<size_t>((h - c) * chunk_floats) * sizeof(float);
+          sums[static_cast<size_t>(h)] = checksum64(data + at, std::min(kChecksumChunkBytes, bytes - at));
+        }
       const int64_t at = record.file_offset + c * chunk_floats * static_cast<int64_t>(sizeof(float));
       const size_t done = direct.write_pages(data, bytes, at);
       write_all(fd, data + done, bytes - done, at + static_cast<int64_t>(done), path);
       c = stop;
     }
+    if (live && hash_here) {
+      for (int64_t c = first; c < held.end; ++c) live->release_hashed(k, c, sums[static_cast<size_t>(c)]);
+      held.end = first;
+    }
   }
-  record.checksum = sum.value();
+  return sums;
+}
+
+// Every slice's checksum from its chunks' (kChunkedChecksum), once all are known: with `live`, after
+// the update has taken them or finish_checksums() said it will not.
+void set_checksums(std::vector<SliceRecord>& records, std::vector<std::vector<uint64_t>>& sums, CopyOnWrite* live) {
+  if (live) live->wait_for_checksums();
+  for (size_t k = 0; k < records.size(); ++k) {
+    if (live) {
+      const int64_t chunks = live->chunks(k);
+      sums[k].resize(static_cast<size_t>(chunks));
+      for (int64_t c = 0; c < chunks; ++c) sums[k][static_cast<size_t>(c)] = live->chunk_checksum(k, c);
+    }
+    records[k].checksum = combine_chunk_checksums(sums[k].data(), sums[k].size());
+  }
 }
 
 }  // namespace
+
+void set_legacy_checksums_for_testing(bool on) { g_legacy_checksums = on; }
 
 std::string parts_directory(const std::string& index_path) {
   return directory_of(index_path) + "/" + stem_of(index_path) + ".parts";
@@ -232,9 +274,18 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
     ND_CHECK_INPUT(fd >= 0, "cannot open " << temp << ": " << errno_text());
     try {
       DirectWriter direct(temp);  // the aligned pages of each slice; the rest through fd
-      for (size_t k = 0; k < slices.size(); ++k) write_slice(fd, direct, slices[k], k, records[k], live, temp);
-      if (live) live->disarm();  // every byte is on its way to the disk: updates go ahead freely
-      add_manifest(temp, records);
+      std::vector<std::vector<uint64_t>> sums(slices.size());
+      for (size_t k = 0; k < slices.size(); ++k) sums[k] = write_slice(fd, direct, slices[k], k, records[k], live, temp);
+      const bool legacy = g_legacy_checksums.load();
+      if (legacy) {
+        ND_CHECK(!live, "legacy checksums are for synchronous test writes only");
+        for (size_t k = 0; k < slices.size(); ++k)
+          records[k].checksum = checksum64(slices[k].data, static_cast<size_t>(slices[k].box.numel()) * sizeof(float));
+      } else {
+        set_checksums(records, sums, live);
+      }
+      if (live) live->disarm();  // every byte is on its way to the disk and hashed: updates go ahead freely
+      add_manifest(temp, records, !legacy);
       ND_CHECK_INPUT(::fsync(fd) == 0, "cannot fsync " << temp << ": " << errno_text());
     } catch (...) {
       ::close(fd);
@@ -266,11 +317,26 @@ std::vector<SliceRecord> read_part_manifest(const std::string& index_path, int r
   std::string manifest = text ? text : "";
   H5Id scalar{H5Screate(H5S_SCALAR), H5Sclose};
   H5Dvlen_reclaim(text_type.id, scalar.id, H5P_DEFAULT, &text);
+  bool chunked = false;  // no attribute: a part written before issue 24
+  if (H5Aexists(dset.id, kChecksumAttribute) > 0) {
+    H5Id attr{H5Aopen(dset.id, kChecksumAttribute, H5P_DEFAULT), H5Aclose};
+    H5Id type{H5Aget_type(attr.id), H5Tclose};
+    std::string value(H5Tget_size(type.id), '\0');
+    ND_CHECK_INPUT(attr.id >= 0 && H5Tget_class(type.id) == H5T_STRING && !H5Tis_variable_str(type.id) &&
+                       H5Aread(attr.id, type.id, value.data()) >= 0,
+                   "cannot read the checksum attribute of " << path);
+    value.resize(std::strlen(value.c_str()));
+    ND_CHECK_INPUT(value == kChunkedChecksum, path << ": unknown slice checksum '" << value << "'");
+    chunked = true;
+  }
   std::vector<SliceRecord> out;
   std::istringstream lines(manifest);
   std::string line;
   while (std::getline(lines, line))
-    if (!line.empty()) out.push_back(parse_record_line(line, path));
+    if (!line.empty()) {
+      out.push_back(parse_record_line(line, path));
+      out.back().chunked_checksum = chunked;
+    }
   return out;
 }
 
@@ -331,7 +397,8 @@ void PartReader::read(const SliceRecord& r, float* out) {
     n -= static_cast<size_t>(got);
     offset += got;
   }
-  ND_CHECK_INPUT(checksum64(out, static_cast<size_t>(r.box.numel()) * sizeof(float)) == r.checksum,
+  const size_t bytes = static_cast<size_t>(r.box.numel()) * sizeof(float);
+  ND_CHECK_INPUT((r.chunked_checksum ? chunked_checksum64(out, bytes) : checksum64(out, bytes)) == r.checksum,
                  "checksum mismatch in " << path << " " << r.dataset << ": the checkpoint is corrupt");
 }
 

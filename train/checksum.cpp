@@ -2,7 +2,9 @@
 // into lane 0, the last partial word zero-padded; the lanes and the length are mixed at the end.
 #include "train/checksum.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "tensor/error.h"
 
@@ -55,6 +57,18 @@ uint64_t checksum64(const void* bytes, size_t nbytes) {
   Checksum64 sum;
   sum.add(bytes, nbytes);
   return sum.value();
+}
+
+uint64_t combine_chunk_checksums(const uint64_t* chunk_sums, size_t count) {
+  return checksum64(chunk_sums, count * sizeof(uint64_t));
+}
+
+uint64_t chunked_checksum64(const void* bytes, size_t nbytes) {
+  const auto* p = static_cast<const unsigned char*>(bytes);
+  std::vector<uint64_t> sums;
+  for (size_t at = 0; at < nbytes; at += kChecksumChunkBytes)
+    sums.push_back(checksum64(p + at, std::min(kChecksumChunkBytes, nbytes - at)));
+  return combine_chunk_checksums(sums.data(), sums.size());
 }
 
 }  // namespace nd::train

@@ -9,6 +9,17 @@ namespace nd::train {
 
 uint64_t checksum64(const void* bytes, size_t nbytes);
 
+// A slice's checksum since issue 24, composed of chunks so that different threads can take them
+// at different times (the optimizer's update takes most of an asynchronous CPU save's:
+// copy_on_write.h): checksum64 of each 1 MiB chunk (the last may be shorter), then checksum64 of
+// those values as little-endian 64-bit words. A part's /manifest and an index's /checkpoint say
+// so in the attribute kChecksumAttribute; without it a slice's checksum is checksum64 of its bytes.
+constexpr size_t kChecksumChunkBytes = size_t{1} << 20;
+constexpr const char* kChecksumAttribute = "slice_checksum";
+constexpr const char* kChunkedChecksum = "checksum64 of 1 MiB chunks";
+uint64_t combine_chunk_checksums(const uint64_t* chunk_sums, size_t count);
+uint64_t chunked_checksum64(const void* bytes, size_t nbytes);
+
 // checksum64 over bytes that come in pieces (a checkpoint writer's chunks): every piece but the
 // last must be a multiple of 32 bytes; value() equals checksum64 of all the pieces joined.
 class Checksum64 {

@@ -1,6 +1,7 @@
 // CopyOnWrite: one atomic state per chunk. The writer moves a chunk live -> writing -> written, an
 // updater live -> copying -> copied; whoever finds the other mid-way waits on one condition
-// variable (rare: the two meet only at the chunk the writer is on).
+// variable (rare: the two meet only at the chunk the writer is on). A written chunk moves on
+// written -> hashing -> hashed when the update (or, at the end, the writer) takes its checksum.
 #include "train/copy_on_write.h"
 
 #include <algorithm>
@@ -9,8 +10,13 @@
 #include <thread>
 
 #include "tensor/error.h"
+#include "train/checksum.h"
 
 namespace nd::train {
+
+static_assert(CopyOnWrite::kChunkFloats * sizeof(float) == kChecksumChunkBytes,
+              "a copy-on-write chunk is a checksum chunk: the update takes its checksum whole");
+
 namespace {
 
 std::atomic<int> g_write_delay_us{0};
@@ -40,7 +46,10 @@ void CopyOnWrite::arm(std::vector<Region> regions) {
     const Region& before = regions_[by_address_[k - 1]];
     ND_CHECK(before.live + before.count <= regions_[by_address_[k]].live, "CopyOnWrite::arm: regions overlap");
   }
+  sums_.reset(new uint64_t[static_cast<size_t>(std::max<int64_t>(total, 1))]);
   copied_ = 0;
+  hashed_ = 0;
+  finish_ = false;
   armed_.store(true, std::memory_order_release);
 }
 
@@ -67,6 +76,55 @@ void CopyOnWrite::release(size_t region, int64_t chunk) {
   std::atomic<uint8_t>& s = state(region, chunk);
   uint8_t writing = kWriting;
   if (s.compare_exchange_strong(writing, kWritten, std::memory_order_acq_rel)) changed();
+}
+
+void CopyOnWrite::release_hashed(size_t region, int64_t chunk, uint64_t checksum) {
+  std::atomic<uint8_t>& s = state(region, chunk);
+  sums_[first_[region] + chunk] = checksum;
+  uint8_t writing = kWriting;
+  if (s.compare_exchange_strong(writing, kHashed, std::memory_order_acq_rel)) {
+    hashed_.fetch_add(1);
+    changed();
+  }
+}
+
+int64_t CopyOnWrite::chunk_floats(size_t region, int64_t chunk) const {
+  return std::min(kChunkFloats, regions_[region].count - chunk * kChunkFloats);
+}
+
+bool CopyOnWrite::hash_written(size_t region, int64_t chunk) {
+  std::atomic<uint8_t>& s = state(region, chunk);
+  uint8_t written = kWritten;
+  if (!s.compare_exchange_strong(written, kHashing, std::memory_order_acq_rel)) return false;
+  sums_[first_[region] + chunk] = checksum64(chunk_begin(regions_[region].live, chunk),
+                                             static_cast<size_t>(chunk_floats(region, chunk)) * sizeof(float));
+  s.store(kHashed, std::memory_order_release);
+  hashed_.fetch_add(1);
+  changed();
+  return true;
+}
+
+void CopyOnWrite::wait_for_checksums() {
+  const int64_t total = total_chunks();
+  {
+    std::unique_lock<std::mutex> lock(mutex_);
+    cv_.wait(lock, [&] { return hashed_.load() == total || finish_.load(); });
+  }
+  // Whatever the update did not take (it did not come, or did not touch every chunk).
+  for (size_t r = 0; r < regions_.size(); ++r)
+    for (int64_t c = 0; c < chunks(r); ++c)
+      while (true) {
+        const uint8_t now = state(r, c).load(std::memory_order_acquire);
+        if (now == kCopied || now == kHashed) break;
+        ND_CHECK(now == kWritten || now == kHashing, "CopyOnWrite::wait_for_checksums: chunk " << c << " not written");
+        if (now == kHashing) wait_while(r, c, kHashing);
+        else hash_written(r, c);
+      }
+}
+
+void CopyOnWrite::finish_checksums() {
+  finish_ = true;
+  changed();
 }
 
 template <typename F>
@@ -105,19 +163,25 @@ void CopyOnWrite::protect(size_t region, int64_t chunk) {
   std::atomic<uint8_t>& s = state(region, chunk);
   while (true) {
     uint8_t now = s.load(std::memory_order_acquire);
-    if (now == kWritten || now == kCopied) return;
+    if (now == kHashed || now == kCopied) return;
+    if (now == kWritten) {  // on disk: its checksum now, before the bytes change (then read from cache)
+      if (hash_written(region, chunk)) return;
+      continue;
+    }
     if (now == kLive && s.compare_exchange_strong(now, kCopying, std::memory_order_acq_rel)) {
       const Region& r = regions_[region];
       ND_CHECK(r.side != nullptr, "CopyOnWrite: an update of a region without a side buffer");
-      const int64_t begin = chunk * kChunkFloats, count = std::min(kChunkFloats, r.count - begin);
+      const int64_t begin = chunk * kChunkFloats, count = chunk_floats(region, chunk);
       std::memcpy(r.side + begin, r.live + begin, static_cast<size_t>(count) * sizeof(float));
+      sums_[first_[region] + chunk] = checksum64(r.side + begin, static_cast<size_t>(count) * sizeof(float));
       s.store(kCopied, std::memory_order_release);
       copied_.fetch_add(1, std::memory_order_relaxed);
       g_chunks_copied.fetch_add(1, std::memory_order_relaxed);
+      hashed_.fetch_add(1);
       changed();
       return;
     }
-    if (now == kWriting || now == kCopying) wait_while(region, chunk, static_cast<State>(now));
+    if (now == kWriting || now == kCopying || now == kHashing) wait_while(region, chunk, static_cast<State>(now));
   }
 }
 

@@ -3,7 +3,9 @@
 // overwrite a range (the optimizer's update) first calls before_update, which copies the chunks
 // the writer has not taken yet into a side buffer, or waits for the one it is writing. Either way
 // the writer sees every byte as it was when arm() was called, and the update copies only what
-// the disk has not taken yet.
+// the disk has not taken yet. The update also takes the chunks' checksums (checksum.h), as it
+// reads every old byte anyway: of a chunk it copies, from the copy; of one the writer has written,
+// just before changing it. The writer hashes only regions nobody updates (no side buffer).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -45,10 +47,22 @@ class CopyOnWrite {
   // last), valid until release(region, chunk). Waits while an update copies it.
   const float* acquire(size_t region, int64_t chunk);
   void release(size_t region, int64_t chunk);
+  // The same for a chunk of a region without a side buffer, whose checksum the writer took.
+  void release_hashed(size_t region, int64_t chunk, uint64_t checksum);
+  bool writer_hashes(size_t region) const { return regions_.at(region).side == nullptr; }
 
-  // An updater, from any thread: [data, data + n) is about to change. Copies the chunks of armed
-  // regions in that range that the writer has not taken, waits for one it is writing. Returns at
-  // once when not armed.
+  // The writer, once it has written every chunk: waits until every chunk's checksum is known (the
+  // update took them) or finish_checksums() was called, then takes the rest itself. Afterwards
+  // chunk_checksum gives checksum64 of each chunk as it was at arm().
+  void wait_for_checksums();
+  uint64_t chunk_checksum(size_t region, int64_t chunk) const { return sums_[first_[region] + chunk]; }
+  // Any thread that will not update the memory before the write completes (the end of the run,
+  // a preemption, the next save, an error): the writer is to stop waiting for the update.
+  void finish_checksums();
+
+  // An updater, from any thread: [data, data + n) is about to change. Copies (and checksums) the
+  // chunks of armed regions in that range that the writer has not taken, waits for one it is
+  // writing, checksums one it has written. Returns at once when not armed.
   void before_update(const float* data, int64_t n);
 
   // Where the writer stands relative to [data, data + n): -1 when no chunk of it waits for the
@@ -62,12 +76,17 @@ class CopyOnWrite {
   int64_t copied_chunks() const { return copied_.load(); }
 
  private:
-  enum State : uint8_t { kLive, kWriting, kWritten, kCopying, kCopied };
+  // kCopied and kHashed chunks have their checksum in sums_.
+  enum State : uint8_t { kLive, kWriting, kWritten, kCopying, kCopied, kHashing, kHashed };
   std::atomic<uint8_t>& state(size_t region, int64_t chunk) { return states_[first_[region] + chunk]; }
   // Calls f(region, chunk) for every chunk of an armed region that meets [data, data + n).
   template <typename F>
   void for_each_chunk(const float* data, int64_t n, F&& f);
   void protect(size_t region, int64_t chunk);  // before_update of one chunk
+  bool hash_written(size_t region, int64_t chunk);  // kWritten -> kHashed, if still kWritten
+  const float* chunk_begin(const float* base, int64_t chunk) const { return base + chunk * kChunkFloats; }
+  int64_t chunk_floats(size_t region, int64_t chunk) const;
+  void hashed();  // one more chunk's checksum is known
   void wait_while(size_t region, int64_t chunk, State busy);
   void changed();  // wakes the waiters after a chunk's state moved on
 
@@ -76,7 +95,10 @@ class CopyOnWrite {
   std::vector<size_t> by_address_;   // region indices sorted by live address
   std::unique_ptr<std::atomic<uint8_t>[]> states_;
   std::atomic<bool> armed_{false};
+  std::unique_ptr<uint64_t[]> sums_;  // per chunk: its checksum, once known
   std::atomic<int64_t> copied_{0};
+  std::atomic<int64_t> hashed_{0};
+  std::atomic<bool> finish_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
 };

@@ -19,8 +19,17 @@ RunSaver::RunSaver(dist::Comm& world, int dp_rank, int dp_size, bool async)
 }
 
 // The writer joins its thread first (an unfinished part stays a temporary), before the side
-// buffers it may be reading go.
-RunSaver::~RunSaver() { writer_.reset(); }
+// buffers it may be reading go; it stops waiting for the update's checksums.
+RunSaver::~RunSaver() {
+  stop_waiting_for_update();
+  writer_.reset();
+}
+
+// The pending write is about to be waited for: no update will come before, so the writer takes
+// the checksums the update has not (copy_on_write.h); else it would wait for ever.
+void RunSaver::stop_waiting_for_update() {
+  if (copy_on_write_) copy_on_write_->finish_checksums();
+}
 
 std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   std::string completed = finish();
@@ -114,6 +123,7 @@ int64_t RunSaver::part_failed() const { return pending() && part_state_ == 2 ? 1
 std::string RunSaver::complete_if_written(int64_t written, int64_t failed) {
   if (!pending()) return "";
   if (failed > 0) {
+    stop_waiting_for_update();
     if (writer_) writer_->wait();
     fail_pending(part_state_ == 2 ? part_error_ : "another rank could not write its part");
   }
@@ -124,6 +134,7 @@ std::string RunSaver::complete_if_written(int64_t written, int64_t failed) {
 
 std::string RunSaver::finish() {
   if (!pending()) return "";
+  stop_waiting_for_update();
   if (writer_) writer_->wait();
   return agree_and_complete();
 }
@@ -162,7 +173,7 @@ std::string RunSaver::complete_pending() {
                     static_cast<long long>(copy_on_write_->total_chunks()));
       summary_.insert(summary_.size() - 1, line);
     }
-    if (writer_) {  // what the writer thread took from training (checksum, system calls)
+    if (writer_) {  // what the writer thread took from training (system calls, checksums the update left)
       std::snprintf(line, sizeof(line), "; writer CPU %.2f s", writer_cpu_seconds_);
       summary_.insert(summary_.size() - 1, line);
     }

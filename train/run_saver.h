@@ -59,6 +59,7 @@ class RunSaver {
  private:
   SnapshotMode snapshot_mode(const RunParts& run);
   void write_part();                    // this rank's part of the pending save (any thread)
+  void stop_waiting_for_update();       // before waiting for the writer
   std::string agree_and_complete();     // collective: all parts written? then the index
   std::string complete_pending();       // rank 0: index and prune; every rank: clear pending
   [[noreturn]] void fail_pending(const std::string& why);
