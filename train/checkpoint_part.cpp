@@ -103,8 +103,8 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   // asynchronous and a synchronous save write identical files).
   H5Id gcpl{H5Pcreate(H5P_GROUP_CREATE), H5Pclose};
   H5Pset_obj_track_times(gcpl.id, 0);
-  for (const std::string& group : {"/params", "/optimizer", "/optimizer/m", "/optimizer/v"}) {
-    H5Id g{H5Gcreate2(file.id, group.c_str(), H5P_DEFAULT, gcpl.id, H5P_DEFAULT), H5Gclose};
+  for (const char* group : {"/params", "/optimizer", "/optimizer/m", "/optimizer/v"}) {
+    H5Id g{H5Gcreate2(file.id, group, H5P_DEFAULT, gcpl.id, H5P_DEFAULT), H5Gclose};
     ND_CHECK_INPUT(g.id >= 0, "cannot create group " << group << " in " << path);
   }
   H5Id lcpl{H5Pcreate(H5P_LINK_CREATE), H5Pclose};
