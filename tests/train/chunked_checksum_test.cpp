@@ -23,6 +23,7 @@
 #include "train/hdf5_file.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
+#include "process_helpers.h"
 
 namespace nd::train {
 namespace {
@@ -33,13 +34,6 @@ constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
 std::vector<float> random_floats(int64_t n, uint64_t seed) {
   Generator gen(seed);
   return Tensor::randn({n}, gen).to_float_vector();
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 TEST(ChunkedChecksum, IsTheChecksumOfTheChunksChecksumsAndCatchesAFlippedWord) {
@@ -155,7 +149,7 @@ TEST(ChunkedChecksum, AWriterWhoseUpdateNeverComesCompletesWhenTold) {
   ASSERT_EQ(written.size(), expected.size());
   for (size_t k = 0; k < written.size(); ++k) EXPECT_EQ(written[k].checksum, expected[k].checksum) << k;
   const std::string part = "/rank_00000.h5";
-  EXPECT_EQ(file_bytes(parts_directory(async_index) + part), file_bytes(parts_directory(sync_index) + part));
+  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), testing::slurp_file(parts_directory(sync_index) + part));
 }
 
 // The update takes the checksums: chunks it finds written are hashed before they change, the
@@ -188,7 +182,7 @@ TEST(ChunkedChecksum, TheUpdateAfterTheSaveTakesTheChecksums) {
   ASSERT_EQ(written.size(), 1u);
   EXPECT_EQ(written[0].checksum, expected[0].checksum);
   const std::string part = "/rank_00000.h5";
-  EXPECT_EQ(file_bytes(parts_directory(async_index) + part), file_bytes(parts_directory(sync_index) + part));
+  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), testing::slurp_file(parts_directory(sync_index) + part));
 }
 
 }  // namespace

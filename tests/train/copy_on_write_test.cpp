@@ -8,8 +8,6 @@
 
 #include <atomic>
 #include <chrono>
-#include <fstream>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -20,6 +18,7 @@
 #include "train/copy_on_write.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
+#include "process_helpers.h"
 
 namespace nd::train {
 namespace {
@@ -30,13 +29,6 @@ constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
 std::vector<float> random_floats(int64_t n, uint64_t seed) {
   Generator gen(seed);
   return Tensor::randn({n}, gen).to_float_vector();
-}
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
 }
 
 TEST(Checksum64, PiecesGiveTheChecksumOfTheWhole) {
@@ -171,9 +163,9 @@ TEST(CopyOnWrite, PartWrittenWhileTheMemoryChangesHoldsTheBytesOfTheSave) {
   EXPECT_GT(cow.copied_chunks(), 0) << "no update overtook the writer: the test proved nothing";
   EXPECT_FALSE(cow.armed()) << "the writer disarms once every byte is written";
   const std::string part = "/rank_00000.h5";
-  const std::string expected = file_bytes(parts_directory(sync_index) + part);
+  const std::string expected = testing::slurp_file(parts_directory(sync_index) + part);
   EXPECT_GT(expected.size(), static_cast<size_t>(8 * kChunk * 4));
-  EXPECT_EQ(file_bytes(parts_directory(async_index) + part), expected);
+  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), expected);
 }
 
 TrainConfig run_config(const TempDir& dir, const std::string& out, const std::string& async) {
@@ -202,9 +194,9 @@ TEST(CopyOnWrite, SlowAsyncSavesWhileTrainingGoesOnEqualSynchronousOnes) {
   for (int step : {5, 10}) {
     const std::string a = checkpoint_path(dir / "async", step), b = checkpoint_path(dir / "sync", step);
     const std::string part = "/rank_00000.h5";
-    const std::string bytes = file_bytes(parts_directory(a) + part);
+    const std::string bytes = testing::slurp_file(parts_directory(a) + part);
     EXPECT_GT(bytes.size(), 1000u);
-    EXPECT_EQ(bytes, file_bytes(parts_directory(b) + part)) << "step " << step;
+    EXPECT_EQ(bytes, testing::slurp_file(parts_directory(b) + part)) << "step " << step;
   }
 }
 

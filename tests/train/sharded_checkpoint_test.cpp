@@ -15,6 +15,7 @@
 #include "train/checkpoint_slices.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
+#include "process_helpers.h"
 
 namespace nd::train {
 namespace {
@@ -74,13 +75,6 @@ TrainConfig small_run(const TempDir& dir, const std::string& out) {
   return c;
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
 TEST(ShardedCheckpoint, AsyncAndSyncSavesWriteIdenticalFiles) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
@@ -94,9 +88,9 @@ TEST(ShardedCheckpoint, AsyncAndSyncSavesWriteIdenticalFiles) {
   for (int step : {4, 8, 12}) {
     const std::string a = checkpoint_path(dir / "async_true", step), b = checkpoint_path(dir / "async_false", step);
     const std::string part = "/" + part_file_name(a, 0).substr(part_file_name(a, 0).find('/') + 1);
-    const std::string bytes = file_bytes(parts_directory(a) + part);
+    const std::string bytes = testing::slurp_file(parts_directory(a) + part);
     EXPECT_GT(bytes.size(), 1000u);
-    EXPECT_EQ(bytes, file_bytes(parts_directory(b) + part)) << "step " << step;
+    EXPECT_EQ(bytes, testing::slurp_file(parts_directory(b) + part)) << "step " << step;
     Hdf5File fa = Hdf5File::open_read(a), fb = Hdf5File::open_read(b);
     EXPECT_EQ(fa.read_string("/slices"), fb.read_string("/slices"));
     CheckpointData da = read_checkpoint(a), db = read_checkpoint(b);
