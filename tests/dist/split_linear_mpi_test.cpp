@@ -97,14 +97,7 @@ TEST(SplitLinear, ScatteredLinearEqualsTheShareOfTheSummedProducts) {
     Variable y = ops::scattered_linear(x, w, c);
     ASSERT_EQ(y.shape(), (Shape{kB, kTs, kN}));
     // The reference: every rank's partial product, summed, block rank().
-    Tensor sum = Tensor::zeros({R * kS, kN});
-    for (int q = 0; q < R; ++q) {
-      NoGradGuard values_only;
-      Tensor part = ops::linear(Variable(rank_input(q, R * kS * kK, DType::F32, 5).view({R * kS, kK})),
-                                Variable(rank_input(q, kN * kK, DType::F32, 6).view({kN, kK})), Variable())
-                        .data();
-      for (int64_t i = 0; i < sum.numel(); ++i) sum.data<float>()[i] += part.data<float>()[i];
-    }
+    Tensor sum = test::summed_partial_products(R, kS, kK, kN, 5, 6);
     EXPECT_EQ(far(y.data(), sum.narrow(tp.rank() * kS, kS), "y"), 0);
     // Backward: the output gradient gathered over the group (block r = rank r's seed).
     y.backward(rank_input(tp.rank(), kS * kN, DType::F32, 7).view({kB, kTs, kN}));
@@ -125,14 +118,7 @@ TEST(SplitLinear, ScatteredLinearWithBiasAddsItOnce) {
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 16).view({kN, kK}), true);
     Variable b(rank_input(0, kN, DType::F32, 17), true);
     Variable y = ops::scattered_linear(x, w, c, b);
-    Tensor want = Tensor::zeros({R * kS, kN});
-    for (int q = 0; q < R; ++q) {
-      NoGradGuard values_only;
-      Tensor part = ops::linear(Variable(rank_input(q, R * kS * kK, DType::F32, 15).view({R * kS, kK})),
-                                Variable(rank_input(q, kN * kK, DType::F32, 16).view({kN, kK})), Variable())
-                        .data();
-      for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += part.data<float>()[i];
-    }
+    Tensor want = test::summed_partial_products(R, kS, kK, kN, 15, 16);
     for (int64_t i = 0; i < want.numel(); ++i) want.data<float>()[i] += b.data().data<float>()[i % kN];
     EXPECT_EQ(far(y.data(), want.narrow(tp.rank() * kS, kS), "y"), 0);
     const Tensor dshare = rank_input(tp.rank(), kS * kN, DType::F32, 18).view({kB, kTs, kN});

@@ -135,14 +135,7 @@ TEST(SplitLinearNccl, ScatteredLinearEqualsTheCpuSum) {
     Variable w(rank_input(tp.rank(), kN * kK, DType::F32, 6, gpu()).view({kN, kK}), true);
     Variable y = ops::scattered_linear(x, w, c);
     y.backward(rank_input(tp.rank(), kS * kN, DType::F32, 7, gpu()).view({kB, kTs, kN}));
-    Tensor sum = Tensor::zeros({R * kS, kN});
-    for (int q = 0; q < R; ++q) {
-      NoGradGuard values_only;
-      Tensor part = ops::linear(Variable(rank_input(q, R * kS * kK, DType::F32, 5).view({R * kS, kK})),
-                                Variable(rank_input(q, kN * kK, DType::F32, 6).view({kN, kK})), Variable())
-                        .data();
-      for (int64_t i = 0; i < sum.numel(); ++i) sum.data<float>()[i] += part.data<float>()[i];
-    }
+    Tensor sum = test::summed_partial_products(R, kS, kK, kN, 5, 6);
     EXPECT_EQ(far(y.data(), sum.narrow(tp.rank() * kS, kS), "y"), 0);
     Variable xw(x.data().to(Device::cpu()).view({R * kS, kK}), true), ww(w.data().to(Device::cpu()), true);
     ops::linear(xw, ww, Variable()).backward(whole_of(R, kS, kN, 7));
