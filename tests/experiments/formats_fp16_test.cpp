@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <numeric>
 #include <sstream>
 
 #include "experiments/ablate.h"
@@ -15,9 +14,7 @@
 namespace nd::experiments {
 namespace {
 
-double mean_of_last(const std::vector<double>& v, size_t n) {
-  return std::accumulate(v.end() - static_cast<std::ptrdiff_t>(n), v.end(), 0.0) / static_cast<double>(n);
-}
+using train::testing::mean_of_last;
 
 TEST(FormatsFp16, BothFp16VariantsTrainOnTheCpu) {
   train::testing::TempDir dir;

@@ -13,6 +13,9 @@
 namespace nd::train {
 namespace {
 
+// The mean of the last 10 step losses: what these runs are compared by.
+double tail(const TrainResult& r) { return testing::mean_of_last(r.step_losses, 10); }
+
 class Fp16TrainingCuda : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -32,12 +35,6 @@ class Fp16TrainingCuda : public ::testing::Test {
     return c;
   }
 
-  static double tail_loss(const TrainResult& r) {
-    double sum = 0.0;
-    for (size_t i = r.step_losses.size() - 10; i < r.step_losses.size(); ++i) sum += r.step_losses[i];
-    return sum / 10;
-  }
-
   testing::TempDir dir_;
 };
 
@@ -46,8 +43,8 @@ TEST_F(Fp16TrainingCuda, LearnsLikeBf16) {
   const TrainResult fp16 = run_training(config("fp16", "fp16"));
   ASSERT_EQ(fp16.step_losses.size(), 60u);
   EXPECT_FALSE(fp16.diverged);
-  EXPECT_LT(tail_loss(fp16), fp16.step_losses.front() - 0.3) << "fp16 training did not learn";
-  EXPECT_NEAR(tail_loss(fp16), tail_loss(bf16), 0.05 * tail_loss(bf16));
+  EXPECT_LT(tail(fp16), fp16.step_losses.front() - 0.3) << "fp16 training did not learn";
+  EXPECT_NEAR(tail(fp16), tail(bf16), 0.05 * tail(bf16));
   EXPECT_LE(fp16.overflow_skips, 3);
   EXPECT_GT(fp16.cuda_graph_replays, 0);
 }

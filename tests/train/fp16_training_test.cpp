@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <numeric>
 #include <sstream>
 
 #include "train/precision.h"
@@ -25,9 +24,7 @@ TrainResult quiet_run(const TrainConfig& c) {
   return run_training(c, ctx);
 }
 
-double mean_of_last(const std::vector<double>& v, size_t n) {
-  return std::accumulate(v.end() - static_cast<std::ptrdiff_t>(n), v.end(), 0.0) / static_cast<double>(n);
-}
+using testing::mean_of_last;
 
 TEST(Fp16Training, TrainsAndFollowsTheF32Run) {
   TempDir dir;

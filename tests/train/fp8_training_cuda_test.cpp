@@ -15,6 +15,9 @@
 namespace nd::train {
 namespace {
 
+// The mean of the last 10 step losses: what these runs are compared by.
+double tail(const TrainResult& r) { return testing::mean_of_last(r.step_losses, 10); }
+
 class Fp8Training : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -41,13 +44,6 @@ class Fp8Training : public ::testing::Test {
     return c;
   }
 
-  // Mean of the last 10 step losses: one step's noise is not the comparison.
-  static double tail_loss(const TrainResult& r) {
-    double sum = 0.0;
-    for (size_t i = r.step_losses.size() - 10; i < r.step_losses.size(); ++i) sum += r.step_losses[i];
-    return sum / 10;
-  }
-
   testing::TempDir dir_;
 };
 
@@ -57,8 +53,8 @@ TEST_F(Fp8Training, AllLinearsInFp8LearnLikeBf16) {
   c.fp8 = true;
   TrainResult fp8 = run_training(c);
   ASSERT_EQ(fp8.step_losses.size(), 60u);
-  EXPECT_LT(tail_loss(fp8), fp8.step_losses.front() - 0.3) << "FP8 training did not learn";
-  EXPECT_NEAR(tail_loss(fp8), tail_loss(bf16), 0.05 * tail_loss(bf16));
+  EXPECT_LT(tail(fp8), fp8.step_losses.front() - 0.3) << "FP8 training did not learn";
+  EXPECT_NEAR(tail(fp8), tail(bf16), 0.05 * tail(bf16));
   EXPECT_TRUE(std::isfinite(fp8.best_val_loss));
   EXPECT_GT(fp8.cuda_graph_replays, 0);
 }
@@ -69,7 +65,7 @@ TEST_F(Fp8Training, OnlyTheHeadInFp8) {
   c.fp8 = true;
   c.fp8_layers = "head";
   TrainResult head = run_training(c);
-  EXPECT_NEAR(tail_loss(head), tail_loss(bf16), 0.05 * tail_loss(bf16));
+  EXPECT_NEAR(tail(head), tail(bf16), 0.05 * tail(bf16));
 }
 
 }  // namespace

@@ -9,8 +9,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <numeric>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "data/prepare.h"
 #include "train/config.h"
@@ -57,6 +59,11 @@ inline void write_tiny_data(const std::string& dir, int chars = 6000) {
   options.tokenizer = "char";
   options.val_fraction = 0.2;
   prepare_text(tiny_text(chars), "tiny", options);
+}
+
+// The mean of the last n of a run's step losses: one step's noise is not what a test compares.
+inline double mean_of_last(const std::vector<double>& losses, size_t n) {
+  return std::accumulate(losses.end() - static_cast<std::ptrdiff_t>(n), losses.end(), 0.0) / static_cast<double>(n);
 }
 
 // A model and run small enough for a test: 2 layers, width 16, context 16, batch 4.
