@@ -1,7 +1,7 @@
 // FP8 GEMMs through cuBLASLt (kernels/cuda/cublaslt.h, Hopper's TN layout) against the CPU: inputs
 // quantised on the CPU by the reference of kernels/cpu/fp8_quantize.h with delayed scaling's scale
 // (fp8 max / amax), the GPU's product of the codes (f32 accumulation, bf16 or f32 out) equals the
-// float64 product of the dequantised values to the tensor cores' accumulation (kFp8AccumulationRel)
+// float64 product of the dequantised values to the tensor cores' accumulation (fp8_accumulation_rel)
 // and output rounding, and that product
 // is within the formats' error bound of the f32 product of the unquantised inputs. E4M3 x E4M3
 // (forward) and E5M2 x E4M3 (a gradient times a weight, backward). Needs compute capability 8.9+.
@@ -96,7 +96,7 @@ void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type) {
         format_bound += ea * std::fabs(bx) + std::fabs(ax) * eb + ea * eb;
       }
       const double g = got[i + j * m];
-      const bool gemm_ok = std::fabs(g - deq) <= out_rel * std::fabs(deq) + test::kFp8AccumulationRel * magnitude;
+      const bool gemm_ok = std::fabs(g - deq) <= out_rel * std::fabs(deq) + test::fp8_accumulation_rel(k) * magnitude;
       const bool format_ok = std::fabs(deq - exact) <= format_bound * 1.0001;
       if ((!gemm_ok || !format_ok) && ++bad <= 5)
         ADD_FAILURE() << "D(" << i << "," << j << ") = " << g << ": dequantised product " << deq << ", f32 product "
