@@ -119,6 +119,10 @@ Plan make_plan(const GemmProblem& p, cublasLtHandle_t handle, int align_a, int a
     // aux keeps its default type, D's: the GELU input is stored as the unfused linear would store it.
     CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ldaux, sizeof(ldaux)));
   }
+  if (p.fp8 && p.fast_accum) {
+    const int8_t fast = 1;
+    CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+  }
   set_epilogue_pointers(plan.op, p);
   set_scale_pointers(plan.op, p);
   // Stored shapes: A is (m, k) or its transpose (k, m); likewise B.
@@ -176,6 +180,7 @@ void check_problem(const GemmProblem& p) {
              "gemm: " << dtype_name(p.a_type) << " inputs with a " << dtype_name(p.d_type)
                       << " output (expected f32 -> f32, or bf16 or f16 -> itself or f32)");
     ND_CHECK(!p.a_scale && !p.b_scale && !p.d_scale, "gemm: per-tensor scales are for FP8 types only");
+    ND_CHECK(!p.fast_accum, "gemm: fast accumulation is for FP8 inputs only");
   }
   ND_CHECK(p.m >= 0 && p.n >= 0 && p.k >= 0, "gemm: negative size m=" << p.m << " n=" << p.n << " k=" << p.k);
   if (p.m == 0 || p.n == 0) return;
@@ -199,7 +204,8 @@ bool run_gemm(const GemmProblem& p, cudaStream_t stream) {
   int device = current_cuda_device();
   int align_a = alignment_of(p.A), align_b = alignment_of(p.B), align_d = alignment_of(p.D);
   int64_t align_epilogue = alignment_of(p.bias) | (int64_t{alignment_of(p.aux)} << 9);
-  const int fp8_key = p.fp8 ? 1 | (static_cast<int>(p.a_format) << 1) | (static_cast<int>(p.b_format) << 2) : 0;
+  const int fp8_key =
+      p.fp8 ? 1 | (static_cast<int>(p.a_format) << 1) | (static_cast<int>(p.b_format) << 2) | (int{p.fast_accum} << 3) : 0;
   PlanKey key{static_cast<int>(p.a_type) | (static_cast<int>(p.d_type) << 8) | (fp8_key << 16), p.trans_a, p.trans_b, p.m, p.n, p.k, p.lda, p.ldb, p.ldd,
               p.bias != nullptr, p.beta != 0.0f, align_a | (align_b << 9) | (align_d << 18),
               static_cast<int64_t>(p.epilogue) | (p.ldaux << 2), align_epilogue};

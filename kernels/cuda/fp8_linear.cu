@@ -3,6 +3,9 @@
 //   forward  out (N, M) = wᵀ-view: A = w codes stored (K, N), B = x codes stored (K, M), k = K;
 //   dx       dx (K, M)  = A = w_t codes stored (N, K), B = dout codes stored (N, M), k = N;
 //   dw       dw (K, N)  = A = x_t codes stored (M, K), B = dout_t codes stored (M, N), k = M.
+#include <cstdlib>
+#include <cstring>
+
 #include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/fp8_linear.h"
@@ -17,12 +20,23 @@ void check_fp8_dims(const char* what, int64_t M, int64_t N, int64_t K) {
            what << ": FP8 GEMMs need M, N and K multiples of 16, got M=" << M << " N=" << N << " K=" << K);
 }
 
+// The forward GEMM accumulates in the tensor cores alone (GemmProblem::fast_accum), as Transformer
+// Engine's forward does; NANODIST_FP8_FAST_ACCUM=0 promotes to f32 there too, for comparison.
+bool forward_fast_accum() {
+  static const bool on = [] {
+    const char* v = std::getenv("NANODIST_FP8_FAST_ACCUM");
+    return !(v && std::strcmp(v, "0") == 0);
+  }();
+  return on;
+}
+
 // D (m, n) = A(k, m)ᵀ · B(k, n), A of format fa scaled by *a_inv, B of fb by *b_inv; beta 0 or 1.
 void fp8_gemm(bf16* D, bool accumulate, int64_t m, int64_t n, int64_t k, const uint8_t* A, Fp8Format fa,
               const float* a_inv, const uint8_t* B, Fp8Format fb, const float* b_inv, const bf16* bias,
-              cudaStream_t stream) {
+              cudaStream_t stream, bool fast_accum = false) {
   GemmProblem p;
   p.fp8 = true;
+  p.fast_accum = fast_accum;
   p.a_format = fa;
   p.b_format = fb;
   p.d_type = DType::BF16;
@@ -49,7 +63,8 @@ void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, 
   stream = stream_or_default(stream);
   fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, buf.x, buf.x_t, xs.amax, xs.scale_inv, stream);
   fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, buf.w, buf.w_t, ws.amax, ws.scale_inv, stream);
-  fp8_gemm(out, false, N, M, K, buf.w, Fp8Format::E4M3, ws.scale_inv, buf.x, Fp8Format::E4M3, xs.scale_inv, b, stream);
+  fp8_gemm(out, false, N, M, K, buf.w, Fp8Format::E4M3, ws.scale_inv, buf.x, Fp8Format::E4M3, xs.scale_inv, b, stream,
+           forward_fast_accum());
 }
 
 void fp8_linear_backward(const bf16* dout, GradDest<bf16> dx, GradDest<bf16> dw, GradDest<bf16> db, int64_t M,

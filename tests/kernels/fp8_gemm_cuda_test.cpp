@@ -57,7 +57,7 @@ Tensor codes_on_gpu(const std::vector<uint8_t>& codes) {
 }
 
 // D (m, n) column-major = A^T B with A stored (k, m) and B stored (k, n), k contiguous (TN).
-void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type) {
+void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type, bool fast_accum = false) {
   const int64_t m = 96, n = 80, k = 256;
   std::mt19937_64 rng(test::fresh_seed());
   Quantised a = quantise(m * k, fa, rng, 0.02f), b = quantise(k * n, fb, rng, 1.0f);
@@ -66,6 +66,7 @@ void check_fp8_gemm(Fp8Format fa, Fp8Format fb, DType d_type) {
   Tensor d = Tensor::full({m * n}, NAN, d_type, Device::cuda(0));  // poisoned
   cuda::GemmProblem p;
   p.fp8 = true;
+  p.fast_accum = fast_accum;
   p.a_format = fa;
   p.b_format = fb;
   p.d_type = d_type;
@@ -111,6 +112,9 @@ TEST(Fp8GemmCuda, E4M3ForwardMatchesTheCpuReference) {
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   check_fp8_gemm(Fp8Format::E4M3, Fp8Format::E4M3, DType::BF16);
   check_fp8_gemm(Fp8Format::E4M3, Fp8Format::E4M3, DType::F32);
+  // The forward's fast accumulation: no promotion to f32 along k, within the same per-MMA bound.
+  check_fp8_gemm(Fp8Format::E4M3, Fp8Format::E4M3, DType::F32, true);
+  check_fp8_gemm(Fp8Format::E4M3, Fp8Format::E4M3, DType::BF16, true);
 #endif
 }
 
