@@ -23,20 +23,22 @@ Fusions& current() {
 Fusions parse_fusions(const std::string& text) {
   if (text.empty() || text == "all") return Fusions{};
   Fusions off;
-  off.gelu_mlp = off.residual_grad = off.cross_entropy_grad = false;
+  off.gelu_mlp = off.fp8_gelu_mlp = off.residual_grad = off.cross_entropy_grad = false;
   if (text == "none") return off;
   std::stringstream list(text);
   std::string name;
   while (std::getline(list, name, ',')) {
     if (name == "gelu_mlp") {
       off.gelu_mlp = true;
+    } else if (name == "fp8_gelu_mlp") {
+      off.fp8_gelu_mlp = true;
     } else if (name == "residual_grad") {
       off.residual_grad = true;
     } else if (name == "cross_entropy_grad") {
       off.cross_entropy_grad = true;
     } else {
       ND_FAIL_INPUT("NANODIST_FUSIONS: unknown fusion '"
-                    << name << "' (known: gelu_mlp, residual_grad, cross_entropy_grad; or all, none)");
+                    << name << "' (known: gelu_mlp, fp8_gelu_mlp, residual_grad, cross_entropy_grad; or all, none)");
     }
   }
   return off;

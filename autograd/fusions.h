@@ -10,6 +10,9 @@ namespace nd {
 struct Fusions {
   // nn::MLP runs c_fc, GELU and c_proj as one ops::gelu_mlp (cuBLASLt GELU epilogue on the GPU).
   bool gelu_mlp = true;
+  // With gelu_mlp and both MLP linears in FP8: ops::fp8_gelu_mlp applies the GELU (and its
+  // gradient) inside the FP8 quantises, so the bf16 GELU output and its gradient are never written.
+  bool fp8_gelu_mlp = true;
   // ops::add's backward hands its gradient buffer to the first input where that input has no
   // gradient yet (the residual stream), instead of copying it: one write of the activations fewer.
   bool residual_grad = true;

@@ -4,6 +4,7 @@
 
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
+#include "autograd/ops/fp8_gelu_mlp.h"
 #include "dist/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
@@ -97,6 +98,10 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
     // The split linears, whose collectives overlap the GEMMs; c_fc with the GELU in its epilogue.
     y = c_proj_->forward(fusions().gelu_mlp ? dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true)
                                             : ops::gelu(c_fc_->forward(x)));
+  } else if (fusions().gelu_mlp && fusions().fp8_gelu_mlp && c_fc_->fp8() && c_proj_->fp8() && !tp_.active()) {
+    // Both linears in FP8: the GELU and its gradient inside the FP8 quantises.
+    y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
+                          c_proj_->fp8_scalars());
   } else {
     y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
   }

@@ -26,6 +26,7 @@ class ColumnParallelLinear : public Module {
   // tp 1 only (nd::Error otherwise).
   void use_fp8(Tensor scalars);
   bool fp8() const { return fp8_scalars_.defined(); }
+  const Tensor& fp8_scalars() const { return fp8_scalars_; }  // for a fused op (ops::fp8_gelu_mlp)
 
   Variable weight;
   Variable bias;  // undefined without bias
@@ -54,6 +55,7 @@ class RowParallelLinear : public Module {
   // As ColumnParallelLinear::use_fp8.
   void use_fp8(Tensor scalars);
   bool fp8() const { return fp8_scalars_.defined(); }
+  const Tensor& fp8_scalars() const { return fp8_scalars_; }
 
   Variable weight;
   Variable bias;  // undefined without bias

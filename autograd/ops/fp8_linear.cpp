@@ -6,32 +6,13 @@
 #include "tensor/op_timer.h"
 
 #if NANODIST_WITH_CUDA
-#include "kernels/cuda/fp8_linear.h"
+#include "autograd/ops/fp8_op_buffers.h"
 #endif
 
 namespace nd::ops {
 
 #if NANODIST_WITH_CUDA
-namespace {
-
-// A device buffer of n bytes (FP8 codes) from the caching allocator.
-Tensor code_buffer(int64_t n, Device device) { return Tensor::empty({(n + 3) / 4}, DType::I32, device); }
-uint8_t* bytes(const Tensor& t) { return t.defined() ? static_cast<uint8_t*>(t.raw_data()) : nullptr; }
-
-struct Slots {
-  cuda::Fp8ScaleSlot x, w, dout;
-};
-
-cuda::Fp8ScaleSlot slot_at(float* record) {
-  return {record + kFp8Scale, record + kFp8Amax, record + kFp8ScaleInv};
-}
-
-Slots slots_of(const Tensor& scalars) {
-  float* s = scalars.data<float>();
-  return {slot_at(s), slot_at(s + kFp8TensorScalars), slot_at(s + 2 * kFp8TensorScalars)};
-}
-
-}  // namespace
+using namespace fp8_op;
 #endif
 
 Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, const Tensor& scalars) {
@@ -77,9 +58,6 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
     Tensor dout_t = dw.wanted() ? code_buffer(d.M * d.N, grad_out.device()) : Tensor();
     const Slots s = slots_of(scalars);
     cuda::Fp8LinearBuffers buf{nullptr, bytes(x_t), nullptr, bytes(w_t), bytes(dout_codes), bytes(dout_t)};
-    auto dest = [](const GradSlot& slot) {
-      return GradDest<bf16>{slot.wanted() ? slot.buffer.data<bf16>() : nullptr, slot.accumulate};
-    };
     if (op_timer::enabled())
       op_timer::note_next({flops * ((dx.wanted() ? 1 : 0) + (dw.wanted() ? 1 : 0)), 0.0,
                            std::to_string(d.K) + "->" + std::to_string(d.N)});

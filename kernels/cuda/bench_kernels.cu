@@ -18,6 +18,7 @@
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/embedding.h"
+#include "kernels/cuda/fp8_gelu_quantize.h"
 #include "kernels/cuda/fp8_linear.h"
 #include "kernels/cuda/fp8_quantize.h"
 #include "kernels/cuda/gelu.h"
@@ -147,6 +148,22 @@ void bench_fp8(Bench& bench, int64_t M, int64_t C) {
                              xs.scale_inv, nullptr);
     });
     bench.report("fp8 quantise+transpose", dims({M, ls.K}), s, 4.0 * mk, 0);
+    if (ls.K == 4 * C) {
+      // The MLP's GELU fused into c_proj's input quantise, and its gradient into c_fc's output-
+      // gradient quantise with the bias sums (ops::fp8_gelu_mlp); against "gelu fwd" / "gelu bwd"
+      // plus the row above (and the bias sum inside "fp8 linear fc bwd").
+      Tensor fc_db = bench.random({ls.K}, dt);
+      s = bench.time([&] {
+        fp8_gelu_quantize_transpose(x.data<T>(), M, ls.K, xs.scale, Fp8Format::E4M3, u8(cx), u8(cxt), xs.amax,
+                                    xs.scale_inv, nullptr);
+      });
+      bench.report("fp8 gelu+quantise+transpose", dims({M, ls.K}), s, 4.0 * mk, 0);
+      s = bench.time([&] {
+        fp8_dgelu_quantize_transpose(dx.data<T>(), x.data<T>(), M, ls.K, ds.scale, Fp8Format::E5M2, u8(cx), u8(cxt),
+                                     ds.amax, ds.scale_inv, GradDest<T>{fc_db.data<T>(), true}, nullptr);
+      });
+      bench.report("fp8 dgelu+quantise+transpose+bias", dims({M, ls.K}), s, 6.0 * mk, 0);
+    }
     const Fp8LinearBuffers buf{u8(cx), u8(cxt), u8(cw), u8(cwt), u8(cd), u8(cdt)};
     const double flops = 2.0 * M * ls.N * ls.K;
     s = bench.time([&] {

@@ -52,6 +52,13 @@ void fp8_gemm(bf16* D, bool accumulate, int64_t m, int64_t n, int64_t k, const u
   gemm(p, stream);
 }
 
+void check_backward(int64_t M, int64_t N, int64_t K, GradDest<bf16> dx, GradDest<bf16> dw,
+                    const Fp8LinearBuffers& buf) {
+  check_fp8_dims("fp8_linear_backward", M, N, K);
+  ND_CHECK((!dx.ptr || (buf.w_t && buf.dout)) && (!dw.ptr || (buf.x_t && buf.dout_t)),
+           "fp8_linear_backward: missing code buffers (dx needs w_t and dout, dw needs x_t and dout_t)");
+}
+
 }  // namespace
 
 void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
@@ -62,6 +69,16 @@ void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, 
   if (M == 0) return;
   stream = stream_or_default(stream);
   fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, buf.x, buf.x_t, xs.amax, xs.scale_inv, stream);
+  fp8_linear_forward_from_codes(w, b, out, M, N, K, xs, ws, buf, stream);
+}
+
+void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
+                                   const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
+                                   cudaStream_t stream) {
+  check_fp8_dims("fp8_linear_forward", M, N, K);
+  ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
+  if (M == 0) return;
+  stream = stream_or_default(stream);
   fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, buf.w, buf.w_t, ws.amax, ws.scale_inv, stream);
   fp8_gemm(out, false, N, M, K, buf.w, Fp8Format::E4M3, ws.scale_inv, buf.x, Fp8Format::E4M3, xs.scale_inv, b, stream,
            forward_fast_accum());
@@ -70,25 +87,33 @@ void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, 
 void fp8_linear_backward(const bf16* dout, GradDest<bf16> dx, GradDest<bf16> dw, GradDest<bf16> db, int64_t M,
                          int64_t N, int64_t K, const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8ScaleSlot& ds,
                          const Fp8LinearBuffers& buf, cudaStream_t stream) {
-  check_fp8_dims("fp8_linear_backward", M, N, K);
-  ND_CHECK((!dx.ptr || (buf.w_t && buf.dout)) && (!dw.ptr || (buf.x_t && buf.dout_t)),
-           "fp8_linear_backward: missing code buffers (dx needs w_t and dout, dw needs x_t and dout_t)");
+  check_backward(M, N, K, dx, dw, buf);
+  stream = stream_or_default(stream);
+  if (M == 0) {
+    if (db.ptr && !db.accumulate) CUDA_CHECK(cudaMemsetAsync(db.ptr, 0, N * sizeof(bf16), stream));
+  } else if (dx.ptr || dw.ptr) {
+    fp8_quantize_transpose(dout, M, N, ds.scale, Fp8Format::E5M2, dx.ptr ? buf.dout : nullptr,
+                           dw.ptr ? buf.dout_t : nullptr, ds.amax, ds.scale_inv, stream);
+  }
+  fp8_linear_backward_from_codes(dx, dw, M, N, K, xs, ws, ds, buf, stream);
+  if (db.ptr && M > 0) row_sum_into(dout, db, M, N, stream);
+}
+
+void fp8_linear_backward_from_codes(GradDest<bf16> dx, GradDest<bf16> dw, int64_t M, int64_t N, int64_t K,
+                                    const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8ScaleSlot& ds,
+                                    const Fp8LinearBuffers& buf, cudaStream_t stream) {
+  check_backward(M, N, K, dx, dw, buf);
   stream = stream_or_default(stream);
   if (M == 0) {
     if (dw.ptr && !dw.accumulate) CUDA_CHECK(cudaMemsetAsync(dw.ptr, 0, N * K * sizeof(bf16), stream));
-    if (db.ptr && !db.accumulate) CUDA_CHECK(cudaMemsetAsync(db.ptr, 0, N * sizeof(bf16), stream));
     return;
   }
-  if (dx.ptr || dw.ptr)
-    fp8_quantize_transpose(dout, M, N, ds.scale, Fp8Format::E5M2, dx.ptr ? buf.dout : nullptr,
-                           dw.ptr ? buf.dout_t : nullptr, ds.amax, ds.scale_inv, stream);
   if (dx.ptr)
     fp8_gemm(dx.ptr, dx.accumulate, K, M, N, buf.w_t, Fp8Format::E4M3, ws.scale_inv, buf.dout, Fp8Format::E5M2,
              ds.scale_inv, nullptr, stream);
   if (dw.ptr)
     fp8_gemm(dw.ptr, dw.accumulate, K, N, M, buf.x_t, Fp8Format::E4M3, xs.scale_inv, buf.dout_t, Fp8Format::E5M2,
              ds.scale_inv, nullptr, stream);
-  if (db.ptr) row_sum_into(dout, db, M, N, stream);
 }
 
 }  // namespace nd::cuda

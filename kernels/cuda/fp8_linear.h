@@ -36,10 +36,24 @@ void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, 
                         const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale, const Fp8LinearBuffers& buffers,
                         cudaStream_t stream = nullptr);
 
+// The forward past x's quantise, for a caller that wrote x's codes itself (ops::fp8_gelu_mlp, from
+// the GELU): buffers.x (and x_t) hold them and x_scale's scale_inv is written; quantises w and runs
+// the GEMM, as fp8_linear_forward does after its own quantise of x.
+void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
+                                   const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale,
+                                   const Fp8LinearBuffers& buffers, cudaStream_t stream = nullptr);
+
 // dout (M, N) -> dx (M, K) (+)= dout · w, dw (N, K) (+)= doutᵀ · x, db (N) (+)= column sums of dout
 // (in bf16, not quantised), from forward's x_t and w_t codes and scales.
 void fp8_linear_backward(const bf16* dout, GradDest<bf16> dx, GradDest<bf16> dw, GradDest<bf16> db, int64_t M,
                          int64_t N, int64_t K, const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale,
                          const Fp8ScaleSlot& dout_scale, const Fp8LinearBuffers& buffers, cudaStream_t stream = nullptr);
+
+// The backward's two GEMMs alone, for a caller that wrote dout's codes itself (buffers.dout for dx,
+// dout_t for dw; dout_scale's scale_inv written) and sums the bias gradient itself.
+void fp8_linear_backward_from_codes(GradDest<bf16> dx, GradDest<bf16> dw, int64_t M, int64_t N, int64_t K,
+                                    const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale,
+                                    const Fp8ScaleSlot& dout_scale, const Fp8LinearBuffers& buffers,
+                                    cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

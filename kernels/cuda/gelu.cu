@@ -1,13 +1,11 @@
 // GELU forward/backward as 16-byte-vectorised elementwise kernels, f32 math for every type.
 #include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/gelu.cuh"
 #include "kernels/cuda/gelu.h"
 
 namespace nd::cuda {
 
 namespace {
-
-constexpr float kSqrt2OverPi = 0.7978845608028654f;
-constexpr float kCubic = 0.044715f;
 
 template <typename T>
 struct GeluForward {
@@ -19,10 +17,7 @@ struct GeluForward {
     float v[kPack];
     load_f32<kPack>(x + i, v, vec);
 #pragma unroll
-    for (int k = 0; k < kPack; ++k) {
-      float u = kSqrt2OverPi * (v[k] + kCubic * v[k] * v[k] * v[k]);
-      v[k] = 0.5f * v[k] * (1.0f + tanhf(u));
-    }
+    for (int k = 0; k < kPack; ++k) v[k] = gelu_math::gelu(v[k]);
     store_f32<kPack>(out + i, v, vec);
   }
 };
@@ -39,13 +34,7 @@ struct GeluBackward {
     load_f32<kPack>(x + i, xv, vec);
     load_f32<kPack>(dout + i, g, vec);
 #pragma unroll
-    for (int k = 0; k < kPack; ++k) {
-      float a = xv[k];
-      float t = tanhf(kSqrt2OverPi * (a + kCubic * a * a * a));
-      float du = kSqrt2OverPi * (1.0f + 3.0f * kCubic * a * a);
-      float grad = 0.5f * (1.0f + t) + 0.5f * a * (1.0f - t * t) * du;
-      g[k] *= grad;
-    }
+    for (int k = 0; k < kPack; ++k) g[k] *= gelu_math::gelu_grad(xv[k]);
     store_grad_f32<kPack>(dx + i, g, accumulate, vec);
   }
 };

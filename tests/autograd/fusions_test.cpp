@@ -34,8 +34,13 @@ TEST(Fusions, ParsesAllNoneAndLists) {
   Fusions loss = parse_fusions("cross_entropy_grad");
   EXPECT_TRUE(loss.cross_entropy_grad);
   EXPECT_FALSE(loss.gelu_mlp || loss.residual_grad);
+  EXPECT_TRUE(all.fp8_gelu_mlp && also_all.fp8_gelu_mlp);
+  EXPECT_FALSE(none.fp8_gelu_mlp || mlp.fp8_gelu_mlp);
+  Fusions fp8_mlp = parse_fusions("gelu_mlp,fp8_gelu_mlp");
+  EXPECT_TRUE(fp8_mlp.gelu_mlp && fp8_mlp.fp8_gelu_mlp);
+  EXPECT_FALSE(fp8_mlp.residual_grad || fp8_mlp.cross_entropy_grad);
   test::expect_error_mentioning([] { parse_fusions("gelu_mlp,fast"); }, {"NANODIST_FUSIONS", "'fast'", "gelu_mlp"});
-  test::expect_error_mentioning([] { parse_fusions("fast"); }, {"cross_entropy_grad"});
+  test::expect_error_mentioning([] { parse_fusions("fast"); }, {"cross_entropy_grad", "fp8_gelu_mlp"});
 }
 
 TEST(Fusions, ScopedFusionsRestoresThePreviousSwitches) {
