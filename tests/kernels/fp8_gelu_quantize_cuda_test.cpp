@@ -137,7 +137,7 @@ void check_gelu_backward(Shape2 s, Outputs outputs, bool accumulate) {
       sum += want_dh[r * s.cols + c];
       mag += std::fabs(want_dh[r * s.cols + c]);
     }
-    const double bound = std::ldexp(mag, -24) * static_cast<double>(s.rows + 1) + std::ldexp(std::fabs(sum), -8);
+    const double bound = std::ldexp(mag, -24) * static_cast<double>(s.rows + 3) + std::ldexp(std::fabs(sum), -8);
     if (std::fabs(got[c] - sum) > bound && ++bad <= 5)
       ADD_FAILURE() << "db[" << c << "] = " << got[c] << ", want " << sum << " (bound " << bound << ")";
   }
