@@ -33,6 +33,10 @@ FlagSet plan_flags() {
                "rate of the GEMMs beside overlapped collectives (the compute that hides them); 600 = GPT-2 124M's "
                "backward linears on an H100",
                FlagType::Float));
+  set.add(flag("backward-tail-us", "200",
+               "backward after the last block's GEMMs (ln_1, the embedding's backward): what the buckets of the first "
+               "block hide behind; 200 = measured on an H200",
+               FlagType::Float));
   return set;
 }
 
@@ -60,6 +64,7 @@ int run_plan_command(const ParsedFlags& flags) {
   s.bucket_mb = c.bucket_mb;
   s.fused_mlp = fusions().gelu_mlp;
   s.gemm_tflops = flags.get_double("gemm-tflops");
+  s.backward_tail_us = flags.get_double("backward-tail-us");
   ND_CHECK_INPUT(s.dp >= 1, "--dp must be >= 1, got " << s.dp);
   const std::string table_path = flags.get_string("table"), impl = flags.get_string("impl");
   const std::vector<dist::AlphaBetaFit> table =

@@ -123,23 +123,36 @@ void bucket_layout(const PlanShape& s, std::vector<int64_t>* lengths, std::vecto
   for (size_t b = 0; b < begins.size(); ++b) lengths->push_back((b + 1 < begins.size() ? ends[b] : total) - begins[b]);
 }
 
-// Backward of one micro-batch, GEMMs only, at the shape's rate: the head (its input and weight
-// gradients, on the vocabulary shard) first, then each block (its linears' two products and the
-// causal attention's backward, ~2 B T^2 C per product pair). Returns the head's time and a block's.
-std::pair<double, double> backward_gemm_us(const PlanShape& s) {
+// Backward of one micro-batch, GEMMs only, at the shape's rate (us): the head (its input and
+// weight gradients, on the vocabulary shard) first, then each block: the MLP's linears, the
+// attention's output linear, the causal attention (~4 B T^2 C) and the qkv linear, two products each.
+struct BackwardTimes {
+  double head = 0, mlp = 0, attn_proj = 0, rest = 0;  // rest: attention and qkv
+  double block() const { return mlp + attn_proj + rest; }
+};
+BackwardTimes backward_gemm_us(const PlanShape& s) {
   const double BT = static_cast<double>(s.batch_size) * s.block_size, C = s.n_embd, t = s.tp;
-  const double head = 4.0 * BT * C * static_cast<double>(vocab_rows(s)) / t;
-  const double block = 4.0 * BT * 12.0 * C * C / t + 4.0 * static_cast<double>(s.batch_size) * s.block_size * s.block_size * C / t;
-  return {gemm_us(s, head), gemm_us(s, block)};
+  BackwardTimes b;
+  b.head = gemm_us(s, 4.0 * BT * C * static_cast<double>(vocab_rows(s)) / t);
+  b.mlp = gemm_us(s, 4.0 * BT * 8.0 * C * C / t);
+  b.attn_proj = gemm_us(s, 4.0 * BT * C * C / t);
+  b.rest = gemm_us(s, 4.0 * BT * 3.0 * C * C / t + 4.0 * BT * s.block_size * C / t);
+  return b;
 }
 
-// When backward has made the flat entry `k` final: ln_f after the head, a block's parameters after
-// its backward, wpe and wte (the embedding's backward, and wte's tie to the head) at the end.
-double entry_ready_us(const PlanShape& s, size_t k, double head_us, double block_us) {
+// When backward has made the flat entry `k` final: ln_f after the head; in a block (layout order
+// mlp.c_proj, mlp.c_fc, ln_2, attn.c_proj, attn.c_attn, ln_1, biases before weights) the MLP's
+// and ln_2's after the MLP's backward, attn.c_proj's after its own, the rest at the block's end;
+// wpe and wte (the embedding's backward, and wte's tie to the head) when backward ends.
+double entry_ready_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
   const size_t lnf = s.bias ? 2 : 1, per_block = s.bias ? 12 : 6, L = static_cast<size_t>(s.n_layer);
-  if (k < lnf) return head_us;
-  if (k < lnf + L * per_block) return head_us + static_cast<double>((k - lnf) / per_block + 1) * block_us;
-  return head_us + static_cast<double>(L) * block_us;
+  if (k < lnf) return b.head;
+  if (k >= lnf + L * per_block) return b.head + static_cast<double>(L) * b.block() + s.backward_tail_us;
+  const double start = b.head + static_cast<double>((k - lnf) / per_block) * b.block();
+  const size_t at = (k - lnf) % per_block, per_linear = s.bias ? 2 : 1;  // mlp: 2 linears, then ln_2
+  if (at < 3 * per_linear) return start + b.mlp;
+  if (at < 4 * per_linear) return start + b.mlp + b.attn_proj;
+  return start + b.block();
 }
 
 }  // namespace
@@ -168,6 +181,7 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
   ND_CHECK_INPUT(s.zero >= 0 && s.zero <= 3, "plan: --zero must be 0, 1, 2 or 3");
   ND_CHECK_INPUT(s.batch_size >= 1 && s.grad_accum >= 1, "plan: batch size and grad-accum must be >= 1");
   ND_CHECK_INPUT(s.gemm_tflops > 0, "plan: --gemm-tflops must be > 0");
+  ND_CHECK_INPUT(s.backward_tail_us >= 0, "plan: --backward-tail-us must be >= 0");
   StepPlan plan;
   const int64_t m = s.grad_accum, L = s.n_layer / s.pp;  // layers per stage
   const int64_t BT = int64_t{s.batch_size} * s.block_size, act = BT * s.n_embd * s.act_bytes;
@@ -256,12 +270,12 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
     stage.n_layer = static_cast<int>(L);
     const std::vector<int64_t> buckets = bucket_lengths(stage);
     const std::vector<size_t> last_entries = bucket_last_entries(stage);
-    const auto [head_us, block_us] = backward_gemm_us(stage);
-    plan.backward_us = head_us + static_cast<double>(L) * block_us;
+    const BackwardTimes backward = backward_gemm_us(stage);
+    plan.backward_us = backward.head + static_cast<double>(L) * backward.block() + stage.backward_tail_us;
     std::vector<PlannedCall> pending;
     std::vector<QueuedBucket> queue;
     for (size_t b = 0; b < buckets.size(); ++b) {
-      const double ready = entry_ready_us(stage, last_entries[b], head_us, block_us);
+      const double ready = entry_ready_us(stage, last_entries[b], backward);
       const std::string name = "gradient bucket " + std::to_string(b + 1) + " of " + std::to_string(buckets.size()) +
                                (ready < plan.backward_us ? "" : ", final at backward's end");
       PlannedCall c{"dp", s.zero == 0 ? "allreduce" : "reducescatter", s.zero == 0 ? name : name + " (ZeRO)",

@@ -33,6 +33,11 @@ struct PlanShape {
   // The rate the compute beside a collective runs at: 600 TFLOP/s, the backward linears of GPT-2
   // 124M on an H100 (578-637 TFLOP/s, docs/PERFORMANCE.md "One GPT-2 124M step, op by op").
   double gemm_tflops = 600.0;
+  // Backward after the last block's GEMMs: the first block's ln_1 and the embedding's backward,
+  // which no GEMM rate times (180-205 us measured on an H200 for GPT-2 124M at B = 16 and GPT-2
+  // large at B = 8, docs/PERFORMANCE.md). The buckets of block 0 are ready this long before the
+  // embeddings' gradients.
+  double backward_tail_us = 200.0;
 };
 
 struct PlannedCall {
