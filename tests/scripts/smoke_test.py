@@ -172,6 +172,10 @@ def test_plot_bandwidth(ctx, tmp):
     with open(fits, "w") as f:
         f.write("op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points\n")
         f.write("allreduce,native,2,8.0,5e-06,0.01,0.02,17\n")
+        # A piecewise fit (a row per piece, with its size range) in the newer 10-field rows.
+        f.write("op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points,min_bytes,max_bytes\n")
+        f.write("allreduce,ring,2,9.0,0,0.01,0.02,8,8,1024\n")
+        f.write("allreduce,ring,2,12.0,4e-06,0.01,0.02,9,2048,1073741824\n")
     p2p = os.path.join(tmp, "p2p.csv")
     with open(p2p, "w") as f:
         f.write("op,impl,device,nranks,src,dst,min_bytes,max_bytes,type,latency_us,bw_gbps,wrong\n")
