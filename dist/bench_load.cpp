@@ -82,6 +82,7 @@ class GemmLoad : public BenchLoad {
     const cudaError_t state = cudaEventQuery(done_);
     ND_CHECK(state == cudaSuccess || state == cudaErrorNotReady, "GEMM load: " << cudaGetErrorString(state));
     const bool covered = state == cudaErrorNotReady;
+    if (covered) (void)cudaGetLastError();  // "not ready" is an answer, not an error: keep it from the next check
     CUDA_CHECK(cudaEventSynchronize(done_));
     if (covered) {
       per_call_seconds_ = seconds_per_call;

@@ -8,27 +8,29 @@
 # summed; exposed = the compute stream's idle time under collectives in the gaps they end in, of
 # the rank that waits least (the others' extra is waiting for it). --table FITS uses a fit table of
 # `bench-comm --fit-table`, with its loaded rows (`--load gemm`) if any (else plan's built-in
-# table); --plan-flags passes more flags to plan (e.g. "--gemm-tflops 700"). --device cpu --tiny:
-# a 2-layer model on MPI, a smoke test of this script in seconds.
+# table); --plan-flags passes more flags to plan (e.g. "--gemm-tflops 700"); --reuse keeps the
+# traces of an earlier run into the same --out (no GPU needed: another table against the same
+# steps). --device cpu --tiny: a 2-layer model on MPI, a smoke test of this script in seconds.
 #
 # usage: scripts/check_plan.sh [--out out/check_plan] [--table FITS.csv] [--steps 6] [--bin build/nanodist]
 #                              [--runs "small_dp2 small_tp2 large_dp2 large_tp2"] [--plan-flags "..."]
-#                              [--device cpu --tiny]
+#                              [--reuse] [--device cpu --tiny]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=out/check_plan; table=""; plan_flags=""; steps=6; bin=build/nanodist; device=cuda; tiny=0
+out=out/check_plan; table=""; plan_flags=""; reuse=0; steps=6; bin=build/nanodist; device=cuda; tiny=0
 runs="small_dp2 small_tp2 large_dp2 large_tp2"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
     --plan-flags) plan_flags=$2; shift 2 ;;
+    --reuse) reuse=1; shift ;;
     --steps) steps=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "check_plan.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -45,7 +47,7 @@ if [[ "$tiny" == 1 ]]; then
 else
   large="--config configs/gpt2_774m.conf"; small="--config configs/gpt2_124m.conf"; vocab=50257; tokens=4000000
 fi
-[[ -f "$data/train.bin" ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
+[[ -f "$data/train.bin" || "$reuse" == 1 ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
 # The last two steps are traced (eager: the trace turns the CUDA graph off for them); the graph
 # stays off for the others too, as its capture would only lengthen the run.
 trace_steps="$((steps - 1)):$steps"
@@ -72,8 +74,11 @@ for name in $runs; do
   if ! "$bin" plan "${shape[@]}" --dp "$dp" "${table_flags[@]}" $plan_flags >"$plan_log" 2>&1; then
     echo "$name: plan failed: $(tail -n 1 "$plan_log")"; status=1; continue
   fi
-  rm -rf "$out/runs/$name"
-  if ! mpirun -np 2 --bind-to none --oversubscribe "$bin" train "${shape[@]}" --data "$data" --out "$out/runs/$name" \
+  if [[ "$reuse" == 1 && -f "$out/runs/$name.trace.json" ]]; then
+    :  # the traced steps of an earlier run
+  elif [[ "$reuse" == 1 ]]; then
+    echo "$name: --reuse, but no $out/runs/$name.trace.json"; status=1; continue
+  elif rm -rf "$out/runs/$name" && ! mpirun -np 2 --bind-to none --oversubscribe "$bin" train "${shape[@]}" --data "$data" --out "$out/runs/$name" \
       --max-iters "$steps" --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --no-checkpoint \
       --cuda-graph false \
       --trace "$out/runs/$name.trace.json" --trace-steps "$trace_steps" >"$train_log" 2>&1; then
