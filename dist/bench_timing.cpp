@@ -23,19 +23,27 @@ const char* bench_timing_name(BenchTiming timing) { return timing == BenchTiming
 
 namespace {
 
-double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch) {
+double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch, BenchLoad* load) {
   CommWork work;
   for (int i = 0; i < warmup; ++i) work = launch();
   work.wait();
-  comm.barrier();  // the ranks start the batch together
   CommTimer timer(comm);
-  timer.start();
-  // Only the last CommWork is kept: calls on one comm run in order, and a wait for each would
-  // add a compute-stream round trip per call that nccl-tests does not pay either.
-  for (int i = 0; i < iters; ++i) work = launch();
-  const double seconds = timer.stop() / iters;
-  work.wait();
-  return seconds;
+  for (int attempt = 1;; ++attempt) {
+    if (load) load->start(iters);
+    comm.barrier();  // the ranks start the batch together
+    timer.start();
+    // Only the last CommWork is kept: calls on one comm run in order, and a wait for each would
+    // add a compute-stream round trip per call that nccl-tests does not pay either.
+    for (int i = 0; i < iters; ++i) work = launch();
+    const double seconds = timer.stop() / iters;
+    work.wait();
+    if (!load) return seconds;
+    // Every rank's load must have outlasted the batch, else all time it again with a longer one.
+    int64_t uncovered = load->finish(seconds) ? 0 : 1;
+    comm.host_allreduce(&uncovered, 1, HostReduce::Max);
+    if (!uncovered) return seconds;
+    ND_CHECK(attempt < 8, "bench-comm --load: the load never outlasted the timed calls (" << attempt << " tries)");
+  }
 }
 
 #if NANODIST_WITH_CUDA
@@ -91,8 +99,10 @@ double graph_seconds(Comm& comm, int warmup, int iters, const std::function<Comm
 
 }  // namespace
 
-double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch) {
+double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch,
+                     BenchLoad* load) {
   ND_CHECK(iters >= 1, "time_launches: iters must be >= 1, got " << iters);
+  ND_CHECK(!load || timing == BenchTiming::Eager, "time_launches: a load needs eager timing");
   double seconds = 0;
   if (timing == BenchTiming::Graph) {
     ND_CHECK_INPUT(comm.device().is_cuda(), "--timing graph needs --device cuda (CUDA graphs)");
@@ -100,7 +110,7 @@ double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, cons
     seconds = graph_seconds(comm, warmup, iters, launch);
 #endif
   } else {
-    seconds = eager_seconds(comm, warmup, iters, launch);
+    seconds = eager_seconds(comm, warmup, iters, launch, load);
   }
   comm.host_allreduce(&seconds, 1, HostReduce::Max);
   return seconds;

@@ -245,7 +245,8 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     int64_t wrong = c.wrong(comm);
     comm.host_allreduce(&wrong, 1, HostReduce::Sum);
 
-    const double seconds = time_launches(comm, options.timing, options.warmup, options.iters, [&] { return c.run(comm); });
+    const double seconds = time_launches(comm, options.timing, options.warmup, options.iters, [&] { return c.run(comm); },
+                                         options.load);
 
     BenchCommRow row;
     row.count = total;

@@ -37,6 +37,8 @@ struct BenchCommOptions {
   int iters = 20;
   BenchTiming timing = BenchTiming::Eager;  // --timing: eager launches, or the batch replayed as a CUDA graph
   RingOptions ring_options;
+  // --load gemm: compute beside every timed batch (eager timing only); null = the GPU otherwise idle.
+  BenchLoad* load = nullptr;
 };
 
 struct BenchCommRow {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "dist/allreduce_compare.h"
+#include "dist/bench_load.h"
 #include "dist/bench_timing.h"
 #include "dist/peer_comm.h"
 #include "dist/ring_comm.h"
@@ -56,6 +57,32 @@ TEST(BenchTimingNccl, EagerAndGraphBatchesRunEveryCall) {
         EXPECT_EQ(got.front(), want);
         EXPECT_EQ(got.back(), want);
       }
+}
+
+// --load gemm: a batch timed beside a GEMM on another stream still runs every call (1 warm-up and 3
+// per timed try: the sum is n^(1 + 3 tries), tries >= 1 until the load outlasts the batch); the
+// load describes itself and refuses graph timing.
+TEST(BenchTimingNccl, EagerBatchesBesideAGemmLoadRunEveryCall) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const double n = world.size();
+  std::unique_ptr<BenchLoad> load = make_gemm_load(world.device(), GemmShape{1024, 1024, 1024});
+  EXPECT_NE(load->describe().find("1024x1024x1024"), std::string::npos) << load->describe();
+  for (int64_t count : {int64_t{2}, int64_t{1} << 20}) {
+    SCOPED_TRACE(count);
+    Tensor a = Tensor::full({count}, 1.0, DType::F32, world.device());
+    const double seconds =
+        time_launches(world, BenchTiming::Eager, 1, 3, [&] { return world.allreduce_async(a, ReduceOp::Sum); }, load.get());
+    EXPECT_GT(seconds, 0.0);
+    world.synchronize();
+    const double tries = (std::log(a.to_double_vector().back()) / std::log(n) - 1) / 3;
+    EXPECT_GE(tries, 1.0);
+    EXPECT_NEAR(tries, std::round(tries), 1e-9);
+  }
+  Tensor b = Tensor::full({2}, 1.0, DType::F32, world.device());
+  EXPECT_THROW(time_launches(world, BenchTiming::Graph, 1, 3, [&] { return world.allreduce_async(b, ReduceOp::Sum); },
+                             load.get()),
+               Error);
 }
 
 TEST(BenchTimingNccl, CompareChecksEveryImplementationOnTheGpus) {
