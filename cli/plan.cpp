@@ -33,6 +33,14 @@ FlagSet plan_flags() {
                "rate of the GEMMs beside overlapped collectives (the compute that hides them); 600 = GPT-2 124M's "
                "backward linears on an H100",
                FlagType::Float));
+  set.add(flag("norm-backward-ps", "4.17",
+               "LayerNorm backward, ps per element of the B x T x C activation: the kernel a data-parallel bucket "
+               "readied by the MLP's or the qkv linear's backward waits for; 4.17 = measured on an H100",
+               FlagType::Float));
+  set.add(flag("add-backward-ps", "1.36",
+               "residual add backward, ps per activation element: what a bucket readied by a LayerNorm's backward "
+               "waits for; 1.36 = measured on an H100",
+               FlagType::Float));
   set.add(flag("backward-tail-us", "200",
                "backward after the last block's GEMMs (ln_1, the embedding's backward): what the buckets of the first "
                "block hide behind; 200 = measured on an H200",
@@ -65,6 +73,8 @@ int run_plan_command(const ParsedFlags& flags) {
   s.fused_mlp = fusions().gelu_mlp;
   s.gemm_tflops = flags.get_double("gemm-tflops");
   s.backward_tail_us = flags.get_double("backward-tail-us");
+  s.norm_backward_ps = flags.get_double("norm-backward-ps");
+  s.add_backward_ps = flags.get_double("add-backward-ps");
   ND_CHECK_INPUT(s.dp >= 1, "--dp must be >= 1, got " << s.dp);
   const std::string table_path = flags.get_string("table"), impl = flags.get_string("impl");
   const std::vector<dist::AlphaBetaFit> table =

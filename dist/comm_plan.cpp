@@ -157,21 +157,28 @@ double entry_ready_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
   return start + b.block();
 }
 
-// The kernel in flight when a bucket whose last entry is `k` is issued: the backward kernel after
-// the point entry_ready_us gives, each a persistent kernel that holds the SMs to its end (the
-// small kernels between, a LayerNorm's backward or a bias's sum, end before the comm kernel,
-// released by a cross-stream event, gets going). After the head: the last block's first MLP GEMM
-// (one of its four products); after a block's MLP: attn.c_proj's first product; after
-// attn.c_proj: the attention's kernel; at a block's end: the next block's first MLP GEMM, or for
-// the block backward ends with, nothing (the tail's kernels are small) and likewise for wpe, wte.
+// The kernel a bucket whose last entry is `k` waits for when it is issued to an idle comm stream:
+// the kernel after the op whose gradient hook made the bucket complete (dist::DataParallel issues
+// the all-reduce from that hook, behind an event after that op), which starts on the compute
+// stream as the collective is released and holds the SMs until it ends. In a block (layout order:
+// mlp.c_proj, mlp.c_fc, ln_2, attn.c_proj, attn.c_attn, ln_1): after the fused MLP's backward and
+// after the qkv linear's comes a LayerNorm's backward; after a LayerNorm's (ln_2, ln_1, and ln_f
+// after the head) the residual's add backward, or for the block backward ends with the embedding's
+// backward (the tail less ln_1's); after attn.c_proj's linear the attention's backward. wpe and
+// wte are final when backward ends: nothing follows them.
 double entry_wait_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
   const size_t lnf = s.bias ? 2 : 1, per_block = s.bias ? 12 : 6, L = static_cast<size_t>(s.n_layer);
-  if (k < lnf) return L > 0 ? b.mlp / 4 : 0.0;
+  const double elements = static_cast<double>(s.batch_size) * s.block_size * s.n_embd;
+  const double norm = s.norm_backward_ps * elements * 1e-6, add = s.add_backward_ps * elements * 1e-6;
+  if (k < lnf) return add;
   if (k >= lnf + L * per_block) return 0.0;
   const size_t block = (k - lnf) / per_block, at = (k - lnf) % per_block, per_linear = s.bias ? 2 : 1;
-  if (at < 3 * per_linear) return b.attn_proj / 2;
-  if (at < 4 * per_linear) return b.attention;
-  return block + 1 < L ? b.mlp / 4 : 0.0;
+  if (at < 2 * per_linear) return norm;                 // mlp.c_proj, mlp.c_fc: the fused MLP's node
+  if (at < 3 * per_linear) return add;                  // ln_2
+  if (at < 4 * per_linear) return b.attention;          // attn.c_proj
+  if (at < 5 * per_linear) return norm;                 // attn.c_attn
+  if (block + 1 < L) return add;                        // ln_1
+  return std::max(0.0, s.backward_tail_us - norm);     // ln_1 of the block backward ends with
 }
 
 }  // namespace
@@ -201,6 +208,8 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
   ND_CHECK_INPUT(s.batch_size >= 1 && s.grad_accum >= 1, "plan: batch size and grad-accum must be >= 1");
   ND_CHECK_INPUT(s.gemm_tflops > 0, "plan: --gemm-tflops must be > 0");
   ND_CHECK_INPUT(s.backward_tail_us >= 0, "plan: --backward-tail-us must be >= 0");
+  ND_CHECK_INPUT(s.norm_backward_ps >= 0 && s.add_backward_ps >= 0,
+                 "plan: --norm-backward-ps and --add-backward-ps must be >= 0");
   StepPlan plan;
   const int64_t m = s.grad_accum, L = s.n_layer / s.pp;  // layers per stage
   const int64_t BT = int64_t{s.batch_size} * s.block_size, act = BT * s.n_embd * s.act_bytes;

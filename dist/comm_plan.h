@@ -37,6 +37,12 @@ struct PlanShape {
   // large at B = 8, docs/PERFORMANCE.md). The buckets of block 0 are ready this long before the
   // embeddings' gradients.
   double backward_tail_us = 200.0;
+  // The kernels between a block's linears that a data-parallel bucket may wait for, in ps per
+  // element of the B x T x C activation: the LayerNorm's backward (105 us per call for 32 x 1024 x
+  // 768) and the residual add's backward (34 us), both from the op timer's GPT-2 124M step on an
+  // H100 at commit 94793db (docs/PERFORMANCE.md, "After the fusion fixes").
+  double norm_backward_ps = 4.17;
+  double add_backward_ps = 1.36;
 };
 
 struct PlannedCall {

@@ -157,24 +157,24 @@ TEST(Plan, TensorParallelCallsWaitForTheGemmBesideThem) {
   EXPECT_NEAR(unfused.time_us, unfused.beside_us + t, 1e-9 * t);
 }
 
-// dp: a bucket issued to an idle comm stream waits for the backward kernel after the one that
-// readied it, then runs at its idle time; one queued behind another runs at its idle time from
-// that one's end; the buckets that hold wpe or wte are final only when backward ends and are
-// exposed whole. GPT-2 124M, B = 8: bucket 1 (ln_f and the last block's mlp.c_proj bias, 1 MB
-// cap) is ready after the head and the last block's MLP and waits for attn.c_proj's first product
-// (2 B T C C FLOPs).
-TEST(Plan, DataParallelBucketsWaitForTheKernelInFlight) {
+// dp: a bucket issued to an idle comm stream waits for the kernel after the op whose hook completed
+// it, then runs at its idle time; one queued behind another runs at its idle time from that one's
+// end; the buckets that hold wpe or wte are final only when backward ends and are exposed whole.
+// GPT-2 124M, B = 8: bucket 1 (ln_f and the last block's mlp.c_proj bias, 1 MB cap) is completed
+// by the fused MLP's backward and waits for ln_2's backward (4.17 ps x B T C); the others wait for
+// a LayerNorm's backward, an add's (1.36 ps x B T C), the attention's backward or the tail.
+TEST(Plan, DataParallelBucketsWaitForTheKernelAfterTheirHook) {
   dist::PlanShape s;
   s.dp = 2;
   const dist::StepPlan plan = dist::plan_step(s, dist::default_fit_table(), "native");
   const dist::AlphaBetaFit idle = *dist::find_fit(dist::default_fit_table(), "allreduce", "native", 2);
-  const double BT = 8.0 * 1024, C = 768, T = 1024;
-  const double mlp_gemm = 2 * BT * C * 4 * C / 600e6, proj_gemm = 2 * BT * C * C / 600e6,
-               attention = 4 * BT * T * C / 600e6;
+  const double elements = 8.0 * 1024 * 768;
+  const double norm = 4.17e-6 * elements, add = 1.36e-6 * elements, attention = 4 * elements * 1024 / 600e6,
+               tail = 200 - norm;
   ASSERT_GT(plan.calls.size(), 2u);
-  EXPECT_NEAR(plan.calls[0].beside_us, proj_gemm, 1e-9 * proj_gemm);
+  EXPECT_NEAR(plan.calls[0].beside_us, norm, 1e-9 * norm);
   const double t0 = idle.predict_us(plan.calls[0].bytes, 2);
-  EXPECT_NEAR(plan.calls[0].time_us, t0 + proj_gemm, 1e-9 * t0);
+  EXPECT_NEAR(plan.calls[0].time_us, t0 + norm, 1e-9 * t0);
   EXPECT_EQ(plan.calls[0].exposed_us, 0.0);
   double exposed = 0;
   for (const dist::PlannedCall& call : plan.calls) {
@@ -182,8 +182,8 @@ TEST(Plan, DataParallelBucketsWaitForTheKernelInFlight) {
     const double t = idle.predict_us(call.bytes, 2);
     if (call.hidden) {
       const double w = call.beside_us;
-      EXPECT_TRUE(std::abs(w - mlp_gemm) < 1e-6 || std::abs(w - proj_gemm) < 1e-6 || std::abs(w - attention) < 1e-6 ||
-                  w == 0.0)
+      EXPECT_TRUE(std::abs(w - norm) < 1e-6 || std::abs(w - add) < 1e-6 || std::abs(w - attention) < 1e-6 ||
+                  std::abs(w - tail) < 1e-6)
           << call.what << ": waits " << w;
       // Waited (issued to an idle stream) or queued behind the bucket before (no wait of its own).
       EXPECT_TRUE(std::abs(call.time_us - (t + w)) < 1e-6 * t || std::abs(call.time_us - t) < 1e-6 * t)
@@ -200,12 +200,17 @@ TEST(Plan, DataParallelBucketsWaitForTheKernelInFlight) {
   EXPECT_NEAR(plan.exposed_us, exposed, 1e-9 * exposed);
   EXPECT_GT(plan.backward_us, 0.0);
   expect_same_plan(plan, dist::plan_step(s, with_loaded_rows(1.5), "native"));
+  // Twice the LayerNorm's cost: bucket 1 waits twice as long.
+  s.norm_backward_ps = 2 * 4.17;
+  EXPECT_NEAR(dist::plan_step(s, dist::default_fit_table(), "native").calls[0].time_us, t0 + 2 * norm, 1e-9 * t0);
 }
 
 TEST(Plan, GemmRateAndTailFlags) {
   EXPECT_EQ(run_words({"plan", "--config", kConfig, "--tp", "2", "--gemm-tflops", "800", "--backward-tail-us", "0"}), 0);
   EXPECT_TRUE(input_error({"plan", "--config", kConfig, "--tp", "2", "--gemm-tflops", "0"}));
   EXPECT_TRUE(input_error({"plan", "--config", kConfig, "--dp", "2", "--backward-tail-us", "-1"}));
+  EXPECT_EQ(run_words({"plan", "--config", kConfig, "--dp", "2", "--norm-backward-ps", "5", "--add-backward-ps", "0"}), 0);
+  EXPECT_TRUE(input_error({"plan", "--config", kConfig, "--dp", "2", "--norm-backward-ps", "-1"}));
 }
 
 }  // namespace
