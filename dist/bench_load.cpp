@@ -69,8 +69,8 @@ class GemmLoad : public BenchLoad {
   }
 
   void start(int iters) override {
-    const double window = std::max(2e-3, 3.0 * per_call_seconds_ * iters) * stretch_;
-    const int gemms = 2 + static_cast<int>(std::ceil(window / gemm_seconds_));
+    const double window = std::min(kMaxLoadSeconds, std::max(2e-3, 3.0 * per_call_seconds_ * iters) * stretch_);
+    const int gemms = std::min(kMaxLoadGemms, 2 + static_cast<int>(std::ceil(window / gemm_seconds_)));
     gemm();
     CUDA_CHECK(cudaEventRecord(running_, stream_));
     for (int i = 1; i < gemms; ++i) gemm();
@@ -84,11 +84,12 @@ class GemmLoad : public BenchLoad {
     const bool covered = state == cudaErrorNotReady;
     if (covered) (void)cudaGetLastError();  // "not ready" is an answer, not an error: keep it from the next check
     CUDA_CHECK(cudaEventSynchronize(done_));
+    // Uncovered, the time is partly unloaded, so at most the loaded one: still the best guess so far.
+    per_call_seconds_ = covered ? seconds_per_call : std::max(per_call_seconds_, seconds_per_call);
     if (covered) {
-      per_call_seconds_ = seconds_per_call;
       stretch_ = 1.0;
     } else {
-      stretch_ *= 4.0;
+      stretch_ = std::min(stretch_ * 2.0, 16.0);  // the bounds in start() cap the window anyway
     }
     return covered;
   }

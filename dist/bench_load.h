@@ -11,6 +11,13 @@
 
 namespace nd::dist {
 
+// The load's bounds. GEMMs queued per window: below the depth of the GPU's queue of pending
+// launches, past which each launch blocks the host until a GEMM ends, so that the load would drain
+// as it is queued and never outlast anything. Seconds of GEMMs per window: a bound on the time one
+// size can take (a window grown without bound hung the first GPU run at 1 GB).
+constexpr int kMaxLoadGemms = 400;
+constexpr double kMaxLoadSeconds = 2.0;
+
 struct GemmShape {
   int64_t m = 8192, n = 8192, k = 8192;
 };
@@ -21,11 +28,12 @@ class BenchLoad {
  public:
   virtual ~BenchLoad() = default;
   // Queues enough work to outlast `iters` calls of the last measured time per call (a guess at
-  // first, larger after each window it did not cover) and returns once the load runs.
+  // first, twice as long after each window it did not cover), bounded (kMaxLoadGemms GEMMs, at
+  // most kMaxLoadSeconds of them), and returns once the load runs.
   virtual void start(int iters) = 0;
   // After the timed window: whether the load was still running when the window ended. Then waits
   // for the load to drain and remembers `seconds_per_call` (if covered) or enlarges the next
-  // window (if not).
+  // window (if not; up to the bounds).
   virtual bool finish(double seconds_per_call) = 0;
   virtual std::string describe() const = 0;
 };

@@ -3,6 +3,8 @@
 // timed by CUDA events around one replay.
 #include "dist/bench_timing.h"
 
+#include <chrono>
+
 #include "dist/comm_timer.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -23,11 +25,13 @@ const char* bench_timing_name(BenchTiming timing) { return timing == BenchTiming
 
 namespace {
 
-double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch, BenchLoad* load) {
+double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch, BenchLoad* load,
+                     bool* outlasted) {
   CommWork work;
   for (int i = 0; i < warmup; ++i) work = launch();
   work.wait();
   CommTimer timer(comm);
+  const auto began = std::chrono::steady_clock::now();
   for (int attempt = 1;; ++attempt) {
     if (load) load->start(iters);
     comm.barrier();  // the ranks start the batch together
@@ -38,11 +42,15 @@ double eager_seconds(Comm& comm, int warmup, int iters, const std::function<Comm
     const double seconds = timer.stop() / iters;
     work.wait();
     if (!load) return seconds;
-    // Every rank's load must have outlasted the batch, else all time it again with a longer one.
-    int64_t uncovered = load->finish(seconds) ? 0 : 1;
-    comm.host_allreduce(&uncovered, 1, HostReduce::Max);
-    if (!uncovered) return seconds;
-    ND_CHECK(attempt < 8, "bench-comm --load: the load never outlasted the timed calls (" << attempt << " tries)");
+    // Every rank's load must have outlasted the batch, else all time it again with a longer one,
+    // within the bounds (the slowest rank's clock decides, so all stop together).
+    double state[2] = {load->finish(seconds) ? 0.0 : 1.0,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()};
+    comm.host_allreduce(state, 2, HostReduce::Max);
+    if (state[0] == 0.0 || attempt >= kLoadTries || state[1] >= kLoadWallSeconds) {
+      if (outlasted) *outlasted = state[0] == 0.0;
+      return seconds;
+    }
   }
 }
 
@@ -100,7 +108,8 @@ double graph_seconds(Comm& comm, int warmup, int iters, const std::function<Comm
 }  // namespace
 
 double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch,
-                     BenchLoad* load) {
+                     BenchLoad* load, bool* load_outlasted) {
+  if (load_outlasted) *load_outlasted = true;
   ND_CHECK(iters >= 1, "time_launches: iters must be >= 1, got " << iters);
   ND_CHECK(!load || timing == BenchTiming::Eager, "time_launches: a load needs eager timing");
   double seconds = 0;
@@ -110,7 +119,7 @@ double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, cons
     seconds = graph_seconds(comm, warmup, iters, launch);
 #endif
   } else {
-    seconds = eager_seconds(comm, warmup, iters, launch, load);
+    seconds = eager_seconds(comm, warmup, iters, launch, load, load_outlasted);
   }
   comm.host_allreduce(&seconds, 1, HostReduce::Max);
   return seconds;

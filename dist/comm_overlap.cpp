@@ -1,4 +1,5 @@
-// The overlap rules of comm_overlap.h: progress at the loaded rate under compute, at the idle rate after.
+// The overlap rules of comm_overlap.h: a collective beside a persistent GEMM waits for it, then
+// runs at the idle speed; buckets queue on one stream.
 #include "dist/comm_overlap.h"
 
 #include <algorithm>
@@ -7,24 +8,20 @@
 
 namespace nd::dist {
 
-Overlap beside_compute(double alone_us, double loaded_us, double beside_us) {
-  ND_CHECK(alone_us >= 0 && loaded_us >= 0 && beside_us >= 0, "beside_compute: times must be >= 0");
-  if (beside_us >= loaded_us) return {loaded_us, 0.0};  // done while the compute runs
-  const double rest = (1.0 - beside_us / loaded_us) * alone_us;
-  return {beside_us + rest, rest};
+Overlap after_gemm(double idle_us, double gemm_us) {
+  ND_CHECK(idle_us >= 0 && gemm_us >= 0, "after_gemm: times must be >= 0");
+  return {gemm_us + idle_us, idle_us};
 }
 
 std::vector<Overlap> queue_buckets(const std::vector<QueuedBucket>& buckets, double backward_us) {
   std::vector<Overlap> out;
   double free_at = 0;  // when the comm stream finishes the bucket before
   for (const QueuedBucket& b : buckets) {
-    const double start = std::max(b.ready_us, free_at);
-    double end = start + b.alone_us;
-    if (start < backward_us) {
-      const Overlap o = beside_compute(b.alone_us, b.loaded_us, backward_us - start);
-      end = start + o.time_us;
-    }
-    out.push_back({end - start, std::max(0.0, end - std::max(start, backward_us))});
+    ND_CHECK(b.ready_us >= 0 && b.idle_us >= 0 && b.wait_us >= 0, "queue_buckets: times must be >= 0");
+    const double issued = std::max(b.ready_us, free_at);
+    const double start = free_at > b.ready_us ? free_at : b.ready_us + b.wait_us;
+    const double end = start + b.idle_us;
+    out.push_back({end - issued, std::max(0.0, end - std::max(issued, backward_us))});
     free_at = end;
   }
   return out;

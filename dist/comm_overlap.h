@@ -1,8 +1,10 @@
-// How much of a collective the compute beside it hides, for `nanodist plan`: a collective beside
-// a GEMM of G us runs at the rate measured under a GEMM load (the loaded fit, `bench-comm --load
-// gemm`) while the GEMM runs and at the idle GPU's rate after it; only what is left when the GEMM
-// ends is exposed. Data parallelism's buckets are queued on one stream behind the backward that
-// readies them: a small simulation of that queue gives each bucket's time and exposed part.
+// How much of a collective the compute beside it hides, for `nanodist plan`. Hopper's cuBLASLt
+// GEMMs (and the attention's backward) are persistent kernels that hold every SM until they end,
+// so a collective issued beside one first waits for it, then runs at the idle GPU's speed: its
+// time is the GEMM's plus its idle time, and the op after the GEMM, which needs its result, waits
+// for all of the idle part. Data parallelism's buckets are queued on one stream behind the
+// backward that readies them: a small simulation of that queue gives each bucket's time and
+// exposed part.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -10,25 +12,29 @@
 namespace nd::dist {
 
 struct Overlap {
-  double time_us = 0;     // the collective's duration
-  double exposed_us = 0;  // the part after the compute beside it ended
+  double time_us = 0;     // the collective's duration, from its issue (a wait for the GEMM included)
+  double exposed_us = 0;  // the part the compute stream waits for
 };
 
-// A collective that takes `alone_us` on an idle GPU and `loaded_us` beside a GEMM, started with
-// `beside_us` of compute beside it (0: none, all exposed): the fraction beside_us / loaded_us is
-// done under the compute, the rest at the idle rate after it.
-Overlap beside_compute(double alone_us, double loaded_us, double beside_us);
+// A collective of `idle_us` on an idle GPU issued beside a GEMM of `gemm_us` whose result the op
+// after the GEMM needs: {gemm_us + idle_us, idle_us}. No GEMM beside (0): {idle_us, idle_us}.
+Overlap after_gemm(double idle_us, double gemm_us);
 
-// One data-parallel bucket: when backward has made its gradients final (us from backward's start)
-// and its collective's times alone and under load.
+// One data-parallel bucket: when backward has made its gradients final (us from backward's start),
+// its collective's idle time, and the kernel that holds the SMs when it is issued (the backward
+// kernel after the one that readied it; 0 where none does, e.g. in backward's tail).
 struct QueuedBucket {
   double ready_us = 0;
-  double alone_us = 0, loaded_us = 0;
+  double idle_us = 0;
+  double wait_us = 0;
 };
 
-// The buckets reduced in order on one stream, each once it is ready and the one before it ended;
-// while backward runs (until backward_us) at the loaded rate, after it at the idle rate. Each
-// bucket's duration and the part of it after backward ended (what the optimizer waits for).
+// The buckets reduced in order on one stream. A bucket issued to an idle stream starts once the
+// kernel in flight ends (ready + wait); one queued behind the bucket before it starts as that one
+// ends (the kernel in flight has all its blocks placed, so the SMs the bucket before frees are
+// this one's). Each runs for its idle time. Per bucket: its time from issue (its ready time, or
+// the end of the one before: a trace's span starts there) and the part after backward ended (what
+// the optimizer waits for).
 std::vector<Overlap> queue_buckets(const std::vector<QueuedBucket>& buckets, double backward_us);
 
 }  // namespace nd::dist

@@ -34,22 +34,17 @@ std::vector<int64_t> block_params(const PlanShape& s) {
   return p;
 }
 
-// The call's time on an idle GPU and beside compute (the "+gemm" fit where the call overlaps
-// compute and the table has one, else the idle time); false (and noted) without a fit.
-bool call_times(StepPlan& plan, const std::vector<AlphaBetaFit>& table, const std::string& impl, PlannedCall& call,
-                double* alone, double* loaded) {
-  const CollectiveModel idle = find_model(table, call.op, impl, call.ranks);
-  if (idle.empty()) {
+// The call's time on an idle GPU from the table's fit for (op, impl); false (and noted) without
+// one. Rows of another impl (a "+gemm" row of bench-comm --load gemm among them) are not read.
+bool idle_time(StepPlan& plan, const std::vector<AlphaBetaFit>& table, const std::string& impl,
+               const PlannedCall& call, double* idle) {
+  const CollectiveModel model = find_model(table, call.op, impl, call.ranks);
+  if (model.empty()) {
     if (std::find(plan.missing.begin(), plan.missing.end(), call.op + " " + impl) == plan.missing.end())
       plan.missing.push_back(call.op + " " + impl);
     return false;
   }
-  *alone = *loaded = idle.predict_us(call.bytes, call.ranks);
-  const CollectiveModel under = find_model(table, call.op, impl + "+gemm", call.ranks);
-  if (call.hidden && !under.empty()) {
-    *loaded = under.predict_us(call.bytes, call.ranks);
-    call.loaded = true;
-  }
+  *idle = model.predict_us(call.bytes, call.ranks);
   return true;
 }
 
@@ -61,11 +56,16 @@ void record(StepPlan& plan, const PlannedCall& call) {
   plan.calls.push_back(call);
 }
 
+// Exposed calls: their idle time, all of it waited for. Calls beside a GEMM: after_gemm. Calls
+// the schedule hides whole (kBesideAll: other stages' compute, prefetches): their idle time, none
+// of it waited for.
 void add(StepPlan& plan, const std::vector<AlphaBetaFit>& table, const std::string& impl, PlannedCall call) {
   if (call.calls == 0 || call.ranks <= 1) return;
-  double alone = 0, loaded = 0;
-  if (call_times(plan, table, impl, call, &alone, &loaded)) {
-    const Overlap o = call.hidden ? beside_compute(alone, loaded, call.beside_us) : Overlap{alone, alone};
+  double idle = 0;
+  if (idle_time(plan, table, impl, call, &idle)) {
+    const Overlap o = !call.hidden                     ? Overlap{idle, idle}
+                      : call.beside_us >= kBesideAll ? Overlap{idle, 0.0}
+                                                     : after_gemm(idle, call.beside_us);
     call.time_us = o.time_us;
     call.exposed_us = o.exposed_us;
   }
@@ -128,6 +128,7 @@ void bucket_layout(const PlanShape& s, std::vector<int64_t>* lengths, std::vecto
 // attention's output linear, the causal attention (~4 B T^2 C) and the qkv linear, two products each.
 struct BackwardTimes {
   double head = 0, mlp = 0, attn_proj = 0, rest = 0;  // rest: attention and qkv
+  double attention = 0;                               // the attention's own kernel, part of rest
   double block() const { return mlp + attn_proj + rest; }
 };
 BackwardTimes backward_gemm_us(const PlanShape& s) {
@@ -136,7 +137,8 @@ BackwardTimes backward_gemm_us(const PlanShape& s) {
   b.head = gemm_us(s, 4.0 * BT * C * static_cast<double>(vocab_rows(s)) / t);
   b.mlp = gemm_us(s, 4.0 * BT * 8.0 * C * C / t);
   b.attn_proj = gemm_us(s, 4.0 * BT * C * C / t);
-  b.rest = gemm_us(s, 4.0 * BT * 3.0 * C * C / t + 4.0 * BT * s.block_size * C / t);
+  b.attention = gemm_us(s, 4.0 * BT * s.block_size * C / t);
+  b.rest = gemm_us(s, 4.0 * BT * 3.0 * C * C / t) + b.attention;
   return b;
 }
 
@@ -153,6 +155,30 @@ double entry_ready_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
   if (at < 3 * per_linear) return start + b.mlp;
   if (at < 4 * per_linear) return start + b.mlp + b.attn_proj;
   return start + b.block();
+}
+
+// The kernel a bucket whose last entry is `k` waits for when it is issued to an idle comm stream:
+// the kernel after the op whose gradient hook made the bucket complete (dist::DataParallel issues
+// the all-reduce from that hook, behind an event after that op), which starts on the compute
+// stream as the collective is released and holds the SMs until it ends. In a block (layout order:
+// mlp.c_proj, mlp.c_fc, ln_2, attn.c_proj, attn.c_attn, ln_1): after the fused MLP's backward and
+// after the qkv linear's comes a LayerNorm's backward; after a LayerNorm's (ln_2, ln_1, and ln_f
+// after the head) the residual's add backward, or for the block backward ends with the embedding's
+// backward (the tail less ln_1's); after attn.c_proj's linear the attention's backward. wpe and
+// wte are final when backward ends: nothing follows them.
+double entry_wait_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
+  const size_t lnf = s.bias ? 2 : 1, per_block = s.bias ? 12 : 6, L = static_cast<size_t>(s.n_layer);
+  const double elements = static_cast<double>(s.batch_size) * s.block_size * s.n_embd;
+  const double norm = s.norm_backward_ps * elements * 1e-6, add = s.add_backward_ps * elements * 1e-6;
+  if (k < lnf) return add;
+  if (k >= lnf + L * per_block) return 0.0;
+  const size_t block = (k - lnf) / per_block, at = (k - lnf) % per_block, per_linear = s.bias ? 2 : 1;
+  if (at < 2 * per_linear) return norm;                 // mlp.c_proj, mlp.c_fc: the fused MLP's node
+  if (at < 3 * per_linear) return add;                  // ln_2
+  if (at < 4 * per_linear) return b.attention;          // attn.c_proj
+  if (at < 5 * per_linear) return norm;                 // attn.c_attn
+  if (block + 1 < L) return add;                        // ln_1
+  return std::max(0.0, s.backward_tail_us - norm);     // ln_1 of the block backward ends with
 }
 
 }  // namespace
@@ -182,6 +208,8 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
   ND_CHECK_INPUT(s.batch_size >= 1 && s.grad_accum >= 1, "plan: batch size and grad-accum must be >= 1");
   ND_CHECK_INPUT(s.gemm_tflops > 0, "plan: --gemm-tflops must be > 0");
   ND_CHECK_INPUT(s.backward_tail_us >= 0, "plan: --backward-tail-us must be >= 0");
+  ND_CHECK_INPUT(s.norm_backward_ps >= 0 && s.add_backward_ps >= 0,
+                 "plan: --norm-backward-ps and --add-backward-ps must be >= 0");
   StepPlan plan;
   const int64_t m = s.grad_accum, L = s.n_layer / s.pp;  // layers per stage
   const int64_t BT = int64_t{s.batch_size} * s.block_size, act = BT * s.n_embd * s.act_bytes;
@@ -196,8 +224,8 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
 
   // Tensor parallelism, per micro-batch, on every stage (a stage's share of the layers). Forward
   // collectives sit on the critical path; the backward all-reduce of a column-parallel input's
-  // gradient overlaps that linear's weight-gradient GEMM (ops::linear_reduced_dx), of which only
-  // the GEMM's length hides it. The fused MLP (ops::gelu_mlp) finishes its whole backward before
+  // gradient is issued beside that linear's weight-gradient GEMM (ops::linear_reduced_dx): it
+  // waits for that GEMM, then runs, and the next op waits for it (after_gemm). The fused MLP (ops::gelu_mlp) finishes its whole backward before
   // its input gradient is reduced (dist::copy_to_tp): nothing beside it.
   if (s.tp > 1 && !s.sequence_parallel) {
     call("tp", "allreduce", "row-parallel outputs (attention, MLP), forward", s.tp, act, m * 2 * L, false);
@@ -263,8 +291,9 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
 
   // Data parallelism over the flat gradient buffer, bucket by bucket from the hooks, in the last
   // micro-batch's backward: each bucket is reduced once its gradients are final and the bucket
-  // before it is done, beside the backward still running (loaded rate) and alone after it; a
-  // bucket holding wpe or wte is final only when backward ends (the embedding's backward).
+  // before it is done, first waiting for the backward kernel in flight when it is issued to an
+  // idle stream (queue_buckets, entry_wait_us), at the idle rate; a bucket holding wpe or wte is
+  // final only when backward ends (the embedding's backward).
   if (s.dp > 1) {
     PlanShape stage = s;
     stage.n_layer = static_cast<int>(L);
@@ -280,14 +309,14 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
                                (ready < plan.backward_us ? "" : ", final at backward's end");
       PlannedCall c{"dp", s.zero == 0 ? "allreduce" : "reducescatter", s.zero == 0 ? name : name + " (ZeRO)",
                     s.dp, buckets[b] * s.grad_bytes, 1, ready < plan.backward_us};
-      double alone = 0, loaded = 0;
-      if (!call_times(plan, table, impl, c, &alone, &loaded)) {
+      double idle = 0;
+      if (!idle_time(plan, table, impl, c, &idle)) {
         record(plan, c);
         continue;
       }
-      c.beside_us = std::max(0.0, plan.backward_us - ready);
+      c.beside_us = entry_wait_us(stage, last_entries[b], backward);
       pending.push_back(c);
-      queue.push_back({ready, alone, loaded});
+      queue.push_back({ready, idle, c.beside_us});
     }
     const std::vector<Overlap> timed = queue_buckets(queue, plan.backward_us);
     for (size_t b = 0; b < pending.size(); ++b) {

@@ -1,10 +1,9 @@
 // The communication a training step issues, predicted from a GPT shape and a layout (dp, tp with
 // or without sequence parallelism, pp, ZeRO stage), and timed with the alpha-beta model
 // (dist/comm_model.h): every collective with its group, size, calls per step, whether the
-// schedule overlaps it with compute, the model's time (the loaded fit's where compute runs beside
-// it and the table has one) and the part that compute does not hide (dist/comm_overlap.h, from the
-// GEMM FLOPs beside the call at a GEMM rate). Behind
-// `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
+// schedule overlaps it with compute, the model's time (the idle GPU's fit, plus the GEMM in
+// flight it waits for where it is issued beside one) and the part the compute stream waits for
+// (dist/comm_overlap.h; GEMMs timed from their FLOPs at a GEMM rate). Behind `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
 // the pp and ZeRO lists follow the standard schedules (1F1B, Megatron's distributed optimizer, FSDP).
 #pragma once
 #include <cstdint>
@@ -38,6 +37,12 @@ struct PlanShape {
   // large at B = 8, docs/PERFORMANCE.md). The buckets of block 0 are ready this long before the
   // embeddings' gradients.
   double backward_tail_us = 200.0;
+  // The kernels between a block's linears that a data-parallel bucket may wait for, in ps per
+  // element of the B x T x C activation: the LayerNorm's backward (105 us per call for 32 x 1024 x
+  // 768) and the residual add's backward (34 us), both from the op timer's GPT-2 124M step on an
+  // H100 at commit 94793db (docs/PERFORMANCE.md, "After the fusion fixes").
+  double norm_backward_ps = 4.17;
+  double add_backward_ps = 1.36;
 };
 
 struct PlannedCall {
@@ -48,12 +53,12 @@ struct PlannedCall {
   int64_t bytes = 0;  // bench-comm's convention: all-reduce buffer, reduce-scatter input, all-gather output
   int64_t calls = 0;  // per optimizer step
   bool hidden = false;  // overlapped with compute by the schedule
-  // Compute beside the call (us at gemm_tflops); kBesideAll where the plan does not size it (the
-  // schedule hides it whole). Data-parallel buckets: set by the queue (comm_overlap.h).
+  // The GEMM in flight the call waits for before it runs (us at gemm_tflops); kBesideAll where
+  // the schedule hides it whole (other stages' compute, prefetches). Data-parallel buckets: the
+  // backward kernel after the one that readied them (0 in backward's tail).
   double beside_us = 0;
-  double time_us = -1;     // per call from the model; -1 without a fit for (op, impl)
-  double exposed_us = -1;  // per call: the part the compute beside it does not hide
-  bool loaded = false;     // timed by the table's loaded fit (impl "+gemm")
+  double time_us = -1;     // per call from the model (that wait included); -1 without a fit for (op, impl)
+  double exposed_us = -1;  // per call: the part the compute stream waits for
 };
 constexpr double kBesideAll = 1e300;
 

@@ -2,12 +2,13 @@
 # The communication model's inputs and its check in one call on 2 GPUs: bench-comm sweeps (8 B..1 GB,
 # eager timing, as the traced training steps run) of all-reduce, reduce-scatter and all-gather, NCCL
 # and our ring, each on an otherwise idle GPU and again beside a back-to-back bf16 GEMM (`--load
-# gemm`, rows with impl "+gemm"), all fitted piecewise into OUT/fits_2gpu.csv; then
+# gemm`, rows with impl "+gemm", a record of what a GEMM beside a collective costs it: the plan
+# reads only the idle rows), all fitted piecewise into OUT/fits_2gpu.csv; then
 # scripts/check_plan.sh with that table (OUT/plan_vs_measured.tsv, the plans, train logs, traces and
 # measured figures in OUT/plan/). Sweeps in --dtype (bf16: what the runs' gradients and
 # activations are). --extra-load-shapes "S1 S2": the all-reduce of NCCL again beside a GEMM of each
-# shape, into OUT/fits_load_S.csv (the idle rows and those), and check_plan.sh --reuse with each
-# (OUT/plan_vs_measured_S.tsv): how much the choice of load moves the prediction, no more training.
+# shape, into OUT/fits_load_S.csv (the idle rows and those), a record only (no second check: the
+# plan does not read loaded rows).
 # One line per step on the terminal, its output in OUT/logs/. --device cpu: a smoke run on MPI
 # (sizes to 64 KB, no load: the GEMM load is GPU-only, and check_plan.sh --tiny), seconds.
 #
@@ -74,11 +75,4 @@ done
 step check_plan scripts/check_plan.sh --out "$out/plan" --table "$fits" --bin "$bin" "${plan_flags[@]}"
 cp "$out/plan/plan_vs_measured.tsv" "$out/plan_vs_measured.tsv" 2>/dev/null || true
 cat "$out/logs/check_plan.log"
-for other in $extra; do
-  step "check_plan-load-$other" scripts/check_plan.sh --reuse --out "$out/plan" --table "$out/fits_load_$other.csv" \
-    --bin "$bin" "${plan_flags[@]}"
-  cp "$out/plan/plan_vs_measured.tsv" "$out/plan_vs_measured_$other.tsv" 2>/dev/null || true
-  echo "# with the loaded fits of a $other GEMM:"
-  cat "$out/logs/check_plan-load-$other.log"
-done
 exit $status
