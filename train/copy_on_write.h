@@ -5,7 +5,8 @@
 // the writer sees every byte as it was when arm() was called, and the update copies only what
 // the disk has not taken yet. The update also takes the chunks' checksums (checksum.h), as it
 // reads every old byte anyway: of a chunk it copies, from the copy; of one the writer has written,
-// just before changing it. The writer hashes only regions nobody updates (no side buffer).
+// just before changing it, or on its own pass (before_update_hashed_by_caller). The writer hashes
+// only regions nobody updates (no side buffer).
 #pragma once
 #include <atomic>
 #include <condition_variable>
