@@ -139,9 +139,7 @@ std::string RunSaver::finish() {
   }
   stop_waiting_for_update();
   if (writer_) writer_->wait();
-  std::string path = agree_and_complete();
-  wait_for_prune();  // the end of the run, a preemption or a save that found this one unfinished
-  return path;
+  return agree_and_complete();
 }
 
 std::string RunSaver::agree_and_complete() {
@@ -152,6 +150,7 @@ std::string RunSaver::agree_and_complete() {
   std::string path;
   try {
     path = complete_pending();
+    wait_for_prune();  // the end of the run, a preemption or a save that found this one unfinished
   } catch (const Error& e) {
     error = e.message();
   }
