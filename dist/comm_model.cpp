@@ -77,14 +77,18 @@ AlphaBetaFit fit_alpha_beta(const std::vector<int64_t>& bytes, const std::vector
   return fit;
 }
 
-AlphaBetaFit fit_rows(const std::vector<BenchCommRow>& rows) {
-  std::vector<int64_t> bytes;
-  std::vector<double> times;
+SweepPoints sweep_points(const std::vector<BenchCommRow>& rows) {
+  SweepPoints points;
   for (const BenchCommRow& row : rows) {
-    bytes.push_back(row.bytes);
-    times.push_back(row.time_us);
+    points.bytes.push_back(row.bytes);
+    points.time_us.push_back(row.time_us);
   }
-  return fit_alpha_beta(bytes, times);
+  return points;
+}
+
+AlphaBetaFit fit_rows(const std::vector<BenchCommRow>& rows) {
+  const SweepPoints points = sweep_points(rows);
+  return fit_alpha_beta(points.bytes, points.time_us);
 }
 
 // Tables written before piecewise fits have the first 8 fields; those rows time every size.

@@ -40,6 +40,13 @@ int collective_steps(BenchOp op, int nranks);
 AlphaBetaFit fit_alpha_beta(const std::vector<int64_t>& bytes, const std::vector<double>& time_us);
 AlphaBetaFit fit_rows(const std::vector<BenchCommRow>& rows);
 
+// A sweep's rows as the fits take them: sizes and times, in the rows' order.
+struct SweepPoints {
+  std::vector<int64_t> bytes;
+  std::vector<double> time_us;
+};
+SweepPoints sweep_points(const std::vector<BenchCommRow>& rows);
+
 // Piecewise: the curve (sizes ascending) cut into consecutive ranges of at least `min_points`
 // points, each fitted by fit_alpha_beta, the cuts placed by dynamic programming to minimise the
 // summed squared relative error; the fewest pieces (up to `max_pieces`) whose RMS relative error

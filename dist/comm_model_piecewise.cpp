@@ -85,13 +85,8 @@ std::vector<AlphaBetaFit> fit_piecewise(const std::vector<int64_t>& bytes, const
 }
 
 std::vector<AlphaBetaFit> fit_rows_piecewise(const std::vector<BenchCommRow>& rows) {
-  std::vector<int64_t> bytes;
-  std::vector<double> times;
-  for (const BenchCommRow& row : rows) {
-    bytes.push_back(row.bytes);
-    times.push_back(row.time_us);
-  }
-  return fit_piecewise(bytes, times);
+  const SweepPoints points = sweep_points(rows);
+  return fit_piecewise(points.bytes, points.time_us);
 }
 
 const AlphaBetaFit& CollectiveModel::piece_for(int64_t bytes) const {

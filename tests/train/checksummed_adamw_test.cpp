@@ -17,19 +17,14 @@
 #include "train/copy_on_write.h"
 #include "train/train_fixture.h"
 #include "process_helpers.h"
+#include "checkpoint_test_util.h"
 
 namespace nd::train {
 namespace {
 
+using testing::random_floats;
 using testing::TempDir;
 constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed, float scale) {
-  Generator gen(seed);
-  std::vector<float> x = Tensor::randn({n}, gen).to_float_vector();
-  for (float& f : x) f *= scale;
-  return x;
-}
 
 TEST(ChecksummedAdamW, GivesTheBitsOfAdamWAndTheChecksumsOfTheOldBytes) {
   for (int64_t n : {int64_t{8}, int64_t{8 * 1000}, kChunk})
@@ -94,8 +89,7 @@ TEST(ChecksummedAdamW, ChecksumsTakenByTheUpdatesPassCompleteTheSave) {
   EXPECT_EQ(cow.copied_chunks(), 0);
   ASSERT_EQ(written.size(), 1u);
   EXPECT_EQ(written[0].checksum, expected[0].checksum);
-  const std::string part = "/rank_00000.h5";
-  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), testing::slurp_file(parts_directory(sync_index) + part));
+  EXPECT_EQ(testing::rank0_part_bytes(async_index), testing::rank0_part_bytes(sync_index));
 }
 
 }  // namespace
