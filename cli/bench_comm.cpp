@@ -13,6 +13,8 @@
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
 #include "dist/allreduce_compare.h"
+#include "dist/bench_load.h"
+#include "dist/bench_timing.h"
 #include "dist/comm_model.h"
 #include "dist/peer_comm.h"
 #include "dist/world.h"
@@ -50,9 +52,16 @@ FlagSet bench_comm_flags() {
                 "host cost per call shows where it exceeds the GPU's) or graph (GPU: the batch captured in a CUDA "
                 "graph and replayed, so only the GPUs' time is left)"))
       .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
+      .add(flag("load", "none",
+                "none, or gemm (GPU, eager timing: a bf16 GEMM of --load-shape runs back to back on another stream "
+                "of the same GPU for the whole timed window; the rows' and fits' impl gets '+gemm')"))
+      .add(flag("load-shape", "8192x8192x8192", "--load gemm: the GEMM's MxNxK"))
       .group("model")
-      .add(flag("fit", "false", "fit time = alpha + beta x bytes to the sweep (least squares on relative error) and "
-                                "print alpha, beta and the fit error", FlagType::Bool))
+      .add(flag("fit", "false",
+                "fit time = alpha + beta x bytes to the sweep (least squares on relative error), piecewise where one "
+                "line is off by more than 3% RMS (up to 6 size ranges, the cuts chosen by the fit), and print each "
+                "piece's alpha, beta and error",
+                FlagType::Bool))
       .add(flag("fit-table", "", "with --fit: append the fit to this table (CSV; read by nanodist plan and --impl auto)"))
       .group("peer")
       .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
@@ -227,6 +236,14 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   const std::string fit_table = flags.get_string("fit-table");
   ND_CHECK_INPUT(fit || fit_table.empty(), "--fit-table needs --fit");
   ND_CHECK_INPUT(!(fit && compare), "--fit fits one curve; --impl compare sweeps six (fit each --impl alone)");
+  const std::string load = flags.get_string("load");
+  ND_CHECK_INPUT(load == "none" || load == "gemm", "unknown --load '" << load << "' (expected none or gemm)");
+  const dist::GemmShape load_shape = dist::parse_gemm_shape(flags.get_string("load-shape"));
+  if (load == "gemm") {
+    ND_CHECK_INPUT(device.is_cuda(), "--load gemm needs --device cuda (a GEMM on the GPU beside the collectives)");
+    ND_CHECK_INPUT(options.timing == dist::BenchTiming::Eager, "--load gemm needs --timing eager");
+    ND_CHECK_INPUT(!compare && !matrix, "--load gemm times one collective's sweep (not --impl compare or p2p-matrix)");
+  }
   dist::PeerOptions peer_options;
   if (peer) peer_options.mode = compare ? dist::PeerMode::Auto : dist::parse_peer_mode(impl);
   peer_options.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
@@ -247,6 +264,12 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   }
   // A stuck or vanished peer ends the sweep with one line instead of hanging it; each size is
   // timed on its own.
+  std::unique_ptr<dist::BenchLoad> gemm_load;
+  if (load == "gemm") {
+    gemm_load = dist::make_gemm_load(comm->device(), load_shape);
+    options.load = gemm_load.get();
+  }
+  const std::string suffix = gemm_load ? "+gemm" : "";
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, comm_timeout, heartbeat_timeout);
   std::optional<dist::Watchdog::Scope> watched;
   if (guard) watched.emplace(guard->watchdog().watch("the first size of the sweep"));
@@ -267,9 +290,10 @@ int run_bench_comm_command(const ParsedFlags& flags) {
     std::printf(
         "# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters, "
         "timing %s\n",
-        dist::bench_op_name(options.op), compare ? "compare" : impl_name(options, *comm).c_str(), comm->size(),
-        comm->backend(), comm->device().str().c_str(), dtype_name(options.dtype), options.warmup, options.iters,
-        dist::bench_timing_name(options.timing));
+        dist::bench_op_name(options.op), compare ? "compare" : (impl_name(options, *comm) + suffix).c_str(),
+        comm->size(), comm->backend(), comm->device().str().c_str(), dtype_name(options.dtype), options.warmup,
+        options.iters, dist::bench_timing_name(options.timing));
+    if (gemm_load) std::printf("# load: %s\n", gemm_load->describe().c_str());
     if (peer_comm && !peer_comm->peer_usable())
       std::printf("# no peer memory (%s): the all-reduce is the backend's\n", peer_comm->unusable_reason().c_str());
     if (peer_comm && peer_comm->peer_usable() && (impl == "auto" || compare)) {
@@ -300,27 +324,38 @@ int run_bench_comm_command(const ParsedFlags& flags) {
     }
     if (!printer) return;
     std::printf("%s\n", format_bench_comm_row(row).c_str());
+    if (!row.load_outlasted)
+      std::printf("# %lld B: the load ended before the timed calls did (%d tries): the time above is partly unloaded\n",
+                  static_cast<long long>(row.bytes), dist::kLoadTries);
     std::fflush(stdout);
-    if (csv.is_open()) csv << format_bench_comm_csv(row, options, *comm) << "\n" << std::flush;
+    if (csv.is_open())
+      csv << format_bench_comm_csv_as(row, options, *comm, impl_name(options, *comm) + suffix) << "\n" << std::flush;
   });
   watched.reset();
   if (guard) guard->finish();
   if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
   if (fit && printer) {
     ND_CHECK_INPUT(rows.size() >= 2, "--fit needs a sweep of at least two sizes");
-    dist::AlphaBetaFit model = dist::fit_rows(rows);
-    model.op = dist::bench_op_name(options.op);
-    model.impl = impl_name(options, *comm);
-    model.nranks = comm->size();
-    std::printf("# fit: time = %.3f us + bytes x %.4e us/B (%.1f GB/s algbw), rms error %.1f%%, max %.1f%% over %d sizes\n",
-                model.alpha_us, model.beta_us_per_byte, model.beta_us_per_byte > 0 ? 1e-3 / model.beta_us_per_byte : 0.0,
-                100 * model.rms_rel_err, 100 * model.max_rel_err, model.points);
+    std::vector<dist::AlphaBetaFit> pieces = dist::fit_rows_piecewise(rows);
+    const dist::AlphaBetaFit line = dist::fit_rows(rows);
+    std::printf("# one line: rms error %.1f%%, max %.1f%%; %zu piece(s), rms error %.1f%%:\n", 100 * line.rms_rel_err,
+                100 * line.max_rel_err, pieces.size(), 100 * dist::CollectiveModel{pieces}.rms_rel_err());
+    for (dist::AlphaBetaFit& piece : pieces) {
+      piece.op = dist::bench_op_name(options.op);
+      piece.impl = impl_name(options, *comm) + suffix;
+      piece.nranks = comm->size();
+      std::printf("# fit %lld..%lld B: time = %.3f us + bytes x %.4e us/B (%.1f GB/s algbw), rms error %.1f%%, max "
+                  "%.1f%% over %d sizes\n",
+                  static_cast<long long>(piece.min_bytes), static_cast<long long>(piece.max_bytes), piece.alpha_us,
+                  piece.beta_us_per_byte, piece.beta_us_per_byte > 0 ? 1e-3 / piece.beta_us_per_byte : 0.0,
+                  100 * piece.rms_rel_err, 100 * piece.max_rel_err, piece.points);
+    }
     if (!fit_table.empty()) {
       const bool fresh = !std::ifstream(fit_table).good() || std::ifstream(fit_table).peek() == EOF;
       std::ofstream out(fit_table, std::ios::app);
       ND_CHECK_INPUT(out.good(), "cannot write --fit-table " << fit_table);
       if (fresh) out << dist::fit_csv_header() << "\n";
-      out << dist::format_fit_csv(model) << "\n";
+      for (const dist::AlphaBetaFit& piece : pieces) out << dist::format_fit_csv(piece) << "\n";
     }
   }
   return wrong > 0 ? 1 : 0;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "cli/subcommand.h"
+#include "autograd/fusions.h"
 #include "cli/train_flags.h"
 #include "dist/comm_plan.h"
 #include "tensor/error.h"
@@ -25,7 +26,25 @@ FlagSet plan_flags() {
   set.add(flag("dp", "1", "data-parallel size (the world is dp x tp x pp)", FlagType::Int));
   if (!train.find("zero")) set.add(flag("zero", "0", "ZeRO stage: 0 (all-reduce), 1, 2 or 3", FlagType::Int));
   set.add(flag("table", "", "alpha-beta fits from bench-comm --fit-table (default: built in, 2 GPUs over NVLink)"));
-  set.add(flag("impl", "native", "the table's implementation to time with (native, ring, ...)"));
+  set.add(flag("impl", "native",
+                "the table's implementation to time with (native, ring, ...); its idle GPU's fits (rows of "
+                "bench-comm --load gemm, impl '+gemm', are not used)"));
+  set.add(flag("gemm-tflops", "600",
+               "rate of the GEMMs beside overlapped collectives (the compute that hides them); 600 = GPT-2 124M's "
+               "backward linears on an H100",
+               FlagType::Float));
+  set.add(flag("norm-backward-ps", "4.17",
+               "LayerNorm backward, ps per element of the B x T x C activation: the kernel a data-parallel bucket "
+               "readied by the MLP's or the qkv linear's backward waits for; 4.17 = measured on an H100",
+               FlagType::Float));
+  set.add(flag("add-backward-ps", "1.36",
+               "residual add backward, ps per activation element: what a bucket readied by a LayerNorm's backward "
+               "waits for; 1.36 = measured on an H100",
+               FlagType::Float));
+  set.add(flag("backward-tail-us", "200",
+               "backward after the last block's GEMMs (ln_1, the embedding's backward): what the buckets of the first "
+               "block hide behind; 200 = measured on an H200",
+               FlagType::Float));
   return set;
 }
 
@@ -51,6 +70,11 @@ int run_plan_command(const ParsedFlags& flags) {
   s.param_bytes = s.act_bytes;
   s.grad_bytes = c.grad_dtype.empty() ? s.param_bytes : (c.grad_dtype == "f32" ? 4 : 2);
   s.bucket_mb = c.bucket_mb;
+  s.fused_mlp = fusions().gelu_mlp;
+  s.gemm_tflops = flags.get_double("gemm-tflops");
+  s.backward_tail_us = flags.get_double("backward-tail-us");
+  s.norm_backward_ps = flags.get_double("norm-backward-ps");
+  s.add_backward_ps = flags.get_double("add-backward-ps");
   ND_CHECK_INPUT(s.dp >= 1, "--dp must be >= 1, got " << s.dp);
   const std::string table_path = flags.get_string("table"), impl = flags.get_string("impl");
   const std::vector<dist::AlphaBetaFit> table =
@@ -63,17 +87,26 @@ int run_plan_command(const ParsedFlags& flags) {
               s.sequence_parallel ? " (sequence parallel)" : "", s.zero, s.batch_size, s.grad_accum,
               s.act_bytes == 4 ? "f32" : "bf16", table_path.empty() ? "built-in (2 GPUs, NVLink)" : table_path.c_str(),
               impl.c_str());
-  std::printf("%-9s %-13s %5s %13s %6s %11s %11s  %-7s %s\n", "group", "op", "ranks", "bytes", "calls", "us/call",
-              "us/step", "exposed", "what");
+  std::printf("# us/call: the idle GPU's fit plus waits, the GEMM in flight the call waits for before it runs (at "
+              "%.0f TFLOP/s; all: the schedule hides the call whole)\n",
+              s.gemm_tflops);
+  std::printf("%-9s %-13s %5s %13s %6s %10s %9s %11s %11s  %-7s %s\n", "group", "op", "ranks", "bytes", "calls",
+              "us/call", "waits", "us/step", "exposed/st", "exposed", "what");
   for (const dist::PlannedCall& call : plan.calls) {
-    char per_call[32] = "-", per_step[32] = "-";
+    char per_call[32] = "-", per_step[32] = "-", exposed[32] = "-", beside[32] = "-";
     if (call.time_us >= 0) {
       std::snprintf(per_call, sizeof per_call, "%.1f", call.time_us);
       std::snprintf(per_step, sizeof per_step, "%.1f", call.time_us * static_cast<double>(call.calls));
+      std::snprintf(exposed, sizeof exposed, "%.1f", call.exposed_us * static_cast<double>(call.calls));
     }
-    std::printf("%-9s %-13s %5d %13lld %6lld %11s %11s  %-7s %s\n", call.group.c_str(), call.op.c_str(), call.ranks,
-                static_cast<long long>(call.bytes), static_cast<long long>(call.calls), per_call, per_step,
-                call.hidden ? "hidden" : "exposed", call.what.c_str());
+    if (call.hidden && call.beside_us >= dist::kBesideAll) std::snprintf(beside, sizeof beside, "all");
+    else if (call.hidden) std::snprintf(beside, sizeof beside, "%.1f", call.beside_us);
+    const char* state = !call.hidden || call.time_us < 0 ? (call.hidden ? "hidden" : "exposed")
+                        : call.exposed_us <= 0        ? "hidden"
+                                                      : "partly";
+    std::printf("%-9s %-13s %5d %13lld %6lld %10s %9s %11s %11s  %-7s %s\n", call.group.c_str(), call.op.c_str(),
+                call.ranks, static_cast<long long>(call.bytes), static_cast<long long>(call.calls), per_call, beside,
+                per_step, exposed, state, call.what.c_str());
   }
   std::printf("# per step: %.1f us of communication, %.1f us exposed (the rest overlaps backward or other "
               "compute)\n",

@@ -3,6 +3,8 @@
 // timed by CUDA events around one replay.
 #include "dist/bench_timing.h"
 
+#include <chrono>
+
 #include "dist/comm_timer.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -23,19 +25,33 @@ const char* bench_timing_name(BenchTiming timing) { return timing == BenchTiming
 
 namespace {
 
-double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch) {
+double eager_seconds(Comm& comm, int warmup, int iters, const std::function<CommWork()>& launch, BenchLoad* load,
+                     bool* outlasted) {
   CommWork work;
   for (int i = 0; i < warmup; ++i) work = launch();
   work.wait();
-  comm.barrier();  // the ranks start the batch together
   CommTimer timer(comm);
-  timer.start();
-  // Only the last CommWork is kept: calls on one comm run in order, and a wait for each would
-  // add a compute-stream round trip per call that nccl-tests does not pay either.
-  for (int i = 0; i < iters; ++i) work = launch();
-  const double seconds = timer.stop() / iters;
-  work.wait();
-  return seconds;
+  const auto began = std::chrono::steady_clock::now();
+  for (int attempt = 1;; ++attempt) {
+    if (load) load->start(iters);
+    comm.barrier();  // the ranks start the batch together
+    timer.start();
+    // Only the last CommWork is kept: calls on one comm run in order, and a wait for each would
+    // add a compute-stream round trip per call that nccl-tests does not pay either.
+    for (int i = 0; i < iters; ++i) work = launch();
+    const double seconds = timer.stop() / iters;
+    work.wait();
+    if (!load) return seconds;
+    // Every rank's load must have outlasted the batch, else all time it again with a longer one,
+    // within the bounds (the slowest rank's clock decides, so all stop together).
+    double state[2] = {load->finish(seconds) ? 0.0 : 1.0,
+                       std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count()};
+    comm.host_allreduce(state, 2, HostReduce::Max);
+    if (state[0] == 0.0 || attempt >= kLoadTries || state[1] >= kLoadWallSeconds) {
+      if (outlasted) *outlasted = state[0] == 0.0;
+      return seconds;
+    }
+  }
 }
 
 #if NANODIST_WITH_CUDA
@@ -91,8 +107,11 @@ double graph_seconds(Comm& comm, int warmup, int iters, const std::function<Comm
 
 }  // namespace
 
-double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch) {
+double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch,
+                     BenchLoad* load, bool* load_outlasted) {
+  if (load_outlasted) *load_outlasted = true;
   ND_CHECK(iters >= 1, "time_launches: iters must be >= 1, got " << iters);
+  ND_CHECK(!load || timing == BenchTiming::Eager, "time_launches: a load needs eager timing");
   double seconds = 0;
   if (timing == BenchTiming::Graph) {
     ND_CHECK_INPUT(comm.device().is_cuda(), "--timing graph needs --device cuda (CUDA graphs)");
@@ -100,7 +119,7 @@ double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, cons
     seconds = graph_seconds(comm, warmup, iters, launch);
 #endif
   } else {
-    seconds = eager_seconds(comm, warmup, iters, launch);
+    seconds = eager_seconds(comm, warmup, iters, launch, load, load_outlasted);
   }
   comm.host_allreduce(&seconds, 1, HostReduce::Max);
   return seconds;

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "dist/bench_load.h"
 #include "dist/comm.h"
 
 namespace nd::dist {
@@ -19,7 +20,14 @@ const char* bench_timing_name(BenchTiming timing);
 // ranks. Collective: every rank calls it with the same arguments. `warmup` untimed calls first
 // (graph: one untimed replay of the captured batch). Graph needs a GPU comm and calls that can be
 // captured (run each layout once eagerly before: the first call of a layout agrees with the
-// other ranks on the host); where capture fails on any rank, every rank raises.
-double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch);
+// other ranks on the host); where capture fails on any rank, every rank raises. With `load` (eager
+// only), the batch is timed while the load runs beside it on the same GPU, and timed again with a
+// longer load until the load outlasted the batch on every rank, at most kLoadTries times and no
+// longer than kLoadWallSeconds in all: where the load never outlasted it, the last try's time is
+// returned anyway and `*load_outlasted` (if given) says false, the same on every rank.
+constexpr int kLoadTries = 3;
+constexpr double kLoadWallSeconds = 20.0;
+double time_launches(Comm& comm, BenchTiming timing, int warmup, int iters, const std::function<CommWork()>& launch,
+                     BenchLoad* load = nullptr, bool* load_outlasted = nullptr);
 
 }  // namespace nd::dist

@@ -245,7 +245,9 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     int64_t wrong = c.wrong(comm);
     comm.host_allreduce(&wrong, 1, HostReduce::Sum);
 
-    const double seconds = time_launches(comm, options.timing, options.warmup, options.iters, [&] { return c.run(comm); });
+    bool outlasted = true;
+    const double seconds = time_launches(comm, options.timing, options.warmup, options.iters, [&] { return c.run(comm); },
+                                         options.load, &outlasted);
 
     BenchCommRow row;
     row.count = total;
@@ -256,6 +258,7 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
     row.algbw_gbps = static_cast<double>(row.bytes) / seconds / 1e9;
     row.busbw_gbps = row.algbw_gbps * bus_factor(options.op, comm.size());
     row.wrong = wrong;
+    row.load_outlasted = outlasted;
     rows.push_back(row);
     if (on_row) on_row(row);
   }

@@ -37,6 +37,8 @@ struct BenchCommOptions {
   int iters = 20;
   BenchTiming timing = BenchTiming::Eager;  // --timing: eager launches, or the batch replayed as a CUDA graph
   RingOptions ring_options;
+  // --load gemm: compute beside every timed batch (eager timing only); null = the GPU otherwise idle.
+  BenchLoad* load = nullptr;
 };
 
 struct BenchCommRow {
@@ -48,6 +50,9 @@ struct BenchCommRow {
   double algbw_gbps = 0;  // bytes / time
   double busbw_gbps = 0;  // algbw x the op's bus factor (nccl-tests' convention)
   int64_t wrong = 0;      // mismatched elements, summed over all ranks
+  // With a load: false where the load ended before the timed calls did (time_launches' bounds),
+  // so the time is partly that of an idle GPU. Always true without a load.
+  bool load_outlasted = true;
 };
 
 // busbw / algbw as nccl-tests defines it: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,

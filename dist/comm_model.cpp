@@ -1,6 +1,7 @@
 // The alpha-beta fit (comm_model.h): closed-form weighted least squares, the table's CSV.
 #include "dist/comm_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -31,8 +32,8 @@ int collective_steps(BenchOp op, int nranks) {
 
 double AlphaBetaFit::predict_us(int64_t bytes, int ranks) const {
   if (ranks <= 1) return 0.0;
-  const BenchOp kind = op_of(op);
   if (ranks == nranks) return alpha_us + beta_us_per_byte * static_cast<double>(bytes);
+  const BenchOp kind = op_of(op);
   const double alpha_step = alpha_us / collective_steps(kind, nranks);
   const double beta_bus = beta_us_per_byte / bus_factor(kind, nranks);
   return alpha_step * collective_steps(kind, ranks) + beta_bus * bus_factor(kind, ranks) * static_cast<double>(bytes);
@@ -76,22 +77,30 @@ AlphaBetaFit fit_alpha_beta(const std::vector<int64_t>& bytes, const std::vector
   return fit;
 }
 
-AlphaBetaFit fit_rows(const std::vector<BenchCommRow>& rows) {
-  std::vector<int64_t> bytes;
-  std::vector<double> times;
+SweepPoints sweep_points(const std::vector<BenchCommRow>& rows) {
+  SweepPoints points;
   for (const BenchCommRow& row : rows) {
-    bytes.push_back(row.bytes);
-    times.push_back(row.time_us);
+    points.bytes.push_back(row.bytes);
+    points.time_us.push_back(row.time_us);
   }
-  return fit_alpha_beta(bytes, times);
+  return points;
 }
 
-std::string fit_csv_header() { return "op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points"; }
+AlphaBetaFit fit_rows(const std::vector<BenchCommRow>& rows) {
+  const SweepPoints points = sweep_points(rows);
+  return fit_alpha_beta(points.bytes, points.time_us);
+}
+
+// Tables written before piecewise fits have the first 8 fields; those rows time every size.
+std::string fit_csv_header() {
+  return "op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points,min_bytes,max_bytes";
+}
 
 std::string format_fit_csv(const AlphaBetaFit& fit) {
   char line[512];
-  std::snprintf(line, sizeof line, "%s,%s,%d,%.4f,%.6e,%.4f,%.4f,%d", fit.op.c_str(), fit.impl.c_str(), fit.nranks,
-                fit.alpha_us, fit.beta_us_per_byte, fit.rms_rel_err, fit.max_rel_err, fit.points);
+  std::snprintf(line, sizeof line, "%s,%s,%d,%.4f,%.6e,%.4f,%.4f,%d,%lld,%lld", fit.op.c_str(), fit.impl.c_str(),
+                fit.nranks, fit.alpha_us, fit.beta_us_per_byte, fit.rms_rel_err, fit.max_rel_err, fit.points,
+                static_cast<long long>(fit.min_bytes), static_cast<long long>(fit.max_bytes));
   return line;
 }
 
@@ -108,8 +117,9 @@ std::vector<AlphaBetaFit> parse_fit_table(const std::string& text, const std::st
     std::stringstream cells(line);
     std::string cell;
     while (std::getline(cells, cell, ',')) fields.push_back(cell);
-    ND_CHECK_INPUT(fields.size() == 8, what << " line " << number << ": expected 8 fields (" << fit_csv_header()
-                                            << "), got " << fields.size());
+    ND_CHECK_INPUT(fields.size() == 8 || fields.size() == 10,
+                   what << " line " << number << ": expected 10 fields (" << fit_csv_header() << "; 8 in older tables), got "
+                        << fields.size());
     AlphaBetaFit fit;
     fit.op = fields[0];
     fit.impl = fields[1];
@@ -121,12 +131,18 @@ std::vector<AlphaBetaFit> parse_fit_table(const std::string& text, const std::st
       fit.rms_rel_err = std::stod(fields[5]);
       fit.max_rel_err = std::stod(fields[6]);
       fit.points = std::stoi(fields[7]);
+      if (fields.size() == 10) {
+        fit.min_bytes = std::stoll(fields[8]);
+        fit.max_bytes = std::stoll(fields[9]);
+      }
     } catch (const std::exception&) {
       ND_FAIL_INPUT(what << " line " << number << ": a number does not parse: " << line);
     }
     (void)op_of(fit.op);  // an unknown op is an input error naming it
     ND_CHECK_INPUT(fit.nranks >= 2 && fit.alpha_us >= 0 && fit.beta_us_per_byte >= 0,
                    what << " line " << number << ": needs nranks >= 2 and alpha, beta >= 0: " << line);
+    ND_CHECK_INPUT(fit.min_bytes >= 0 && fit.max_bytes >= fit.min_bytes,
+                   what << " line " << number << ": needs 0 <= min_bytes <= max_bytes: " << line);
     table.push_back(fit);
   }
   return table;
@@ -148,6 +164,18 @@ const AlphaBetaFit* find_fit(const std::vector<AlphaBetaFit>& table, const std::
     if (!best || std::abs(fit.nranks - nranks) < std::abs(best->nranks - nranks)) best = &fit;
   }
   return best;
+}
+
+CollectiveModel find_model(const std::vector<AlphaBetaFit>& table, const std::string& op, const std::string& impl,
+                           int nranks) {
+  CollectiveModel model;
+  const AlphaBetaFit* nearest = find_fit(table, op, impl, nranks);
+  if (!nearest) return model;
+  for (const AlphaBetaFit& fit : table)
+    if (fit.op == op && fit.impl == impl && fit.nranks == nearest->nranks) model.pieces.push_back(fit);
+  std::stable_sort(model.pieces.begin(), model.pieces.end(),
+                   [](const AlphaBetaFit& a, const AlphaBetaFit& b) { return a.min_bytes < b.min_bytes; });
+  return model;
 }
 
 }  // namespace nd::dist

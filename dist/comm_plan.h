@@ -1,8 +1,9 @@
 // The communication a training step issues, predicted from a GPT shape and a layout (dp, tp with
 // or without sequence parallelism, pp, ZeRO stage), and timed with the alpha-beta model
 // (dist/comm_model.h): every collective with its group, size, calls per step, whether the
-// schedule hides it (behind backward or other compute) or exposes it, and the model's time. Behind
-// `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
+// schedule overlaps it with compute, the model's time (the idle GPU's fit, plus the GEMM in
+// flight it waits for where it is issued beside one) and the part the compute stream waits for
+// (dist/comm_overlap.h; GEMMs timed from their FLOPs at a GEMM rate). Behind `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
 // the pp and ZeRO lists follow the standard schedules (1F1B, Megatron's distributed optimizer, FSDP).
 #pragma once
 #include <cstdint>
@@ -27,6 +28,21 @@ struct PlanShape {
   int param_bytes = 2;
   int grad_bytes = 4;    // the gradients data parallelism reduces (--grad-dtype)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
+  bool fused_mlp = true;  // ops::gelu_mlp (autograd/fusions.h): the MLP's input gradient has no GEMM beside it
+  // The rate the compute beside a collective runs at: 600 TFLOP/s, the backward linears of GPT-2
+  // 124M on an H100 (578-637 TFLOP/s, docs/PERFORMANCE.md "One GPT-2 124M step, op by op").
+  double gemm_tflops = 600.0;
+  // Backward after the last block's GEMMs: the first block's ln_1 and the embedding's backward,
+  // which no GEMM rate times (180-205 us measured on an H200 for GPT-2 124M at B = 16 and GPT-2
+  // large at B = 8, docs/PERFORMANCE.md). The buckets of block 0 are ready this long before the
+  // embeddings' gradients.
+  double backward_tail_us = 200.0;
+  // The kernels between a block's linears that a data-parallel bucket may wait for, in ps per
+  // element of the B x T x C activation: the LayerNorm's backward (105 us per call for 32 x 1024 x
+  // 768) and the residual add's backward (34 us), both from the op timer's GPT-2 124M step on an
+  // H100 at commit 94793db (docs/PERFORMANCE.md, "After the fusion fixes").
+  double norm_backward_ps = 4.17;
+  double add_backward_ps = 1.36;
 };
 
 struct PlannedCall {
@@ -36,15 +52,22 @@ struct PlannedCall {
   int ranks = 0;
   int64_t bytes = 0;  // bench-comm's convention: all-reduce buffer, reduce-scatter input, all-gather output
   int64_t calls = 0;  // per optimizer step
-  bool hidden = false;  // overlapped by the schedule
-  double time_us = -1;  // per call from the model; -1 without a fit for (op, impl)
+  bool hidden = false;  // overlapped with compute by the schedule
+  // The GEMM in flight the call waits for before it runs (us at gemm_tflops); kBesideAll where
+  // the schedule hides it whole (other stages' compute, prefetches). Data-parallel buckets: the
+  // backward kernel after the one that readied them (0 in backward's tail).
+  double beside_us = 0;
+  double time_us = -1;     // per call from the model (that wait included); -1 without a fit for (op, impl)
+  double exposed_us = -1;  // per call: the part the compute stream waits for
 };
+constexpr double kBesideAll = 1e300;
 
 struct StepPlan {
   std::vector<PlannedCall> calls;
   double total_us = 0;    // every call's time
-  double exposed_us = 0;  // the calls the schedule does not hide
+  double exposed_us = 0;  // every call's exposed part
   std::vector<std::string> missing;  // (op impl) pairs the table lacks
+  double backward_us = 0;  // one micro-batch's backward GEMMs at gemm_tflops (what dp buckets hide behind)
 };
 
 // Elements of each entry of the flat parameter buffer in its layout order (reverse registration
@@ -55,6 +78,9 @@ int64_t flat_numel(const PlanShape& shape);
 // The data-parallel buckets' lengths in elements (dist/data_parallel.h's rule: the first up to
 // first_bucket_mb, then bucket_mb, in layout order, the last to the buffer's end).
 std::vector<int64_t> bucket_lengths(const PlanShape& shape);
+
+// For each bucket of bucket_lengths, the index (in flat_entry_sizes) of its last entry.
+std::vector<size_t> bucket_last_entries(const PlanShape& shape);
 
 // Raises on shapes that do not split (heads or vocabulary by tp, batch by tp with sequence
 // parallelism, layers by pp). `impl` names the table's implementation (native, ring, ...).

@@ -165,13 +165,13 @@ void PeerComm::build_auto_table() {
   if (!text.empty() && !measured_table) {
     const std::vector<AlphaBetaFit> table = parse_fit_table(text, options_.table_path);
     bool any = false;
-    for (AllReduceChoice c : kChoices) any = any || find_fit(table, "allreduce", choice_name(c), n) != nullptr;
+    for (AllReduceChoice c : kChoices) any = any || !find_model(table, "allreduce", choice_name(c), n).empty();
     ND_CHECK_INPUT(any, "the fit table " << options_.table_path
                                          << " has no allreduce fits (oneshot, twoshot, ring, native, push)");
     auto_table_ = decide_by_size([&](AllReduceChoice c, int64_t bytes) {
       if (bytes > largest_bytes(c)) return -1.0;
-      const AlphaBetaFit* fit = find_fit(table, "allreduce", choice_name(c), n);
-      return fit ? fit->predict_us(bytes, n) : -1.0;
+      const CollectiveModel model = find_model(table, "allreduce", choice_name(c), n);  // piecewise rows too
+      return model.empty() ? -1.0 : model.predict_us(bytes, n);
     });
     return;
   }

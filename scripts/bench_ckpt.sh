@@ -57,18 +57,26 @@ echo "checkpoint $ckpt: $bytes bytes; last save ${save_s} s; dd conv=fsync of th
 # Step times: the wall time from one step's line to the next, so a save's pause at the step
 # boundary counts in the step after it. A step is "around a save" when an asynchronous save was in
 # flight during it: from the save's step line to its "saved" line. The slow-down is their mean
-# against the median of the other steps of the same run (the first two steps, warm-up, left out).
+# against the median of the other steps of the same run (the first two steps, warm-up, left out);
+# then the stricter measure: the slowest single step around a save against the same median, of the
+# steps in flight and those whose wall time holds a "saved" line (the completion: index, prune;
+# marked +, counted among the other steps above as before).
 awk -F '\t' '
   $2 ~ /^step +[0-9]+\// { split($2, f, /[ \/]+/); n = f[2] + 0; at[n] = $1; last = n }
   $2 ~ /^saved .*ckpt_[0-9]+\.h5/ { match($2, /ckpt_[0-9]+/); k = substr($2, RSTART + 5, RLENGTH - 5) + 0
-                                    if (k in at && last > k) for (m = k + 1; m <= last; m++) around[m] = 1 }
+                                    if (k in at && last > k) { for (m = k + 1; m <= last; m++) around[m] = 1; done[last + 1] = 1 } }
   END {
     for (n = 3; n <= last; n++) if ((n in at) && ((n - 1) in at)) {
-      d = 1000 * (at[n] - at[n - 1]); line = line sprintf(" %d:%.0f%s", n, d, (n in around) ? "*" : "")
+      d = 1000 * (at[n] - at[n - 1]); line = line sprintf(" %d:%.0f%s%s", n, d, (n in around) ? "*" : "", (n in done) ? "+" : "")
       if (n in around) { a += d; na++ } else o[++no] = d }
-    print "step wall times in ms (* = an asynchronous save in flight):" line
+    print "step wall times in ms (* = an asynchronous save in flight, + = a save completed in it):" line
     if (na == 0 || no == 0) { print "no step ran while a save was in flight (synchronous saves, or too few steps)"; exit }
     for (i = 1; i <= no; i++) for (j = i + 1; j <= no; j++) if (o[j] < o[i]) { t = o[i]; o[i] = o[j]; o[j] = t }
     med = no % 2 ? o[(no + 1) / 2] : (o[no / 2] + o[no / 2 + 1]) / 2
-    printf "steps with a save in flight: %d, mean %.0f ms; other steps: %d, median %.0f ms; slow-down %.1f%%\n", na, a / na, no, med, 100 * (a / na / med - 1) }
+    printf "steps with a save in flight: %d, mean %.0f ms; other steps: %d, median %.0f ms; slow-down %.1f%%\n", na, a / na, no, med, 100 * (a / na / med - 1)
+    # The stricter measure: the slowest single step around a save (in flight, or holding its
+    # completion) against the same median; the bar holds only when this one is under it.
+    for (n = 3; n <= last; n++) if (((n in around) || (n in done)) && ((n - 1) in at)) {
+      d = 1000 * (at[n] - at[n - 1]); if (worst == "" || d > worst) { worst = d; wn = n } }
+    printf "worst step around a save: step %d, %.0f ms against the median %.0f ms; slow-down %.1f%%\n", wn, worst, med, 100 * (worst / med - 1) }
 ' "$out/train_timed.txt"

@@ -3,26 +3,34 @@
 # at dp 2 and at tp 2) `nanodist plan` predicts the communication per step and the part of it that
 # is exposed, and a short traced training run (`train --trace`, eager steps) measures both; prints
 # predicted, measured and predicted / measured per run (the bar: within 20%, 0.8..1.2), and writes
-# them to OUT/plan_vs_measured.tsv. Measured = the largest over ranks. --table FITS uses a fit
-# table of `bench-comm --fit-table` (else plan's built-in one). --device cpu --tiny: a 2-layer
-# model on MPI, a smoke test of this script in seconds.
+# them to OUT/plan_vs_measured.tsv. Measured (scripts/trace_comm.py): communication = per call the
+# shortest time over ranks (the collective's own time, a rank's wait for a late peer excluded),
+# summed; exposed = the compute stream's idle time under collectives in the gaps they end in, of
+# the rank that waits least (the others' extra is waiting for it). --table FITS uses a fit table of
+# `bench-comm --fit-table` (plan reads its idle rows; "+gemm" rows of `--load gemm` load but are
+# not used), else plan's built-in table; --plan-flags passes more flags to plan (e.g. "--gemm-tflops 700"); --reuse keeps the
+# traces of an earlier run into the same --out (no GPU needed: another table against the same
+# steps). --device cpu --tiny: a 2-layer model on MPI, a smoke test of this script in seconds.
 #
 # usage: scripts/check_plan.sh [--out out/check_plan] [--table FITS.csv] [--steps 6] [--bin build/nanodist]
-#                              [--runs "small_dp2 small_tp2 large_dp2 large_tp2"] [--device cpu --tiny]
+#                              [--runs "small_dp2 small_tp2 large_dp2 large_tp2"] [--plan-flags "..."]
+#                              [--reuse] [--device cpu --tiny]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-out=out/check_plan; table=""; steps=6; bin=build/nanodist; device=cuda; tiny=0
+out=out/check_plan; table=""; plan_flags=""; reuse=0; steps=6; bin=build/nanodist; device=cuda; tiny=0
 runs="small_dp2 small_tp2 large_dp2 large_tp2"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --table) table=$2; shift 2 ;;
+    --plan-flags) plan_flags=$2; shift 2 ;;
+    --reuse) reuse=1; shift ;;
     --steps) steps=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --runs) runs=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
     --tiny) tiny=1; shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "check_plan.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -39,7 +47,7 @@ if [[ "$tiny" == 1 ]]; then
 else
   large="--config configs/gpt2_774m.conf"; small="--config configs/gpt2_124m.conf"; vocab=50257; tokens=4000000
 fi
-[[ -f "$data/train.bin" ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
+[[ -f "$data/train.bin" || "$reuse" == 1 ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
 # The last two steps are traced (eager: the trace turns the CUDA graph off for them); the graph
 # stays off for the others too, as its capture would only lengthen the run.
 trace_steps="$((steps - 1)):$steps"
@@ -62,21 +70,24 @@ for name in $runs; do
   # shellcheck disable=SC2206  # $model holds flag/value pairs
   shape=($model --vocab-size "$vocab" --tp "$tp" --batch-size "$batch" --grad-accum 1)
   plan_log="$out/logs/$name.plan.txt" train_log="$out/logs/$name.train.log"
-  if ! "$bin" plan "${shape[@]}" --dp "$dp" "${table_flags[@]}" >"$plan_log" 2>&1; then
+  # shellcheck disable=SC2086  # $plan_flags holds flag/value pairs
+  if ! "$bin" plan "${shape[@]}" --dp "$dp" "${table_flags[@]}" $plan_flags >"$plan_log" 2>&1; then
     echo "$name: plan failed: $(tail -n 1 "$plan_log")"; status=1; continue
   fi
-  rm -rf "$out/runs/$name"
-  if ! mpirun -np 2 --bind-to none --oversubscribe "$bin" train "${shape[@]}" --data "$data" --out "$out/runs/$name" \
+  if [[ "$reuse" == 1 && -f "$out/runs/$name.trace.json" ]]; then
+    :  # the traced steps of an earlier run
+  elif [[ "$reuse" == 1 ]]; then
+    echo "$name: --reuse, but no $out/runs/$name.trace.json"; status=1; continue
+  elif rm -rf "$out/runs/$name" && ! mpirun -np 2 --bind-to none --oversubscribe "$bin" train "${shape[@]}" --data "$data" --out "$out/runs/$name" \
       --max-iters "$steps" --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --no-checkpoint \
       --cuda-graph false \
       --trace "$out/runs/$name.trace.json" --trace-steps "$trace_steps" >"$train_log" 2>&1; then
     echo "$name: training failed; last lines of $train_log:"; tail -n 5 "$train_log"; status=1; continue
   fi
-  # plan: "# per step: T us of communication, E us exposed ..."; trace: one line per rank.
+  # plan: "# per step: T us of communication, E us exposed ..."; trace: "communication MS exposed MS".
   read -r plan_comm plan_exposed < <(sed -n 's/^# per step: \([0-9.]*\) us of communication, \([0-9.]*\) us exposed.*/\1 \2/p' "$plan_log")
-  read -r meas_comm meas_exposed < <(awk '/trace: rank [0-9]+: compute/ {
-      for (i = 1; i <= NF; ++i) { if ($i == "communication" && $(i-1) == "|") c = $(i+1); if ($i == "exposed") e = $(i+2) }
-      if (c > mc) mc = c; if (e > me) me = e } END { print mc + 0, me + 0 }' "$train_log")
+  python3 scripts/trace_comm.py "$out/runs/$name.trace.json" --verbose >"$out/logs/$name.measured.txt" 2>&1 || true
+  read -r meas_comm meas_exposed < <(awk '$1 == "communication" { print $2, $4 }' "$out/logs/$name.measured.txt")
   if [[ -z "${plan_comm:-}" || -z "${meas_comm:-}" ]]; then
     echo "$name: could not read the plan or the trace (see $plan_log, $train_log)"; status=1; continue
   fi

@@ -26,18 +26,27 @@ STYLES = {"native": "-", "ring": "--", "hierarchical": "--", "oneshot": ":", "tw
 
 def read_files(paths):
     """(curves, fits, cells): curves {(op, impl, nranks, type): [(size, busbw, wrong, time_us)]} sorted by
-    size; fits [(op, impl, nranks, alpha_us, beta_us_per_byte, rms)]; p2p cells [(nranks, src, dst,
+    size; fits [(op, impl, nranks, alpha_us, beta_us_per_byte, rms, min_bytes, max_bytes)], a row per
+    piece of a piecewise fit (0, 0: one line for every size, as older tables); p2p cells [(nranks, src, dst,
     latency_us, bw_gbps)]."""
     curves, fits, cells = defaultdict(list), [], []
     for path in paths:
         with open(path, newline="") as f:
             reader = csv.DictReader(f)
             fields = reader.fieldnames or []
+            if "alpha_us" in fields:
+                # Fit tables by position: rows of 8 fields (older) and 10 (with the piece's range) may
+                # share a file, and appended tables repeat the header.
+                f.seek(0)
+                for fields_of_row in csv.reader(f):
+                    if len(fields_of_row) < 8 or fields_of_row[0] == "op":
+                        continue
+                    lo, hi = (int(fields_of_row[8]), int(fields_of_row[9])) if len(fields_of_row) >= 10 else (0, 0)
+                    fits.append((fields_of_row[0], fields_of_row[1], int(fields_of_row[2]), float(fields_of_row[3]), float(fields_of_row[4]),
+                                 float(fields_of_row[5]), lo, hi))
+                continue
             for row in reader:
-                if "alpha_us" in fields:
-                    fits.append((row["op"], row["impl"], int(row["nranks"]), float(row["alpha_us"]),
-                                 float(row["beta_us_per_byte"]), float(row["rms_rel_err"])))
-                elif "src" in fields:
+                if "src" in fields:
                     cells.append((int(row["nranks"]), int(row["src"]), int(row["dst"]), float(row["latency_us"]),
                                   float(row["bw_gbps"])))
                 else:
@@ -81,11 +90,14 @@ def draw_curves(axes_rows, ops, curves, fits, line_rate):
             wrong = [p[0] for p in points if p[2] > 0]
             if wrong:
                 print(f"warning: {op} {impl} {nranks} ranks has wrong elements at sizes {wrong}", file=sys.stderr)
-            for fop, fimpl, fn, alpha, beta, rms in fits:
-                if (fop, fimpl, fn) == (op, impl, nranks):
-                    lat.plot(sizes, [alpha + beta * s for s in sizes], "-", linewidth=0.8, alpha=0.6, color=color,
-                             label=f"fit {impl}: {alpha:.1f} us + bytes / {1e-3 / beta if beta else float('inf'):.0f}"
-                                   f" GB/s (rms {100 * rms:.0f}%)")
+            pieces = [f for f in fits if f[:3] == (op, impl, nranks)]
+            for fop, fimpl, fn, alpha, beta, rms, lo, hi in pieces:
+                span = [s for s in sizes if hi == 0 or lo <= s <= hi]
+                label = (f"fit {impl}: {alpha:.1f} us + bytes / {1e-3 / beta if beta else float('inf'):.0f}"
+                         f" GB/s (rms {100 * rms:.0f}%)") if len(pieces) == 1 else \
+                    f"fit {impl}: {len(pieces)} pieces" if lo == pieces[0][6] else None
+                lat.plot(span, [alpha + beta * s for s in span], "-", linewidth=0.8, alpha=0.6, color=color,
+                         label=label)
         if not sizes_seen:
             continue
         all_sizes = sorted(sizes_seen)

@@ -11,7 +11,7 @@
 namespace nd::train {
 namespace {
 
-constexpr uint64_t kPrime = 0x100000001b3ull;  // FNV-1a's: odd, so (h ^ w) * p is a bijection in w
+constexpr uint64_t kPrime = kChecksumPrime;
 
 inline uint64_t load_word(const unsigned char* p) {
   uint64_t w;
@@ -51,7 +51,11 @@ void Checksum64::add(const void* bytes, size_t nbytes) {
   ended_ = nbytes % 32 != 0;
 }
 
-uint64_t Checksum64::value() const { return mix(mix(mix(mix(h_[0] ^ length_) ^ h_[1]) ^ h_[2]) ^ h_[3]); }
+uint64_t Checksum64::value() const { return checksum64_of_lanes(h_, length_); }
+
+uint64_t checksum64_of_lanes(const uint64_t lanes[4], uint64_t nbytes) {
+  return mix(mix(mix(mix(lanes[0] ^ nbytes) ^ lanes[1]) ^ lanes[2]) ^ lanes[3]);
+}
 
 uint64_t checksum64(const void* bytes, size_t nbytes) {
   Checksum64 sum;

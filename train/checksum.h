@@ -20,6 +20,13 @@ constexpr const char* kChunkedChecksum = "checksum64 of 1 MiB chunks";
 uint64_t combine_chunk_checksums(const uint64_t* chunk_sums, size_t count);
 uint64_t chunked_checksum64(const void* bytes, size_t nbytes);
 
+// checksum64 taken by a pass that reads the words anyway (the CPU update, checksummed_adamw.h):
+// lane i starts at kChecksumSeed ^ i and takes words i, i + 4, ... as h = (h ^ word) * kChecksumPrime;
+// checksum64_of_lanes then gives checksum64 of those nbytes (a multiple of 32).
+constexpr uint64_t kChecksumSeed = 0xcbf29ce484222325ull;
+constexpr uint64_t kChecksumPrime = 0x100000001b3ull;  // FNV-1a's: odd, so (h ^ w) * p is a bijection in w
+uint64_t checksum64_of_lanes(const uint64_t lanes[4], uint64_t nbytes);
+
 // checksum64 over bytes that come in pieces (a checkpoint writer's chunks): every piece but the
 // last must be a multiple of 32 bytes; value() equals checksum64 of all the pieces joined.
 class Checksum64 {
@@ -28,8 +35,7 @@ class Checksum64 {
   uint64_t value() const;
 
  private:
-  uint64_t h_[4] = {0xcbf29ce484222325ull, 0xcbf29ce484222325ull ^ 1, 0xcbf29ce484222325ull ^ 2,
-                    0xcbf29ce484222325ull ^ 3};
+  uint64_t h_[4] = {kChecksumSeed, kChecksumSeed ^ 1, kChecksumSeed ^ 2, kChecksumSeed ^ 3};
   uint64_t length_ = 0;
   bool ended_ = false;  // a piece that is not a multiple of 32 bytes came: it must be the last
 };

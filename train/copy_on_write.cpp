@@ -148,6 +148,39 @@ void CopyOnWrite::before_update(const float* data, int64_t n) {
   for_each_chunk(data, n, [this](size_t region, int64_t chunk) { protect(region, chunk); });
 }
 
+int64_t CopyOnWrite::before_update_hashed_by_caller(const float* data, int64_t n) {
+  if (!armed() || n <= 0) return -1;
+  size_t region = 0;
+  int64_t chunk = -1, count = 0;
+  for_each_chunk(data, n, [&](size_t r, int64_t c) {
+    region = r;
+    chunk = c;
+    ++count;
+  });
+  if (count != 1 || chunk_begin(regions_[region].live, chunk) != data || chunk_floats(region, chunk) != n) {
+    before_update(data, n);
+    return -1;
+  }
+  std::atomic<uint8_t>& s = state(region, chunk);
+  while (true) {
+    uint8_t written = kWritten;
+    if (s.compare_exchange_strong(written, kHashing, std::memory_order_acq_rel)) return first_[region] + chunk;
+    if (written == kLive) {  // not on disk yet: copied (and hashed from the copy) as before_update does
+      protect(region, chunk);
+      return -1;
+    }
+    if (written == kHashed || written == kCopied) return -1;
+    wait_while(region, chunk, static_cast<State>(written));
+  }
+}
+
+void CopyOnWrite::hashed_by_update(int64_t token, uint64_t checksum) {
+  sums_[token] = checksum;
+  states_[token].store(kHashed, std::memory_order_release);
+  hashed_.fetch_add(1);
+  changed();
+}
+
 int64_t CopyOnWrite::writer_position(const float* data, int64_t n) {
   int64_t first = -1;
   if (!armed() || n <= 0) return first;

@@ -5,7 +5,8 @@
 // the writer sees every byte as it was when arm() was called, and the update copies only what
 // the disk has not taken yet. The update also takes the chunks' checksums (checksum.h), as it
 // reads every old byte anyway: of a chunk it copies, from the copy; of one the writer has written,
-// just before changing it. The writer hashes only regions nobody updates (no side buffer).
+// just before changing it, or on its own pass (before_update_hashed_by_caller). The writer hashes
+// only regions nobody updates (no side buffer).
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -64,6 +65,14 @@ class CopyOnWrite {
   // chunks of armed regions in that range that the writer has not taken, waits for one it is
   // writing, checksums one it has written. Returns at once when not armed.
   void before_update(const float* data, int64_t n);
+
+  // before_update for an update that reads the old bytes anyway (checksummed_adamw.h): when
+  // [data, data + n) is exactly one chunk of an armed region and the writer has written it, its
+  // checksum is left to the caller, who hands it over with hashed_by_update(token, checksum64 of
+  // those n floats as they are now) before anyone may wait for it (no throw in between). Returns
+  // that token, else -1 after doing what before_update does.
+  int64_t before_update_hashed_by_caller(const float* data, int64_t n);
+  void hashed_by_update(int64_t token, uint64_t checksum);
 
   // Where the writer stands relative to [data, data + n): -1 when no chunk of it waits for the
   // writer (all written or copied, or not part of the snapshot), else the writer's position (in

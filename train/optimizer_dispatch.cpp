@@ -11,6 +11,7 @@
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/global_norm.h"
+#include "train/checksummed_adamw.h"
 #include "train/copy_on_write.h"
 
 namespace nd::train {
@@ -98,19 +99,36 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
   if (saving && !half) {
     // A checkpoint is being written from these buffers: slot by slot, each thread hands the slot's
     // params, m and v to the save (which copies what it has not written yet) and then updates it,
-    // the copy's reads still in cache. Elementwise, so the result is the same bits.
+    // the copy's reads still in cache; the checksums of what the writer has written are taken on
+    // the update's own pass. Elementwise, so the result is the same bits.
     float* params = state.params.data<float>();
     std::vector<std::pair<const FlatRun*, int64_t>> slots = slots_for_saving(*cow, runs, params, m, v);
     const int64_t count = static_cast<int64_t>(slots.size());
+    const cpu::AdamWScalars<float> decayed =
+        cpu::adamw_scalars<float>(h.lr, h.beta1, h.beta2, h.eps, h.weight_decay, h.step, grad_scale);
+    const cpu::AdamWScalars<float> plain = cpu::adamw_scalars<float>(h.lr, h.beta1, h.beta2, h.eps, 0.0f, h.step, grad_scale);
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t k = 0; k < count; ++k) {
       const FlatRun& r = *slots[k].first;
       const int64_t at = slots[k].second, n = std::min(kUpdateSlot, r.length - at);
-      cow->before_update(params + r.param + at, n);
-      cow->before_update(m + r.local + at, n);
-      cow->before_update(v + r.local + at, n);
-      cpu::adamw_update(params + r.param + at, grads + r.grad + at, m + r.local + at, v + r.local + at, n, h.lr,
-                        h.beta1, h.beta2, h.eps, r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+      float* const arrays[3] = {params + r.param + at, m + r.local + at, v + r.local + at};
+      if (n % 8 != 0) {  // a short tail: its checksums taken apart, as before_update does
+        for (float* a : arrays) cow->before_update(a, n);
+        cpu::adamw_update(arrays[0], grads + r.grad + at, arrays[1], arrays[2], n, h.lr, h.beta1, h.beta2, h.eps,
+                          r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+        continue;
+      }
+      int64_t tokens[3];
+      for (int a = 0; a < 3; ++a) tokens[a] = cow->before_update_hashed_by_caller(arrays[a], n);
+      const cpu::AdamWScalars<float>& scalars = r.decay ? decayed : plain;
+      if (tokens[0] < 0 && tokens[1] < 0 && tokens[2] < 0) {  // copied or hashed already: nothing to take
+        for (int64_t i = 0; i < n; ++i) cpu::adamw_element(scalars, arrays[0][i], grads[r.grad + at + i], arrays[1][i], arrays[2][i]);
+        continue;
+      }
+      uint64_t sums[3];
+      adamw_update_checksummed(arrays[0], grads + r.grad + at, arrays[1], arrays[2], n, scalars, sums);
+      for (int a = 0; a < 3; ++a)
+        if (tokens[a] >= 0) cow->hashed_by_update(tokens[a], sums[a]);
     }
     return norm;
   }

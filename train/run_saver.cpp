@@ -133,7 +133,10 @@ std::string RunSaver::complete_if_written(int64_t written, int64_t failed) {
 }
 
 std::string RunSaver::finish() {
-  if (!pending()) return "";
+  if (!pending()) {
+    wait_for_prune();
+    return "";
+  }
   stop_waiting_for_update();
   if (writer_) writer_->wait();
   return agree_and_complete();
@@ -147,6 +150,7 @@ std::string RunSaver::agree_and_complete() {
   std::string path;
   try {
     path = complete_pending();
+    wait_for_prune();  // the end of the run, a preemption or a save that found this one unfinished
   } catch (const Error& e) {
     error = e.message();
   }
@@ -182,8 +186,31 @@ std::string RunSaver::complete_pending() {
     std::filesystem::remove_all(parts_directory(path), ec);
     throw;
   }
-  prune_checkpoints(out_dir_, keep_);
+  if (writer_) {  // the thread is idle: it removes the old checkpoints while training goes on
+    raise_prune_error();  // of the prune before (the writer has been waited for since)
+    writer_->submit([this, dir = out_dir_, keep = keep_] {
+      try {
+        prune_checkpoints(dir, keep);
+      } catch (const Error& e) {
+        prune_error_ = e.message();
+      }
+    });
+  } else {
+    prune_checkpoints(out_dir_, keep_);
+  }
   return path;
+}
+
+void RunSaver::wait_for_prune() {
+  if (!writer_) return;
+  writer_->wait();
+  raise_prune_error();
+}
+
+void RunSaver::raise_prune_error() {
+  std::string error = std::move(prune_error_);
+  prune_error_.clear();
+  ND_CHECK_INPUT(error.empty(), error);
 }
 
 void RunSaver::fail_pending(const std::string& why) {

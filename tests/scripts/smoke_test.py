@@ -3,7 +3,7 @@
 Exit 0 = passed, 1 = failed, 77 = skipped because a package the script needs is missing
 (ctest SKIP_RETURN_CODE), so CI without matplotlib, h5py or torch stays green.
 
-usage: smoke_test.py {plot_run,plot_bandwidth,export_hf,corpus_words,collective_bars,check_plan,gpu_collectives}
+usage: smoke_test.py {plot_run,plot_bandwidth,export_hf,corpus_words,collective_bars,check_plan,plan_fits,gpu_collectives}
                      --source REPO --nanodist BIN
 """
 import argparse
@@ -172,6 +172,10 @@ def test_plot_bandwidth(ctx, tmp):
     with open(fits, "w") as f:
         f.write("op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points\n")
         f.write("allreduce,native,2,8.0,5e-06,0.01,0.02,17\n")
+        # A piecewise fit (a row per piece, with its size range) in the newer 10-field rows.
+        f.write("op,impl,nranks,alpha_us,beta_us_per_byte,rms_rel_err,max_rel_err,points,min_bytes,max_bytes\n")
+        f.write("allreduce,ring,2,9.0,0,0.01,0.02,8,8,1024\n")
+        f.write("allreduce,ring,2,12.0,4e-06,0.01,0.02,9,2048,1073741824\n")
     p2p = os.path.join(tmp, "p2p.csv")
     with open(p2p, "w") as f:
         f.write("op,impl,device,nranks,src,dst,min_bytes,max_bytes,type,latency_us,bw_gbps,wrong\n")
@@ -357,6 +361,23 @@ def test_check_plan(ctx, tmp):
         expect(abs(values[2] - round(values[0] / values[1], 2)) < 0.011, f"exposed ratio of {r}")
 
 
+def test_plan_fits(ctx, tmp):
+    """scripts/plan_fits.sh on the CPU: every unloaded sweep fitted into the table (a 10-field row per
+    piece), and check_plan.sh run with that table."""
+    out = os.path.join(tmp, "pf")
+    r = run(["bash", os.path.join(ctx.source, "scripts", "plan_fits.sh"), "--device", "cpu", "--iters", "2",
+             "--out", out, "--bin", ctx.nanodist])
+    expect("FAILED" not in r.stdout, f"a step failed:\n{r.stdout}")
+    with open(os.path.join(out, "fits_2gpu.csv")) as f:
+        rows = [line.rstrip("\n").split(",") for line in f if not line.startswith("op,")]
+    expect(all(len(row) == 10 for row in rows), f"fit rows: {rows}")
+    pairs = {(row[0], row[1]) for row in rows}
+    expect(pairs == {(op, impl) for op in ("allreduce", "reducescatter", "allgather") for impl in ("native", "ring")},
+           f"fitted pairs: {sorted(pairs)}")
+    with open(os.path.join(out, "plan", "plan_vs_measured.tsv")) as f:
+        expect(len(f.read().splitlines()) == 3, "plan_vs_measured.tsv rows")
+
+
 def test_gpu_collectives(ctx, tmp):
     """scripts/gpu_collectives.sh on the CPU (--device cpu, the bars' steps only): every step runs, the
     compare CSV holds each implementation, and bars.md has the auto and the plan tables."""
@@ -381,7 +402,7 @@ def test_gpu_collectives(ctx, tmp):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("case", choices=["plot_run", "plot_bandwidth", "export_hf", "corpus_words", "collective_bars",
-                                         "check_plan", "gpu_collectives"])
+                                         "check_plan", "plan_fits", "gpu_collectives"])
     parser.add_argument("--source", required=True)
     parser.add_argument("--nanodist", required=True)
     ctx = parser.parse_args()

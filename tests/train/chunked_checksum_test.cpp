@@ -24,17 +24,14 @@
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 #include "process_helpers.h"
+#include "checkpoint_test_util.h"
 
 namespace nd::train {
 namespace {
 
+using testing::random_floats;
 using testing::TempDir;
 constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  Generator gen(seed);
-  return Tensor::randn({n}, gen).to_float_vector();
-}
 
 TEST(ChunkedChecksum, IsTheChecksumOfTheChunksChecksumsAndCatchesAFlippedWord) {
   std::vector<float> data = random_floats(2 * kChunk + 1234, 5);
@@ -67,24 +64,6 @@ TrainConfig tiny_run(const TempDir& dir, const std::string& out) {
   return c;
 }
 
-// Flips one byte in the middle of the first slice of `index`'s part 0.
-void flip_a_byte(const std::string& index) {
-  Hdf5File file = Hdf5File::open_read(index);
-  std::istringstream lines(file.read_string("/slices"));
-  std::string line;
-  std::getline(lines, line);
-  SliceRecord r = parse_record_line(line, index);
-  std::fstream f(std::filesystem::path(index).parent_path().string() + "/" + r.part,
-                 std::ios::in | std::ios::out | std::ios::binary);
-  const int64_t at = r.file_offset + r.box.numel() * 2;
-  char byte = 0;
-  f.seekg(at);
-  f.read(&byte, 1);
-  byte ^= 0x10;
-  f.seekp(at);
-  f.write(&byte, 1);
-}
-
 TEST(ChunkedChecksum, CheckpointsWrittenTheOldWayStillLoadAndVerify) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
@@ -102,7 +81,7 @@ TEST(ChunkedChecksum, CheckpointsWrittenTheOldWayStillLoadAndVerify) {
   for (size_t i = 0; i < old_data.params.size(); ++i)
     EXPECT_EQ(old_data.params[i].second.to_float_vector(), new_data.params[i].second.to_float_vector());
   for (const std::string& index : {old_index, new_index}) {
-    flip_a_byte(index);
+    testing::flip_a_checkpoint_byte(index);
     try {
       read_checkpoint(index);
       ADD_FAILURE() << index << ": a flipped byte was not caught";
@@ -148,8 +127,7 @@ TEST(ChunkedChecksum, AWriterWhoseUpdateNeverComesCompletesWhenTold) {
   EXPECT_FALSE(cow.armed());
   ASSERT_EQ(written.size(), expected.size());
   for (size_t k = 0; k < written.size(); ++k) EXPECT_EQ(written[k].checksum, expected[k].checksum) << k;
-  const std::string part = "/rank_00000.h5";
-  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), testing::slurp_file(parts_directory(sync_index) + part));
+  EXPECT_EQ(testing::rank0_part_bytes(async_index), testing::rank0_part_bytes(sync_index));
 }
 
 // The update takes the checksums: chunks it finds written are hashed before they change, the
@@ -181,8 +159,7 @@ TEST(ChunkedChecksum, TheUpdateAfterTheSaveTakesTheChecksums) {
   EXPECT_GT(cow.copied_chunks(), 0) << "the writer had taken every chunk: the test proved less";
   ASSERT_EQ(written.size(), 1u);
   EXPECT_EQ(written[0].checksum, expected[0].checksum);
-  const std::string part = "/rank_00000.h5";
-  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), testing::slurp_file(parts_directory(sync_index) + part));
+  EXPECT_EQ(testing::rank0_part_bytes(async_index), testing::rank0_part_bytes(sync_index));
 }
 
 }  // namespace

@@ -19,17 +19,14 @@
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 #include "process_helpers.h"
+#include "checkpoint_test_util.h"
 
 namespace nd::train {
 namespace {
 
+using testing::random_floats;
 using testing::TempDir;
 constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
-
-std::vector<float> random_floats(int64_t n, uint64_t seed) {
-  Generator gen(seed);
-  return Tensor::randn({n}, gen).to_float_vector();
-}
 
 TEST(Checksum64, PiecesGiveTheChecksumOfTheWhole) {
   std::vector<float> data = random_floats(10007, 3);
@@ -162,10 +159,9 @@ TEST(CopyOnWrite, PartWrittenWhileTheMemoryChangesHoldsTheBytesOfTheSave) {
   EXPECT_GT(rounds, 0);
   EXPECT_GT(cow.copied_chunks(), 0) << "no update overtook the writer: the test proved nothing";
   EXPECT_FALSE(cow.armed()) << "the writer disarms once every byte is written";
-  const std::string part = "/rank_00000.h5";
-  const std::string expected = testing::slurp_file(parts_directory(sync_index) + part);
+  const std::string expected = testing::rank0_part_bytes(sync_index);
   EXPECT_GT(expected.size(), static_cast<size_t>(8 * kChunk * 4));
-  EXPECT_EQ(testing::slurp_file(parts_directory(async_index) + part), expected);
+  EXPECT_EQ(testing::rank0_part_bytes(async_index), expected);
 }
 
 TrainConfig run_config(const TempDir& dir, const std::string& out, const std::string& async) {
@@ -193,10 +189,9 @@ TEST(CopyOnWrite, SlowAsyncSavesWhileTrainingGoesOnEqualSynchronousOnes) {
   EXPECT_EQ(r.last_checkpoint, checkpoint_path(dir / "async", 10));
   for (int step : {5, 10}) {
     const std::string a = checkpoint_path(dir / "async", step), b = checkpoint_path(dir / "sync", step);
-    const std::string part = "/rank_00000.h5";
-    const std::string bytes = testing::slurp_file(parts_directory(a) + part);
+    const std::string bytes = testing::rank0_part_bytes(a);
     EXPECT_GT(bytes.size(), 1000u);
-    EXPECT_EQ(bytes, testing::slurp_file(parts_directory(b) + part)) << "step " << step;
+    EXPECT_EQ(bytes, testing::rank0_part_bytes(b)) << "step " << step;
   }
 }
 

@@ -16,6 +16,7 @@
 #include "train/trainer.h"
 #include "train_fixture.h"
 #include "process_helpers.h"
+#include "checkpoint_test_util.h"
 
 namespace nd::train {
 namespace {
@@ -100,24 +101,6 @@ TEST(ShardedCheckpoint, AsyncAndSyncSavesWriteIdenticalFiles) {
   }
 }
 
-// Flips one byte in the middle of the first slice of `index`'s part 0.
-void corrupt_checkpoint(const std::string& index) {
-  Hdf5File file = Hdf5File::open_read(index);
-  std::istringstream lines(file.read_string("/slices"));
-  std::string line;
-  std::getline(lines, line);
-  SliceRecord r = parse_record_line(line, index);
-  const std::string part = std::filesystem::path(index).parent_path().string() + "/" + r.part;
-  std::fstream f(part, std::ios::in | std::ios::out | std::ios::binary);
-  const int64_t at = r.file_offset + r.box.numel() * 2;
-  f.seekg(at);
-  char byte = 0;
-  f.read(&byte, 1);
-  byte ^= 0x10;
-  f.seekp(at);
-  f.write(&byte, 1);
-}
-
 TEST(ShardedCheckpoint, CorruptNewestCheckpointIsSkipped) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
@@ -126,7 +109,7 @@ TEST(ShardedCheckpoint, CorruptNewestCheckpointIsSkipped) {
   c.max_iters = 8;
   c.ckpt_interval = 4;
   run_training(c);
-  corrupt_checkpoint(checkpoint_path(dir / "run", 8));
+  testing::flip_a_checkpoint_byte(checkpoint_path(dir / "run", 8));
 
   std::string path;
   std::vector<std::string> skipped;

@@ -53,9 +53,10 @@ inline void expect_nested_per_track(std::vector<TraceEventRecord> events) {
     while (!open.empty() && (open.back()->pid != e.pid || open.back()->tid != e.tid ||
                              open.back()->ts + open.back()->dur <= e.ts + 1e-3))
       open.pop_back();
-    if (!open.empty())
+    if (!open.empty()) {
       EXPECT_LE(e.ts + e.dur, open.back()->ts + open.back()->dur + 1e-3)
           << e.name << " overlaps " << open.back()->name << " on pid " << e.pid << " tid " << e.tid;
+    }
     open.push_back(&e);
   }
 }

@@ -111,7 +111,7 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
     dist::DataParallelOptions options;
     options.zero = zero;
     dist::DataParallel engine(*comm_, *flat, options);
-    AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get()};
+    AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get(), Tensor()};
     AdamW adamw(flat, AdamWOptions{}, zero > 0 ? &shard : nullptr);
     const int64_t grads = flat->full_grads() ? flat->grads().numel() * 4 : 0;
     const int64_t bytes = flat->numel() * 4 + grads + engine.buffer_bytes() + adamw.state_bytes();
