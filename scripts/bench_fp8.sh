@@ -6,6 +6,10 @@
 # are where FP8 does not pay). The bar (issue 26): --fp8 at least 1.25x bf16's tokens/s on gpt2-xl
 # and gpt-2.7b with val loss within 1% of bf16's after 500 steps, and gpt2 not slower with the
 # head in FP8. Prints one line per model and PASS/FAIL against the bar; full logs in OUT/logs.
+# --seeds "S1 S2 ...": each format trained once per seed (--seed S); the line then compares the
+# formats' mean val loss over the seeds (and mean tokens/s), and lists each seed's val losses: at 500
+# steps of a small corpus a large model memorises it, and one seed's val loss moves by a percent or
+# two between trajectories that differ only in rounding (docs/PERFORMANCE.md, FP8).
 # Builds nothing: expects build/nanodist (or --bin). DATA is any corpus train reads (the bar is
 # for a GPT-2-tokenized one, e.g. llm.c shards; `prepare --random-tokens` data times the speed
 # but its val loss says nothing). About 5 minutes a large model on an H100
@@ -13,6 +17,7 @@
 #
 # usage: scripts/bench_fp8.sh --data DIR [--models "gpt2-xl gpt-2.7b gpt2"] [--steps 500]
 #                             [--out out/bench_fp8] [--bin build/nanodist] [--flags "more train flags"]
+#                             [--seeds "1337 1338 1339"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,6 +27,7 @@ steps=500
 out=out/bench_fp8
 bin=build/nanodist
 flags=""
+seeds=""
 python=${PYTHON:-python3}
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -31,7 +37,8 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --flags) flags=$2; shift 2 ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --seeds) seeds=$2; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "bench_fp8.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -39,6 +46,7 @@ die() { echo "bench_fp8.sh: $*" >&2; exit 1; }
 [[ -n "$data" ]] || die "--data DIR is required (a corpus nanodist train reads)"
 [[ -x "$bin" ]] || die "$bin not found (build first: scripts/build.sh)"
 [[ "$steps" =~ ^[0-9]+$ && "$steps" -ge 20 ]] || die "--steps must be a number >= 20, got '$steps'"
+for seed in $seeds; do [[ "$seed" =~ ^[0-9]+$ ]] || die "--seeds must be numbers, got '$seed'"; done
 
 # model -> "config, flags of both runs, flags of the FP8 run, the speed-up the bar asks"
 model_spec() {
@@ -72,47 +80,60 @@ for model in $models; do
   IFS='|' read -r config both fp8 bar <<<"$(model_spec "$model")"
   declare -A result=()
   for kind in bf16 fp8; do
-    extra=""
-    [[ "$kind" == fp8 ]] && extra="$fp8"
-    run="$out/runs/$model-$kind"
-    log="$out/logs/$model-$kind.log"
-    # The run is stopped (SIGKILL) once its last evaluation is in metrics.jsonl: the final
-    # checkpoint (19 GB for gpt2-xl, 32 GB for gpt-2.7b) is not what is measured.
-    # shellcheck disable=SC2086
-    "$bin" train --config "$config" --data "$data" --out "$run" --overwrite --grad-accum 1 \
-      --max-iters "$steps" --lr-decay-iters "$steps" --eval-interval "$steps" --eval-iters 20 --log-interval 1 \
-      --ckpt-interval 0 $both $extra $flags >"$log" 2>&1 &
-    pid=$!
-    while kill -0 "$pid" 2>/dev/null; do
-      if grep -q "\"step\":$steps,\"val_loss\"" "$run/metrics.jsonl" 2>/dev/null; then
-        kill -KILL "$pid" 2>/dev/null || true
-        break
+    result[$kind]=""
+    for seed in ${seeds:-config}; do
+      extra=""
+      [[ "$kind" == fp8 ]] && extra="$fp8"
+      tag="$model-$kind"
+      [[ "$seed" == config ]] || { tag="$tag-seed$seed"; extra="$extra --seed $seed"; }
+      run="$out/runs/$tag"
+      log="$out/logs/$tag.log"
+      # The run is stopped (SIGKILL) once its last evaluation is in metrics.jsonl: the final
+      # checkpoint (19 GB for gpt2-xl, 32 GB for gpt-2.7b) is not what is measured.
+      # shellcheck disable=SC2086
+      "$bin" train --config "$config" --data "$data" --out "$run" --overwrite --grad-accum 1 \
+        --max-iters "$steps" --lr-decay-iters "$steps" --eval-interval "$steps" --eval-iters 20 --log-interval 1 \
+        --ckpt-interval 0 $both $extra $flags >"$log" 2>&1 &
+      pid=$!
+      while kill -0 "$pid" 2>/dev/null; do
+        if grep -q "\"step\":$steps,\"val_loss\"" "$run/metrics.jsonl" 2>/dev/null; then
+          kill -KILL "$pid" 2>/dev/null || true
+          break
+        fi
+        sleep 2
+      done
+      wait "$pid" 2>/dev/null || true
+      rm -f "$run"/*.h5 "$run"/*.h5.* 2>/dev/null || true
+      if one=$(summary "$run/metrics.jsonl" 2>>"$log"); then
+        [[ "${result[$kind]}" == failed ]] || result[$kind]="${result[$kind]}${one};"
+      else
+        result[$kind]=failed
+        failed=1
+        echo "bench_fp8.sh: $tag failed: $(grep -m 1 'nanodist: error' "$log" || tail -n 1 "$log")" >&2
       fi
-      sleep 2
     done
-    wait "$pid" 2>/dev/null || true
-    rm -f "$run"/*.h5 "$run"/*.h5.* 2>/dev/null || true
-    if result[$kind]=$(summary "$run/metrics.jsonl" 2>>"$log"); then
-      :
-    else
-      result[$kind]=failed
-      failed=1
-      echo "bench_fp8.sh: $model $kind failed: $(grep -m 1 'nanodist: error' "$log" || tail -n 1 "$log")" >&2
-    fi
   done
   if [[ "${result[bf16]}" == failed || "${result[fp8]}" == failed ]]; then
     lines+=("$model: a run failed (logs in $out/logs)")
     continue
   fi
-  read -r tok_b val_b <<<"${result[bf16]}"
-  read -r tok_f val_f <<<"${result[fp8]}"
-  lines+=("$("$python" - "$model" "$tok_b" "$val_b" "$tok_f" "$val_f" "$bar" <<'PY'
-import sys
-model, tb, vb, tf, vf, bar = sys.argv[1], *map(float, sys.argv[2:])
+  # Each format's "tok val;" per seed -> the means over seeds; the seeds' val losses listed when several.
+  lines+=("$("$python" - "$model" "${result[bf16]}" "${result[fp8]}" "$bar" <<'PY'
+import statistics, sys
+model, runs_b, runs_f, bar = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+def parse(runs):
+    pairs = [tuple(map(float, r.split())) for r in runs.split(";") if r.strip()]
+    return statistics.mean(p[0] for p in pairs), statistics.mean(p[1] for p in pairs), [p[1] for p in pairs]
+tb, vb, seeds_b = parse(runs_b)
+tf, vf, seeds_f = parse(runs_f)
 speed, dval = tf / tb, (vf - vb) / vb
 ok = speed >= bar and (bar <= 1.0 or abs(dval) <= 0.01)
-print(f"{'PASS' if ok else 'FAIL'} {model}: bf16 {tb:,.0f} tok/s val {vb:.4f} | fp8 {tf:,.0f} tok/s val {vf:.4f} | "
-      f"{speed:.3f}x (bar {bar}x), val {100 * dval:+.2f}%")
+mean = "mean " if len(seeds_b) > 1 else ""
+line = (f"{'PASS' if ok else 'FAIL'} {model}: bf16 {tb:,.0f} tok/s {mean}val {vb:.4f} | fp8 {tf:,.0f} tok/s "
+        f"{mean}val {vf:.4f} | {speed:.3f}x (bar {bar}x), val {100 * dval:+.2f}%")
+if len(seeds_b) > 1:
+    line += " | seeds' val bf16 " + " ".join(f"{v:.4f}" for v in seeds_b) + ", fp8 " + " ".join(f"{v:.4f}" for v in seeds_f)
+print(line)
 PY
 )")
 done
