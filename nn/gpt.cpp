@@ -4,6 +4,7 @@
 
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
+#include "autograd/fusions.h"
 #include "autograd/ops/fp8_linear.h"
 #include "autograd/ops/positions_share.h"
 #include "autograd/parallel_ops.h"
@@ -100,10 +101,11 @@ Variable Block::run(const Variable& x, Generator& dropout_gen, bool output_read)
   Variable n2 = ln_2_->forward(h);
   // Unread (the rerun), the block's tail is recorded without its forward: the MLP from c_proj on and
   // the residual add, whose values backward never reads (it needs c_proj's input, not its output).
-  Variable m = mlp_->forward(n2, dropout_gen, output_read);
+  const bool skip_tail = !output_read && fusions().recompute_tail;
+  Variable m = mlp_->forward(n2, dropout_gen, !skip_tail);
   Variable out;
   {
-    WithoutForward tail(!output_read);
+    WithoutForward tail(skip_tail);
     out = use_residual_ ? ops::add(h, m) : m;
   }
   if (observer_ && output_read) observer_->on_block({layer_, n1.data(), a.data(), n2.data(), m.data(), out.data()});

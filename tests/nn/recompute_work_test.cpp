@@ -1,8 +1,9 @@
 // The work of a recomputed block's rerun, counted by the op timer's timeline on the CPU: the rerun
 // repeats the block's forward up to the MLP's c_fc and GELU, but not c_proj's product (a third of
 // the block's forward FLOPs), the MLP dropout nor the second residual add, whose values backward
-// does not read; backward itself runs the same ops as without recomputation. With the fusions on
-// (one ops::gelu_mlp) and off (linear, gelu, linear), and without the residual connections.
+// does not read; backward itself runs the same ops as without recomputation. With the MLP fused
+// (one ops::gelu_mlp) and not (linear, gelu, linear), without the residual connections, and with
+// the recompute_tail switch off (the whole block reruns).
 #include <gtest/gtest.h>
 
 #include <map>
@@ -69,10 +70,17 @@ void expect_no_extra_backward(const std::map<std::string, int>& extra) {
     if (n > 0) EXPECT_EQ(name.find("backward"), std::string::npos) << name << " ran " << n << " more times";
 }
 
+Fusions unfused_mlp(bool recompute_tail) {
+  Fusions f;
+  f.gelu_mlp = false;  // the MLP as linear, gelu and linear
+  f.recompute_tail = recompute_tail;
+  return f;
+}
+
 TEST(RecomputeWork, TheRerunSkipsTheMlpProjectionItsDropoutAndTheResidualAdd) {
   for (bool residual : {true, false}) {
     SCOPED_TRACE(residual ? "residual" : "no residual");
-    ScopedFusions off(parse_fusions("none"));
+    ScopedFusions unfused(unfused_mlp(true));
     const std::map<std::string, int> extra = rerun_ops(residual);
     EXPECT_EQ(calls(extra, "linear " + kQkv), kLayers);
     EXPECT_EQ(calls(extra, "linear " + kAttnProj), kLayers);
@@ -83,6 +91,15 @@ TEST(RecomputeWork, TheRerunSkipsTheMlpProjectionItsDropoutAndTheResidualAdd) {
     EXPECT_EQ(calls(extra, "add " + kActivation), residual ? kLayers : 0);
     expect_no_extra_backward(extra);
   }
+}
+
+// NANODIST_FUSIONS without recompute_tail: the rerun is the whole block again (to measure against).
+TEST(RecomputeWork, WithoutTheSwitchTheWholeBlockReruns) {
+  ScopedFusions unfused(unfused_mlp(false));
+  const std::map<std::string, int> extra = rerun_ops(true);
+  for (const std::string& gemm : {kQkv, kAttnProj, kFc, kMlpProj}) EXPECT_EQ(calls(extra, "linear " + gemm), kLayers);
+  EXPECT_EQ(calls(extra, "dropout " + kActivation), 2 * kLayers);
+  EXPECT_EQ(calls(extra, "add " + kActivation), 2 * kLayers);
 }
 
 TEST(RecomputeWork, TheFusedMlpReruns) {
