@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "autograd/parallel_ops.h"
+#include "autograd/without_forward.h"
 
 namespace nd::ops {
 
@@ -46,10 +47,12 @@ Variable region_entry(Variable& outer) {
 // y as the root of the nested backward, borrowing the gradient it is seeded with instead of copying
 // it (a copy is a host sync on the GPU outside capture): that gradient is the checkpoint output's,
 // which the outer engine drops once the checkpoint node returns, so the rerun may take its buffer.
+// Neither y's value nor the tail's is read (y may have none: a region that skipped its tail).
 Variable borrowing_tail(const Variable& y) {
-  Variable tail = make_result(y.data(), {y.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
-    pass_gradient(grad_out, in[0]);
-  });
+  Variable tail = make_result_without_value(ValueInfo{y.shape(), y.dtype(), y.device()}, {y.without_data()},
+                                            [](const Tensor& grad_out, std::vector<Variable>& in) {
+                                              pass_gradient(grad_out, in[0]);
+                                            });
   tail.grad_fn()->only_reads_grad_out = true;
   return tail;
 }
@@ -57,14 +60,21 @@ Variable borrowing_tail(const Variable& y) {
 }  // namespace
 
 Variable checkpoint(const Region& region, const Variable& x, const std::vector<Variable>& params, Generator& gen) {
+  // Copied into the node: it reruns after the caller's region is gone.
+  const TailSkippingRegion whole = [region](const Variable& in, Generator& g, bool) { return region(in, g); };
+  return checkpoint(whole, x, params, gen);
+}
+
+Variable checkpoint(const TailSkippingRegion& region, const Variable& x, const std::vector<Variable>& params,
+                    Generator& gen) {
   bool records = grad_enabled() && x.requires_grad();
   for (const Variable& p : params) records = records || p.requires_grad();
-  if (!records) return region(x, gen);
+  if (!records) return region(x, gen, /*output_read=*/true);
   const Generator start = gen;  // the rerun draws from here
   Tensor out;
   {
     NoGradGuard not_recorded;
-    out = region(x, gen).data();
+    out = region(x, gen, /*output_read=*/true).data();
   }
   const uint64_t end_offset = gen.offset();
   std::vector<Variable> inputs;
@@ -76,7 +86,7 @@ Variable checkpoint(const Region& region, const Variable& x, const std::vector<V
     ND_CHECK(grad_enabled(), "checkpoint: backward under a NoGradGuard cannot rerun the region with recording");
     HooksOff hooks_off(in, 1);
     Generator replay = start;
-    Variable y = region(region_entry(in[0]), replay);
+    Variable y = region(region_entry(in[0]), replay, /*output_read=*/false);
     ND_CHECK(replay.offset() == end_offset, "checkpoint: the rerun drew " << replay.offset() - start.offset()
                                                                           << " random counters, the forward "
                                                                           << end_offset - start.offset());

@@ -14,6 +14,12 @@ namespace nd::ops {
 // A region: x -> its output, drawing any dropout masks from `gen`. It may read x, leaves (the
 // parameters) and constants, but no other op output: its rerun must not reach outside the region.
 using Region = std::function<Variable(const Variable& x, Generator& gen)>;
+// A region told whether its output's value is read: the forward reads it; the rerun does not, as
+// backward needs only the rerun's graph. There the region may record the ops whose values only feed
+// its output without their forward (autograd/without_forward.h), skipping their work: nn::Block's
+// MLP output projection, its dropout and the residual add. Their nodes, and so the gradients, are
+// those of a full rerun; the random counters they draw must be too.
+using TailSkippingRegion = std::function<Variable(const Variable& x, Generator& gen, bool output_read)>;
 
 // region(x, gen), its intermediate activations freed at once and recomputed in backward. The rerun
 // starts from a copy of `gen` as the forward found it, so every dropout draws the same Philox
@@ -26,5 +32,8 @@ using Region = std::function<Variable(const Variable& x, Generator& gen)>;
 // Without recording (grad mode off, or neither x nor any param requires grad) this is region(x, gen).
 // Backward must run in grad mode (the rerun records), which the engine's default is.
 Variable checkpoint(const Region& region, const Variable& x, const std::vector<Variable>& params, Generator& gen);
+// The same for a region that skips its tail in the rerun (output_read false there, true otherwise).
+Variable checkpoint(const TailSkippingRegion& region, const Variable& x, const std::vector<Variable>& params,
+                    Generator& gen);
 
 }  // namespace nd::ops

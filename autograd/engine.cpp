@@ -45,8 +45,11 @@ void fire_hook(Variable& leaf) {
 
 void Variable::backward(const Tensor& grad_output) {
   ND_CHECK(requires_grad(), "backward() on a Variable that does not require grad");
-  check_same_shape(grad_output, data(), "backward(): gradient and output");
-  check_dtype(grad_output, data().dtype(), "backward(): gradient");
+  // By shape and dtype, not value: an output recorded without its forward has none.
+  ND_CHECK(grad_output.shape() == shape(), "backward(): gradient and output: shapes "
+                                               << shape_str(grad_output.shape()) << " and " << shape_str(shape())
+                                               << " differ");
+  check_dtype(grad_output, dtype(), "backward(): gradient");
 
   std::vector<Variable> order = topological_order(*this);
 

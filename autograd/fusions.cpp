@@ -23,7 +23,7 @@ Fusions& current() {
 Fusions parse_fusions(const std::string& text) {
   if (text.empty() || text == "all") return Fusions{};
   Fusions off;
-  off.gelu_mlp = off.fp8_gelu_mlp = off.residual_grad = off.cross_entropy_grad = false;
+  off.gelu_mlp = off.fp8_gelu_mlp = off.residual_grad = off.cross_entropy_grad = off.recompute_tail = false;
   if (text == "none") return off;
   std::stringstream list(text);
   std::string name;
@@ -36,9 +36,13 @@ Fusions parse_fusions(const std::string& text) {
       off.residual_grad = true;
     } else if (name == "cross_entropy_grad") {
       off.cross_entropy_grad = true;
+    } else if (name == "recompute_tail") {
+      off.recompute_tail = true;
     } else {
       ND_FAIL_INPUT("NANODIST_FUSIONS: unknown fusion '"
-                    << name << "' (known: gelu_mlp, fp8_gelu_mlp, residual_grad, cross_entropy_grad; or all, none)");
+                    << name
+                    << "' (known: gelu_mlp, fp8_gelu_mlp, residual_grad, cross_entropy_grad, recompute_tail; or all, "
+                       "none)");
     }
   }
   return off;

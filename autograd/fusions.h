@@ -20,6 +20,10 @@ struct Fusions {
   // backward seed it was told at forward time (ops::LossGradient): the backward makes no pass over
   // the (B*T, V) logits, and the training step has the gradient written over the logits in place.
   bool cross_entropy_grad = true;
+  // A recomputed block's rerun (--recompute block) records its tail without its forward
+  // (autograd/without_forward.h): the MLP's c_proj product, bias, collective and dropout and the
+  // second residual add, whose values backward does not read, are not computed again.
+  bool recompute_tail = true;
 };
 
 // The switches in force: NANODIST_FUSIONS, parsed on the first call, or a ScopedFusions' value.

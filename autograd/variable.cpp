@@ -22,7 +22,8 @@ Tensor& value_of(VariableImpl* impl) {
   ND_CHECK(impl, "use of an undefined Variable");
   ND_CHECK(!impl->edge, "read of the value " << shape_str(impl->edge->shape)
                                              << " through a graph edge: the op kept this input without_data(), "
-                                                "so its backward must not read it");
+                                                "so its backward must not read it, or recorded it without its "
+                                                "forward (autograd/without_forward.h), so nothing may read it");
   return impl->data;
 }
 

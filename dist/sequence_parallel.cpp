@@ -10,6 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
+#include "autograd/without_forward.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/copy_many.h"
@@ -87,20 +88,27 @@ Variable all_gather_from_sp(const Variable& x, const TensorParallel& tp) {
 
 Variable reduce_scatter_to_sp(const Variable& x, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return x;
-  Tensor partial = x.data();
-  ND_CHECK(partial.ndim() >= 2 && partial.size(-2) % tp.size() == 0,
+  const Shape& whole = x.shape();  // x may have no value (recorded without its forward)
+  ND_CHECK(whole.size() >= 2 && whole[whole.size() - 2] % tp.size() == 0,
            "reduce_scatter_to_sp: tensor-parallel size " << tp.size() << " does not divide the tokens of "
-                                                         << partial.str());
-  Tensor share = Tensor::empty(tokens_scaled(partial.shape(), 1, tp.size()), partial.dtype(), partial.device());
-  reduce_scatter_for_tp(*tp.comm, partial, share);
+                                                         << shape_str(whole));
   Comm* comm = tp.comm;
-  return make_result(share, {x.without_data()}, [comm](const Tensor& grad_out, std::vector<Variable>& in) {
+  auto backward = [comm](const Tensor& grad_out, std::vector<Variable>& in) {
     if (!in[0].requires_grad()) return;
     Tensor grad_whole =
         Tensor::empty(tokens_scaled(grad_out.shape(), comm->size(), 1), grad_out.dtype(), grad_out.device());
     all_gather_for_tp(*comm, grad_out, grad_whole);
     ops::pass_gradient(grad_whole, in[0]);
-  });
+  };
+  const Shape share_shape = tokens_scaled(whole, 1, tp.size());
+  // Without its forward (autograd/without_forward.h, on every rank alike) the reduce-scatter is
+  // skipped; backward's all-gather runs as always.
+  if (forward_skipped())
+    return make_result_without_value({share_shape, x.dtype(), x.device()}, {x.without_data()}, backward);
+  Tensor partial = x.data();
+  Tensor share = Tensor::empty(share_shape, partial.dtype(), partial.device());
+  reduce_scatter_for_tp(*tp.comm, partial, share);
+  return make_result(share, {x.without_data()}, backward);
 }
 
 Variable enter_tp_region(const Variable& x, const TensorParallel& tp) {
@@ -113,7 +121,7 @@ Variable leave_tp_region(const Variable& x, const TensorParallel& tp) {
 
 Variable token_dropout(const Variable& x, float p, Generator& gen, bool training, const TensorParallel& tp) {
   if (!tp.splits_tokens()) return ops::dropout(x, p, gen, training);
-  const int64_t share = x.data().numel();  // tokens [rank S, (rank + 1) S) of the whole
+  const int64_t share = shape_numel(x.shape());  // tokens [rank S, (rank + 1) S) of the whole
   return ops::dropout_share(x, p, gen, training, share * tp.size(), share * tp.rank());
 }
 

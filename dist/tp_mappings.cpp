@@ -7,6 +7,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
+#include "autograd/without_forward.h"
 #include "dist/sequence_parallel.h"
 
 namespace nd::dist {
@@ -42,11 +43,16 @@ Variable column_parallel_linear(const Variable& x, const Variable& w, const Vari
 
 Variable reduce_from_tp(const Variable& x, const TensorParallel& tp) {
   if (!tp.active()) return x;
+  auto backward = [](const Tensor& grad_out, std::vector<Variable>& in) {
+    if (in[0].requires_grad()) ops::pass_gradient(grad_out, in[0]);
+  };
+  // Without its forward (autograd/without_forward.h, on every rank of the group alike) no sum is
+  // made: the all-reduce is skipped, and backward needs none.
+  if (forward_skipped())
+    return make_result_without_value({x.shape(), x.dtype(), x.device()}, {x.without_data()}, backward);
   Tensor summed = x.data();
   allreduce_for_tp(*tp.comm, summed, ReduceOp::Sum);
-  return make_result(summed, {x.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
-    if (in[0].requires_grad()) ops::pass_gradient(grad_out, in[0]);
-  });
+  return make_result(summed, {x.without_data()}, backward);
 }
 
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_size,

@@ -4,9 +4,11 @@
 
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
+#include "autograd/fusions.h"
 #include "autograd/ops/fp8_linear.h"
 #include "autograd/ops/positions_share.h"
 #include "autograd/parallel_ops.h"
+#include "autograd/without_forward.h"
 #include "dist/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
 
@@ -86,19 +88,27 @@ void Block::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool a
 }
 
 Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
-  if (!recompute_) return run(x, dropout_gen);
-  return ops::checkpoint([this](const Variable& in, Generator& gen) { return run(in, gen); }, x, parameters(),
-                         dropout_gen);
+  if (!recompute_) return run(x, dropout_gen, /*output_read=*/true);
+  return ops::checkpoint(
+      [this](const Variable& in, Generator& gen, bool output_read) { return run(in, gen, output_read); }, x,
+      parameters(), dropout_gen);
 }
 
-Variable Block::run(const Variable& x, Generator& dropout_gen) const {
+Variable Block::run(const Variable& x, Generator& dropout_gen, bool output_read) const {
   Variable n1 = ln_1_->forward(x);
   Variable a = attn_->forward(n1, dropout_gen);
   Variable h = use_residual_ ? ops::add(x, a) : a;
   Variable n2 = ln_2_->forward(h);
-  Variable m = mlp_->forward(n2, dropout_gen);
-  Variable out = use_residual_ ? ops::add(h, m) : m;
-  if (observer_) observer_->on_block({layer_, n1.data(), a.data(), n2.data(), m.data(), out.data()});
+  // Unread (the rerun), the block's tail is recorded without its forward: the MLP from c_proj on and
+  // the residual add, whose values backward never reads (it needs c_proj's input, not its output).
+  const bool skip_tail = !output_read && fusions().recompute_tail;
+  Variable m = mlp_->forward(n2, dropout_gen, !skip_tail);
+  Variable out;
+  {
+    WithoutForward tail(skip_tail);
+    out = use_residual_ ? ops::add(h, m) : m;
+  }
+  if (observer_ && output_read) observer_->on_block({layer_, n1.data(), a.data(), n2.data(), m.data(), out.data()});
   return out;
 }
 

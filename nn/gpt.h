@@ -62,14 +62,16 @@ class BlockObserver {
 class Block : public Module {
  public:
   Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {}, int layer = 0);
-  // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward.
+  // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward, and the
+  // rerun skips the work whose values backward does not read (the MLP's c_proj on, the residual add).
   Variable forward(const Variable& x, Generator& dropout_gen) const;
   void set_observer(BlockObserver* observer) { observer_ = observer; }
   // The attention's and/or the MLP's linears in FP8 (CausalSelfAttention::use_fp8, MLP::use_fp8).
   void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp);
 
  private:
-  Variable run(const Variable& x, Generator& dropout_gen) const;
+  // output_read false: ops::checkpoint's rerun, which skips the block's tail (MLP::forward).
+  Variable run(const Variable& x, Generator& dropout_gen, bool output_read) const;
 
   bool use_residual_;
   bool recompute_;

@@ -5,6 +5,7 @@
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
 #include "autograd/ops/fp8_gelu_mlp.h"
+#include "autograd/without_forward.h"
 #include "dist/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
@@ -92,19 +93,30 @@ MLP::MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::Tens
                                                                 residual_projection_std(shape.n_layer), gen, at, tp));
 }
 
-Variable MLP::forward(const Variable& x, Generator& dropout_gen) const {
+Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_read) const {
+  // Unread, everything from c_proj on (its product, bias, collective and the dropout) is recorded
+  // without its forward; what comes before it runs as always, for the tensors backward reads.
+  const bool skip = !output_read;
   Variable y;
   if (tp_.splits_tokens()) {
     // The split linears, whose collectives overlap the GEMMs; c_fc with the GELU in its epilogue.
-    y = c_proj_->forward(fusions().gelu_mlp ? dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true)
-                                            : ops::gelu(c_fc_->forward(x)));
+    Variable g = fusions().gelu_mlp ? dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true)
+                                    : ops::gelu(c_fc_->forward(x));
+    WithoutForward tail(skip);
+    y = c_proj_->forward(g);
   } else if (fusions().gelu_mlp && fusions().fp8_gelu_mlp && c_fc_->fp8() && c_proj_->fp8() && !tp_.active()) {
     // Both linears in FP8: the GELU and its gradient inside the FP8 quantises.
+    WithoutForward tail(skip);
     y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
                           c_proj_->fp8_scalars());
+  } else if (fusions().gelu_mlp && !c_fc_->fp8()) {
+    y = fused_forward(x, skip);
   } else {
-    y = fusions().gelu_mlp && !c_fc_->fp8() ? fused_forward(x) : c_proj_->forward(ops::gelu(c_fc_->forward(x)));
+    Variable g = ops::gelu(c_fc_->forward(x));
+    WithoutForward tail(skip);
+    y = c_proj_->forward(g);
   }
+  WithoutForward tail(skip);
   return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
 }
 
@@ -113,8 +125,9 @@ void MLP::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix) {
   c_proj_->use_fp8(scaling.add(prefix + ".c_proj", {}));
 }
 
-Variable MLP::fused_forward(const Variable& x) const {
+Variable MLP::fused_forward(const Variable& x, bool skip_output) const {
   Variable in = dist::enter_tp_region(x, tp_);
+  WithoutForward tail(skip_output);  // gelu_mlp then runs c_fc and the GELU only
   if (!tp_.active()) return ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->bias);
   return c_proj_->reduce_partial(
       ops::gelu_mlp(in, c_fc_->weight, c_fc_->bias, c_proj_->weight, c_proj_->rank_bias()));

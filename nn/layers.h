@@ -79,15 +79,18 @@ class MLP : public Module {
  public:
   MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
   // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
-  // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear.
-  Variable forward(const Variable& x, Generator& dropout_gen) const;
+  // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear. With
+  // output_read false (a recomputed block's rerun, whose backward needs the graph but no value of
+  // the output) c_proj, its collective and the dropout are recorded without their forward
+  // (autograd/without_forward.h): the result has no value.
+  Variable forward(const Variable& x, Generator& dropout_gen, bool output_read = true) const;
   // c_fc and c_proj in FP8 (the gelu_mlp fusion then stands aside), as CausalSelfAttention's.
   void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix);
 
  private:
   // c_proj(gelu(c_fc(x))) by ops::gelu_mlp: under tp each rank's op gives c_proj's partial product
-  // and the bias comes once, after the all-reduce.
-  Variable fused_forward(const Variable& x) const;
+  // and the bias comes once, after the all-reduce. skip_output: c_proj on without its forward.
+  Variable fused_forward(const Variable& x, bool skip_output) const;
 
   float dropout_;
   dist::TensorParallel tp_;

@@ -6,6 +6,7 @@
 #include "autograd/fusions.h"
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
+#include "autograd/without_forward.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
 
@@ -25,11 +26,7 @@ Variable add(const Variable& a, const Variable& b) {
   ND_CHECK(a.dtype() == b.dtype(), "add: a " << a.data().str() << " and b " << b.data().str() << " differ in dtype");
   ND_CHECK(a.device() == b.device(),
            "add: a " << a.data().str() << " and b " << b.data().str() << " are on different devices");
-  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
-  ND_DISPATCH_KERNEL(out, "add",
-                     backend::add_forward(a.data().data<scalar_t>(), b.data().data<scalar_t>(),
-                                          out.data<scalar_t>(), out.numel()));
-  return make_result(out, {a.without_data(), b.without_data()}, [](const Tensor& grad_out, std::vector<Variable>& in) {
+  auto backward = [](const Tensor& grad_out, std::vector<Variable>& in) {
     // Slots taken in order: for a + a the second one adds to what the first wrote (or took).
     const bool pass_a = fusions().residual_grad && takes_buffer(in[0]);
     if (pass_a) pass_gradient(grad_out, in[0]);
@@ -39,7 +36,16 @@ Variable add(const Variable& a, const Variable& b) {
     ND_DISPATCH_KERNEL(grad_out, "add backward",
                        backend::add_backward(grad_out.data<scalar_t>(), grad_dest<scalar_t>(da),
                                              grad_dest<scalar_t>(db), grad_out.numel()));
-  });
+  };
+  // Without its forward (autograd/without_forward.h) no sum is written: backward reads neither input.
+  if (forward_skipped())
+    return make_result_without_value({a.shape(), a.dtype(), a.device()}, {a.without_data(), b.without_data()},
+                                     backward);
+  Tensor out = Tensor::empty(a.shape(), a.dtype(), a.device());
+  ND_DISPATCH_KERNEL(out, "add",
+                     backend::add_forward(a.data().data<scalar_t>(), b.data().data<scalar_t>(),
+                                          out.data<scalar_t>(), out.numel()));
+  return make_result(out, {a.without_data(), b.without_data()}, backward);
 }
 
 }  // namespace nd::ops

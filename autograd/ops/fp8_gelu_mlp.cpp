@@ -7,6 +7,7 @@
 
 #include "autograd/ops/fp8_linear.h"
 #include "autograd/ops/linear_dims.h"
+#include "autograd/without_forward.h"
 #include "tensor/error.h"
 #include "tensor/op_timer.h"
 
@@ -67,7 +68,10 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
       linear_dims("fp8_gelu_mlp (proj)", saved.h, proj_w.data(), proj_b.defined() ? &proj_b.data() : nullptr);
   Shape out_shape = xd.shape();
   out_shape.back() = proj.N;
-  Tensor out = Tensor::empty(out_shape, DType::BF16, xd.device());
+  // Without its forward (autograd/without_forward.h) c_fc and the GELU quantise still run, for what
+  // backward reads, but c_proj writes only its weight's transposed codes: no output, no GEMM.
+  const bool skipped = forward_skipped();
+  Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, DType::BF16, xd.device());
 
   // Which gradients backward will make, as the two fp8_linears would decide: c_proj's input needs
   // one when anything of c_fc does.
@@ -80,7 +84,8 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
   if (records && proj_w.requires_grad()) saved.proj_x_t = code_buffer(proj.M * proj.K, dev);
   if (records && fc_chain) saved.proj_w_t = code_buffer(proj.N * proj.K, dev);
   Tensor fc_x = code_buffer(fc.M * fc.K, dev), fc_w_codes = code_buffer(fc.N * fc.K, dev);
-  Tensor proj_x = code_buffer(proj.M * proj.K, dev), proj_w_codes = code_buffer(proj.N * proj.K, dev);
+  Tensor proj_x = skipped ? Tensor() : code_buffer(proj.M * proj.K, dev);
+  Tensor proj_w_codes = skipped ? Tensor() : code_buffer(proj.N * proj.K, dev);
   const Slots fs = slots_of(fc_scalars), ps = slots_of(proj_scalars);
   {
     if (op_timer::enabled()) op_timer::note_next({gemm_flops(fc), 0.0, timer_label(fc)});
@@ -91,13 +96,17 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
                              fc_b.defined() ? fc_b.data().data<bf16>() : nullptr, saved.h.data<bf16>(), fc.M, fc.N,
                              fc.K, fs.x, fs.w, buf);
   }
-  {
+  if (!skipped || saved.proj_x_t.defined()) {
     op_timer::Scope timed("gelu fp8_quantize", saved.h);
     if (proj.M > 0)
       cuda::fp8_gelu_quantize_transpose(saved.h.data<bf16>(), proj.M, proj.K, ps.x.scale, Fp8Format::E4M3,
                                         bytes(proj_x), bytes(saved.proj_x_t), ps.x.amax, ps.x.scale_inv);
   }
-  {
+  if (skipped) {
+    op_timer::Scope timed("fp8_linear codes", saved.h);
+    cuda::fp8_linear_forward_saved_codes(nullptr, proj_w.data().data<bf16>(), proj.M, proj.N, proj.K, ps.x, ps.w,
+                                         {nullptr, nullptr, nullptr, bytes(saved.proj_w_t), nullptr, nullptr});
+  } else {
     if (op_timer::enabled()) op_timer::note_next({gemm_flops(proj), 0.0, timer_label(proj)});
     op_timer::Scope timed("fp8_linear", saved.h);
     const cuda::Fp8LinearBuffers buf{bytes(proj_x), bytes(saved.proj_x_t), bytes(proj_w_codes),
@@ -112,8 +121,8 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
   std::vector<Variable> inputs = {x.without_data(), fc_w.without_data(), proj_w.without_data()};
   if (layout.fc_bias) inputs.push_back(fc_b.without_data());
   if (layout.proj_bias) inputs.push_back(proj_b.without_data());
-  return make_result(out, std::move(inputs), [saved, fc, proj, layout, fc_scalars, proj_scalars](
-                                                 const Tensor& grad_out, std::vector<Variable>& in) {
+  auto backward = [saved, fc, proj, layout, fc_scalars, proj_scalars](const Tensor& grad_out,
+                                                                        std::vector<Variable>& in) {
     ND_CHECK(grad_out.dtype() == DType::BF16, "fp8_gelu_mlp backward: the output's gradient must be bf16");
     const GradSlot dx = in[0].grad_slot(), dfc_w = in[1].grad_slot(), dproj_w = in[2].grad_slot();
     const GradSlot dfc_b = layout.fc_bias ? in[layout.fc_b()].grad_slot() : GradSlot();
@@ -165,7 +174,9 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
     const cuda::Fp8LinearBuffers buf{nullptr, bytes(saved.fc_x_t), nullptr, bytes(saved.fc_w_t), bytes(dout),
                                      bytes(dout_t)};
     cuda::fp8_linear_backward_from_codes(dest(dx), dest(dfc_w), fc.M, fc.N, fc.K, fs.x, fs.w, fs.dout, buf);
-  });
+  };
+  if (skipped) return make_result_without_value({out_shape, DType::BF16, dev}, std::move(inputs), backward);
+  return make_result(out, std::move(inputs), backward);
 #else
   (void)fc, (void)fc_scalars, (void)proj_w, (void)proj_b, (void)proj_scalars;
   ND_FAIL("fp8_gelu_mlp: this nanodist was built without CUDA");

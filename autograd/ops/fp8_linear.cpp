@@ -2,6 +2,7 @@
 #include "autograd/ops/fp8_linear.h"
 
 #include "autograd/ops/linear_dims.h"
+#include "autograd/without_forward.h"
 #include "tensor/error.h"
 #include "tensor/op_timer.h"
 
@@ -26,16 +27,23 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
 #if NANODIST_WITH_CUDA
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
-  Tensor out = Tensor::empty(out_shape, DType::BF16, xd.device());
+  // Without its forward (autograd/without_forward.h) only the transposed codes backward reads are
+  // written: no output, no GEMM.
+  const bool skipped = forward_skipped();
+  Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, DType::BF16, xd.device());
   // The transposes are written only for the backward GEMM that reads them: x_t for dw, w_t for dx.
   const bool records = grad_enabled() && (x.requires_grad() || w.requires_grad() || (has_bias && b.requires_grad()));
   const bool need_x_t = records && w.requires_grad(), need_w_t = records && x.requires_grad();
-  Tensor x_codes = code_buffer(d.M * d.K, xd.device()), w_codes = code_buffer(d.N * d.K, xd.device());
   Tensor x_t = need_x_t ? code_buffer(d.M * d.K, xd.device()) : Tensor();
   Tensor w_t = need_w_t ? code_buffer(d.N * d.K, xd.device()) : Tensor();
   const Slots s = slots_of(scalars);
   const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
-  {
+  if (skipped) {
+    op_timer::Scope timed("fp8_linear codes", xd);
+    cuda::fp8_linear_forward_saved_codes(xd.data<bf16>(), w.data().data<bf16>(), d.M, d.N, d.K, s.x, s.w,
+                                         {nullptr, bytes(x_t), nullptr, bytes(w_t), nullptr, nullptr});
+  } else {
+    Tensor x_codes = code_buffer(d.M * d.K, xd.device()), w_codes = code_buffer(d.N * d.K, xd.device());
     if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
     op_timer::Scope timed("fp8_linear", xd);
     cuda::Fp8LinearBuffers buf{bytes(x_codes), bytes(x_t), bytes(w_codes), bytes(w_t), nullptr, nullptr};
@@ -46,8 +54,7 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
   // without their values.
   std::vector<Variable> inputs = {x.without_data(), w.without_data()};
   if (has_bias) inputs.push_back(b.without_data());
-  return make_result(out, std::move(inputs), [d, flops, scalars, x_t, w_t](const Tensor& grad_out,
-                                                                          std::vector<Variable>& in) {
+  auto backward = [d, flops, scalars, x_t, w_t](const Tensor& grad_out, std::vector<Variable>& in) {
     const GradSlot dx = in[0].grad_slot(), dw = in[1].grad_slot();
     const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
     ND_CHECK(grad_out.dtype() == DType::BF16, "fp8_linear backward: the output's gradient must be bf16");
@@ -64,7 +71,9 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
     op_timer::Scope timed("fp8_linear backward", grad_out);
     cuda::fp8_linear_backward(grad_out.data<bf16>(), dest(dx), dest(dw), dest(db), d.M, d.N, d.K, s.x, s.w, s.dout,
                               buf);
-  });
+  };
+  if (skipped) return make_result_without_value({out_shape, DType::BF16, xd.device()}, std::move(inputs), backward);
+  return make_result(out, std::move(inputs), backward);
 #else
   (void)d;
   ND_FAIL("fp8_linear: this nanodist was built without CUDA");

@@ -3,10 +3,13 @@
 // memory once fewer in the forward than with linear, gelu and linear as separate ops. The backward
 // runs c_proj's input-gradient GEMM, the GELU gradient and c_fc's bias sum as separate kernels
 // (linear_dgelu_backward; the DGELU epilogue was slower, see there). Saves the GELU input and output.
+#include <string>
+
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/ops/linear_dims.h"
 #include "autograd/weight_grad_queue.h"
+#include "autograd/without_forward.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
@@ -40,21 +43,32 @@ Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b,
       linear_dims("gelu_mlp (proj)", saved.hidden, proj_w.data(), proj_b.defined() ? &proj_b.data() : nullptr);
   Shape out_shape = xd.shape();
   out_shape.back() = proj.N;
-  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
+  // Without its forward (autograd/without_forward.h) c_fc and the GELU still run, for the two
+  // tensors backward reads, but c_proj's product, the output, does not.
+  const bool skipped = forward_skipped();
+  Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, xd.dtype(), xd.device());
+  if (op_timer::enabled()) {  // named by the products it runs: K->H->N, or K->H without c_proj's
+    const double fc_flops = 2.0 * static_cast<double>(fc.M) * static_cast<double>(fc.N) * static_cast<double>(fc.K);
+    const double proj_flops =
+        2.0 * static_cast<double>(proj.M) * static_cast<double>(proj.N) * static_cast<double>(proj.K);
+    const std::string fc_dims = std::to_string(fc.K) + "->" + std::to_string(fc.N);
+    op_timer::note_next({fc_flops + (skipped ? 0.0 : proj_flops), 0.0,
+                         skipped ? fc_dims : fc_dims + "->" + std::to_string(proj.N)});
+  }
   ND_DISPATCH_KERNEL(xd, "gelu_mlp", {
     backend::linear_gelu_forward(xd.data<scalar_t>(), fc_w.data().data<scalar_t>(),
                                  fc_b.defined() ? fc_b.data().data<scalar_t>() : nullptr,
                                  saved.hidden.data<scalar_t>(), saved.pre.data<scalar_t>(), fc.M, fc.N, fc.K);
-    backend::linear_forward(saved.hidden.data<scalar_t>(), proj_w.data().data<scalar_t>(),
-                            proj_b.defined() ? proj_b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
-                            proj.M, proj.N, proj.K);
+    if (!skipped)
+      backend::linear_forward(saved.hidden.data<scalar_t>(), proj_w.data().data<scalar_t>(),
+                              proj_b.defined() ? proj_b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
+                              proj.M, proj.N, proj.K);
   });
   const GeluMlpInputs layout{fc_b.defined(), proj_b.defined()};
   std::vector<Variable> inputs = {x, fc_w, proj_w};
   if (layout.fc_bias) inputs.push_back(fc_b);
   if (layout.proj_bias) inputs.push_back(proj_b);
-  return make_result(out, std::move(inputs), [saved, fc, proj, layout](const Tensor& grad_out,
-                                                                       std::vector<Variable>& in) {
+  auto backward = [saved, fc, proj, layout](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& fc_w = in[1].data();
     const Tensor& proj_w = in[2].data();
@@ -114,7 +128,9 @@ Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b,
                                  fc.N, fc.K);
       }
     });
-  });
+  };
+  if (skipped) return make_result_without_value({out_shape, xd.dtype(), xd.device()}, std::move(inputs), backward);
+  return make_result(out, std::move(inputs), backward);
 }
 
 }  // namespace nd::ops

@@ -1,9 +1,11 @@
 // ops::linear: x (..., K) · wᵀ (K, N) + b (N) -> (..., N). The leading dimensions of x are one
-// batch of M rows; backward reads x and w from the inputs and needs nothing saved.
+// batch of M rows; backward reads x and w from the inputs and needs nothing saved, so recorded
+// without its forward (autograd/without_forward.h) the op runs no kernel at all.
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
 #include "autograd/ops/linear_dims.h"
 #include "autograd/weight_grad_queue.h"
+#include "autograd/without_forward.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/linear.h"
 
@@ -36,16 +38,20 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   const LinearDims d = linear_dims("linear", xd, w.data(), has_bias ? &b.data() : nullptr);
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
-  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
   const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
-  if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
-  ND_DISPATCH_KERNEL(xd, "linear",
-                     backend::linear_forward(xd.data<scalar_t>(), w.data().data<scalar_t>(),
-                                             has_bias ? b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
-                                             d.M, d.N, d.K));
+  // Without its forward (autograd/without_forward.h) the product is skipped: backward reads only x and w.
+  const bool skipped = forward_skipped();
+  Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, xd.dtype(), xd.device());
+  if (!skipped) {
+    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
+    ND_DISPATCH_KERNEL(xd, "linear",
+                       backend::linear_forward(xd.data<scalar_t>(), w.data().data<scalar_t>(),
+                                               has_bias ? b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
+                                               d.M, d.N, d.K));
+  }
   std::vector<Variable> inputs = {x, w};
   if (has_bias) inputs.push_back(b);
-  return make_result(out, std::move(inputs), [d, flops](const Tensor& grad_out, std::vector<Variable>& in) {
+  auto backward = [d, flops](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
     WeightGradientQueue* deferred = deferred_weight_gradients();
@@ -75,7 +81,9 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
                        backend::linear_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
                                                 grad_dest<scalar_t>(dx), grad_dest<scalar_t>(dw),
                                                 grad_dest<scalar_t>(db), d.M, d.N, d.K));
-  });
+  };
+  if (skipped) return make_result_without_value({out_shape, xd.dtype(), xd.device()}, std::move(inputs), backward);
+  return make_result(out, std::move(inputs), backward);
 }
 
 }  // namespace nd::ops

@@ -14,6 +14,7 @@
 #include "autograd/ops/linear_dims.h"
 #include "autograd/parallel_ops.h"
 #include "autograd/weight_grad_queue.h"
+#include "autograd/without_forward.h"
 #include "kernels/cpu/gelu.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cuda/gelu.h"
@@ -203,31 +204,36 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
   Shape out_shape = xd.shape();
   out_shape[out_shape.size() - 2] /= R;
   out_shape.back() = N;
-  Tensor out = Tensor::empty(out_shape, xd.dtype(), xd.device());
-  Tensor out2d = out.view({S, N});
+  // Without its forward (autograd/without_forward.h, on every rank alike) neither the products nor
+  // the reduce-scatter run: backward reads x and w, and gathers the output gradient itself.
+  const bool skipped = forward_skipped();
+  Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, xd.dtype(), xd.device());
   const Tensor x2d = xd.view({R * S, K});
   // The bias rides in rank 0's partial products (the GEMM's epilogue), so every share's sum holds it
   // once with no pass of its own.
   const Tensor* bias = b.defined() && c.rank == 0 ? &b.data() : nullptr;
-  Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
-  if (c.chunks == 0) {
-    product(x2d, w.data(), bias, partial, N, K);
-    c.scatter(partial, out2d)();
-  } else {
-    // Chunk c's reduce-scatter starts once its GEMMs are queued and runs while the next chunk's do.
-    std::vector<Wait> waits;
-    for (const Chunk& ch : row_chunks(S, c.chunks)) {
-      for (int r = 0; r < R; ++r)
-        product(rows_of(x2d, r * S + ch.first, ch.rows), w.data(), bias,
-                rows_of(partial, R * ch.first + r * ch.rows, ch.rows), N, K);
-      Tensor dst = rows_of(out2d, ch.first, ch.rows);
-      waits.push_back(c.scatter(rows_of(partial, R * ch.first, R * ch.rows), dst));
+  if (!skipped) {
+    Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
+    Tensor out2d = out.view({S, N});
+    if (c.chunks == 0) {
+      product(x2d, w.data(), bias, partial, N, K);
+      c.scatter(partial, out2d)();
+    } else {
+      // Chunk c's reduce-scatter starts once its GEMMs are queued and runs while the next chunk's do.
+      std::vector<Wait> waits;
+      for (const Chunk& ch : row_chunks(S, c.chunks)) {
+        for (int r = 0; r < R; ++r)
+          product(rows_of(x2d, r * S + ch.first, ch.rows), w.data(), bias,
+                  rows_of(partial, R * ch.first + r * ch.rows, ch.rows), N, K);
+        Tensor dst = rows_of(out2d, ch.first, ch.rows);
+        waits.push_back(c.scatter(rows_of(partial, R * ch.first, R * ch.rows), dst));
+      }
+      for (Wait& wait : waits) wait();
     }
-    for (Wait& wait : waits) wait();
   }
   std::vector<Variable> inputs = {x, w};
   if (b.defined()) inputs.push_back(b);
-  return make_result(out, std::move(inputs), [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
+  auto backward = [S, N, K, c](const Tensor& grad_out, std::vector<Variable>& in) {
     const Tensor& x = in[0].data();
     const Tensor& w = in[1].data();
     const Tensor dshare = grad_out.view({S, N});
@@ -253,7 +259,9 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
       if (in[1].requires_grad())
         weight_gradients_when_due(rows_of(dout, r * S, S), rows_of(x2d, r * S, S), w, in[1], Variable(), N, K);
     }
-  });
+  };
+  if (skipped) return make_result_without_value({out_shape, xd.dtype(), xd.device()}, std::move(inputs), backward);
+  return make_result(out, std::move(inputs), backward);
 }
 
 }  // namespace nd::ops

@@ -84,6 +84,19 @@ void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int6
            forward_fast_accum());
 }
 
+void fp8_linear_forward_saved_codes(const bf16* x, const bf16* w, int64_t M, int64_t N, int64_t K,
+                                    const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
+                                    cudaStream_t stream) {
+  check_fp8_dims("fp8_linear_forward_saved_codes", M, N, K);
+  ND_CHECK((!buf.x_t || x) && (!buf.w_t || w), "fp8_linear_forward_saved_codes: a transpose without its operand");
+  if (M == 0) return;
+  stream = stream_or_default(stream);
+  if (buf.x_t)
+    fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, nullptr, buf.x_t, xs.amax, xs.scale_inv, stream);
+  if (buf.w_t)
+    fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, nullptr, buf.w_t, ws.amax, ws.scale_inv, stream);
+}
+
 void fp8_linear_backward(const bf16* dout, GradDest<bf16> dx, GradDest<bf16> dw, GradDest<bf16> db, int64_t M,
                          int64_t N, int64_t K, const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8ScaleSlot& ds,
                          const Fp8LinearBuffers& buf, cudaStream_t stream) {

@@ -43,6 +43,14 @@ void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int6
                                    const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale,
                                    const Fp8LinearBuffers& buffers, cudaStream_t stream = nullptr);
 
+// Only what backward keeps of the forward, for a linear whose output nobody reads (recorded without
+// its forward, autograd/without_forward.h): x_t and/or w_t, where not null, as fp8_linear_forward
+// writes them (the amaxes folded and scale_inv written alike: the same values fold the same
+// maximum); no GEMM. x may be null without x_t, w without w_t.
+void fp8_linear_forward_saved_codes(const bf16* x, const bf16* w, int64_t M, int64_t N, int64_t K,
+                                    const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale,
+                                    const Fp8LinearBuffers& buffers, cudaStream_t stream = nullptr);
+
 // dout (M, N) -> dx (M, K) (+)= dout · w, dw (N, K) (+)= doutᵀ · x, db (N) (+)= column sums of dout
 // (in bf16, not quantised), from forward's x_t and w_t codes and scales.
 void fp8_linear_backward(const bf16* dout, GradDest<bf16> dx, GradDest<bf16> dw, GradDest<bf16> db, int64_t M,

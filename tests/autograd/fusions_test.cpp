@@ -39,8 +39,14 @@ TEST(Fusions, ParsesAllNoneAndLists) {
   Fusions fp8_mlp = parse_fusions("gelu_mlp,fp8_gelu_mlp");
   EXPECT_TRUE(fp8_mlp.gelu_mlp && fp8_mlp.fp8_gelu_mlp);
   EXPECT_FALSE(fp8_mlp.residual_grad || fp8_mlp.cross_entropy_grad);
+  EXPECT_TRUE(all.recompute_tail && also_all.recompute_tail);
+  EXPECT_FALSE(none.recompute_tail || mlp.recompute_tail || fp8_mlp.recompute_tail);
+  Fusions tail = parse_fusions("recompute_tail");
+  EXPECT_TRUE(tail.recompute_tail);
+  EXPECT_FALSE(tail.gelu_mlp || tail.fp8_gelu_mlp || tail.residual_grad || tail.cross_entropy_grad);
   test::expect_error_mentioning([] { parse_fusions("gelu_mlp,fast"); }, {"NANODIST_FUSIONS", "'fast'", "gelu_mlp"});
-  test::expect_error_mentioning([] { parse_fusions("fast"); }, {"cross_entropy_grad", "fp8_gelu_mlp"});
+  test::expect_error_mentioning([] { parse_fusions("fast"); },
+                                {"cross_entropy_grad", "fp8_gelu_mlp", "recompute_tail"});
 }
 
 TEST(Fusions, ScopedFusionsRestoresThePreviousSwitches) {

@@ -1,9 +1,16 @@
 // Activation recomputation on the GPU: with dropout, over two accumulated micro-batches seeded the
 // trainer's way (the loss told its seed), --recompute attention and block give the losses and every
 // gradient of the recorded model to tolerance, in f32 and in bf16 (our attention kernel and, where
-// this build and GPU have it, cuDNN's): the rerun draws the same Philox counters on the device.
+// this build and GPU have it, cuDNN's; with the MLP fused and not): the rerun draws the same Philox
+// counters on the device, and the block's rerun, which skips the MLP's c_proj, its dropout and the
+// residual add, still gives their gradients. With the linears in FP8 (fused fp8_gelu_mlp and
+// unfused) block recomputation also leaves every delayed-scaling amax of x and w as none records it.
+#include <cmath>
+
+#include "autograd/fusions.h"
 #include "kernels/cuda_test_util.h"
 #include "kernels/cudnn/attention_cudnn.h"
+#include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 
 namespace nd::test {
@@ -26,12 +33,16 @@ nn::GPTConfig config_for(nn::Recompute mode, ops::AttentionKernel kernel) {
 struct Run {
   std::vector<double> losses;
   nn::NamedParameters params;
+  std::vector<std::pair<std::string, float>> amaxes;  // FP8 only: each quantised tensor's, after the step
 };
 
-Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel kernel, uint64_t seed) {
+Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel kernel, uint64_t seed,
+                        bool fp8 = false) {
   const nn::GPTConfig c = config_for(mode, kernel);
   Generator init(seed), dropout_gen(seed + 1), data(seed + 2);
   nn::GPT model(c, init, Device::cuda(0), dtype);
+  nn::Fp8LinearScaling scaling(Device::cuda(0), 4 * c.n_layer);
+  if (fp8) model.use_fp8(scaling, /*attn=*/true, /*mlp=*/true, /*head=*/false);
   const Tensor seed_grad = Tensor::full(Shape{}, 0.5, dtype, Device::cuda(0));
   const ops::LossGradient told{seed_grad, true};
   Run r;
@@ -48,17 +59,36 @@ Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel ke
     r.losses.push_back(out.loss.data().item());
   }
   r.params = model.named_parameters();
+  if (fp8) {
+    scaling.end_step(nullptr);  // the step's amaxes join the histories
+    const nn::DelayedScaling& histories = scaling.scaling();
+    for (int i = 0; i < histories.size(); ++i) {
+      const std::vector<float> history = histories.tensor(i).history.oldest_first();  // empty: not finite
+      r.amaxes.push_back({histories.tensor(i).name, history.empty() ? std::nanf("") : history.back()});
+    }
+  }
   return r;
 }
 
-void check_modes(DType dtype, ops::AttentionKernel kernel, double tol) {
+void check_modes(DType dtype, ops::AttentionKernel kernel, double tol, bool fp8 = false) {
   const uint64_t seed = fresh_seed();
-  const Run want = train_micro_batches(nn::Recompute::None, dtype, kernel, seed);
+  const Run want = train_micro_batches(nn::Recompute::None, dtype, kernel, seed, fp8);
   for (nn::Recompute mode : {nn::Recompute::Attention, nn::Recompute::Block}) {
-    const std::string what = std::string(dtype_name(dtype)) +
+    const std::string what = std::string(dtype_name(dtype)) + (fp8 ? " fp8" : "") +
                              (kernel == ops::AttentionKernel::Cudnn ? " cudnn " : " ours ") +
                              (mode == nn::Recompute::Attention ? "attention" : "block");
-    const Run got = train_micro_batches(mode, dtype, kernel, seed);
+    const Run got = train_micro_batches(mode, dtype, kernel, seed, fp8);
+    // The forward's values, and so the amaxes of x and w, are the same whatever is recomputed (a
+    // rerun's quantise folds the maximum of the same values again); the gradients' to tolerance.
+    ASSERT_EQ(got.amaxes.size(), want.amaxes.size());
+    for (size_t i = 0; i < want.amaxes.size(); ++i) {
+      const auto& [name, amax] = want.amaxes[i];
+      EXPECT_EQ(got.amaxes[i].first, name);
+      if (name.size() > 5 && name.compare(name.size() - 5, 5, ".dout") == 0)
+        EXPECT_NEAR(got.amaxes[i].second, amax, tol * amax) << what << " amax of " << name;
+      else
+        EXPECT_EQ(got.amaxes[i].second, amax) << what << " amax of " << name;
+    }
     for (size_t m = 0; m < want.losses.size(); ++m)
       EXPECT_NEAR(got.losses[m], want.losses[m], tol * std::abs(want.losses[m])) << what << " loss " << m;
     ASSERT_EQ(got.params.size(), want.params.size());
@@ -76,6 +106,26 @@ TEST(RecomputeCuda, F32MatchesNone) {
 TEST(RecomputeCuda, Bf16MatchesNone) {
   ND_SKIP_WITHOUT_GPU();
   check_modes(DType::BF16, ops::AttentionKernel::Ours, 1e-2);
+}
+
+TEST(RecomputeCuda, Bf16WithTheMlpUnfusedMatchesNone) {
+  ND_SKIP_WITHOUT_GPU();
+  Fusions unfused;
+  unfused.gelu_mlp = false;  // the MLP as linear, gelu and linear
+  ScopedFusions scoped(unfused);
+  check_modes(DType::BF16, ops::AttentionKernel::Ours, 1e-2);
+}
+
+TEST(RecomputeCuda, Fp8MatchesNoneWithTheSameAmaxes) {
+  ND_SKIP_WITHOUT_GPU();
+  if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+  for (bool fused : {true, false}) {  // fp8_gelu_mlp, or fp8_linear, gelu, fp8_linear
+    SCOPED_TRACE(fused ? "fp8_gelu_mlp" : "unfused");
+    Fusions f;
+    f.fp8_gelu_mlp = fused;
+    ScopedFusions scoped(f);
+    check_modes(DType::BF16, ops::AttentionKernel::Ours, 2e-2, /*fp8=*/true);
+  }
 }
 
 TEST(RecomputeCuda, Bf16CudnnAttentionMatchesNone) {

@@ -1,6 +1,7 @@
 // Training with --fp8 on the GPU (bf16 model, CUDA graph on): the linears' GEMMs in FP8 with
 // delayed scaling learn like bf16 (the last losses within 5% of the bf16 run's, from the same
-// seed and data), with every linear or only the head in FP8. Needs compute capability 8.9+.
+// seed and data), with every linear or only the head in FP8, and with block recomputation as without.
+// Needs compute capability 8.9+.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -66,6 +67,24 @@ TEST_F(Fp8Training, OnlyTheHeadInFp8) {
   c.fp8_layers = "head";
   TrainResult head = run_training(c);
   EXPECT_NEAR(tail(head), tail(bf16), 0.05 * tail(bf16));
+}
+
+// --recompute block with FP8 in a captured step: the rerun records the MLP's c_proj (fused with c_fc
+// in fp8_gelu_mlp) without its GEMM, and the run follows the recorded one step for step.
+TEST_F(Fp8Training, BlockRecomputationFollowsTheRecordedRun) {
+  TrainConfig c = config("fp8_none");
+  c.fp8 = true;
+  c.max_iters = 20;
+  c.lr_decay_iters = 20;
+  c.dropout = 0.1;
+  const TrainResult none = run_training(c);
+  c.out_dir = dir_ / "fp8_block";
+  c.recompute = "block";
+  const TrainResult block = run_training(c);
+  ASSERT_EQ(block.step_losses.size(), none.step_losses.size());
+  for (size_t i = 0; i < none.step_losses.size(); ++i)
+    EXPECT_NEAR(block.step_losses[i], none.step_losses[i], 1e-2 * none.step_losses[i]) << "step " << i + 1;
+  EXPECT_GT(block.cuda_graph_replays, 0);
 }
 
 }  // namespace
