@@ -81,8 +81,9 @@ class MLP : public Module {
   // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
   // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear.
   Variable forward(const Variable& x, Generator& dropout_gen) const;
-  // c_fc and c_proj in FP8 (the gelu_mlp fusion then stands aside), as CausalSelfAttention's.
-  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix);
+  // c_fc and c_proj in FP8, as CausalSelfAttention's, or one of them (`fc`, `proj`). Both: the
+  // gelu_mlp fusion becomes ops::fp8_gelu_mlp; one: separate linears, each in its own precision.
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool fc = true, bool proj = true);
 
  private:
   // c_proj(gelu(c_fc(x))) by ops::gelu_mlp: under tp each rank's op gives c_proj's partial product
