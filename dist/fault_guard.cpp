@@ -2,10 +2,14 @@
 // skips destructors and MPI_Finalize on purpose: the main thread may be blocked inside them.
 #include "dist/fault_guard.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <thread>
+#include <utility>
+
+#include "dist/parallel_grid.h"
 
 namespace nd::dist {
 namespace {
@@ -41,9 +45,56 @@ FaultGuard::~FaultGuard() {
   heartbeat_.reset();
 }
 
-void FaultGuard::watch_comm(Comm& comm) {
+CommWatch FaultGuard::watch_comms(std::vector<Comm*> comms) {
   std::lock_guard<std::mutex> lock(comms_mutex_);
-  comms_.push_back(&comm);
+  comms_.insert(comms_.end(), comms.begin(), comms.end());
+  return CommWatch(this, std::move(comms));
+}
+
+CommWatch FaultGuard::watch_grid(const ParallelGrid& grid) {
+  using A = Axis;
+  std::vector<Comm*> comms = {&grid.group({A::Tp}),        &grid.group({A::Dp}),        &grid.group({A::Pp}),
+                              &grid.group({A::Tp, A::Dp}), &grid.group({A::Tp, A::Pp}), &grid.group({A::Dp, A::Pp}),
+                              &grid.group({A::Tp, A::Dp, A::Pp}), &grid.embedding()};
+  // Groups with the same members are one comm, and the world is watched already.
+  std::sort(comms.begin(), comms.end());
+  comms.erase(std::unique(comms.begin(), comms.end()), comms.end());
+  comms.erase(std::remove(comms.begin(), comms.end(), &grid.world()), comms.end());
+  return watch_comms(std::move(comms));
+}
+
+void FaultGuard::unwatch(const std::vector<Comm*>& comms) {
+  std::unique_lock<std::mutex> lock(comms_mutex_);
+  // The fault path is aborting these comms and ends the process within kAbortGraceSeconds: their
+  // owner must not destroy them under the abort, so this thread waits for the end.
+  if (ending_) {
+    lock.unlock();
+    for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+  for (Comm* c : comms) {
+    auto at = std::find(comms_.begin(), comms_.end(), c);
+    if (at != comms_.end()) comms_.erase(at);
+  }
+}
+
+CommWatch::CommWatch(CommWatch&& other) noexcept
+    : guard_(std::exchange(other.guard_, nullptr)), comms_(std::move(other.comms_)) {}
+
+CommWatch& CommWatch::operator=(CommWatch&& other) noexcept {
+  if (this != &other) {
+    release();
+    guard_ = std::exchange(other.guard_, nullptr);
+    comms_ = std::move(other.comms_);
+  }
+  return *this;
+}
+
+CommWatch::~CommWatch() { release(); }
+
+void CommWatch::release() {
+  if (guard_ != nullptr) guard_->unwatch(comms_);
+  guard_ = nullptr;
+  comms_.clear();
 }
 
 void FaultGuard::finish() {
@@ -57,6 +108,7 @@ void FaultGuard::end_process(const std::string& line) {
   {
     std::lock_guard<std::mutex> lock(comms_mutex_);
     comms = comms_;
+    ending_ = true;
   }
   // The aborts run on a thread of their own, so one that blocks cannot keep the process alive.
   auto state = std::make_shared<std::pair<std::mutex, std::condition_variable>>();

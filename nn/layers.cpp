@@ -109,9 +109,9 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_rea
     WithoutForward tail(skip);
     y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
                           c_proj_->fp8_scalars());
-  } else if (fusions().gelu_mlp && !c_fc_->fp8()) {
+  } else if (fusions().gelu_mlp && !c_fc_->fp8() && !c_proj_->fp8()) {
     y = fused_forward(x, skip);
-  } else {
+  } else {  // each linear in its own precision: the bf16 gelu_mlp would drop an FP8 one's quantising
     Variable g = ops::gelu(c_fc_->forward(x));
     WithoutForward tail(skip);
     y = c_proj_->forward(g);
@@ -120,9 +120,9 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_rea
   return dist::token_dropout(y, dropout_, dropout_gen, training(), tp_);
 }
 
-void MLP::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix) {
-  c_fc_->use_fp8(scaling.add(prefix + ".c_fc", {}));
-  c_proj_->use_fp8(scaling.add(prefix + ".c_proj", {}));
+void MLP::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool fc, bool proj) {
+  if (fc) c_fc_->use_fp8(scaling.add(prefix + ".c_fc", {}));
+  if (proj) c_proj_->use_fp8(scaling.add(prefix + ".c_proj", {}));
 }
 
 Variable MLP::fused_forward(const Variable& x, bool skip_output) const {

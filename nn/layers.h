@@ -84,8 +84,9 @@ class MLP : public Module {
   // the output) c_proj, its collective and the dropout are recorded without their forward
   // (autograd/without_forward.h): the result has no value.
   Variable forward(const Variable& x, Generator& dropout_gen, bool output_read = true) const;
-  // c_fc and c_proj in FP8 (the gelu_mlp fusion then stands aside), as CausalSelfAttention's.
-  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix);
+  // c_fc and c_proj in FP8, as CausalSelfAttention's, or one of them (`fc`, `proj`). Both: the
+  // gelu_mlp fusion becomes ops::fp8_gelu_mlp; one: separate linears, each in its own precision.
+  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool fc = true, bool proj = true);
 
  private:
   // c_proj(gelu(c_fc(x))) by ops::gelu_mlp: under tp each rank's op gives c_proj's partial product

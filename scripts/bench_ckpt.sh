@@ -51,7 +51,14 @@ done
 wait
 dd_s=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 rm -f "$out"/dd_*
-save_s=$(grep '^saved' "$out/train.txt" | tail -n 1 | sed -E 's/.*, ([0-9.]+) s \(snapshot.*/\1/')
+# An asynchronous save's line gives the writer's own time ("part written in W s"): its total runs
+# to the index, written at the next step boundary or after the run's final evaluation.
+last_saved=$(grep '^saved' "$out/train.txt" | tail -n 1)
+if [[ $last_saved == *"part written in "* ]]; then
+  save_s=$(sed -E 's/.*part written in ([0-9.]+) s.*/\1/' <<<"$last_saved")
+else
+  save_s=$(sed -E 's/.*, ([0-9.]+) s \(snapshot.*/\1/' <<<"$last_saved")
+fi
 echo "checkpoint $ckpt: $bytes bytes; last save ${save_s} s; dd conv=fsync of the same bytes ($np file(s)): ${dd_s} s;" \
      "ratio $(awk -v a="$save_s" -v b="$dd_s" 'BEGIN { printf "%.2f", a / b }')"
 # Step times: the wall time from one step's line to the next, so a save's pause at the step

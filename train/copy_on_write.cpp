@@ -29,6 +29,7 @@ int64_t chunks_copied_for_testing() { return g_chunks_copied.load(); }
 
 void CopyOnWrite::arm(std::vector<Region> regions) {
   ND_CHECK(!armed(), "CopyOnWrite::arm: the snapshot before is still armed");
+  checksum_wait_seconds_ = 0.0;
   regions_ = std::move(regions);
   first_.assign(regions_.size(), 0);
   int64_t total = 0;
@@ -106,10 +107,12 @@ bool CopyOnWrite::hash_written(size_t region, int64_t chunk) {
 
 void CopyOnWrite::wait_for_checksums() {
   const int64_t total = total_chunks();
+  const auto began = std::chrono::steady_clock::now();
   {
     std::unique_lock<std::mutex> lock(mutex_);
     cv_.wait(lock, [&] { return hashed_.load() == total || finish_.load(); });
   }
+  checksum_wait_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
   // Whatever the update did not take (it did not come, or did not touch every chunk).
   for (size_t r = 0; r < regions_.size(); ++r)
     for (int64_t c = 0; c < chunks(r); ++c)

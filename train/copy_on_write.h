@@ -56,6 +56,9 @@ class CopyOnWrite {
   // update took them) or finish_checksums() was called, then takes the rest itself. Afterwards
   // chunk_checksum gives checksum64 of each chunk as it was at arm().
   void wait_for_checksums();
+  // How long the last wait_for_checksums waited for the update (or finish_checksums), seconds:
+  // time the writer was idle, not writing. Read by the writer's thread after that call.
+  double checksum_wait_seconds() const { return checksum_wait_seconds_; }
   uint64_t chunk_checksum(size_t region, int64_t chunk) const { return sums_[first_[region] + chunk]; }
   // Any thread that will not update the memory before the write completes (the end of the run,
   // a preemption, the next save, an error): the writer is to stop waiting for the update.
@@ -108,6 +111,7 @@ class CopyOnWrite {
   std::atomic<int64_t> copied_{0};
   std::atomic<int64_t> hashed_{0};
   std::atomic<bool> finish_{false};
+  double checksum_wait_seconds_ = 0.0;  // the writer's thread only
   std::mutex mutex_;
   std::condition_variable cv_;
 };

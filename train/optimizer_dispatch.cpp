@@ -122,7 +122,7 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
       for (int a = 0; a < 3; ++a) tokens[a] = cow->before_update_hashed_by_caller(arrays[a], n);
       const cpu::AdamWScalars<float>& scalars = r.decay ? decayed : plain;
       if (tokens[0] < 0 && tokens[1] < 0 && tokens[2] < 0) {  // copied or hashed already: nothing to take
-        for (int64_t i = 0; i < n; ++i) cpu::adamw_element(scalars, arrays[0][i], grads[r.grad + at + i], arrays[1][i], arrays[2][i]);
+        cpu::adamw_update_span(scalars, arrays[0], grads + r.grad + at, arrays[1], arrays[2], n);
         continue;
       }
       uint64_t sums[3];

@@ -107,9 +107,14 @@ double thread_cpu_seconds() {
 
 void RunSaver::write_part() {
   const double cpu_before = thread_cpu_seconds();
+  const auto began = std::chrono::steady_clock::now();
   try {
     write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices(), copy_on_write_.get());
     writer_cpu_seconds_ = thread_cpu_seconds() - cpu_before;
+    // Not counting a wait for the update's checksums: at the last save of a run no update comes,
+    // and the writer waits idle for the run's end (its final evaluation) to take them itself.
+    part_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() -
+                    (copy_on_write_ ? copy_on_write_->checksum_wait_seconds() : 0.0);
     part_state_ = 1;
   } catch (const Error& e) {
     part_error_ = e.message();
@@ -177,8 +182,12 @@ std::string RunSaver::complete_pending() {
                     static_cast<long long>(copy_on_write_->total_chunks()));
       summary_.insert(summary_.size() - 1, line);
     }
-    if (writer_) {  // what the writer thread took from training (system calls, checksums the update left)
-      std::snprintf(line, sizeof(line), "; writer CPU %.2f s", writer_cpu_seconds_);
+    // The writer's own time for rank 0's part (the total above runs to the index, written at the
+    // next step boundary, or after a final evaluation), and what it took from training in CPU time
+    // (system calls, checksums the update left).
+    if (writer_) {
+      std::snprintf(line, sizeof(line), "; part written in %.1f s, writer CPU %.2f s", part_seconds_,
+                    writer_cpu_seconds_);
       summary_.insert(summary_.size() - 1, line);
     }
   } catch (const Error& e) {

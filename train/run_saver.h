@@ -51,9 +51,13 @@ class RunSaver {
   std::string finish();
 
   bool pending() const { return !pending_path_.empty(); }
-  // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)"; an
-  // asynchronous CPU save adds "; the update copied 1834 of 4113 MiB chunks" (copy_on_write.h),
-  // and an asynchronous save the CPU time its writer thread took: "; writer CPU 0.41 s".
+  // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)", the
+  // seconds from the save's start to its index; an asynchronous CPU save adds "; the update copied
+  // 1834 of 4113 MiB chunks" (copy_on_write.h), and an asynchronous save the wall and CPU time its
+  // writer thread took for rank 0's part: "; part written in 2.1 s, writer CPU 0.41 s", the wall
+  // time without the writer's wait for the update's checksums (the total counts that wait, and
+  // the index waits for the next step boundary; at a run's last save both wait for the final
+  // evaluation).
   const std::string& last_summary() const { return summary_; }
   // The step a resumed run started from: its checkpoint exists, so it is not written again.
   void set_saved_step(int64_t step) { saved_step_ = step; }
@@ -85,6 +89,7 @@ class RunSaver {
   double snapshot_seconds_ = 0.0;
   std::string summary_;
   double writer_cpu_seconds_ = 0.0;  // of this rank's part: the writing thread's CPU time (user + system)
+  double part_seconds_ = 0.0;        // of this rank's part: the writing's wall time, waits left out
   std::atomic<int> part_state_{0};  // 0 writing or none, 1 written, 2 failed
   std::string part_error_;          // set by write_part before part_state_ becomes 2
   std::string prune_error_;         // set by the prune job on the writer thread

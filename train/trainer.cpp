@@ -15,6 +15,7 @@
 
 #include "data/loader.h"
 #include "dist/data_parallel.h"
+#include "dist/fault_guard.h"
 #include "dist/local_comm.h"
 #include "dist/parallel_grid.h"
 #include "nn/fp8_linear_scaling.h"
@@ -124,6 +125,7 @@ class Trainer {
     grid.collectives = dist::parse_collectives(c_.collectives);
     grid.allow_cross_node_tp = c_.allow_cross_node_tp;
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
+    if (ctx_.fault_guard) grid_watch_ = ctx_.fault_guard->watch_grid(*grid_);
     for (auto [comm, label] : {std::pair<dist::Comm*, const char*>{&grid_->tp(), "tp"}, {&grid_->dp(), "dp"}})
       if (auto* traced = dynamic_cast<dist::TracingComm*>(comm)) traced->set_label(label);
     rank_ = world_->rank();
@@ -552,6 +554,7 @@ class Trainer {
   std::unique_ptr<dist::TracingComm> traced_world_;  // --trace: wraps the world
   dist::Comm* world_ = nullptr;
   std::unique_ptr<dist::ParallelGrid> grid_;
+  dist::CommWatch grid_watch_;  // the fault guard watches grid_'s comms; ends before grid_ does
   dist::Comm* dp_ = nullptr;  // grid_->dp(): gradients, loss means and data shards
   int rank_ = 0;
   PrecisionPolicy precision_;

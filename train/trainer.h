@@ -14,6 +14,10 @@
 #include "tensor/op_timer.h"
 #include "train/config.h"
 
+namespace nd::dist {
+class FaultGuard;
+}
+
 namespace nd::train {
 
 // Where this process stands in a run, and the hooks a data-parallel run fills in. The defaults
@@ -28,6 +32,9 @@ struct RunContext {
   // Times each step, eval, checkpoint and collective outside a step (dist/watchdog.h); nullptr =
   // nothing is timed.
   dist::Watchdog* watchdog = nullptr;
+  // The guard that owns the watchdog: it also watches the grid's communicators (their asynchronous
+  // errors are faults) while the run lives; nullptr = only the world is watched, if anything.
+  dist::FaultGuard* fault_guard = nullptr;
 };
 
 struct TrainResult {

@@ -44,4 +44,8 @@ inline void adamw_element(const AdamWScalars<T>& s, T& param, T grad, T& m, T& v
   param = p - s.step_size * (mi / (std::sqrt(vi) / s.bias_correction2_sqrt + s.eps));
 }
 
+// adamw_element over param, grad, m, v (n), vectorised (adamw_span.cpp), one thread: the same bits
+// as the scalar loop. The arrays must not overlap.
+void adamw_update_span(const AdamWScalars<float>& s, float* param, const float* grad, float* m, float* v, int64_t n);
+
 }  // namespace nd::cpu

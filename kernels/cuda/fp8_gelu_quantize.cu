@@ -39,7 +39,7 @@ bool aligned_to(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintp
 void check_args(const char* what, const bf16* in, int64_t rows, int64_t cols, const float* scale, uint8_t* codes,
                 uint8_t* codes_t, float* amax) {
   ND_CHECK(rows >= 0 && cols >= 0 && scale != nullptr && amax != nullptr, what << ": bad arguments");
-  ND_CHECK(codes != nullptr || codes_t != nullptr, what << ": nothing to write");
+  ND_CHECK(rows == 0 || cols == 0 || codes != nullptr || codes_t != nullptr, what << ": nothing to write");
   ND_CHECK(cols % fp8::kVec == 0 && rows % 4 == 0,
            what << ": needs cols a multiple of 8 and rows of 4, got " << rows << " x " << cols);
   ND_CHECK((rows == 0 || cols == 0 || aligned_to(in, 16)) && (codes == nullptr || aligned_to(codes, 8)) &&

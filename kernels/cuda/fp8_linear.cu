@@ -55,7 +55,8 @@ void fp8_gemm(bf16* D, bool accumulate, int64_t m, int64_t n, int64_t k, const u
 void check_backward(int64_t M, int64_t N, int64_t K, GradDest<bf16> dx, GradDest<bf16> dw,
                     const Fp8LinearBuffers& buf) {
   check_fp8_dims("fp8_linear_backward", M, N, K);
-  ND_CHECK((!dx.ptr || (buf.w_t && buf.dout)) && (!dw.ptr || (buf.x_t && buf.dout_t)),
+  // M = 0: x's and dout's codes are empty (their buffers may be null) and no GEMM reads them.
+  ND_CHECK(M == 0 || ((!dx.ptr || (buf.w_t && buf.dout)) && (!dw.ptr || (buf.x_t && buf.dout_t))),
            "fp8_linear_backward: missing code buffers (dx needs w_t and dout, dw needs x_t and dout_t)");
 }
 
@@ -65,8 +66,8 @@ void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, 
                         const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
                         cudaStream_t stream) {
   check_fp8_dims("fp8_linear_forward", M, N, K);
+  if (M == 0) return;  // an empty output: nothing quantised (no amax recorded), no GEMM
   ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
-  if (M == 0) return;
   stream = stream_or_default(stream);
   fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, buf.x, buf.x_t, xs.amax, xs.scale_inv, stream);
   fp8_linear_forward_from_codes(w, b, out, M, N, K, xs, ws, buf, stream);
@@ -76,8 +77,8 @@ void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int6
                                    const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
                                    cudaStream_t stream) {
   check_fp8_dims("fp8_linear_forward", M, N, K);
-  ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
   if (M == 0) return;
+  ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
   stream = stream_or_default(stream);
   fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, buf.w, buf.w_t, ws.amax, ws.scale_inv, stream);
   fp8_gemm(out, false, N, M, K, buf.w, Fp8Format::E4M3, ws.scale_inv, buf.x, Fp8Format::E4M3, xs.scale_inv, b, stream,

@@ -31,7 +31,10 @@ struct Fp8LinearBuffers {
 };
 
 // x (M, K), w (N, K), b (N) or null -> out (M, N), writing x_t and w_t where they are not null.
-// M, N and K must be multiples of 16 (FP8 GEMM alignment); nd::Error otherwise.
+// M, N and K must be multiples of 16 (FP8 GEMM alignment); nd::Error otherwise. M = 0 (no rows)
+// is an empty output: nothing is quantised (no amax recorded) and no GEMM runs; its backward gives
+// dw and db zero (or leaves an accumulated gradient as it was), and the code buffers of x and
+// dout, being empty, may be null.
 void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
                         const Fp8ScaleSlot& x_scale, const Fp8ScaleSlot& w_scale, const Fp8LinearBuffers& buffers,
                         cudaStream_t stream = nullptr);
