@@ -65,11 +65,11 @@ void check_backward(int64_t M, int64_t N, int64_t K, GradDest<bf16> dx, GradDest
 void fp8_linear_forward(const bf16* x, const bf16* w, const bf16* b, bf16* out, int64_t M, int64_t N, int64_t K,
                         const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
                         cudaStream_t stream) {
+  // x's codes first, then the half that starts from them (which checks the buffers).
   check_fp8_dims("fp8_linear_forward", M, N, K);
-  if (M == 0) return;  // an empty output: nothing quantised (no amax recorded), no GEMM
-  ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
-  stream = stream_or_default(stream);
-  fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, buf.x, buf.x_t, xs.amax, xs.scale_inv, stream);
+  if (M > 0 && buf.x)
+    fp8_quantize_transpose(x, M, K, xs.scale, Fp8Format::E4M3, buf.x, buf.x_t, xs.amax, xs.scale_inv,
+                           stream_or_default(stream));
   fp8_linear_forward_from_codes(w, b, out, M, N, K, xs, ws, buf, stream);
 }
 
@@ -77,7 +77,7 @@ void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int6
                                    const Fp8ScaleSlot& xs, const Fp8ScaleSlot& ws, const Fp8LinearBuffers& buf,
                                    cudaStream_t stream) {
   check_fp8_dims("fp8_linear_forward", M, N, K);
-  if (M == 0) return;
+  if (M == 0) return;  // an empty output: nothing quantised (no amax recorded), no GEMM
   ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
   stream = stream_or_default(stream);
   fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, buf.w, buf.w_t, ws.amax, ws.scale_inv, stream);

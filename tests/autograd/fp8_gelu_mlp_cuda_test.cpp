@@ -138,12 +138,7 @@ TEST(Fp8GeluMlpOp, MlpWithBothLinearsInFp8UsesItWithTheSameResults) {
   ND_SKIP_WITHOUT_GPU();
 #if NANODIST_WITH_CUDA
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
-  nn::BlockShape shape;
-  shape.n_embd = 64;
-  shape.n_head = 4;
-  shape.n_layer = 2;
-  shape.bias = true;
-  shape.dropout = 0.0;
+  const nn::BlockShape shape{64, 4, 2, /*bias=*/true, /*dropout=*/0.0f};
   const Params p = make_params(64, 64, 256, true, test::fresh_seed());
   struct Run {
     std::vector<double> y, dx, dfc_w, dproj_w;

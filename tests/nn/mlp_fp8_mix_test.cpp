@@ -20,12 +20,7 @@ std::string forward_error(bool fc, bool proj, bool fp8_gelu_mlp_fusion) {
   Fusions f;
   f.fp8_gelu_mlp = fp8_gelu_mlp_fusion;
   ScopedFusions scoped(f);
-  nn::BlockShape shape;
-  shape.n_embd = 16;
-  shape.n_head = 2;
-  shape.n_layer = 1;
-  shape.bias = true;
-  shape.dropout = 0.0;
+  const nn::BlockShape shape{16, 2, 1, /*bias=*/true, /*dropout=*/0.0f};
   Generator init(1), drop(2);
   nn::MLP mlp(shape, init, nn::Placement{Device::cpu(), DType::F32}, dist::TensorParallel{});
   nn::Fp8LinearScaling scaling(Device::cpu(), 2);
