@@ -21,7 +21,7 @@ void check_cross_entropy(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t 
         return ops::cross_entropy(v[0], device.is_cpu() ? targets : targets_gpu, V);
       },
       {random_input({B, T, Vp}, gen, dtype, 3.0)}, {true}, dtype, gen,
-      "cross_entropy " + std::string(dtype_name(dtype)), seed_grads);
+      "cross_entropy " + std::string(dtype_name(dtype)), seed_grads, ops::loss_dtype(dtype));
 }
 
 TEST(CrossEntropyCuda, F32) {
@@ -55,8 +55,9 @@ void check_fused(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V, bool 
   Tensor x = random_input({B, T, Vp}, gen, dtype, 3.0);
   const double scale = 1.0 / 3.0;  // 1 / grad_accum
   Tensor seed_cpu = Tensor::full(Shape{}, scale, DType::F64);
-  Tensor seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));
-  Tensor other_seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));  // same value, another tensor
+  const DType loss_dtype = ops::loss_dtype(dtype);  // f32: the seed is the loss's dtype
+  Tensor seed_gpu = Tensor::full(Shape{}, scale, loss_dtype, Device::cuda(0));
+  Tensor other_seed_gpu = Tensor::full(Shape{}, scale, loss_dtype, Device::cuda(0));  // same value, another tensor
   Tolerance tight = fused_vs_unfused(dtype), tol = tolerance_for(dtype);
 
   Variable unfused(on_gpu(x, dtype), true);
@@ -81,7 +82,7 @@ void check_fused(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V, bool 
   expect_close(fused.grad(), cpu.grad(), tol.atol_rel, tol.rtol, what + " dlogits against the CPU");
 
   // Seeded with another value: recomputed from the logits, or the overwritten ones rescaled.
-  Tensor grad = Tensor::full(Shape{}, 0.7, dtype, Device::cuda(0));
+  Tensor grad = Tensor::full(Shape{}, 0.7, loss_dtype, Device::cuda(0));
   Variable plain(on_gpu(x, dtype), true), fallback(on_gpu(x, dtype), true);
   ops::cross_entropy(plain, targets_gpu, V).backward(grad);
   ops::cross_entropy(fallback, targets_gpu, V, {seed_gpu, overwrite}).backward(grad);

@@ -32,7 +32,7 @@ Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel ke
   const nn::GPTConfig c = config_for(mode, kernel);
   Generator init(seed), dropout_gen(seed + 1), data(seed + 2);
   nn::GPT model(c, init, Device::cuda(0), dtype);
-  const Tensor seed_grad = Tensor::full(Shape{}, 0.5, dtype, Device::cuda(0));
+  const Tensor seed_grad = Tensor::full(Shape{}, 0.5, ops::loss_dtype(dtype), Device::cuda(0));
   const ops::LossGradient told{seed_grad, true};
   Run r;
   for (int micro = 0; micro < 2; ++micro) {
