@@ -382,13 +382,15 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
     // The cross_entropy_grad fusion: the forward writes dlogits (a fresh buffer, then over the
     // logits, which is why it runs last: the logits hold gradients after it).
     s = bench.time([&] {
-      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(), loss.data<float>(),
-                                      lse.data<float>(), lse.data<float>() + M, dlogits.data<T>(), M, Vp, V);
+      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(),
+                                      loss.data<float>(), lse.data<float>(), lse.data<float>() + M, dlogits.data<T>(),
+                                      M, Vp, V);
     });
     bench.report("cross_entropy fwd+grad", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
     s = bench.time([&] {
-      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(), loss.data<float>(),
-                                      lse.data<float>(), lse.data<float>() + M, logits.data<T>(), M, Vp, V);
+      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(),
+                                      loss.data<float>(), lse.data<float>(), lse.data<float>() + M, logits.data<T>(),
+                                      M, Vp, V);
     });
     bench.report("cross_entropy fwd+grad (in place)", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
   }
