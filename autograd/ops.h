@@ -64,18 +64,24 @@ Variable dropout_share(const Variable& x, float p, Generator& gen, bool training
 Variable add(const Variable& a, const Variable& b);
 
 // logits (B, T, Vp), targets (B, T) i32 -> scalar mean over targets != -1 of
-// -log softmax(logits[b, t, :V])[target]. Columns V..Vp-1 are padding: they take no probability
-// and get zero gradient. valid_vocab = 0 means V = Vp. A target outside [0, V) other than -1 is
-// an nd::Error: at once on the CPU; on the GPU at the next check_recorded_token_ids (meanwhile the
-// loss is NaN).
+// -log softmax(logits[b, t, :V])[target], of dtype loss_dtype(logits' dtype): f32 for f32, bf16
+// and f16 logits (the kernel's f32 mean, never rounded to the model's dtype). Columns V..Vp-1 are
+// padding: they take no probability and get zero gradient. valid_vocab = 0 means V = Vp. A target
+// outside [0, V) other than -1 is an nd::Error: at once on the CPU; on the GPU at the next
+// check_recorded_token_ids (meanwhile the loss is NaN).
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab = 0);
+
+// The dtype of a loss over logits of `logits_dtype`, and so of its backward seed: f32, or f64 for
+// the f64 reference of the gradient checks.
+inline DType loss_dtype(DType logits_dtype) { return logits_dtype == DType::F64 ? DType::F64 : DType::F32; }
 
 // What a loss's backward will be seeded with, told to the loss at forward time so that the forward
 // can write the logits' gradient while it reads the logits (the cross_entropy_grad fusion,
-// autograd/fusions.h). `seed`: the scalar tensor (shape [], the logits' dtype and device) that
-// backward() will be called with, e.g. the trainer's 1 / grad_accum; the forward reads its value
-// from memory when it runs (no host sync, CUDA-graph safe), so it must hold the same value until
-// that backward. `overwrite_logits`: the gradient is written over the logits themselves (saving a
+// autograd/fusions.h). `seed`: the scalar tensor (shape [], the loss's dtype, loss_dtype, on the
+// logits' device) that backward() will be called with, e.g. the trainer's 1 / grad_accum (f32 for a
+// bf16 or f16 model too: 1/3 keeps f32's precision, a scale past f16's 65504 stays finite); the
+// forward reads its value from memory when it runs (no host sync, CUDA-graph safe), so it must hold
+// the same value until that backward. `overwrite_logits`: the gradient is written over the logits themselves (saving a
 // (B*T, V) buffer); the caller promises that nothing reads the logits after the loss (a training
 // step, not an evaluation nor a caller that keeps the logits): their contents are then unspecified.
 struct LossGradient {

@@ -37,9 +37,9 @@ using RowStatsReduce = std::function<void(Tensor& buffer)>;
 
 // logits (B, T, Vl): columns [vocab_start, vocab_start + Vl) of the padded vocabulary; targets
 // (B, T) i32 global ids in [0, vocab_size) or -1 (ignored), the same on every rank. -> scalar mean
-// over the targets that are not -1 of -log softmax(full logits[:vocab_size])[target], the same
-// on every rank, without gathering the logits: max_over_ranks reduces an (N) buffer by maximum,
-// sum_over_ranks a (2, N) one by sum. Backward is local. Padding columns (global id >= vocab_size)
+// over the targets that are not -1 of -log softmax(full logits[:vocab_size])[target] (f32 for f32,
+// bf16 and f16 logits: ops::loss_dtype), the same on every rank, without gathering the logits:
+// max_over_ranks reduces an (N) buffer by maximum, sum_over_ranks a (2, N) one by sum. Backward is local. Padding columns (global id >= vocab_size)
 // take no probability and get zero gradient. On the CPU a target outside [0, vocab_size) other
 // than -1 is an nd::Error (raised before any reduction); on the GPU it makes the loss NaN.
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,

@@ -15,8 +15,8 @@ namespace nd::train {
 struct MicroBatches {
   const std::vector<Tensor>& inputs;   // (B, T) i32 each
   const std::vector<Tensor>& targets;  // (B, T) i32 each
-  Tensor& losses;                      // (micro-batches), the model's dtype
-  const Tensor& loss_scale;            // scalar
+  Tensor& losses;                      // (micro-batches), the loss's dtype: f32 (ops::loss_dtype)
+  const Tensor& loss_scale;            // scalar, the loss's dtype
   const ops::LossGradient& loss_gradient;
 };
 

@@ -50,10 +50,12 @@ TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_
     inputs_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
     targets_.push_back(Tensor::empty({options.batch_size, options.block_size}, DType::I32, device_));
   }
-  loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, model.dtype(), device_);
+  // The seed and the losses are the loss's dtype, f32 for a bf16 or f16 model too (ops::loss_dtype):
+  // the logged losses are the kernels' f32 means, and 1/3 or a scale past 65504 is no f16 number.
+  loss_scale_ = Tensor::full(Shape{}, 1.0 / options.grad_accum, ops::loss_dtype(model.dtype()), device_);
   loss_gradient_ = {loss_scale_, /*overwrite_logits=*/true};
   if (options.loss_scaling) inverse_loss_scale_ = Tensor::full({1}, 1.0, DType::F32, device_);
-  losses_ = Tensor::zeros({options.grad_accum}, model.dtype(), device_);
+  losses_ = Tensor::zeros({options.grad_accum}, ops::loss_dtype(model.dtype()), device_);
   step_counter_ = Tensor::zeros({2}, DType::I32, device_);
   uploader_ = std::make_unique<PinnedUploader>(device_);
   if (device_.is_cuda()) graph_ = std::make_unique<StepGraph>(device_.index);

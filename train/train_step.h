@@ -79,13 +79,13 @@ class TrainStep {
   StepOptions options_;
   Device device_;
   std::vector<Tensor> inputs_, targets_;  // (B, T) i32 per micro-step, fixed addresses
-  Tensor loss_scale_;                     // scalar loss scale/accum: each backward adds scale * grad / accum
+  Tensor loss_scale_;                     // scalar (f32) scale/accum: each backward adds scale * grad / accum
   Tensor inverse_loss_scale_;             // f32 (1) 1 / loss scale, read by the unscale (loss_scaling)
   double applied_loss_scale_ = 1.0;
   // loss_scale_ announced to the loss, which writes the logits' gradient over the logits in its
   // forward (the step reads nothing but the loss).
   ops::LossGradient loss_gradient_;
-  Tensor losses_;                         // (accum) one loss per micro-step
+  Tensor losses_;                         // (accum) f32, one loss per micro-step
   Tensor step_counter_;  // 8 bytes (2 x i32, a u64): the dropout generator's offset at the step's start
   uint64_t graph_draws_ = 0;  // dropout counters the captured step reserves
   std::unique_ptr<PinnedUploader> uploader_;  // GPU only

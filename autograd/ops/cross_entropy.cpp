@@ -1,6 +1,7 @@
 // ops::cross_entropy: fused log-softmax + NLL over the valid vocabulary, mean over the targets
-// that are not -1. The loss is a 0-d tensor (shape [], one element). Backward reads the logits
-// from the input, the targets (shared, not copied: do not overwrite them before backward) and the
+// that are not -1. The loss is a 0-d tensor (shape [], one element) of loss_dtype: f32 for bf16 and
+// f16 logits too, the kernel's f32 mean as it is, and so is its gradient (grad_out). Backward reads
+// the logits from the input, the targets (shared, not copied: do not overwrite them before backward) and the
 // per-row log-sum-exp (N) and the count of counted rows that the forward kernel wrote. A target
 // outside the vocabulary is an nd::Error: at once on the CPU, at check_recorded_token_ids on the GPU.
 // With a LossGradient (the cross_entropy_grad fusion) the forward writes the logits' gradient too,
@@ -47,7 +48,8 @@ void backward_from_logits(const Tensor& grad_out, Variable& logits, const Tensor
   ND_DISPATCH_KERNEL(x, "cross_entropy backward", {
     const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
     backend::cross_entropy_backward(x.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
-                                    grad_out.data<scalar_t>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp, d.V);
+                                    grad_out.data<StatType<scalar_t>>(), grad_dest<scalar_t>(dlogits), d.N, d.Vp,
+                                    d.V);
   });
 }
 
@@ -56,13 +58,13 @@ void backward_from_logits(const Tensor& grad_out, Variable& logits, const Tensor
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab) {
   const Tensor& x = logits.data();
   const CrossEntropyDims d = cross_entropy_dims(x, targets, valid_vocab);
-  Tensor loss = Tensor::empty({}, x.dtype(), x.device());
+  Tensor loss = Tensor::empty({}, loss_dtype(x.dtype()), x.device());
   // Saved for backward: (N) row log-sum-exp, then one element holding the count of counted rows.
   Tensor saved = Tensor::empty({d.N + 1}, stat_dtype(x.dtype()), x.device());
   ND_DISPATCH_KERNEL(x, "cross_entropy", {
     StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
-    backend::cross_entropy_forward(x.data<scalar_t>(), targets.data<int32_t>(), loss.data<scalar_t>(), lse, lse + d.N,
-                                   d.N, d.Vp, d.V);
+    backend::cross_entropy_forward(x.data<scalar_t>(), targets.data<int32_t>(), loss.data<StatType<scalar_t>>(), lse,
+                                   lse + d.N, d.N, d.Vp, d.V);
   });
   return make_result(loss, {logits}, [targets, saved, d](const Tensor& grad_out, std::vector<Variable>& inputs) {
     backward_from_logits(grad_out, inputs[0], targets, saved, d);
@@ -79,13 +81,13 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
   const bool in_place = gradient.overwrite_logits;
   const Tensor seed = gradient.seed;
   Tensor dlogits = in_place ? x : Tensor::empty(x.shape(), x.dtype(), x.device());
-  Tensor loss = Tensor::empty({}, x.dtype(), x.device());
+  Tensor loss = Tensor::empty({}, loss_dtype(x.dtype()), x.device());
   Tensor saved = Tensor::empty({d.N + 1}, stat_dtype(x.dtype()), x.device());  // as cross_entropy's
   ND_DISPATCH_KERNEL(x, "cross_entropy with grad", {
     StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
-    backend::cross_entropy_forward_with_grad(x.data<scalar_t>(), targets.data<int32_t>(), seed.data<scalar_t>(),
-                                             loss.data<scalar_t>(), lse, lse + d.N, dlogits.data<scalar_t>(), d.N,
-                                             d.Vp, d.V);
+    backend::cross_entropy_forward_with_grad(x.data<scalar_t>(), targets.data<int32_t>(),
+                                             seed.data<StatType<scalar_t>>(), loss.data<StatType<scalar_t>>(), lse,
+                                             lse + d.N, dlogits.data<scalar_t>(), d.N, d.Vp, d.V);
   });
   Variable result = make_result(loss, {logits}, [targets, saved, d, seed, dlogits, in_place](
                                                     const Tensor& grad_out, std::vector<Variable>& inputs) {
@@ -95,7 +97,8 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
     }
     if (in_place) {
       ND_DISPATCH_KERNEL(dlogits, "cross_entropy backward rescale",
-                         backend::cross_entropy_rescale_grad(grad_out.data<scalar_t>(), seed.data<scalar_t>(),
+                         backend::cross_entropy_rescale_grad(grad_out.data<StatType<scalar_t>>(),
+                                                             seed.data<StatType<scalar_t>>(),
                                                              dlogits.data<scalar_t>(), dlogits.numel()));
       pass_gradient(dlogits, inputs[0]);
       return;

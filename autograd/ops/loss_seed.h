@@ -1,17 +1,18 @@
 // The loss-gradient fusion's two checks on the announced seed (ops::LossGradient), shared by the
 // plain and the vocabulary-parallel cross-entropy.
 #pragma once
+#include "autograd/ops.h"
 #include "tensor/tensor.h"
 
 namespace nd::ops {
 
-// The seed must be a scalar (like the loss) of the logits' dtype, on their device; `op` names the
-// loss in the error.
+// The seed must be a scalar of the loss's dtype (loss_dtype: f32 for bf16 and f16 logits too), on
+// the logits' device; `op` names the loss in the error.
 inline void check_loss_seed(const Tensor& seed, const Tensor& logits, const char* op) {
   ND_CHECK(seed.defined(), op << ": the LossGradient's seed is undefined");
   ND_CHECK(seed.shape() == Shape{}, op << ": the LossGradient's seed must be a scalar (shape []) like the loss, got "
                                        << seed.str());
-  check_dtype(seed, logits.dtype(), (std::string(op) + ": the LossGradient's seed").c_str());
+  check_dtype(seed, loss_dtype(logits.dtype()), (std::string(op) + ": the LossGradient's seed").c_str());
   check_device(seed, logits.device(), (std::string(op) + ": the LossGradient's seed").c_str());
 }
 

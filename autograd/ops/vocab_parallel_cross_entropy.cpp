@@ -1,5 +1,6 @@
 // ops::vocab_parallel_cross_entropy: the three forward steps of kernels/*/vocab_parallel_cross_entropy.*
-// with the caller's two reductions between them. The loss is a 0-d tensor. Backward reads the
+// with the caller's two reductions between them. The loss is a 0-d tensor of loss_dtype (f32 for
+// bf16 and f16 logits too), as is the backward's grad_out. Backward reads the
 // logits from the input, the targets (shared, not copied: do not overwrite them before backward)
 // and the saved (N + 1) buffer: each row's log-sum-exp, then the number of counted rows.
 #include <algorithm>
@@ -55,13 +56,15 @@ void rescale_on_device(const Tensor& logits, const Tensor& row_max, Tensor& stat
                                                         stats.data<StatType<scalar_t>>(), d.N));
 }
 
-// Writes the loss and saved (N + 1): row_lse, then count.
-void loss_on_device(const Tensor& row_max, const Tensor& stats, const Tensor& targets, Tensor& loss, Tensor& saved,
-                    const VocabCrossEntropyDims& d) {
-  ND_DISPATCH_KERNEL(loss, "vocab_parallel_cross_entropy", {
+// Writes the loss and saved (N + 1): row_lse, then count. Dispatched on the logits, as the other
+// steps; everything it reads and writes is StatType.
+void loss_on_device(const Tensor& logits, const Tensor& row_max, const Tensor& stats, const Tensor& targets,
+                    Tensor& loss, Tensor& saved, const VocabCrossEntropyDims& d) {
+  ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy", {
     StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
     backend::vocab_parallel_ce_loss(row_max.data<StatType<scalar_t>>(), stats.data<StatType<scalar_t>>(),
-                                    targets.data<int32_t>(), loss.data<scalar_t>(), lse, lse + d.N, d.N, d.V);
+                                    targets.data<int32_t>(), loss.data<StatType<scalar_t>>(), lse, lse + d.N, d.N,
+                                    d.V);
   });
 }
 
@@ -70,7 +73,7 @@ void backward_on_device(const Tensor& dloss, const Tensor& logits, const Tensor&
   ND_DISPATCH_KERNEL(logits, "vocab_parallel_cross_entropy backward", {
     const StatType<scalar_t>* lse = saved.data<StatType<scalar_t>>();
     backend::vocab_parallel_ce_backward(logits.data<scalar_t>(), targets.data<int32_t>(), lse, lse + d.N,
-                                        dloss.data<scalar_t>(), dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
+                                        dloss.data<StatType<scalar_t>>(), dlogits.data<scalar_t>(), d.N, d.Vl, d.valid,
                                         d.vocab_start, accumulate);
   });
 }
@@ -99,9 +102,9 @@ VocabCrossEntropyForward forward_on_device(const Tensor& x, const Tensor& target
   max_over_ranks(global_max);
   rescale_on_device(x, row_max, stats, d);
   sum_over_ranks(stats);
-  VocabCrossEntropyForward f{Tensor::empty({}, x.dtype(), x.device()), Tensor::empty({d.N + 1}, stats_dtype, x.device()),
-                             d};
-  loss_on_device(row_max, stats, targets, f.loss, f.saved, d);
+  VocabCrossEntropyForward f{Tensor::empty({}, loss_dtype(x.dtype()), x.device()),
+                             Tensor::empty({d.N + 1}, stats_dtype, x.device()), d};
+  loss_on_device(x, row_max, stats, targets, f.loss, f.saved, d);
   return f;
 }
 

@@ -39,8 +39,8 @@ int64_t count_cross_entropy_targets(const int32_t* targets, int64_t N, int64_t V
 }
 
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
-                           int64_t N, int64_t Vp, int64_t V) {
+void cross_entropy_forward(const T* logits, const int32_t* targets, StatType<T>* loss, StatType<T>* row_lse,
+                           StatType<T>* count, int64_t N, int64_t Vp, int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
   const int64_t counted = count_cross_entropy_targets(targets, N, V);
   double total = 0;  // summed in double: N can be tens of thousands of rows
@@ -51,14 +51,14 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, Sta
     row_lse[row] = lse;
     if (targets[row] != -1) total += static_cast<double>(lse - x[targets[row]]);
   }
-  *loss = counted > 0 ? static_cast<T>(total / static_cast<double>(counted)) : T(0);
-  *count = static_cast<T>(counted);
+  *loss = counted > 0 ? static_cast<StatType<T>>(total / static_cast<double>(counted)) : StatType<T>(0);
+  *count = static_cast<StatType<T>>(counted);
 }
 
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
-                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
-                            int64_t V) {
+                            const StatType<T>* count, const StatType<T>* dloss, GradDest<T> dlogits, int64_t N,
+                            int64_t Vp, int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
   if (dlogits.ptr == nullptr) return;
   const T factor = *count > 0 ? *dloss / *count : T(0);
@@ -77,9 +77,9 @@ void cross_entropy_backward(const T* logits, const int32_t* targets, const StatT
 }
 
 template <typename T>
-void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
-                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
-                                     int64_t V) {
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const StatType<T>* dloss,
+                                     StatType<T>* loss, StatType<T>* row_lse, StatType<T>* count, T* dlogits,
+                                     int64_t N, int64_t Vp, int64_t V) {
   ND_CHECK(V >= 1 && V <= Vp, "cross_entropy: valid vocabulary " << V << " must be in [1, " << Vp << "]");
   const int64_t counted = count_cross_entropy_targets(targets, N, V);
   // cross_entropy_backward's factor, from the same numbers, so the two paths agree bit for bit.
@@ -102,12 +102,12 @@ void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, co
     std::fill(dx + V, dx + Vp, T(0));
     dx[target] -= factor;
   }
-  *loss = counted > 0 ? static_cast<T>(total / static_cast<double>(counted)) : T(0);
+  *loss = counted > 0 ? static_cast<StatType<T>>(total / static_cast<double>(counted)) : StatType<T>(0);
   *count = counted_t;
 }
 
 template <typename T>
-void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n) {
+void cross_entropy_rescale_grad(const StatType<T>* dloss, const StatType<T>* announced, T* dlogits, int64_t n) {
   const T factor = *dloss / *announced;  // announced 0: the gradient was lost, NaN says so
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) dlogits[i] *= factor;

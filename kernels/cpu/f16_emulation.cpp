@@ -104,34 +104,32 @@ void bias_add_backward(const f16* dout, f16* db, int64_t M, int64_t N) {
   g.round_into(db);
 }
 
-void cross_entropy_forward(const f16* logits, const int32_t* targets, f16* loss, float* row_lse, float* count,
+// The loss and its seed stay f32, as on the GPU: only the logits and their gradient are f16.
+void cross_entropy_forward(const f16* logits, const int32_t* targets, float* loss, float* row_lse, float* count,
                            int64_t N, int64_t Vp, int64_t V) {
   Wide x(logits, N * Vp);
-  Out l(1);
-  cpu::cross_entropy_forward(x.get(), targets, l.get(), row_lse, count, N, Vp, V);
-  l.round_into(loss);
+  cpu::cross_entropy_forward(x.get(), targets, loss, row_lse, count, N, Vp, V);
 }
 
 void cross_entropy_backward(const f16* logits, const int32_t* targets, const float* row_lse, const float* count,
-                            const f16* dloss, GradDest<f16> dlogits, int64_t N, int64_t Vp, int64_t V) {
-  Wide x(logits, N * Vp), d(dloss, 1);
+                            const float* dloss, GradDest<f16> dlogits, int64_t N, int64_t Vp, int64_t V) {
+  Wide x(logits, N * Vp);
   WideGrad g(dlogits, N * Vp);
-  cpu::cross_entropy_backward(x.get(), targets, row_lse, count, d.get(), g.get(), N, Vp, V);
+  cpu::cross_entropy_backward(x.get(), targets, row_lse, count, dloss, g.get(), N, Vp, V);
   g.commit();
 }
 
-void cross_entropy_forward_with_grad(const f16* logits, const int32_t* targets, const f16* dloss, f16* loss,
+void cross_entropy_forward_with_grad(const f16* logits, const int32_t* targets, const float* dloss, float* loss,
                                      float* row_lse, float* count, f16* dlogits, int64_t N, int64_t Vp, int64_t V) {
-  Wide x(logits, N * Vp), d(dloss, 1);  // copied first: dlogits may be logits
-  Out l(1), g(N * Vp);
-  cpu::cross_entropy_forward_with_grad(x.get(), targets, d.get(), l.get(), row_lse, count, g.get(), N, Vp, V);
-  l.round_into(loss);
+  Wide x(logits, N * Vp);  // copied first: dlogits may be logits
+  Out g(N * Vp);
+  cpu::cross_entropy_forward_with_grad(x.get(), targets, dloss, loss, row_lse, count, g.get(), N, Vp, V);
   g.round_into(dlogits);
 }
 
-void cross_entropy_rescale_grad(const f16* dloss, const f16* announced, f16* dlogits, int64_t n) {
-  Wide d(dloss, 1), a(announced, 1), g(dlogits, n);
-  cpu::cross_entropy_rescale_grad(d.get(), a.get(), g.get(), n);
+void cross_entropy_rescale_grad(const float* dloss, const float* announced, f16* dlogits, int64_t n) {
+  Wide g(dlogits, n);
+  cpu::cross_entropy_rescale_grad(dloss, announced, g.get(), n);
   g.round_into(dlogits);
 }
 
@@ -276,21 +274,19 @@ void vocab_parallel_ce_rescale(const float* row_max, float* stats, int64_t N) {
   cpu::vocab_parallel_ce_rescale(row_max, stats, N);
 }
 
-void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, f16* loss,
+void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, float* loss,
                             float* row_lse, float* count, int64_t N, int64_t V) {
-  Out l(1);
-  cpu::vocab_parallel_ce_loss(row_max, stats, targets, l.get(), row_lse, count, N, V);
-  l.round_into(loss);
+  cpu::vocab_parallel_ce_loss(row_max, stats, targets, loss, row_lse, count, N, V);
 }
 
 void vocab_parallel_ce_backward(const f16* logits, const int32_t* targets, const float* row_lse, const float* count,
-                                const f16* dloss, f16* dlogits, int64_t N, int64_t Vl, int64_t valid,
+                                const float* dloss, f16* dlogits, int64_t N, int64_t Vl, int64_t valid,
                                 int64_t vocab_start, bool accumulate) {
   if (dlogits == nullptr) return;
-  Wide x(logits, N * Vl), d(dloss, 1);
+  Wide x(logits, N * Vl);
   WideGrad g(GradDest<f16>{dlogits, accumulate}, N * Vl);
   GradDest<float> dest = g.get();
-  cpu::vocab_parallel_ce_backward(x.get(), targets, row_lse, count, d.get(), dest.ptr, N, Vl, valid, vocab_start,
+  cpu::vocab_parallel_ce_backward(x.get(), targets, row_lse, count, dloss, dest.ptr, N, Vl, valid, vocab_start,
                                   accumulate);
   g.commit();
 }

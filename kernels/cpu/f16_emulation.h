@@ -20,13 +20,14 @@ void add_backward(const f16* dout, GradDest<f16> da, GradDest<f16> db, int64_t n
 void bias_add_forward(const f16* x, const f16* b, f16* out, int64_t M, int64_t N);
 void bias_add_backward(const f16* dout, f16* db, int64_t M, int64_t N);
 
-void cross_entropy_forward(const f16* logits, const int32_t* targets, f16* loss, float* row_lse, float* count,
+// The loss and its seed (dloss, announced) are f32, as on the GPU.
+void cross_entropy_forward(const f16* logits, const int32_t* targets, float* loss, float* row_lse, float* count,
                            int64_t N, int64_t Vp, int64_t V);
 void cross_entropy_backward(const f16* logits, const int32_t* targets, const float* row_lse, const float* count,
-                            const f16* dloss, GradDest<f16> dlogits, int64_t N, int64_t Vp, int64_t V);
-void cross_entropy_forward_with_grad(const f16* logits, const int32_t* targets, const f16* dloss, f16* loss,
+                            const float* dloss, GradDest<f16> dlogits, int64_t N, int64_t Vp, int64_t V);
+void cross_entropy_forward_with_grad(const f16* logits, const int32_t* targets, const float* dloss, float* loss,
                                      float* row_lse, float* count, f16* dlogits, int64_t N, int64_t Vp, int64_t V);
-void cross_entropy_rescale_grad(const f16* dloss, const f16* announced, f16* dlogits, int64_t n);
+void cross_entropy_rescale_grad(const float* dloss, const float* announced, f16* dlogits, int64_t n);
 
 void dropout_forward(const f16* x, f16* out, int64_t n, float p, const PhiloxCounters& rng);
 void dropout_backward(const f16* dout, GradDest<f16> dx, int64_t n, float p, const PhiloxCounters& rng);
@@ -62,10 +63,10 @@ void attention_backward(const f16* dout, const f16* qkv, const f16* out, const f
 void vocab_parallel_ce_local_stats(const f16* logits, const int32_t* targets, float* row_max, float* stats, int64_t N,
                                    int64_t Vl, int64_t valid, int64_t vocab_start);
 void vocab_parallel_ce_rescale(const float* row_max, float* stats, int64_t N);
-void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, f16* loss,
+void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, float* loss,
                             float* row_lse, float* count, int64_t N, int64_t V);
 void vocab_parallel_ce_backward(const f16* logits, const int32_t* targets, const float* row_lse, const float* count,
-                                const f16* dloss, f16* dlogits, int64_t N, int64_t Vl, int64_t valid,
+                                const float* dloss, f16* dlogits, int64_t N, int64_t Vl, int64_t valid,
                                 int64_t vocab_start, bool accumulate);
 
 void vocab_parallel_embedding_forward(const int32_t* idx, const f16* wte, f16* out, int64_t n, int64_t C,

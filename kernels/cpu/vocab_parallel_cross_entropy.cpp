@@ -69,8 +69,8 @@ void vocab_parallel_ce_loss(const T* row_max, const T* stats, const int32_t* tar
 
 template <typename T>
 void vocab_parallel_ce_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* count,
-                                const T* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid, int64_t vocab_start,
-                                bool accumulate) {
+                                const StatType<T>* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid,
+                                int64_t vocab_start, bool accumulate) {
   check_dims("vocab_parallel_ce_backward", N, Vl, valid, vocab_start);
   if (dlogits == nullptr) return;
   if (!accumulate) std::fill(dlogits, dlogits + N * Vl, T(0));

@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 
+#include "kernels/kernel_args.h"
+
 namespace nd::cpu {
 
 // logits (N, Vl), targets (N) global ids or -1. Writes row_max (2, N): both rows this rank's
@@ -26,17 +28,18 @@ void vocab_parallel_ce_rescale(const T* row_max, T* stats, int64_t N);
 
 // After the sum all-reduce: row_lse (N) = global max + log(sum); loss (1) = mean over rows whose
 // target is not -1 of row_lse - target logit (0 when there is none); count (1) = that number of
-// rows. V is the real vocabulary: a target outside [0, V) other than -1 is an nd::Error.
+// rows. T is the statistics' type (f32, or f64 for the f64 reference), so the loss is never
+// rounded to the logits' type. V is the real vocabulary: a target outside [0, V) other than -1 is an nd::Error.
 template <typename T>
 void vocab_parallel_ce_loss(const T* row_max, const T* stats, const int32_t* targets, T* loss, T* row_lse, T* count,
                             int64_t N, int64_t V);
 
-// dloss (1) -> dlogits (N, Vl) += (exp(logit - row_lse) - onehot(target)) * dloss / count over
+// dloss (1, StatType like the loss) -> dlogits (N, Vl) += (exp(logit - row_lse) - onehot(target)) * dloss / count over
 // the valid columns; ignored rows and padding columns get nothing. With accumulate = false
 // dlogits is overwritten instead (zeros where nothing is added). Null dlogits: nothing to do.
 template <typename T>
 void vocab_parallel_ce_backward(const T* logits, const int32_t* targets, const T* row_lse, const T* count,
-                                const T* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid, int64_t vocab_start,
-                                bool accumulate);
+                                const StatType<T>* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid,
+                                int64_t vocab_start, bool accumulate);
 
 }  // namespace nd::cpu

@@ -361,33 +361,36 @@ void run_all(Bench& bench, int64_t B, int64_t T_len, int64_t C, int64_t NH, int6
 
   {
     Tensor logits = bench.random({M, Vp}, dt, 4.0f), targets = bench.ids({M}, V);
-    Tensor loss = Tensor::empty({1}, dt, Device::cuda(0)), dloss = bench.random({1}, dt);
+    // The loss and its seed are f32 whatever the logits' type.
+    Tensor loss = Tensor::empty({1}, DType::F32, Device::cuda(0)), dloss = bench.random({1}, DType::F32);
     Tensor lse = Tensor::empty({M + 1}, DType::F32, Device::cuda(0)), dlogits = bench.random({M, Vp}, dt, 0.01f);
     double s = bench.time([&] {
-      cross_entropy_forward(logits.data<T>(), targets.data<int32_t>(), loss.data<T>(), lse.data<float>(),
+      cross_entropy_forward(logits.data<T>(), targets.data<int32_t>(), loss.data<float>(), lse.data<float>(),
                             lse.data<float>() + M, M, Vp, V);
     });
     bench.report("cross_entropy fwd", dims({M, Vp}), s, es * M * Vp, 0);
     s = bench.time([&] {
       cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
-                             dloss.data<T>(), GradDest<T>{dlogits.data<T>(), true}, M, Vp, V);
+                             dloss.data<float>(), GradDest<T>{dlogits.data<T>(), true}, M, Vp, V);
     });
     bench.report("cross_entropy bwd", dims({M, Vp}), s, es * 3.0 * M * Vp, 0);
     s = bench.time([&] {
       cross_entropy_backward(logits.data<T>(), targets.data<int32_t>(), lse.data<float>(), lse.data<float>() + M,
-                             dloss.data<T>(), GradDest<T>{dlogits.data<T>(), false}, M, Vp, V);
+                             dloss.data<float>(), GradDest<T>{dlogits.data<T>(), false}, M, Vp, V);
     });
     bench.report("cross_entropy bwd (new)", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
     // The cross_entropy_grad fusion: the forward writes dlogits (a fresh buffer, then over the
     // logits, which is why it runs last: the logits hold gradients after it).
     s = bench.time([&] {
-      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<T>(), loss.data<T>(),
-                                      lse.data<float>(), lse.data<float>() + M, dlogits.data<T>(), M, Vp, V);
+      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(),
+                                      loss.data<float>(), lse.data<float>(), lse.data<float>() + M, dlogits.data<T>(),
+                                      M, Vp, V);
     });
     bench.report("cross_entropy fwd+grad", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
     s = bench.time([&] {
-      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<T>(), loss.data<T>(),
-                                      lse.data<float>(), lse.data<float>() + M, logits.data<T>(), M, Vp, V);
+      cross_entropy_forward_with_grad(logits.data<T>(), targets.data<int32_t>(), dloss.data<float>(),
+                                      loss.data<float>(), lse.data<float>(), lse.data<float>() + M, logits.data<T>(),
+                                      M, Vp, V);
     });
     bench.report("cross_entropy fwd+grad (in place)", dims({M, Vp}), s, es * 2.0 * M * Vp, 0);
   }

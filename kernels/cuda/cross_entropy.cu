@@ -44,7 +44,7 @@ __device__ __forceinline__ void fold(float& m, float& s, const float (&x)[kCount
 // themselves, = (softmax - onehot) * dloss / count, the count of counted rows already written.
 template <typename T>
 struct RowGradient {
-  const T* dloss;
+  const float* dloss;
   const float* count;
   T* dlogits;
 };
@@ -116,7 +116,7 @@ __global__ void cross_entropy_rows_kernel(const T* logits, const int32_t* target
     __syncthreads();
     const int32_t t = targets[r];
     const bool counted = t >= 0 && t < V;  // invalid targets already made the loss NaN
-    const float scale = counted ? to_f32(*grad.dloss) / *grad.count : 0.0f;
+    const float scale = counted ? *grad.dloss / *grad.count : 0.0f;
     softmax_grad_row(row, grad.dlogits + r * Vp, Vp, V, t, shared_lse, scale, counted, vec, false);
   }
 }
@@ -130,16 +130,16 @@ __global__ void cross_entropy_count_kernel(const int32_t* targets, float* count,
   if (threadIdx.x == 0) *count = counted;
 }
 
-// dlogits *= dloss / announced, both read from device memory.
+// dlogits *= dloss / announced, both f32, read from device memory.
 template <typename T>
 struct RescaleOp {
-  const T* dloss;
-  const T* announced;
+  const float* dloss;
+  const float* announced;
   T* dlogits;
   bool vec;
   template <int kPack>
   __device__ void pack(int64_t i) const {
-    const float factor = to_f32(*dloss) / to_f32(*announced);  // announced 0: NaN, the gradient was lost
+    const float factor = *dloss / *announced;  // announced 0: NaN, the gradient was lost
     float g[kPack];
     load_f32<kPack>(dlogits + i, g, vec);
 #pragma unroll
@@ -148,9 +148,9 @@ struct RescaleOp {
   }
 };
 
-// One block: loss = sum(row_loss) / count in a fixed order, count = rows whose target is not -1.
-template <typename T>
-__global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* targets, T* loss, float* count,
+// One block: loss = sum(row_loss) / count in a fixed order (kept in f32), count = rows whose
+// target is not -1.
+__global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* targets, float* loss, float* count,
                                           int64_t N) {
   __shared__ float scratch[32];
   float sum = 0.0f, counted = 0.0f;
@@ -161,7 +161,7 @@ __global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* 
   sum = block_sum(sum, scratch);
   counted = block_sum(counted, scratch);
   if (threadIdx.x == 0) {
-    *loss = from_f32<T>(counted > 0.0f ? sum / counted : 0.0f);
+    *loss = counted > 0.0f ? sum / counted : 0.0f;
     *count = counted;
   }
 }
@@ -170,13 +170,13 @@ __global__ void cross_entropy_mean_kernel(const float* row_loss, const int32_t* 
 // row is overwritten: padding columns and ignored rows get zeros.
 template <typename T>
 __global__ void cross_entropy_backward_kernel(const T* logits, const int32_t* targets, const float* row_lse,
-                                              const float* count, const T* dloss, T* dlogits, int64_t Vp, int64_t V,
+                                              const float* count, const float* dloss, T* dlogits, int64_t Vp, int64_t V,
                                               bool vec, bool accumulate) {
   int64_t r = blockIdx.x;
   int32_t t = targets[r];
   bool counted = t >= 0 && t < V;  // invalid targets already made the loss NaN
   if (!counted && accumulate) return;
-  float scale = counted ? to_f32(*dloss) / *count : 0.0f;
+  float scale = counted ? *dloss / *count : 0.0f;
   softmax_grad_row(logits + r * Vp, dlogits + r * Vp, Vp, V, t, row_lse[r], scale, counted, vec, accumulate);
 }
 
@@ -188,8 +188,8 @@ void check_dims(const char* what, int64_t N, int64_t Vp, int64_t V) {
 }  // namespace
 
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
-                           int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
+void cross_entropy_forward(const T* logits, const int32_t* targets, StatType<T>* loss, StatType<T>* row_lse,
+                           StatType<T>* count, int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
   check_dims("cross_entropy_forward", N, Vp, V);
   ND_CHECK(loss && count && (N == 0 || (logits && targets && row_lse)), "cross_entropy_forward: null pointer");
   stream = stream_or_default(stream);
@@ -201,15 +201,15 @@ void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, Sta
         logits, targets, row_lse, row_loss, Vp, V, vec, token_error_record(), RowGradient<T>{});
     CUDA_CHECK(cudaGetLastError());
   }
-  cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
+  cross_entropy_mean_kernel<<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
   CUDA_CHECK(cudaGetLastError());
   if (row_loss) device_free(row_loss, device);  // reused only by later work on this stream
 }
 
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
-                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
-                            int64_t V, cudaStream_t stream) {
+                            const StatType<T>* count, const StatType<T>* dloss, GradDest<T> dlogits, int64_t N,
+                            int64_t Vp, int64_t V, cudaStream_t stream) {
   check_dims("cross_entropy_backward", N, Vp, V);
   if (N == 0 || dlogits.ptr == nullptr) return;
   ND_CHECK(logits && targets && row_lse && count && dloss, "cross_entropy_backward: null pointer");
@@ -220,9 +220,9 @@ void cross_entropy_backward(const T* logits, const int32_t* targets, const StatT
 }
 
 template <typename T>
-void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
-                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
-                                     int64_t V, cudaStream_t stream) {
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const StatType<T>* dloss,
+                                     StatType<T>* loss, StatType<T>* row_lse, StatType<T>* count, T* dlogits,
+                                     int64_t N, int64_t Vp, int64_t V, cudaStream_t stream) {
   check_dims("cross_entropy_forward_with_grad", N, Vp, V);
   ND_CHECK(loss && count && (N == 0 || (logits && targets && row_lse && dloss && dlogits)),
            "cross_entropy_forward_with_grad: null pointer");
@@ -237,13 +237,14 @@ void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, co
         logits, targets, row_lse, row_loss, Vp, V, vec, token_error_record(), RowGradient<T>{dloss, count, dlogits});
     CUDA_CHECK(cudaGetLastError());
   }
-  cross_entropy_mean_kernel<T><<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
+  cross_entropy_mean_kernel<<<1, 1024, 0, stream>>>(row_loss, targets, loss, count, N);
   CUDA_CHECK(cudaGetLastError());
   if (row_loss) device_free(row_loss, device);  // reused only by later work on this stream
 }
 
 template <typename T>
-void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n, cudaStream_t stream) {
+void cross_entropy_rescale_grad(const StatType<T>* dloss, const StatType<T>* announced, T* dlogits, int64_t n,
+                                cudaStream_t stream) {
   ND_CHECK(n >= 0, "cross_entropy_rescale_grad: negative size " << n);
   if (n == 0) return;
   ND_CHECK(dloss && announced && dlogits, "cross_entropy_rescale_grad: null pointer");
@@ -251,13 +252,13 @@ void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, 
 }
 
 #define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                                \
-  template void cross_entropy_forward<T>(const T*, const int32_t*, T*, float*, float*, int64_t, int64_t, int64_t,      \
+  template void cross_entropy_forward<T>(const T*, const int32_t*, float*, float*, float*, int64_t, int64_t, int64_t,  \
                                          cudaStream_t);                                                                \
-  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, GradDest<T>, \
-                                          int64_t, int64_t, int64_t, cudaStream_t);                                    \
-  template void cross_entropy_forward_with_grad<T>(const T*, const int32_t*, const T*, T*, float*, float*, T*,        \
+  template void cross_entropy_backward<T>(const T*, const int32_t*, const float*, const float*, const float*,          \
+                                          GradDest<T>, int64_t, int64_t, int64_t, cudaStream_t);                       \
+  template void cross_entropy_forward_with_grad<T>(const T*, const int32_t*, const float*, float*, float*, float*, T*, \
                                                    int64_t, int64_t, int64_t, cudaStream_t);                           \
-  template void cross_entropy_rescale_grad<T>(const T*, const T*, T*, int64_t, cudaStream_t)
+  template void cross_entropy_rescale_grad<T>(const float*, const float*, T*, int64_t, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
 
 }  // namespace nd::cuda

@@ -13,19 +13,20 @@ namespace nd::cuda {
 
 // logits (N, Vp) with vocabulary columns [0, V) and padding [V, Vp); targets (N) in [0, V) or -1
 // (ignored). Writes loss (1) = mean over counted rows of lse(row[:V]) - row[target] (0 when no row
-// counts), row_lse (N) and count (1) = number of counted rows, both f32. A target outside [0, V)
+// counts), row_lse (N) and count (1) = number of counted rows, all three f32 whatever T (the loss
+// is the kernel's f32 mean, never rounded to bf16 or f16). A target outside [0, V)
 // other than -1 makes the loss NaN and is recorded for check_token_errors
 // (kernels/cuda/token_errors.h): checking it here would stall the stream.
 template <typename T>
-void cross_entropy_forward(const T* logits, const int32_t* targets, T* loss, StatType<T>* row_lse, StatType<T>* count,
-                           int64_t N, int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
+void cross_entropy_forward(const T* logits, const int32_t* targets, StatType<T>* loss, StatType<T>* row_lse,
+                           StatType<T>* count, int64_t N, int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
-// dloss (1) -> dlogits (N, Vp) (+)= (softmax(row[:V]) - onehot(target)) * dloss / count; ignored
+// dloss (1, f32 like the loss) -> dlogits (N, Vp) (+)= (softmax(row[:V]) - onehot(target)) * dloss / count; ignored
 // rows and padding columns get zero.
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
-                            const StatType<T>* count, const T* dloss, GradDest<T> dlogits, int64_t N, int64_t Vp,
-                            int64_t V, cudaStream_t stream = nullptr);
+                            const StatType<T>* count, const StatType<T>* dloss, GradDest<T> dlogits, int64_t N,
+                            int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
 // The forward and the logits' gradient in one kernel (the cross_entropy_grad fusion): loss, row_lse
 // and count as cross_entropy_forward writes them, and dlogits (N, Vp) = (softmax(row[:V]) -
@@ -33,14 +34,14 @@ void cross_entropy_backward(const T* logits, const int32_t* targets, const StatT
 // ignored targets, zero padding). dloss (1) is read from device memory when the kernel runs (no
 // host sync; a CUDA graph replay reads its current value). dlogits may be logits itself.
 template <typename T>
-void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const T* dloss, T* loss,
-                                     StatType<T>* row_lse, StatType<T>* count, T* dlogits, int64_t N, int64_t Vp,
-                                     int64_t V, cudaStream_t stream = nullptr);
+void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const StatType<T>* dloss,
+                                     StatType<T>* loss, StatType<T>* row_lse, StatType<T>* count, T* dlogits,
+                                     int64_t N, int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
-// dlogits (n) *= dloss / announced (both (1) on the device): the gradient written for dloss =
+// dlogits (n) *= dloss / announced (both (1), f32, on the device): the gradient written for dloss =
 // announced, turned into the one for dloss.
 template <typename T>
-void cross_entropy_rescale_grad(const T* dloss, const T* announced, T* dlogits, int64_t n,
+void cross_entropy_rescale_grad(const StatType<T>* dloss, const StatType<T>* announced, T* dlogits, int64_t n,
                                 cudaStream_t stream = nullptr);
 
 }  // namespace nd::cuda

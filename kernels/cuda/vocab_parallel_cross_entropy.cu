@@ -85,10 +85,9 @@ __global__ void rescale_kernel(const float* row_max, float* stats, int64_t N) {
   stats[r] = local == -INFINITY ? 0.0f : stats[r] * expf(local - global);
 }
 
-// One block: row_lse for every row, loss = sum over counted rows / count in a fixed order.
-template <typename T>
-__global__ void loss_kernel(const float* row_max, const float* stats, const int32_t* targets, T* loss, float* row_lse,
-                            float* count, int64_t N, int64_t V) {
+// One block: row_lse for every row, loss = sum over counted rows / count in a fixed order (f32).
+__global__ void loss_kernel(const float* row_max, const float* stats, const int32_t* targets, float* loss,
+                            float* row_lse, float* count, int64_t N, int64_t V) {
   __shared__ float scratch[32];
   float sum = 0.0f, counted = 0.0f;
   for (int64_t r = threadIdx.x; r < N; r += blockDim.x) {
@@ -102,20 +101,20 @@ __global__ void loss_kernel(const float* row_max, const float* stats, const int3
   sum = block_sum(sum, scratch);
   counted = block_sum(counted, scratch);
   if (threadIdx.x == 0) {
-    *loss = from_f32<T>(counted > 0.0f ? sum / counted : 0.0f);
+    *loss = counted > 0.0f ? sum / counted : 0.0f;
     *count = counted;
   }
 }
 
 template <typename T>
 __global__ void backward_kernel(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
-                                const T* dloss, T* dlogits, int64_t Vl, int64_t valid, int64_t vocab_start, bool vec,
-                                bool accumulate) {
+                                const float* dloss, T* dlogits, int64_t Vl, int64_t valid, int64_t vocab_start,
+                                bool vec, bool accumulate) {
   const int64_t r = blockIdx.x;
   const int32_t t = targets[r];
   const bool counted = t != -1 && *count > 0.0f;
   if (!counted && accumulate) return;
-  const float scale = counted ? to_f32(*dloss) / *count : 0.0f;
+  const float scale = counted ? *dloss / *count : 0.0f;
   const int64_t local_target = static_cast<int64_t>(t) - vocab_start;
   softmax_grad_row(logits + r * Vl, dlogits + r * Vl, Vl, valid, local_target, row_lse[r], scale, counted, vec,
                    accumulate);
@@ -148,20 +147,19 @@ void vocab_parallel_ce_rescale(const float* row_max, float* stats, int64_t N, cu
   CUDA_CHECK(cudaGetLastError());
 }
 
-template <typename T>
-void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, T* loss, float* row_lse,
-                            float* count, int64_t N, int64_t V, cudaStream_t stream) {
+void vocab_parallel_ce_loss(const float* row_max, const float* stats, const int32_t* targets, float* loss,
+                            float* row_lse, float* count, int64_t N, int64_t V, cudaStream_t stream) {
   ND_CHECK(N >= 0 && N < (int64_t{1} << 31) && V >= 1, "vocab_parallel_ce_loss: bad shape N=" << N << " V=" << V);
   ND_CHECK(loss && count && (N == 0 || (row_max && stats && targets && row_lse)),
            "vocab_parallel_ce_loss: null pointer");
-  loss_kernel<T><<<1, 1024, 0, stream_or_default(stream)>>>(row_max, stats, targets, loss, row_lse, count, N, V);
+  loss_kernel<<<1, 1024, 0, stream_or_default(stream)>>>(row_max, stats, targets, loss, row_lse, count, N, V);
   CUDA_CHECK(cudaGetLastError());
 }
 
 template <typename T>
 void vocab_parallel_ce_backward(const T* logits, const int32_t* targets, const float* row_lse, const float* count,
-                                const T* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid, int64_t vocab_start,
-                                bool accumulate, cudaStream_t stream) {
+                                const float* dloss, T* dlogits, int64_t N, int64_t Vl, int64_t valid,
+                                int64_t vocab_start, bool accumulate, cudaStream_t stream) {
   check_dims("vocab_parallel_ce_backward", N, Vl, valid, vocab_start);
   if (N == 0 || dlogits == nullptr) return;
   ND_CHECK(logits && targets && row_lse && count && dloss, "vocab_parallel_ce_backward: null pointer");
@@ -174,9 +172,7 @@ void vocab_parallel_ce_backward(const T* logits, const int32_t* targets, const f
 #define ND_INSTANTIATE_VOCAB_PARALLEL_CE(T)                                                                          \
   template void vocab_parallel_ce_local_stats<T>(const T*, const int32_t*, float*, float*, int64_t, int64_t, int64_t, \
                                                  int64_t, cudaStream_t);                                             \
-  template void vocab_parallel_ce_loss<T>(const float*, const float*, const int32_t*, T*, float*, float*, int64_t,    \
-                                          int64_t, cudaStream_t);                                                    \
-  template void vocab_parallel_ce_backward<T>(const T*, const int32_t*, const float*, const float*, const T*, T*,     \
+  template void vocab_parallel_ce_backward<T>(const T*, const int32_t*, const float*, const float*, const float*, T*, \
                                               int64_t, int64_t, int64_t, int64_t, bool, cudaStream_t)
 ND_CUDA_INSTANTIATE(ND_INSTANTIATE_VOCAB_PARALLEL_CE);
 

@@ -31,7 +31,8 @@ void check_first_then_added(const std::string& name, const DeviceOp& op, const s
     Variable cpu_out = op(cpu, Device::cpu());
     if (pass == 1) grad_out = random_input(cpu_out.shape(), gen, dtype);
     cpu_out.backward(grad_out);
-    op(gpu, Device::cuda(0)).backward(on_gpu(grad_out, dtype));
+    Variable gpu_out = op(gpu, Device::cuda(0));
+    gpu_out.backward(on_gpu(grad_out, gpu_out.dtype()));  // a loss is f32: grad_out's values fit
     for (size_t i = 0; i < inputs.size(); ++i)
       if (wants[i])
         expect_close(gpu[i].grad(), cpu[i].grad(), tol.atol_rel, tol.rtol,

@@ -2,8 +2,13 @@
 // padded vocabulary, ignored targets (-1), f32 and bf16. And the cross_entropy_grad fusion (the
 // forward writes dlogits for an announced seed) on the GPU against the unfused op on the GPU and
 // the fused op on the CPU: seeded with the announced tensor, with the logits kept or overwritten,
-// and seeded with another tensor (the fallback).
+// and seeded with another tensor (the fallback). The loss is f32 for bf16 and f16 logits too: every
+// path's loss (plain, fused, vocabulary-parallel) equals the f64 mean of the same rounded logits at
+// f32's tolerance, not at bf16's.
+#include <cmath>
+
 #include "autograd/ops.h"
+#include "autograd/parallel_ops.h"
 #include "kernels/cuda_test_util.h"
 
 namespace nd::test {
@@ -21,7 +26,7 @@ void check_cross_entropy(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t 
         return ops::cross_entropy(v[0], device.is_cpu() ? targets : targets_gpu, V);
       },
       {random_input({B, T, Vp}, gen, dtype, 3.0)}, {true}, dtype, gen,
-      "cross_entropy " + std::string(dtype_name(dtype)), seed_grads);
+      "cross_entropy " + std::string(dtype_name(dtype)), seed_grads, ops::loss_dtype(dtype));
 }
 
 TEST(CrossEntropyCuda, F32) {
@@ -55,9 +60,10 @@ void check_fused(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V, bool 
   Tensor x = random_input({B, T, Vp}, gen, dtype, 3.0);
   const double scale = 1.0 / 3.0;  // 1 / grad_accum
   Tensor seed_cpu = Tensor::full(Shape{}, scale, DType::F64);
-  Tensor seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));
-  Tensor other_seed_gpu = Tensor::full(Shape{}, scale, dtype, Device::cuda(0));  // same value, another tensor
-  Tolerance tight = fused_vs_unfused(dtype), tol = tolerance_for(dtype);
+  const DType loss_dtype = ops::loss_dtype(dtype);  // f32: the seed is the loss's dtype
+  Tensor seed_gpu = Tensor::full(Shape{}, scale, loss_dtype, Device::cuda(0));
+  Tensor other_seed_gpu = Tensor::full(Shape{}, scale, loss_dtype, Device::cuda(0));  // same value, another tensor
+  Tolerance tight = fused_vs_unfused(dtype), tol = tolerance_for(dtype), loss_tol = tolerance_for(loss_dtype);
 
   Variable unfused(on_gpu(x, dtype), true);
   Variable unfused_loss = ops::cross_entropy(unfused, targets_gpu, V);
@@ -77,11 +83,11 @@ void check_fused(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V, bool 
   Variable cpu(x.to(DType::F64), true);
   Variable cpu_loss = ops::cross_entropy(cpu, targets, V, {seed_cpu, overwrite});
   cpu_loss.backward(seed_cpu);
-  expect_close(fused_loss.data(), cpu_loss.data(), tol.atol_rel, tol.rtol, what + " loss against the CPU");
+  expect_close(fused_loss.data(), cpu_loss.data(), loss_tol.atol_rel, loss_tol.rtol, what + " loss against the CPU");
   expect_close(fused.grad(), cpu.grad(), tol.atol_rel, tol.rtol, what + " dlogits against the CPU");
 
   // Seeded with another value: recomputed from the logits, or the overwritten ones rescaled.
-  Tensor grad = Tensor::full(Shape{}, 0.7, dtype, Device::cuda(0));
+  Tensor grad = Tensor::full(Shape{}, 0.7, loss_dtype, Device::cuda(0));
   Variable plain(on_gpu(x, dtype), true), fallback(on_gpu(x, dtype), true);
   ops::cross_entropy(plain, targets_gpu, V).backward(grad);
   ops::cross_entropy(fallback, targets_gpu, V, {seed_gpu, overwrite}).backward(grad);
@@ -105,6 +111,43 @@ TEST(CrossEntropyCuda, FusedGradientBf16) {
     check_fused(DType::BF16, 2, 9, 384, 300, overwrite);
     check_fused(DType::BF16, 1, 5, 65, 65, overwrite);
     check_fused(DType::BF16, 1, 3, 50304, 50257, overwrite);
+  }
+}
+
+// The loss of bf16 or f16 logits is the kernels' f32 mean: against the f64 CPU loss of the same
+// rounded logits within f32's tolerance (a loss rounded to bf16 would be off by up to 2^-8 of its
+// binade, 2e-3 to 4e-3 of it; to f16 by up to 2^-11), on the plain, the fused and the
+// vocabulary-parallel path, an f32 tensor each time.
+void check_f32_loss(DType dtype, int64_t B, int64_t T, int64_t Vp, int64_t V) {
+  const std::string what = std::string(dtype_name(dtype)) + " Vp " + std::to_string(Vp);
+  Generator gen(fresh_seed());
+  std::vector<int32_t> t(B * T);
+  for (size_t i = 0; i < t.size(); ++i) t[i] = i % 5 == 3 ? -1 : static_cast<int32_t>(gen.next_u64() % V);
+  Tensor targets = Tensor::from_vector(t, {B, T}), targets_gpu = targets.to(Device::cuda(0));
+  Tensor x = random_input({B, T, Vp}, gen, dtype, 3.0);
+  const Tensor want = ops::cross_entropy(Variable(x.to(DType::F64)), targets, V).data();
+  const Tolerance f32 = tolerance_for(DType::F32);
+  const Tensor seed = Tensor::full(Shape{}, 0.25, DType::F32, Device::cuda(0));
+  const ops::RowStatsReduce one_rank = [](Tensor&) {};
+  const std::vector<std::pair<std::string, Variable>> losses = {
+      {"plain", ops::cross_entropy(Variable(on_gpu(x, dtype), true), targets_gpu, V)},
+      {"fused", ops::cross_entropy(Variable(on_gpu(x, dtype), true), targets_gpu, V, {seed, true})},
+      {"vocabulary-parallel", ops::vocab_parallel_cross_entropy(Variable(on_gpu(x, dtype), true), targets_gpu, 0, V,
+                                                                one_rank, one_rank)},
+      {"vocabulary-parallel fused", ops::vocab_parallel_cross_entropy(Variable(on_gpu(x, dtype), true), targets_gpu,
+                                                                      0, V, one_rank, one_rank, {seed, true})}};
+  for (const auto& [path, loss] : losses) {
+    EXPECT_EQ(loss.dtype(), DType::F32) << what << " " << path;
+    expect_close(loss.data(), want, f32.atol_rel, f32.rtol, what + " " + path + " loss against the f64 mean");
+  }
+}
+
+TEST(CrossEntropyCuda, ReducedPrecisionLossIsTheF32Mean) {
+  ND_SKIP_WITHOUT_GPU();
+  for (DType dtype : {DType::BF16, DType::F16}) {
+    check_f32_loss(dtype, 2, 9, 384, 300);
+    check_f32_loss(dtype, 3, 4, 67, 65);  // rows not 16-byte aligned: scalar path
+    check_f32_loss(dtype, 2, 5, 50304, 50257);  // GPT-2's padded vocabulary
   }
 }
 

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -103,21 +104,26 @@ using DeviceOp = std::function<Variable(const std::vector<Variable>&, Device)>;
 // Runs `op` on the CPU (f32) and on cuda:0 (dtype) from the same inputs (rounded to dtype), with
 // random initial gradients (the backward must add to them; with seed_grads false there are none and
 // the first input's new gradient buffer is poisoned) and a random output gradient; compares the
-// output and every gradient. The GPU output's buffer is poisoned before the call.
+// output and every gradient. The GPU output's buffer is poisoned before the call. The GPU output
+// is of `dtype`, or of `out_dtype` where given (a loss: f32 for bf16 and f16 logits,
+// ops::loss_dtype), and is then compared at that dtype's tolerance.
 inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& inputs,
                                  const std::vector<bool>& requires_grad, DType dtype, Generator& gen,
-                                 const std::string& name, bool seed_grads = true) {
+                                 const std::string& name, bool seed_grads = true,
+                                 std::optional<DType> out_dtype = std::nullopt) {
   Tolerance tol = tolerance_for(dtype);
+  const DType want_out = out_dtype.value_or(dtype);
+  const Tolerance out_tol = tolerance_for(want_out);
   std::vector<Variable> cpu_vars, gpu_vars;
   for (size_t i = 0; i < inputs.size(); ++i) {
     cpu_vars.emplace_back(inputs[i].clone(), requires_grad[i]);
     gpu_vars.emplace_back(on_gpu(inputs[i], dtype), requires_grad[i]);
   }
   Variable cpu_out = op(cpu_vars, Device::cpu());
-  poison_next_allocation(cpu_out.shape(), dtype);
+  poison_next_allocation(cpu_out.shape(), want_out);
   Variable gpu_out = op(gpu_vars, Device::cuda(0));
-  ASSERT_EQ(gpu_out.dtype(), dtype) << name;
-  expect_close(gpu_out.data(), cpu_out.data(), tol.atol_rel, tol.rtol, name + " forward");
+  ASSERT_EQ(gpu_out.dtype(), want_out) << name;
+  expect_close(gpu_out.data(), cpu_out.data(), out_tol.atol_rel, out_tol.rtol, name + " forward");
 
   Tensor grad_out = random_input(cpu_out.shape(), gen, dtype);
   for (size_t i = 0; i < inputs.size() && seed_grads; ++i) {
@@ -127,7 +133,7 @@ inline void check_op_against_cpu(const DeviceOp& op, const std::vector<Tensor>& 
     gpu_vars[i].autograd()->grad = on_gpu(g0, dtype);
   }
   cpu_out.backward(grad_out);
-  Tensor gpu_grad_out = on_gpu(grad_out, dtype);
+  Tensor gpu_grad_out = on_gpu(grad_out, want_out);  // grad_out's values are dtype's: exact in want_out
   if (!seed_grads) poison_next_allocation(inputs[0].shape(), dtype);
   gpu_out.backward(gpu_grad_out);
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -117,7 +117,7 @@ void check_announced_seed(DType dtype, double tol) {
   for (bool announced : {true, false}) {
     Generator init(seed + 1), dropout_gen(seed + 2);
     nn::GPT model(config, init, Device::cuda(0), dtype);
-    const Tensor loss_scale = Tensor::full(Shape{}, 1.0 / 3.0, dtype, Device::cuda(0));
+    const Tensor loss_scale = Tensor::full(Shape{}, 1.0 / 3.0, ops::loss_dtype(dtype), Device::cuda(0));
     const ops::LossGradient told{loss_scale, true};
     std::vector<double> losses;
     model.zero_grad();
@@ -125,7 +125,8 @@ void check_announced_seed(DType dtype, double tol) {
       Tensor idx = b.idx.to(model.device()), targets = b.targets.to(model.device());
       nn::GPT::Output out = model.forward(idx, &targets, dropout_gen, announced ? &told : nullptr);
       EXPECT_EQ(out.logits.defined(), !announced);
-      out.loss.backward(announced ? loss_scale : Tensor::full(Shape{}, 1.0 / 3.0, dtype, Device::cuda(0)));
+      out.loss.backward(announced ? loss_scale
+                                  : Tensor::full(Shape{}, 1.0 / 3.0, ops::loss_dtype(dtype), Device::cuda(0)));
       losses.push_back(out.loss.data().item());
     }
     runs.emplace_back(losses, model.named_parameters());

@@ -34,7 +34,7 @@ void check_vocab_cross_entropy(DType dtype, int64_t N, int64_t Vl, int64_t vocab
                                                  kOneRank, kOneRank);
       },
       {random_input({N, Vl}, gen, dtype, 3.0)}, {true}, dtype, gen,
-      "vocab_parallel_cross_entropy " + std::string(dtype_name(dtype)), seed_grads);
+      "vocab_parallel_cross_entropy " + std::string(dtype_name(dtype)), seed_grads, ops::loss_dtype(dtype));
 }
 
 TEST(TensorParallelOpsCuda, VocabParallelCrossEntropy) {

@@ -43,7 +43,7 @@ Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel ke
   nn::GPT model(c, init, Device::cuda(0), dtype);
   nn::Fp8LinearScaling scaling(Device::cuda(0), 4 * c.n_layer);
   if (fp8) model.use_fp8(scaling, /*attn=*/true, /*mlp=*/true, /*head=*/false);
-  const Tensor seed_grad = Tensor::full(Shape{}, 0.5, dtype, Device::cuda(0));
+  const Tensor seed_grad = Tensor::full(Shape{}, 0.5, ops::loss_dtype(dtype), Device::cuda(0));
   const ops::LossGradient told{seed_grad, true};
   Run r;
   for (int micro = 0; micro < 2; ++micro) {

@@ -1,6 +1,6 @@
 // --dtype fp16 on the GPU (CUDA graph on): it learns like bf16 from the same seed and data (the
 // last losses within 5%); its first steps follow the CPU's emulation of the same f16 kernels; a
-// fixed loss scale whose f16 seed is inf skips every update, in the captured graph too, leaving
+// fixed loss scale whose seed is inf skips every update, in the captured graph too, leaving
 // the initial weights; and the f16 layer statistics run.
 #include <gtest/gtest.h>
 
@@ -66,7 +66,9 @@ TEST_F(Fp16TrainingCuda, FollowsTheCpuEmulation) {
 TEST_F(Fp16TrainingCuda, AnInfiniteSeedSkipsEveryUpdateInTheGraph) {
   TrainConfig c = config("huge", "fp16");
   c.max_iters = c.lr_decay_iters = 20;
-  c.loss_scale = "1e6";  // past f16's 65504: the seed itself is inf
+  // Past f32's largest: the seed (f32, the loss's dtype, ops::loss_dtype) is itself inf. (1e6, past
+  // f16's 65504, is an f32 seed like any other.)
+  c.loss_scale = "1e39";
   const TrainResult r = run_training(c);
   EXPECT_FALSE(r.diverged);
   EXPECT_EQ(r.overflow_skips, 20);

@@ -1,7 +1,7 @@
 // --dtype fp16 through the whole trainer on the CPU, where the f16 kernels are emulated with the
 // f32 reference (kernels/cpu/f16_emulation.h): the run trains and follows the f32 run from the same
-// seed (rounding apart); the dynamic loss scaler is on by default, at the largest scale the f16
-// seed holds; a checkpointed run resumes its f16 weights, f32 masters and scaler; the precision
+// seed (rounding apart); the dynamic loss scaler is on by default, capped at 32768 x grad-accum
+// (train/loss_scaler.h); a checkpointed run resumes its f16 weights, f32 masters and scaler; the precision
 // policy of fp16 and its refusals.
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ TEST(Fp16Training, TrainsAndFollowsTheF32Run) {
   EXPECT_LT(mean_of_last(b.step_losses, 5), b.step_losses[0] - 0.3);
   EXPECT_NEAR(mean_of_last(b.step_losses, 5), mean_of_last(a.step_losses, 5), 0.03 * mean_of_last(a.step_losses, 5));
   EXPECT_LE(b.overflow_skips, 2);
-  EXPECT_EQ(b.loss_scale, 32768.0);  // dynamic by default; 65536 / grad-accum 1 is not an f16 number
+  EXPECT_EQ(b.loss_scale, 32768.0);  // dynamic by default, capped at 32768 x grad-accum (loss_scaler.h)
 }
 
 TEST(Fp16Training, GradAccumulationLetsTheScaleStartAt65536) {

@@ -39,7 +39,7 @@ Problem tiny_gradient_problem() {
 Tensor weight_grad(const Problem& p, DType dtype, double seed) {
   Variable x(p.x.to(dtype), false), w(p.w.to(dtype), true);
   Variable loss = ops::cross_entropy(ops::linear(x, w, Variable()), p.targets);
-  loss.backward(Tensor::full({}, seed, dtype, Device::cpu()));
+  loss.backward(Tensor::full({}, seed, ops::loss_dtype(dtype), Device::cpu()));  // the loss is f32 (or f64)
   return w.grad();
 }
 
