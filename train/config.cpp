@@ -138,7 +138,7 @@ const std::vector<Binding>& train_bindings() {
           "main_grad)");
     b.add("loss-scale", &C::loss_scale,
           "scale of the loss before backward, gradients divided by it before clipping, overflowing steps skipped: "
-          "dynamic (65536, x2 after 2000 finite steps, x0.5 on overflow; under fp16 at most 32768 x grad-accum), "
+          "dynamic (65536, x2 after 2000 finite steps, x0.5 on overflow), "
           "a fixed number (1 = off), or auto (dynamic under fp16, else off)");
     b.add("master-weights", &C::master_weights,
           "keep f32 master weights beside bf16 or fp16 parameters (false: the update rounds into the 16-bit "

@@ -3,11 +3,10 @@
 // clipping, and a step whose gradients overflowed (an inf or NaN anywhere, on any rank) is skipped.
 // Dynamic: the scale starts at 65536, halves on every overflow and doubles after 2000 finite steps
 // in a row. Fixed (`--loss-scale X`): the scale never moves, overflowing steps are still skipped;
-// X = 1 is no scaling at all. A dynamic scale never exceeds max_scale: under fp16 32768 times
-// grad-accum (65536 itself from grad-accum 2 on), a bound from when the backward's seed (scale /
-// grad-accum) was an f16 number, finite only up to 65504. The seed is f32 now, like the loss
-// (ops::loss_dtype), so the bound is no longer needed; it stays so that fp16 runs keep the scales
-// they had (lifting it is a change of its own: precision.cpp).
+// X = 1 is no scaling at all. A dynamic scale never exceeds max_scale (unbounded unless set). The
+// backward's seed (scale / grad-accum) is f32, like the loss (ops::loss_dtype), so any scale f32
+// holds is a finite seed; fp16 runs once capped the scale at 32768 x grad-accum, when the seed was
+// an f16 number (finite only up to 65504).
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -39,8 +39,6 @@ PrecisionPolicy precision_policy(const TrainConfig& c) {
     p.loss_scaler = parse_loss_scale(c.loss_scale);
     p.loss_scaling = p.loss_scaler.dynamic || p.loss_scaler.initial_scale != 1.0;
   }
-  // The bound of an f16 seed, kept though the seed is f32 now (loss_scaler.h).
-  if (p.param == DType::F16) p.loss_scaler.max_scale = 32768.0 * std::max(1, c.grad_accum);
   if (c.fp8) {
     ND_CHECK_INPUT(p.param == DType::BF16, "--fp8 needs --dtype bf16 (its GEMMs read bf16 and write bf16)");
     std::stringstream list(c.fp8_layers);

@@ -43,7 +43,7 @@ TEST(FormatsFp16, BothFp16VariantsTrainOnTheCpu) {
     EXPECT_LT(mean_of_last(r.step_losses, 5), r.step_losses.front() - 0.3) << name << " did not learn";
     EXPECT_NEAR(mean_of_last(r.step_losses, 5), control, 0.05 * control) << name;
   }
-  EXPECT_EQ(results["fp16"].loss_scale, 32768.0);
+  EXPECT_EQ(results["fp16"].loss_scale, 65536.0);
   EXPECT_EQ(results["fp16-no-loss-scaling"].loss_scale, 1.0);
   EXPECT_EQ(results["fp16-no-loss-scaling"].overflow_skips, 0);
 }

@@ -1,6 +1,6 @@
 // --dtype fp16 through the whole trainer on the CPU, where the f16 kernels are emulated with the
 // f32 reference (kernels/cpu/f16_emulation.h): the run trains and follows the f32 run from the same
-// seed (rounding apart); the dynamic loss scaler is on by default, capped at 32768 x grad-accum
+// seed (rounding apart); the dynamic loss scaler is on by default, starting at 65536
 // (train/loss_scaler.h); a checkpointed run resumes its f16 weights, f32 masters and scaler; the precision
 // policy of fp16 and its refusals.
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ TEST(Fp16Training, TrainsAndFollowsTheF32Run) {
   EXPECT_LT(mean_of_last(b.step_losses, 5), b.step_losses[0] - 0.3);
   EXPECT_NEAR(mean_of_last(b.step_losses, 5), mean_of_last(a.step_losses, 5), 0.03 * mean_of_last(a.step_losses, 5));
   EXPECT_LE(b.overflow_skips, 2);
-  EXPECT_EQ(b.loss_scale, 32768.0);  // dynamic by default, capped at 32768 x grad-accum (loss_scaler.h)
+  EXPECT_EQ(b.loss_scale, 65536.0);  // dynamic by default, from 65536 (loss_scaler.h)
 }
 
 TEST(Fp16Training, GradAccumulationLetsTheScaleStartAt65536) {

@@ -1,7 +1,7 @@
 // Why fp16 needs loss scaling, shown with the trainer's own pieces on the CPU (the emulated f16
 // kernels): a linear layer + cross-entropy whose weight gradients (about 1e-8) lie below half of
 // f16's smallest subnormal (2^-24 = 6e-8). Backward in f16 with the plain seed rounds them to zero;
-// seeded with the loss scale (32768) they are ordinary f16 numbers, and widened to f32 and unscaled
+// seeded with the loss scale (65536) they are ordinary f16 numbers, and widened to f32 and unscaled
 // (accumulate_into_f32, unscale_grads: the step's sequence) they equal the f32 reference gradient
 // of the same rounded inputs.
 #include <gtest/gtest.h>
@@ -85,7 +85,7 @@ TEST(Fp16Underflow, GradientsBelowTheSmallestSubnormalVanishWithoutLossScaling) 
 TEST(Fp16Underflow, LossScalingKeepsThemAndTheUnscaleInF32RestoresThem) {
   const Problem p = tiny_gradient_problem();
   const Tensor reference = weight_grad(p, DType::F32, 1.0);
-  const double scale = 32768.0;  // the trainer's scale at grad-accum 1 (train/loss_scaler.h)
+  const double scale = 65536.0;  // the trainer's initial scale (train/loss_scaler.h)
   const Tensor scaled = unscaled_f32(weight_grad(p, DType::F16, scale), scale);
   EXPECT_EQ(zeros_in(scaled), 0);
   EXPECT_LT(relative_error(scaled, reference), 1e-2);
@@ -95,7 +95,7 @@ TEST(Fp16Underflow, UnscalingInF16WouldFlushThemAgain) {
   // Why --dtype fp16 keeps f32 gradients by default: the same unscale applied to the f16 buffer
   // (--grad-dtype f16) rounds the restored values back to zero.
   const Problem p = tiny_gradient_problem();
-  const double scale = 32768.0;
+  const double scale = 65536.0;
   Tensor grad = weight_grad(p, DType::F16, scale).reshape({kVocab * kIn});
   unscale_grads(grad, Tensor::full({1}, 1.0 / scale, DType::F32, Device::cpu()));
   EXPECT_GE(zeros_in(grad), grad.numel() * 9 / 10);
