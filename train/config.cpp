@@ -146,7 +146,7 @@ const std::vector<Binding>& train_bindings() {
     b.add("fp8", &C::fp8,
           "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over a 1024-step amax "
           "history; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
-          "multiples of 16); attention, LayerNorm, softmax and the loss stay bf16");
+          "multiples of 16); attention, LayerNorm and softmax stay bf16, the loss reads bf16 logits and is f32");
     b.add("fp8-layers", &C::fp8_layers, "with --fp8: all, or a comma list of attn, mlp, head");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
