@@ -45,4 +45,24 @@ void Fp8LinearScaling::end_step(dist::Comm* tp) {
   scalars_.copy_from(host);
 }
 
+void Fp8LinearScaling::write_scales() {
+  if (layers_ == 0) return;
+  Tensor host = scalars_.to(Device::cpu());
+  float* v = host.data<float>();
+  for (int t = 0; t < scaling_.size(); ++t) {
+    v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
+    v[kR * t + ops::kFp8Amax] = 0.0f;
+    v[kR * t + ops::kFp8ScaleInv] = scaling_.tensor(t).scale_inv();
+  }
+  scalars_.copy_from(host);
+}
+
+void Fp8LinearScaling::drop_amaxes() {
+  if (layers_ == 0) return;
+  Tensor host = scalars_.to(Device::cpu());
+  float* v = host.data<float>();
+  for (int t = 0; t < scaling_.size(); ++t) v[kR * t + ops::kFp8Amax] = 0.0f;
+  scalars_.copy_from(host);
+}
+
 }  // namespace nd::nn

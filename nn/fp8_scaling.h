@@ -29,8 +29,12 @@ class AmaxHistory {
   float max() const;  // 0 while empty
   int length() const { return static_cast<int>(values_.size()); }
   int count() const { return count_; }  // amaxes pushed so far, at most length
+  int position() const { return next_; }  // the slot the next push writes
   std::vector<float> oldest_first() const;             // count() values
   void assign_oldest_first(const std::vector<float>& values);  // nd::Error when longer than length
+  // The ring as it was (a checkpoint's): `values` oldest first, the newest in the slot before
+  // `position`. nd::Error when they do not fit or `position` is outside the ring.
+  void restore(const std::vector<float>& values, int position);
 
  private:
   std::vector<float> values_;

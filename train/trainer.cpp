@@ -378,7 +378,7 @@ class Trainer {
 
   RunParts run_parts() {
     return RunParts{c_, model_config_, *model_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
-                    world_->size(), loss_scaler_.get()};
+                    world_->size(), loss_scaler_.get(), fp8_scaling_.get()};
   }
 
   // One optimizer step: this rank's mean micro-batch loss and the global gradient norm.
@@ -495,6 +495,7 @@ class Trainer {
     double val_loss = eval_loss(*val_eval_);
     op_timer::pause(false);
     model_->set_training(true);
+    if (fp8_scaling_) fp8_scaling_->drop_amaxes();  // the evaluation's are not the next step's
     if (val_loss < counters_.best_val_loss) counters_.best_val_loss = val_loss;
     result.last_val_loss = val_loss;
     double elapsed = seconds_since(started_);
@@ -534,7 +535,8 @@ class Trainer {
   bool resume() {
     RunParts parts = run_parts();
     std::vector<std::string> skipped;
-    std::string path = resume_run(parts, counters_, *world_, skipped);
+    std::vector<std::string> fp8_notes;  // the FP8 scaling state: restored, missing or ignored
+    std::string path = resume_run(parts, counters_, *world_, skipped, &fp8_notes);
     for (const std::string& line : skipped) say(line);
     if (path.empty()) {
       say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
@@ -542,6 +544,7 @@ class Trainer {
     }
     saver_->set_saved_step(counters_.step);
     say("resumed from " + path + " at step " + std::to_string(counters_.step));
+    for (const std::string& line : fp8_notes) say(line);
     return true;
   }
 
