@@ -78,7 +78,14 @@ void DelayedScaling::record_amax(int index, float amax) {
   }
 }
 
-void DelayedScaling::update(dist::Comm* tp) {
+void DelayedScaling::update(dist::Comm* tp, dist::Comm* replicas) {
+  if (replicas != nullptr && replicas->size() > 1 && !tensors_.empty()) {
+    std::vector<double> all;  // NaN becomes inf, as below
+    for (const Fp8TensorScaling& t : tensors_)
+      all.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
+    replicas->host_allreduce(all.data(), static_cast<int>(all.size()), dist::HostReduce::Max);
+    for (size_t k = 0; k < tensors_.size(); ++k) tensors_[k].step_amax = static_cast<float>(all[k]);
+  }
   if (tp != nullptr && tp->size() > 1) {
     std::vector<double> sharded;  // NaN becomes inf: a max over ranks is then defined and agreed
     for (const Fp8TensorScaling& t : tensors_)

@@ -69,11 +69,13 @@ class DelayedScaling {
   // This step's amax of tensor `index` (the quantise kernel's; the max is kept if recorded twice).
   void record_amax(int index, float amax);
 
-  // Ends the step: the sharded tensors' amaxes are reduced (max) over `tp` in one all-reduce
-  // (null or one rank: none), every finite amax joins its history, and the scales are recomputed.
+  // Ends the step: every tensor's amax is reduced (max) over `replicas` (the data-parallel group:
+  // the replicas quantise with one scale, so their histories are one, and a checkpoint's one copy
+  // resumes every rank) and the sharded tensors' over `tp`, one all-reduce each (null or one
+  // rank: none); every finite amax joins its history, and the scales are recomputed.
   // A non-finite amax (an overflowing step, skipped by the optimizer) is left out of the history,
   // so it cannot freeze the scale for a whole window.
-  void update(dist::Comm* tp);
+  void update(dist::Comm* tp, dist::Comm* replicas = nullptr);
 
   const DelayedScalingOptions& options() const { return options_; }
 

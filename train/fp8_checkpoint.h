@@ -4,7 +4,7 @@
 //   /state/fp8/amax_history/NAME  (L): the ring's amaxes oldest to newest, then zeros (L its length)
 //   /state/fp8/scaling/NAME       (3): the scale the next step quantises with, the amaxes the ring
 //                                      holds (<= L), the ring's next slot
-// One rank of those holding a tensor writes it (the histories are agreed over tp; pipeline stages
+// One rank of those holding a tensor writes it (the histories are agreed over tp and dp; stages
 // write the names they hold); at resume each rank reads the names it holds.
 #pragma once
 #include <string>

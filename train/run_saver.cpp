@@ -45,7 +45,7 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   meta_ = run_metadata(run, counters);
   started_ = std::chrono::steady_clock::now();
   snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
-  // The FP8 histories are agreed over the tensor-parallel group: one copy, from dp and tp rank 0.
+  // The FP8 histories are agreed over the tp and dp groups: one copy, from dp and tp rank 0.
   fp8_snapshot_.clear();
   if (run.fp8 != nullptr && dp_rank_ == 0 && run.model.tensor_parallel().rank() == 0)
     fp8_snapshot_.take(run.fp8->scaling());
