@@ -149,7 +149,9 @@ class Trainer {
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
     if (precision_.fp8()) {  // one scaling entry per linear: four per block and the head
-      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1);
+      nn::DelayedScalingOptions fp8_options;
+      fp8_options.history_length = c_.fp8_amax_history;
+      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1, fp8_options);
       model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
     }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,

@@ -1,7 +1,8 @@
 // The FP8 delayed-scaling state through a checkpoint (train/fp8_checkpoint.h), written and read the
 // way a run's save and resume do (a part, the index, the reader): rings, positions and scales come
 // back identical and go on as an uninterrupted copy's; a checkpoint without the state, a run
-// without FP8, a history of another length, tensors the checkpoint lacks, a malformed record.
+// without FP8, a history of another length, tensors the checkpoint lacks, a malformed record, a bad
+// --fp8-amax-history.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -225,6 +226,14 @@ TEST(Fp8Checkpoint, RestoreKeepsTheRingsSlots) {
   EXPECT_EQ(r.max(), h.max());
   EXPECT_THROW(r.restore({1.0f}, 4), Error);
   EXPECT_THROW(r.restore({1, 2, 3, 4, 5}, 0), Error);
+}
+
+TEST(Fp8Checkpoint, ABadHistoryLengthIsAOneLineError) {
+  TempDir dir;
+  testing::write_tiny_data(dir / "data");
+  const std::string base = "train --data " + dir / "data" + " --out " + dir / "out" + " --max-iters 1 ";
+  testing::expect_cli_error(testing::run_nanodist(base + "--fp8-amax-history 0", dir.path()),
+                            "--fp8-amax-history must be >= 1, got 0");
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ TEST_P(Fp8Resume, GivesTheUninterruptedRunBitForBit) {
 INSTANTIATE_TEST_SUITE_P(Saves, Fp8Resume, ::testing::Values("true", "false"));
 
 // The mismatch cases on the GPU: a bf16 checkpoint resumed with --fp8 starts the histories
-// afresh, an FP8 checkpoint resumed without --fp8 ignores them; each says so in one line.
+// afresh, an FP8 checkpoint resumed without --fp8 ignores them, a shorter --fp8-amax-history keeps
+// the newest amaxes; each says so in one line.
 TEST_P(Fp8Resume, MismatchesSaySo) {
   TrainConfig plain = config("plain");
   plain.fp8 = false;
@@ -107,8 +108,19 @@ TEST_P(Fp8Resume, MismatchesSaySo) {
   TrainConfig fp8 = config("fp8");
   fp8.max_iters = 4;
   logged_run(fp8);
+  // A shorter --fp8-amax-history than the checkpoint's 1024 keeps the newest amaxes.
+  TrainConfig shorter = config("fp8");
+  shorter.fp8_amax_history = 2;
+  shorter.resume = true;
+  const TrainResult r = logged_run(shorter, &log);
+  EXPECT_NE(log.find("holds amax histories of 1024 steps, this run keeps 2: the newest amaxes that fit are kept"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(r.step_losses.size(), 4u);
+
   TrainConfig without = config("fp8");
   without.fp8 = false;
+  without.max_iters = without.lr_decay_iters = 12;
   without.resume = true;
   logged_run(without, &log);
   EXPECT_NE(log.find("this run has no --fp8 and does not use it"), std::string::npos) << log;
