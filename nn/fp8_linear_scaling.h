@@ -29,9 +29,18 @@ class Fp8LinearScaling {
   Tensor add(const std::string& name, const Fp8LinearSharding& sharding);
   int layers() const { return layers_; }
 
-  // After a step: reads every amax (one copy), reduces the sharded ones over `tp` (null: none),
-  // pushes them into the histories, writes the next scales and zeroes the amaxes (one copy).
-  void end_step(dist::Comm* tp);
+  // After a step: reads every amax (one copy), reduces them over `replicas` and the sharded ones
+  // over `tp` (null: none; DelayedScaling::update), pushes them into the histories, writes the
+  // next scales and zeroes the amaxes (one copy).
+  void end_step(dist::Comm* tp, dist::Comm* replicas = nullptr);
+
+  // After scaling()'s state was set from elsewhere (a checkpoint at resume): the device scales
+  // (and their inverses) become its scales, the amaxes zero, as after an end_step.
+  void write_scales();
+
+  // Forgets the amaxes recorded since the last end_step (an evaluation's forwards: they are not
+  // the training step's, and a run must train alike whatever its evaluation interval).
+  void drop_amaxes();
 
   const DelayedScaling& scaling() const { return scaling_; }
   DelayedScaling& scaling() { return scaling_; }

@@ -41,6 +41,17 @@ void AmaxHistory::assign_oldest_first(const std::vector<float>& values) {
   for (float v : values) push(v);
 }
 
+void AmaxHistory::restore(const std::vector<float>& values, int position) {
+  ND_CHECK(static_cast<int>(values.size()) <= length() && position >= 0 && position < length(),
+           "an amax history of " << values.size() << " steps ending before slot " << position
+                                 << " does not fit a window of " << length());
+  std::fill(values_.begin(), values_.end(), 0.0f);
+  const int n = static_cast<int>(values.size());
+  for (int k = 0; k < n; ++k) values_[static_cast<size_t>((position - n + k + length()) % length())] = values[static_cast<size_t>(k)];
+  next_ = position;
+  count_ = n;
+}
+
 DelayedScaling::DelayedScaling(const DelayedScalingOptions& options) : options_(options) {
   ND_CHECK_INPUT(options.history_length >= 1, "--fp8-amax-history must be >= 1, got " << options.history_length);
   ND_CHECK_INPUT(options.margin >= 0, "--fp8-margin must be >= 0, got " << options.margin);
@@ -67,7 +78,14 @@ void DelayedScaling::record_amax(int index, float amax) {
   }
 }
 
-void DelayedScaling::update(dist::Comm* tp) {
+void DelayedScaling::update(dist::Comm* tp, dist::Comm* replicas) {
+  if (replicas != nullptr && replicas->size() > 1 && !tensors_.empty()) {
+    std::vector<double> all;  // NaN becomes inf, as below
+    for (const Fp8TensorScaling& t : tensors_)
+      all.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
+    replicas->host_allreduce(all.data(), static_cast<int>(all.size()), dist::HostReduce::Max);
+    for (size_t k = 0; k < tensors_.size(); ++k) tensors_[k].step_amax = static_cast<float>(all[k]);
+  }
   if (tp != nullptr && tp->size() > 1) {
     std::vector<double> sharded;  // NaN becomes inf: a max over ranks is then defined and agreed
     for (const Fp8TensorScaling& t : tensors_)

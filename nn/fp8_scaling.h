@@ -29,8 +29,12 @@ class AmaxHistory {
   float max() const;  // 0 while empty
   int length() const { return static_cast<int>(values_.size()); }
   int count() const { return count_; }  // amaxes pushed so far, at most length
+  int position() const { return next_; }  // the slot the next push writes
   std::vector<float> oldest_first() const;             // count() values
   void assign_oldest_first(const std::vector<float>& values);  // nd::Error when longer than length
+  // The ring as it was (a checkpoint's): `values` oldest first, the newest in the slot before
+  // `position`. nd::Error when they do not fit or `position` is outside the ring.
+  void restore(const std::vector<float>& values, int position);
 
  private:
   std::vector<float> values_;
@@ -65,11 +69,13 @@ class DelayedScaling {
   // This step's amax of tensor `index` (the quantise kernel's; the max is kept if recorded twice).
   void record_amax(int index, float amax);
 
-  // Ends the step: the sharded tensors' amaxes are reduced (max) over `tp` in one all-reduce
-  // (null or one rank: none), every finite amax joins its history, and the scales are recomputed.
+  // Ends the step: every tensor's amax is reduced (max) over `replicas` (the data-parallel group:
+  // the replicas quantise with one scale, so their histories are one, and a checkpoint's one copy
+  // resumes every rank) and the sharded tensors' over `tp`, one all-reduce each (null or one
+  // rank: none); every finite amax joins its history, and the scales are recomputed.
   // A non-finite amax (an overflowing step, skipped by the optimizer) is left out of the history,
   // so it cannot freeze the scale for a whole window.
-  void update(dist::Comm* tp);
+  void update(dist::Comm* tp, dist::Comm* replicas = nullptr);
 
   const DelayedScalingOptions& options() const { return options_; }
 

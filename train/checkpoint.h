@@ -3,7 +3,8 @@
 //   /config                attributes: every model and train field
 //   /params/<name>         f32, full shapes (HDF5 virtual datasets over the part files)
 //   /optimizer/m/<name>    f32 AdamW first moments;  /optimizer/v/<name> second moments
-//   /state                 attributes: step, optimizer_step, dropout RNG, data loader step, ...
+//   /state                 attributes: step, optimizer_step, dropout RNG, data loader step, ...;
+//                          /state/fp8/...: the FP8 amax histories and scales (fp8_checkpoint.h)
 //   /tokenizer             the tokenizer file's text, so `sample` needs only the checkpoint
 //   /slices                which hyperslab of which tensor is in which part file, with checksums
 // and OUT/ckpt_<step>.parts/rank_<r>.h5 hold the slices each rank owns (checkpoint_part.h). Every

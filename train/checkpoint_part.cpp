@@ -17,6 +17,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <set>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -103,8 +104,15 @@ void write_part_metadata(const std::string& path, std::vector<SliceRecord>& reco
   // asynchronous and a synchronous save write identical files).
   H5Id gcpl{H5Pcreate(H5P_GROUP_CREATE), H5Pclose};
   H5Pset_obj_track_times(gcpl.id, 0);
-  for (const char* group : {"/params", "/optimizer", "/optimizer/m", "/optimizer/v"}) {
-    H5Id g{H5Gcreate2(file.id, group, H5P_DEFAULT, gcpl.id, H5P_DEFAULT), H5Gclose};
+  // The tensors' groups, and those of any other slices (the FP8 state's /state/fp8/...), parents first.
+  std::set<std::string> groups{"/params", "/optimizer", "/optimizer/m", "/optimizer/v"};
+  for (const SliceRecord& r : records) {
+    for (size_t slash = r.group.find('/'); slash != std::string::npos; slash = r.group.find('/', slash + 1))
+      groups.insert("/" + r.group.substr(0, slash));
+    groups.insert("/" + r.group);
+  }
+  for (const std::string& group : groups) {
+    H5Id g{H5Gcreate2(file.id, group.c_str(), H5P_DEFAULT, gcpl.id, H5P_DEFAULT), H5Gclose};
     ND_CHECK_INPUT(g.id >= 0, "cannot create group " << group << " in " << path);
   }
   H5Id lcpl{H5Pcreate(H5P_LINK_CREATE), H5Pclose};

@@ -144,10 +144,13 @@ const std::vector<Binding>& train_bindings() {
           "keep f32 master weights beside bf16 or fp16 parameters (false: the update rounds into the 16-bit "
           "weights in place, an ablation)");
     b.add("fp8", &C::fp8,
-          "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over a 1024-step amax "
-          "history; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
+          "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over an amax history of "
+          "--fp8-amax-history steps; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
           "multiples of 16); attention, LayerNorm and softmax stay bf16, the loss reads bf16 logits and is f32");
     b.add("fp8-layers", &C::fp8_layers, "with --fp8: all, or a comma list of attn, mlp, head");
+    b.add("fp8-amax-history", &C::fp8_amax_history,
+          "with --fp8: the steps of amax history each quantised tensor's scale is taken from (the max over them); "
+          "a resumed run whose checkpoint holds longer histories keeps their newest amaxes");
     b.add("seed", &C::seed, "seed of parameter init, dropout and batch sampling");
     b.add("tp", &C::tp, "tensor-parallel size");
     b.add("pp", &C::pp,
@@ -285,6 +288,7 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(dtype != DType::BF16 || device.is_cuda(), "--dtype bf16 needs --device cuda");
   precision_policy(c);  // checks --grad-dtype, --master-weights, --loss-scale and --fp8 against --dtype
   ND_CHECK_INPUT(!c.fp8 || device.is_cuda(), "--fp8 needs --device cuda");
+  ND_CHECK_INPUT(c.fp8_amax_history >= 1, "--fp8-amax-history must be >= 1, got " << c.fp8_amax_history);
   ND_CHECK_INPUT(!c.fp8 || c.tp == 1, "--fp8 runs at --tp 1 only for now, got --tp " << c.tp);
   ND_CHECK_INPUT(!c.fp8 || (static_cast<int64_t>(c.batch_size) * c.block_size % 16 == 0 && c.n_embd % 16 == 0),
                  "--fp8: batch-size x block-size and n-embd must be multiples of 16 (FP8 GEMM alignment), got "

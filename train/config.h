@@ -51,6 +51,7 @@ struct TrainConfig {
   bool master_weights = true;       // false: bf16 parameters updated in place, no f32 master copy
   bool fp8 = false;                  // the linears' GEMMs in FP8 with delayed scaling (Hopper)
   std::string fp8_layers = "all";    // which: all, or a comma list of attn, mlp, head
+  int fp8_amax_history = 1024;       // steps of amax history behind each quantised tensor's scale
   uint64_t seed = 1337;
   int tp = 1;
   int pp = 1;  // pipeline stages (train/pipeline_schedule.h)

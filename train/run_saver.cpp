@@ -45,8 +45,17 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   meta_ = run_metadata(run, counters);
   started_ = std::chrono::steady_clock::now();
   snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  // The FP8 histories are agreed over the tp and dp groups: one copy, from dp and tp rank 0.
+  fp8_snapshot_.clear();
+  if (run.fp8 != nullptr && dp_rank_ == 0 && run.model.tensor_parallel().rank() == 0)
+    fp8_snapshot_.take(run.fp8->scaling());
+  slices_ = snapshot_.slices();
+  slices_.insert(slices_.end(), fp8_snapshot_.slices().begin(), fp8_snapshot_.slices().end());
   if (copy_on_write_) {
-    copy_on_write_->arm(snapshot_.regions());
+    std::vector<CopyOnWrite::Region> regions = snapshot_.regions();
+    for (const OwnedSlice& s : fp8_snapshot_.slices())  // copies: nothing changes them, no side buffer
+      regions.push_back(CopyOnWrite::Region{s.data, nullptr, s.box.numel()});
+    copy_on_write_->arm(regions);
     run.optimizer.flat_state().copy_on_write = copy_on_write_.get();
   }
   snapshot_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
@@ -109,7 +118,7 @@ void RunSaver::write_part() {
   const double cpu_before = thread_cpu_seconds();
   const auto began = std::chrono::steady_clock::now();
   try {
-    write_checkpoint_part(pending_path_, world_.rank(), snapshot_.slices(), copy_on_write_.get());
+    write_checkpoint_part(pending_path_, world_.rank(), slices_, copy_on_write_.get());
     writer_cpu_seconds_ = thread_cpu_seconds() - cpu_before;
     // Not counting a wait for the update's checksums: at the last save of a run no update comes,
     // and the writer waits idle for the run's end (its final evaluation) to take them itself.

@@ -17,6 +17,7 @@
 #include "train/async_saver.h"
 #include "train/checkpoint.h"
 #include "train/copy_on_write.h"
+#include "train/fp8_checkpoint.h"
 #include "train/model_snapshot.h"
 #include "train/run_state.h"
 
@@ -79,6 +80,8 @@ class RunSaver {
   int dp_rank_, dp_size_;
   std::unique_ptr<BackgroundWriter> writer_;  // null: synchronous saves
   ModelSnapshot snapshot_;
+  Fp8StateSnapshot fp8_snapshot_;    // --fp8: on one rank of those holding the tensors
+  std::vector<OwnedSlice> slices_;   // this rank's part: the snapshot's slices, then the FP8 state's
   std::unique_ptr<CopyOnWrite> copy_on_write_;  // asynchronous saves on the CPU
   CheckpointData meta_;  // config, state and tokenizer of the pending save
   std::string pending_path_;

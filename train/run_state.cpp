@@ -2,9 +2,11 @@
 #include "train/run_state.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "tensor/error.h"
 #include "train/checkpoint_index.h"
+#include "train/fp8_checkpoint.h"
 #include "train/model_config.h"
 #include "train/model_snapshot.h"
 #include "train/run_files.h"
@@ -37,7 +39,7 @@ namespace {
 
 // Loads `path` into the run; "" when done, else why it could not be read (corruption, a
 // missing part): a reason to try an older checkpoint. Another model or tokenizer throws.
-std::string try_load(const std::string& path, RunParts& run, RunCounters& counters) {
+std::string try_load(const std::string& path, RunParts& run, RunCounters& counters, std::vector<std::string>& notes) {
   std::unique_ptr<CheckpointReader> reader;
   try {
     reader = std::make_unique<CheckpointReader>(path);
@@ -51,6 +53,7 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
                                         << "/tokenizer.txt");
   try {
     load_model_slices(*reader, run.model, &run.optimizer);
+    notes = load_fp8_state(*reader, run.fp8 != nullptr ? &run.fp8->scaling() : nullptr);
   } catch (const Error& e) {
     if (!e.is_input()) throw;
     return e.message();
@@ -71,16 +74,26 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
 
 }  // namespace
 
-std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped) {
+std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped,
+                       std::vector<std::string>* notes) {
   auto all = list_checkpoints(run.config.out_dir);
   std::reverse(all.begin(), all.end());
+  // A candidate given up on may have set part of the FP8 state: each starts from the fresh one.
+  std::optional<nn::DelayedScaling> fresh_fp8;
+  if (run.fp8 != nullptr) fresh_fp8 = run.fp8->scaling();
   // Every rank sees the same directory, so the same list; each agrees on each candidate.
   for (const auto& [step, path] : all) {
     const RunCounters before = counters;
-    std::string why = try_load(path, run, counters);
+    if (run.fp8 != nullptr) run.fp8->scaling() = *fresh_fp8;
+    std::vector<std::string> fp8_notes;
+    std::string why = try_load(path, run, counters, fp8_notes);
     int64_t bad = why.empty() ? 0 : 1;
     if (world.size() > 1) world.host_allreduce(&bad, 1, dist::HostReduce::Sum);
-    if (bad == 0) return path;
+    if (bad == 0) {
+      if (run.fp8 != nullptr) run.fp8->write_scales();  // the first step quantises with the saved scales
+      if (notes != nullptr) notes->insert(notes->end(), fp8_notes.begin(), fp8_notes.end());
+      return path;
+    }
     counters = before;
     skipped.push_back("skipping checkpoint " + path + ": " +
                       (why.empty() ? std::string("another rank could not read its slices") : why));

@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "dist/comm.h"
+#include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 #include "train/checkpoint.h"
 #include "train/config.h"
@@ -35,6 +36,7 @@ struct RunParts {
   const std::string& tokenizer_text;
   int world_size;
   LossScaler* loss_scaler = nullptr;  // loss scaling only
+  nn::Fp8LinearScaling* fp8 = nullptr;  // --fp8 only: its amax histories and scales (fp8_checkpoint.h)
 };
 
 // The config, state and tokenizer a checkpoint of the run holds beside its tensors (which
@@ -45,7 +47,10 @@ CheckpointData run_metadata(const RunParts& run, const RunCounters& counters);
 // the run, each rank reading only the slices it holds, whatever layout (tp, dp, world size)
 // wrote it. A newer checkpoint that cannot be read (a missing part, a checksum mismatch, a
 // damaged index) on any rank is skipped with one line in `skipped`. Returns the path, or "" when
-// there is none. nd::Error when the checkpoint holds another model or another tokenizer.
-std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped);
+// there is none. nd::Error when the checkpoint holds another model or another tokenizer. The FP8
+// scaling state is restored before the first step; `notes` gets what the user should know of it
+// (state missing, ignored, or of another history length).
+std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped,
+                       std::vector<std::string>* notes = nullptr);
 
 }  // namespace nd::train

@@ -149,7 +149,9 @@ class Trainer {
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
     if (precision_.fp8()) {  // one scaling entry per linear: four per block and the head
-      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1);
+      nn::DelayedScalingOptions fp8_options;
+      fp8_options.history_length = c_.fp8_amax_history;
+      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1, fp8_options);
       model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
     }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
@@ -378,7 +380,7 @@ class Trainer {
 
   RunParts run_parts() {
     return RunParts{c_, model_config_, *model_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
-                    world_->size(), loss_scaler_.get()};
+                    world_->size(), loss_scaler_.get(), fp8_scaling_.get()};
   }
 
   // One optimizer step: this rank's mean micro-batch loss and the global gradient norm.
@@ -396,7 +398,7 @@ class Trainer {
     if (step_trace_)
       for (const std::string& line : step_trace_->after_step(counters_.step + 1)) say(line);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
-    if (fp8_scaling_) fp8_scaling_->end_step(nullptr);  // this step's amaxes -> the next step's scales
+    if (fp8_scaling_) fp8_scaling_->end_step(nullptr, dp_);  // this step's amaxes -> the next step's scales
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
     if (loss_scaler_) {
@@ -495,6 +497,7 @@ class Trainer {
     double val_loss = eval_loss(*val_eval_);
     op_timer::pause(false);
     model_->set_training(true);
+    if (fp8_scaling_) fp8_scaling_->drop_amaxes();  // the evaluation's are not the next step's
     if (val_loss < counters_.best_val_loss) counters_.best_val_loss = val_loss;
     result.last_val_loss = val_loss;
     double elapsed = seconds_since(started_);
@@ -534,7 +537,8 @@ class Trainer {
   bool resume() {
     RunParts parts = run_parts();
     std::vector<std::string> skipped;
-    std::string path = resume_run(parts, counters_, *world_, skipped);
+    std::vector<std::string> fp8_notes;  // the FP8 scaling state: restored, missing or ignored
+    std::string path = resume_run(parts, counters_, *world_, skipped, &fp8_notes);
     for (const std::string& line : skipped) say(line);
     if (path.empty()) {
       say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
@@ -542,6 +546,7 @@ class Trainer {
     }
     saver_->set_saved_step(counters_.step);
     say("resumed from " + path + " at step " + std::to_string(counters_.step));
+    for (const std::string& line : fp8_notes) say(line);
     return true;
   }
 

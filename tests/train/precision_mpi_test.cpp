@@ -1,7 +1,7 @@
 // The precision bookkeeping agreed over ranks (mpirun -np 2, 3, 4): one rank's overflow makes every
 // rank skip and back off the loss scale (train/loss_scaler.h); a tensor sharded over the group
 // gets the max of the ranks' amaxes and so one scale everywhere, a replicated one keeps its own
-// (nn/fp8_scaling.h).
+// (nn/fp8_scaling.h) unless the data-parallel replicas reduce it too.
 #include <gtest/gtest.h>
 
 #include "dist/world.h"
@@ -42,6 +42,27 @@ TEST(PrecisionMpi, ShardedAmaxIsTheMaxOverTheGroup) {
   ds.record_amax(sharded, r == 0 ? NAN : 1.0f);
   ds.update(world.get());
   EXPECT_EQ(ds.tensor(sharded).history.count(), 1);
+}
+
+// Data-parallel replicas agree on every tensor's amax (the max over them), so on one history and
+// one scale, which is what a checkpoint keeps one copy of.
+TEST(PrecisionMpi, ReplicasAgreeOnEveryAmax) {
+  auto world = dist::make_world_comm(Device::cpu());
+  const int r = world->rank(), n = world->size();
+  nn::DelayedScaling ds;
+  const int x = ds.add("fc.x", Fp8Format::E4M3, false);
+  const int dout = ds.add("fc.dout", Fp8Format::E5M2, false);
+  ds.record_amax(x, static_cast<float>(r + 1));
+  ds.record_amax(dout, static_cast<float>(n - r));
+  ds.update(nullptr, world.get());
+  EXPECT_EQ(ds.tensor(x).scale, static_cast<float>(448.0 / n));
+  EXPECT_EQ(ds.tensor(dout).scale, static_cast<float>(57344.0 / n));
+  EXPECT_EQ(ds.tensor(x).history.oldest_first(), std::vector<float>{static_cast<float>(n)});
+  ds.record_amax(x, r == n - 1 ? NAN : 1.0f);  // one replica's overflow keeps the step out of every history
+  ds.record_amax(dout, 1.0f);
+  ds.update(nullptr, world.get());
+  EXPECT_EQ(ds.tensor(x).history.count(), 1);
+  EXPECT_EQ(ds.tensor(dout).history.count(), 2);
 }
 
 }  // namespace

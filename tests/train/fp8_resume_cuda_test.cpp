@@ -1,0 +1,130 @@
+// A --fp8 run saved at step 4 (after an evaluation) and resumed gives the uninterrupted run's
+// losses and weights bit for bit: the checkpoint carries every quantised tensor's amax history and
+// scale (train/fp8_checkpoint.h), restored before the first step. Without them the resumed run
+// would quantise its first step at scale 1 (the saved scales are checked to be far from 1).
+// Needs compute capability 8.9+.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "train/checkpoint.h"
+#include "train/fp8_checkpoint.h"
+#include "train/hdf5_file.h"
+#include "train/train_fixture.h"
+#include "train/trainer.h"
+
+#if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace nd::train {
+namespace {
+
+TrainResult logged_run(const TrainConfig& c, std::string* log_text = nullptr) {
+  std::ostringstream log;
+  RunContext ctx;
+  ctx.log = &log;
+  TrainResult r = run_training(c, ctx);
+  if (log_text != nullptr) *log_text = log.str();
+  return r;
+}
+
+class Fp8Resume : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    if (!cuda_available()) GTEST_SKIP() << "no GPU";
+#if NANODIST_WITH_CUDA
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor < 89)
+      GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+#endif
+    testing::write_tiny_data(dir_ / "data");
+  }
+
+  // Width 32, 64 tokens a step (the FP8 GEMMs' multiples of 16); an evaluation and a checkpoint
+  // every 4 steps, so the evaluation's forwards run between the saved step and the next.
+  TrainConfig config(const std::string& out) {
+    TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
+    c.n_embd = 32;
+    c.max_iters = c.lr_decay_iters = 8;
+    c.eval_interval = 4;
+    c.lr = 1e-2;
+    c.device = "cuda";
+    c.dtype = "bf16";
+    c.grad_dtype = "f32";
+    c.fp8 = true;
+    c.async_save = GetParam();
+    return c;
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_P(Fp8Resume, GivesTheUninterruptedRunBitForBit) {
+  const TrainResult whole = logged_run(config("whole"));
+  TrainConfig first = config("split");
+  first.max_iters = 4;
+  logged_run(first);
+
+  // The saved scales: what the resumed run's first step must quantise with.
+  Hdf5File ckpt = Hdf5File::open_read(checkpoint_path(dir_ / "split", 4));
+  const std::vector<float> x = ckpt.read_tensor("/state/fp8/scaling/transformer.h.0.attn.c_attn.x").to_float_vector();
+  ASSERT_EQ(x.size(), 3u);
+  EXPECT_GT(x[0], 4.0f) << "a scale near 1 would not tell a restored state from a fresh one";
+  EXPECT_EQ(x[1], 4.0f);  // four amaxes in the ring, the next slot the fifth
+  EXPECT_EQ(x[2], 4.0f);
+  EXPECT_EQ(ckpt.read_tensor("/state/fp8/amax_history/lm_head.dout").shape()[0], 1024);
+
+  TrainConfig rest = config("split");
+  rest.resume = true;
+  std::string log;
+  const TrainResult resumed = logged_run(rest, &log);
+  EXPECT_NE(log.find("--fp8: restored the amax histories and scales of 27 quantised tensors"), std::string::npos)
+      << log;
+  ASSERT_EQ(resumed.first_step, 4);
+  ASSERT_EQ(resumed.step_losses.size(), 4u);
+  for (size_t i = 0; i < 4; ++i) EXPECT_EQ(resumed.step_losses[i], whole.step_losses[4 + i]) << "step " << 5 + i;
+  EXPECT_EQ(resumed.params_hash, whole.params_hash);
+  EXPECT_EQ(resumed.last_val_loss, whole.last_val_loss);
+}
+
+// The asynchronous save (pinned host copies written by a thread) and the synchronous one.
+INSTANTIATE_TEST_SUITE_P(Saves, Fp8Resume, ::testing::Values("true", "false"));
+
+// The mismatch cases on the GPU: a bf16 checkpoint resumed with --fp8 starts the histories
+// afresh, an FP8 checkpoint resumed without --fp8 ignores them, a shorter --fp8-amax-history keeps
+// the newest amaxes; each says so in one line.
+TEST_P(Fp8Resume, MismatchesSaySo) {
+  TrainConfig plain = config("plain");
+  plain.fp8 = false;
+  plain.max_iters = 4;
+  logged_run(plain);
+  TrainConfig with_fp8 = config("plain");
+  with_fp8.resume = true;
+  std::string log;
+  logged_run(with_fp8, &log);
+  EXPECT_NE(log.find("holds no FP8 scaling state"), std::string::npos) << log;
+
+  TrainConfig fp8 = config("fp8");
+  fp8.max_iters = 4;
+  logged_run(fp8);
+  // A shorter --fp8-amax-history than the checkpoint's 1024 keeps the newest amaxes.
+  TrainConfig shorter = config("fp8");
+  shorter.fp8_amax_history = 2;
+  shorter.resume = true;
+  const TrainResult r = logged_run(shorter, &log);
+  EXPECT_NE(log.find("holds amax histories of 1024 steps, this run keeps 2: the newest amaxes that fit are kept"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(r.step_losses.size(), 4u);
+
+  TrainConfig without = config("fp8");
+  without.fp8 = false;
+  without.max_iters = without.lr_decay_iters = 12;
+  without.resume = true;
+  logged_run(without, &log);
+  EXPECT_NE(log.find("this run has no --fp8 and does not use it"), std::string::npos) << log;
+}
+
+}  // namespace
+}  // namespace nd::train

@@ -1,0 +1,73 @@
+// A --fp8 run on two GPUs (mpirun -np 2, NCCL) saved at step 4 and resumed gives the uninterrupted
+// run's losses and weights bit for bit, at dp 2 (the replicas agree on every amax, so the one saved
+// copy of the histories resumes both) and at pp 2 (each stage saves and restores the quantised
+// tensors it holds). Skips without a GPU of compute capability 8.9+ per rank.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "tests/dist/nccl_test_world.h"
+#include "train/hdf5_file.h"
+#include "train/mpi_data_fixture.h"
+#include "train/trainer.h"
+
+namespace nd::train {
+namespace {
+
+class Fp8ResumeNccl : public testing::MpiDataTest {
+ protected:
+  TrainConfig config(const std::string& out, int pp) const {
+    TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
+    c.device = "cuda";
+    c.dtype = "bf16";
+    c.grad_dtype = "f32";
+    c.fp8 = true;
+    c.n_embd = 32;
+    c.pp = pp;
+    c.grad_accum = 2;
+    c.max_iters = c.lr_decay_iters = 8;
+    c.eval_interval = 4;
+    c.lr = 1e-2;
+    return c;
+  }
+
+  void resumes_like_the_uninterrupted_run(const std::string& name, int pp) {
+    SKIP_WITHOUT_GPU();
+    if (comm_->size() != 2) GTEST_SKIP() << "two ranks";
+#if NANODIST_WITH_CUDA
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor < 89)
+      GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+#endif
+    RunContext ctx;
+    ctx.comm = &test::training_world();
+    const TrainResult whole = run_training(config(name + "_whole", pp), ctx);
+    TrainConfig first = config(name + "_split", pp);
+    first.max_iters = 4;
+    run_training(first, ctx);
+    TrainConfig rest = config(name + "_split", pp);
+    rest.resume = true;
+    std::ostringstream log;
+    ctx.log = &log;
+    const TrainResult resumed = run_training(rest, ctx);
+    ASSERT_EQ(resumed.first_step, 4);
+    ASSERT_EQ(resumed.step_losses.size(), 4u);
+    for (size_t i = 0; i < 4; ++i)
+      EXPECT_EQ(resumed.step_losses[i], whole.step_losses[4 + i]) << "step " << 5 + i << " on rank " << comm_->rank();
+    EXPECT_EQ(resumed.params_hash, whole.params_hash) << "rank " << comm_->rank();
+    if (comm_->rank() != 0) return;
+    EXPECT_NE(log.str().find("--fp8: restored the amax histories and scales of"), std::string::npos) << log.str();
+    // Every stage's tensors are in the checkpoint: the first block's and the head's.
+    Hdf5File ckpt = Hdf5File::open_read(checkpoint_path(root_ + "/" + name + "_split", 4));
+    EXPECT_EQ(ckpt.read_tensor("/state/fp8/scaling/transformer.h.0.attn.c_attn.x").numel(), 3);
+    EXPECT_EQ(ckpt.read_tensor("/state/fp8/scaling/transformer.h.1.mlp.c_proj.dout").numel(), 3);
+    EXPECT_EQ(ckpt.read_tensor("/state/fp8/scaling/lm_head.w").numel(), 3);
+  }
+};
+
+TEST_F(Fp8ResumeNccl, DataParallel) { resumes_like_the_uninterrupted_run("dp2", 1); }
+
+TEST_F(Fp8ResumeNccl, Pipeline) { resumes_like_the_uninterrupted_run("pp2", 2); }
+
+}  // namespace
+}  // namespace nd::train
