@@ -7,15 +7,13 @@
 
 #include <sstream>
 
+#include "kernels/cuda_test_util.h"
 #include "train/checkpoint.h"
 #include "train/fp8_checkpoint.h"
 #include "train/hdf5_file.h"
 #include "train/train_fixture.h"
 #include "train/trainer.h"
 
-#if NANODIST_WITH_CUDA
-#include <cuda_runtime.h>
-#endif
 
 namespace nd::train {
 namespace {
@@ -34,9 +32,7 @@ class Fp8Resume : public ::testing::TestWithParam<const char*> {
   void SetUp() override {
     if (!cuda_available()) GTEST_SKIP() << "no GPU";
 #if NANODIST_WITH_CUDA
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor < 89)
-      GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+    if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
 #endif
     testing::write_tiny_data(dir_ / "data");
   }

@@ -6,6 +6,7 @@
 
 #include <sstream>
 
+#include "kernels/cuda_test_util.h"
 #include "tests/dist/nccl_test_world.h"
 #include "train/hdf5_file.h"
 #include "train/mpi_data_fixture.h"
@@ -35,9 +36,7 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
     SKIP_WITHOUT_GPU();
     if (comm_->size() != 2) GTEST_SKIP() << "two ranks";
 #if NANODIST_WITH_CUDA
-    cudaDeviceProp prop;
-    if (cudaGetDeviceProperties(&prop, 0) != cudaSuccess || prop.major * 10 + prop.minor < 89)
-      GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
+    if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
 #endif
     RunContext ctx;
     ctx.comm = &test::training_world();
