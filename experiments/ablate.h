@@ -25,6 +25,7 @@ std::vector<VariantSpec> select_variants(const std::vector<VariantSpec>& pool, c
 // are the --experiment file's sections, else the built-in ones, filtered by --variants. Step
 // records are logged every step unless --log-interval is set (the gradient-norm statistics
 // read them).
-QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress);
+QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress,
+                         dist::FaultGuard* guard = nullptr);
 
 }  // namespace nd::experiments
