@@ -13,17 +13,20 @@
 namespace nd::cli {
 namespace {
 
-using Driver = experiments::QueueOutcome (*)(const experiments::ExperimentArgs&, dist::Comm&, std::ostream*);
+using Driver = experiments::QueueOutcome (*)(const experiments::ExperimentArgs&, dist::Comm&, std::ostream*,
+                                             dist::FaultGuard*);
 
 int run_experiment(const FlagSet& set, Driver driver, const ParsedFlags& flags) {
   experiments::ExperimentArgs args = experiments::experiment_args_from(set, flags);
   // Every rank joins the world communicator once (NCCL on GPUs picks this rank's device).
   std::unique_ptr<dist::Comm> comm =
       dist::make_world_comm(parse_device(args.flags.get_string("device")), /*ring_transfers=*/false);
-  // The whole experiment is watched: a frozen or lost rank ends it instead of hanging it.
+  // The whole experiment is watched, every run as `nanodist train` is (a step past --comm-timeout,
+  // a silent peer, a grid communicator's error): a fault ends it with train's line and status.
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, args.flags.get_double("comm-timeout"),
                                                             args.flags.get_double("heartbeat-timeout"));
-  const experiments::QueueOutcome outcome = driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr);
+  const experiments::QueueOutcome outcome =
+      driver(args, *comm, comm->rank() == 0 ? &std::cout : nullptr, guard.get());
   if (guard) guard->finish();
   // Stopped by a signal, as train is: the status a scheduler's requeue script looks for.
   return outcome.stopped_by_signal ? train::kExitStoppedBySignal : train::kExitDone;

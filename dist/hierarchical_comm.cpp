@@ -54,6 +54,26 @@ CommWork HierarchicalComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   return ring_all_gather_async(*node_, flat, options());
 }
 
+std::string HierarchicalComm::async_error() {
+  std::string error = RingComm::async_error();
+  if (!error.empty() || !two_levels_) return error;
+  error = node_->async_error();
+  if (!error.empty()) return "the node level's comm: " + error;
+  error = cross_->async_error();
+  if (!error.empty()) return "the cross-node level's comm: " + error;
+  return "";
+}
+
+void HierarchicalComm::abort() {
+  // The level comms first: the main thread is more likely blocked in one of them than in the
+  // wrapped comm, and each abort may take a while (the guard bounds them all together).
+  if (two_levels_) {
+    node_->abort();
+    cross_->abort();
+  }
+  RingComm::abort();
+}
+
 std::unique_ptr<Comm> HierarchicalComm::split(int color, int key) {
   return std::make_unique<HierarchicalComm>(inner().split(color, key), node_id_, options());
 }

@@ -6,6 +6,7 @@
 // out for `--collectives hierarchical`; the data-parallel engine uses whatever comm it is given.
 #pragma once
 #include <memory>
+#include <string>
 
 #include "dist/ring_comm.h"
 
@@ -24,6 +25,14 @@ class HierarchicalComm : public RingComm {
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
   // A HierarchicalComm around the wrapped comm's split, same node and options.
   std::unique_ptr<Comm> split(int color, int key) override;
+
+  // Fault handling (dist/fault_guard.h) covers the level comms too: the two-level all-reduce can
+  // block inside either, and an error there (an NCCL communicator of their own) is not the
+  // wrapped comm's. The first non-empty error of the wrapped, node and cross comm, named by
+  // level; abort() aborts all three. Safe from the watchdog thread: the level comms are built
+  // in the constructor and live as long as this comm.
+  std::string async_error() override;
+  void abort() override;
 
   // With two levels only (otherwise neither is built and the all-reduce is the flat ring):
   Comm& node_comm() const { return *node_; }    // the ranks of this comm on this node

@@ -75,7 +75,8 @@ std::vector<VariantSpec> select_variants(const std::vector<VariantSpec>& pool, c
   return out;
 }
 
-QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress) {
+QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress,
+                         dist::FaultGuard* guard) {
   cli::ParsedFlags base = args.flags;
   if (!base.has("log-interval")) base.values["log-interval"].texts = {"1"};
   if (comm.device().is_cuda()) base.values["device"].texts = {comm.device().str()};
@@ -115,7 +116,7 @@ QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostre
     *progress << "ablate: control + " << variants.size() << " variant(s) x " << seeds << " seed(s) = " << runs.size()
               << " runs into " << out_dir << std::endl;
 
-  QueueOutcome outcome = run_queue(runs, comm, "ablate", progress);
+  QueueOutcome outcome = run_queue(runs, comm, "ablate", progress, guard);
   if (comm.rank() == 0 && !outcome.stopped_by_signal) {
     AblationReport report =
         build_ablation_report(out_dir, std::move(report_plan), unigram_val_loss(base.get_string("data")));

@@ -24,7 +24,8 @@ std::vector<VariantSpec> select_variants(const std::vector<VariantSpec>& pool, c
 // Trains what is not finished on every rank of `comm`; rank 0 writes the report. The variants
 // are the --experiment file's sections, else the built-in ones, filtered by --variants. Step
 // records are logged every step unless --log-interval is set (the gradient-norm statistics
-// read them).
-QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress);
+// read them). `guard` (nullptr: none) guards every run (run_queue).
+QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress,
+                         dist::FaultGuard* guard = nullptr);
 
 }  // namespace nd::experiments

@@ -24,7 +24,7 @@ RunStatus run_status(const std::string& run_dir) {
 }
 
 QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
-                       std::ostream* progress) {
+                       std::ostream* progress, dist::FaultGuard* guard) {
   QueueOutcome outcome;
   const bool lead = comm.rank() == 0;
   auto say = [&](const std::string& line) {
@@ -76,6 +76,7 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     train::RunContext context;
     context.comm = &comm;
     context.log = lead ? &log : nullptr;
+    train::guard_runs(context, guard);
     train::TrainResult r = train::run_training(config, context);
     char line[200];
     std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",

@@ -11,6 +11,10 @@
 #include "dist/comm.h"
 #include "train/config.h"
 
+namespace nd::dist {
+class FaultGuard;
+}
+
 namespace nd::experiments {
 
 struct PlannedRun {
@@ -33,8 +37,10 @@ struct QueueOutcome {
 // (nullptr = silent). Each run's step and eval lines go to RUN_DIR/train.log. Rank 0 decides
 // which runs are finished and tells the others, so every rank trains the same runs. An input
 // error (before any run trains) when a started folder was trained with other settings: the line
-// names the folder and the first differing key.
+// names the folder and the first differing key. `guard` (nullptr: none) guards every run as it
+// guards `nanodist train`'s (train::guard_runs): a frozen peer or a communicator error in any run
+// ends the process with train's fault line and status.
 QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
-                       std::ostream* progress);
+                       std::ostream* progress, dist::FaultGuard* guard = nullptr);
 
 }  // namespace nd::experiments

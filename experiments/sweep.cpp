@@ -98,7 +98,8 @@ int64_t steps_for_budget(int64_t n, double tokens_per_param, int64_t tokens_per_
   return std::max<int64_t>(1, static_cast<int64_t>(steps));
 }
 
-QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress) {
+QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress,
+                        dist::FaultGuard* guard) {
   cli::ParsedFlags base = args.flags;
   if (comm.device().is_cuda()) base.values["device"].texts = {comm.device().str()};
   const std::string out_dir = base.get_string("out");
@@ -173,7 +174,7 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     progress->flush();
   }
 
-  QueueOutcome outcome = run_queue(runs, comm, "sweep", progress);
+  QueueOutcome outcome = run_queue(runs, comm, "sweep", progress, guard);
   if (comm.rank() != 0 || outcome.stopped_by_signal) return outcome;
   std::vector<SweepPoint> points;
   for (const PlannedSize& s : plan) {

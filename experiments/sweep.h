@@ -27,6 +27,9 @@ int64_t non_embedding_params(const nn::GPTConfig& model);
 // parameter at `tokens_per_step` tokens per step (at least one step).
 int64_t steps_for_budget(int64_t n, double tokens_per_param, int64_t tokens_per_step);
 
-QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress);
+// Trains the ladder's runs that are not finished on every rank of `comm`, each under `guard`
+// (nullptr: none; run_queue), and fits the power law on rank 0.
+QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostream* progress,
+                        dist::FaultGuard* guard = nullptr);
 
 }  // namespace nd::experiments

@@ -595,4 +595,9 @@ TrainResult run_training(const TrainConfig& config, const RunContext& context) {
   return trainer.run();
 }
 
+void guard_runs(RunContext& context, dist::FaultGuard* guard) {
+  context.watchdog = guard ? &guard->watchdog() : nullptr;
+  context.fault_guard = guard;
+}
+
 }  // namespace nd::train

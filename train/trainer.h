@@ -76,4 +76,9 @@ struct TrainResult {
 // of another model, an unwritable --out, ...).
 TrainResult run_training(const TrainConfig& config, const RunContext& context = RunContext{});
 
+// Puts a run under `guard` (nullptr: leaves `context` unguarded): its watchdog times each step,
+// eval and checkpoint, and the guard watches the run's grid communicators while it trains. Every
+// command that trains (train, ablate, sweep) guards its runs through this one call.
+void guard_runs(RunContext& context, dist::FaultGuard* guard);
+
 }  // namespace nd::train

@@ -14,29 +14,14 @@
 #include "dist/fault_guard.h"
 #include "dist/local_comm.h"
 #include "dist/parallel_grid.h"
+#include "tests/dist/failing_comm.h"
 
 namespace nd::dist {
 namespace {
 
 using namespace std::chrono_literals;
 
-// A one-rank comm whose asynchronous error the test sets, and whose abort says so on stderr.
-class FailingComm : public LocalComm {
- public:
-  void fail(const std::string& error) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    error_ = error;
-  }
-  std::string async_error() override {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return error_;
-  }
-  void abort() override { std::fprintf(stderr, "FailingComm aborted\n"); }
-
- private:
-  std::mutex mutex_;
-  std::string error_;
-};
+using testing::FailingComm;
 
 FaultOptions fast_polls() {
   FaultOptions options;
