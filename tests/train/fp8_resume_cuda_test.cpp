@@ -7,12 +7,10 @@
 
 #include <sstream>
 
-#include "kernels/cuda_test_util.h"
 #include "train/checkpoint.h"
 #include "train/fp8_checkpoint.h"
 #include "train/hdf5_file.h"
-#include "train/train_fixture.h"
-#include "train/trainer.h"
+#include "train/fp8_run_fixture.h"
 
 
 namespace nd::train {
@@ -27,33 +25,18 @@ TrainResult logged_run(const TrainConfig& c, std::string* log_text = nullptr) {
   return r;
 }
 
-class Fp8Resume : public ::testing::TestWithParam<const char*> {
+// An evaluation and a checkpoint every 4 steps, so the evaluation's forwards run between the saved
+// step and the next.
+class Fp8Resume : public testing::TinyFp8Run<::testing::TestWithParam<const char*>> {
  protected:
-  void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no GPU";
-#if NANODIST_WITH_CUDA
-    if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
-#endif
-    testing::write_tiny_data(dir_ / "data");
-  }
-
-  // Width 32, 64 tokens a step (the FP8 GEMMs' multiples of 16); an evaluation and a checkpoint
-  // every 4 steps, so the evaluation's forwards run between the saved step and the next.
   TrainConfig config(const std::string& out) {
-    TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.n_embd = 32;
+    TrainConfig c = tiny_gpu_config(out);
     c.max_iters = c.lr_decay_iters = 8;
     c.eval_interval = 4;
-    c.lr = 1e-2;
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = "f32";
     c.fp8 = true;
     c.async_save = GetParam();
     return c;
   }
-
-  testing::TempDir dir_;
 };
 
 TEST_P(Fp8Resume, GivesTheUninterruptedRunBitForBit) {

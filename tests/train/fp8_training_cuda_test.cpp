@@ -6,9 +6,7 @@
 
 #include <cmath>
 
-#include "kernels/cuda_test_util.h"
-#include "train/train_fixture.h"
-#include "train/trainer.h"
+#include "train/fp8_run_fixture.h"
 
 
 namespace nd::train {
@@ -17,31 +15,15 @@ namespace {
 // The mean of the last 10 step losses: what these runs are compared by.
 double tail(const TrainResult& r) { return testing::mean_of_last(r.step_losses, 10); }
 
-class Fp8Training : public ::testing::Test {
+class Fp8Training : public testing::TinyFp8Run<> {
  protected:
-  void SetUp() override {
-    if (!cuda_available()) GTEST_SKIP() << "no GPU";
-#if NANODIST_WITH_CUDA
-    if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
-#endif
-    testing::write_tiny_data(dir_ / "data");
-  }
-
-  // A model whose GEMM sides are multiples of 16: width 32, 64 tokens a step.
   TrainConfig config(const std::string& out) {
-    TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.n_embd = 32;
+    TrainConfig c = tiny_gpu_config(out);
     c.max_iters = 60;
     c.lr_decay_iters = 60;
-    c.lr = 1e-2;
     c.min_lr = 1e-3;
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = "f32";
     return c;
   }
-
-  testing::TempDir dir_;
 };
 
 TEST_F(Fp8Training, AllLinearsInFp8LearnLikeBf16) {
