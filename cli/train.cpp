@@ -77,7 +77,7 @@ int run_train(const ParsedFlags& flags) {
   context.peak_flops = peak_flops(parse_device(config.device), config.dtype);
   context.log = comm->rank() == 0 ? &std::cout : nullptr;
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, config.comm_timeout, config.heartbeat_timeout);
-  train::guard_runs(context, guard.get());
+  context.fault_guard = guard.get();
   // Collective: where the ranks are, for the header's nodes line.
   const dist::NodeMap nodes = dist::discover_nodes(*comm);
   if (comm->rank() == 0) {

@@ -76,7 +76,7 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     train::RunContext context;
     context.comm = &comm;
     context.log = lead ? &log : nullptr;
-    train::guard_runs(context, guard);
+    context.fault_guard = guard;
     train::TrainResult r = train::run_training(config, context);
     char line[200];
     std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",

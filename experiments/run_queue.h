@@ -38,7 +38,7 @@ struct QueueOutcome {
 // which runs are finished and tells the others, so every rank trains the same runs. An input
 // error (before any run trains) when a started folder was trained with other settings: the line
 // names the folder and the first differing key. `guard` (nullptr: none) guards every run as it
-// guards `nanodist train`'s (train::guard_runs): a frozen peer or a communicator error in any run
+// guards `nanodist train`'s (RunContext::fault_guard): a frozen peer or a communicator error in any run
 // ends the process with train's fault line and status.
 QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, const std::string& command,
                        std::ostream* progress, dist::FaultGuard* guard = nullptr);

@@ -319,9 +319,10 @@ class Trainer {
 
   // Times `what` until the returned scope ends (nothing without a watchdog).
   std::optional<dist::Watchdog::Scope> watch(const std::string& what, double extra_s = 0.0) {
-    if (!ctx_.watchdog) return std::nullopt;
-    ctx_.watchdog->set_step(counters_.step);
-    return ctx_.watchdog->watch(what, extra_s);
+    if (!ctx_.fault_guard) return std::nullopt;
+    dist::Watchdog& watchdog = ctx_.fault_guard->watchdog();
+    watchdog.set_step(counters_.step);
+    return watchdog.watch(what, extra_s);
   }
 
   // A step whose loss (on `bad_loss_ranks` ranks) or gradient norm is not finite. The optimizer
@@ -593,11 +594,6 @@ class Trainer {
 TrainResult run_training(const TrainConfig& config, const RunContext& context) {
   Trainer trainer(config, context);
   return trainer.run();
-}
-
-void guard_runs(RunContext& context, dist::FaultGuard* guard) {
-  context.watchdog = guard ? &guard->watchdog() : nullptr;
-  context.fault_guard = guard;
 }
 
 }  // namespace nd::train

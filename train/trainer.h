@@ -10,7 +10,6 @@
 
 #include "autograd/variable.h"
 #include "dist/comm.h"
-#include "dist/watchdog.h"
 #include "tensor/op_timer.h"
 #include "train/config.h"
 
@@ -29,11 +28,10 @@ struct RunContext {
   std::ostream* log = nullptr;  // step and eval lines (rank 0 only); nullptr = silent
   // The device's peak FLOP/s for MFU; 0 = unknown (the step line shows GFLOP/s instead).
   double peak_flops = 0.0;
-  // Times each step, eval, checkpoint and collective outside a step (dist/watchdog.h); nullptr =
-  // nothing is timed.
-  dist::Watchdog* watchdog = nullptr;
-  // The guard that owns the watchdog: it also watches the grid's communicators (their asynchronous
-  // errors are faults) while the run lives; nullptr = only the world is watched, if anything.
+  // The fault guard the run is under (dist/fault_guard.h): its watchdog times each step, eval,
+  // checkpoint and collective outside a step, and it watches the grid's communicators (their
+  // asynchronous errors are faults) while the run lives; nullptr = nothing is timed or watched.
+  // Every command that trains (train, ablate, sweep) sets it.
   dist::FaultGuard* fault_guard = nullptr;
 };
 
@@ -75,10 +73,5 @@ struct TrainResult {
 // Runs training as configured; nd::Error on bad input (missing or malformed data, a checkpoint
 // of another model, an unwritable --out, ...).
 TrainResult run_training(const TrainConfig& config, const RunContext& context = RunContext{});
-
-// Puts a run under `guard` (nullptr: leaves `context` unguarded): its watchdog times each step,
-// eval and checkpoint, and the guard watches the run's grid communicators while it trains. Every
-// command that trains (train, ablate, sweep) guards its runs through this one call.
-void guard_runs(RunContext& context, dist::FaultGuard* guard);
 
 }  // namespace nd::train
