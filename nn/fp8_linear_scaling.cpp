@@ -32,37 +32,38 @@ Tensor Fp8LinearScaling::add(const std::string& name, const Fp8LinearSharding& s
   return scalars_.narrow(static_cast<int64_t>(layers_++) * kS, kS);
 }
 
-void Fp8LinearScaling::end_step(dist::Comm* tp, dist::Comm* replicas) {
+void Fp8LinearScaling::edit_scalars(const std::function<void(float* records)>& edit) {
   if (layers_ == 0) return;
   Tensor host = scalars_.to(Device::cpu());
-  float* v = host.data<float>();
-  for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[kR * t + ops::kFp8Amax]);
-  scaling_.update(tp, replicas);
-  for (int t = 0; t < scaling_.size(); ++t) {
-    v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
-    v[kR * t + ops::kFp8Amax] = 0.0f;
-  }
+  edit(host.data<float>());
   scalars_.copy_from(host);
+}
+
+void Fp8LinearScaling::end_step(dist::Comm* tp, dist::Comm* replicas) {
+  edit_scalars([&](float* v) {
+    for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[kR * t + ops::kFp8Amax]);
+    scaling_.update(tp, replicas);
+    for (int t = 0; t < scaling_.size(); ++t) {
+      v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
+      v[kR * t + ops::kFp8Amax] = 0.0f;
+    }
+  });
 }
 
 void Fp8LinearScaling::write_scales() {
-  if (layers_ == 0) return;
-  Tensor host = scalars_.to(Device::cpu());
-  float* v = host.data<float>();
-  for (int t = 0; t < scaling_.size(); ++t) {
-    v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
-    v[kR * t + ops::kFp8Amax] = 0.0f;
-    v[kR * t + ops::kFp8ScaleInv] = scaling_.tensor(t).scale_inv();
-  }
-  scalars_.copy_from(host);
+  edit_scalars([&](float* v) {
+    for (int t = 0; t < scaling_.size(); ++t) {
+      v[kR * t + ops::kFp8Scale] = scaling_.tensor(t).scale;
+      v[kR * t + ops::kFp8Amax] = 0.0f;
+      v[kR * t + ops::kFp8ScaleInv] = scaling_.tensor(t).scale_inv();
+    }
+  });
 }
 
 void Fp8LinearScaling::drop_amaxes() {
-  if (layers_ == 0) return;
-  Tensor host = scalars_.to(Device::cpu());
-  float* v = host.data<float>();
-  for (int t = 0; t < scaling_.size(); ++t) v[kR * t + ops::kFp8Amax] = 0.0f;
-  scalars_.copy_from(host);
+  edit_scalars([&](float* v) {
+    for (int t = 0; t < scaling_.size(); ++t) v[kR * t + ops::kFp8Amax] = 0.0f;
+  });
 }
 
 }  // namespace nd::nn

@@ -4,6 +4,7 @@
 // (fp8_scaling.h) keeps the histories. end_step runs between steps, outside any captured graph:
 // the graph reads the scales and folds the amaxes where the tensor lives.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ class Fp8LinearScaling {
   DelayedScaling& scaling() { return scaling_; }
 
  private:
+  // Runs `edit` on a host copy of every layer's records (ops/fp8_linear.h) and writes it back.
+  void edit_scalars(const std::function<void(float* records)>& edit);
+
   Tensor scalars_;  // (capacity * kFp8LinearScalars) f32
   int capacity_;
   int layers_ = 0;

@@ -78,25 +78,21 @@ void DelayedScaling::record_amax(int index, float amax) {
   }
 }
 
+void DelayedScaling::reduce_step_amaxes(dist::Comm& group, bool only_sharded) {
+  std::vector<double> amaxes;
+  for (const Fp8TensorScaling& t : tensors_)
+    if (!only_sharded || t.sharded)
+      amaxes.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
+  if (amaxes.empty()) return;
+  group.host_allreduce(amaxes.data(), static_cast<int>(amaxes.size()), dist::HostReduce::Max);
+  size_t k = 0;
+  for (Fp8TensorScaling& t : tensors_)
+    if (!only_sharded || t.sharded) t.step_amax = static_cast<float>(amaxes[k++]);
+}
+
 void DelayedScaling::update(dist::Comm* tp, dist::Comm* replicas) {
-  if (replicas != nullptr && replicas->size() > 1 && !tensors_.empty()) {
-    std::vector<double> all;  // NaN becomes inf, as below
-    for (const Fp8TensorScaling& t : tensors_)
-      all.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
-    replicas->host_allreduce(all.data(), static_cast<int>(all.size()), dist::HostReduce::Max);
-    for (size_t k = 0; k < tensors_.size(); ++k) tensors_[k].step_amax = static_cast<float>(all[k]);
-  }
-  if (tp != nullptr && tp->size() > 1) {
-    std::vector<double> sharded;  // NaN becomes inf: a max over ranks is then defined and agreed
-    for (const Fp8TensorScaling& t : tensors_)
-      if (t.sharded) sharded.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
-    if (!sharded.empty()) {
-      tp->host_allreduce(sharded.data(), static_cast<int>(sharded.size()), dist::HostReduce::Max);
-      size_t k = 0;
-      for (Fp8TensorScaling& t : tensors_)
-        if (t.sharded) t.step_amax = static_cast<float>(sharded[k++]);
-    }
-  }
+  if (replicas != nullptr && replicas->size() > 1) reduce_step_amaxes(*replicas, /*only_sharded=*/false);
+  if (tp != nullptr && tp->size() > 1) reduce_step_amaxes(*tp, /*only_sharded=*/true);
   for (Fp8TensorScaling& t : tensors_) {
     if (std::isfinite(t.step_amax)) t.history.push(t.step_amax);
     t.scale = static_cast<float>(delayed_scale(fp8_max(t.format), t.history.max(), options_.margin, t.scale));

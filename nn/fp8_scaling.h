@@ -80,6 +80,10 @@ class DelayedScaling {
   const DelayedScalingOptions& options() const { return options_; }
 
  private:
+  // The step amaxes of every tensor (or only the tp-sharded ones) replaced by their max over
+  // `group`'s ranks; a NaN counts as inf there, so the max is defined and agreed.
+  void reduce_step_amaxes(dist::Comm& group, bool only_sharded);
+
   DelayedScalingOptions options_;
   std::vector<Fp8TensorScaling> tensors_;
 };
