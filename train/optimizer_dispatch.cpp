@@ -112,15 +112,14 @@ double clip_and_update(dist::FlatParams& flat, FlatOptimizerState& state, const 
       const FlatRun& r = *slots[k].first;
       const int64_t at = slots[k].second, n = std::min(kUpdateSlot, r.length - at);
       float* const arrays[3] = {params + r.param + at, m + r.local + at, v + r.local + at};
+      const cpu::AdamWScalars<float>& scalars = r.decay ? decayed : plain;
       if (n % 8 != 0) {  // a short tail: its checksums taken apart, as before_update does
         for (float* a : arrays) cow->before_update(a, n);
-        cpu::adamw_update(arrays[0], grads + r.grad + at, arrays[1], arrays[2], n, h.lr, h.beta1, h.beta2, h.eps,
-                          r.decay ? h.weight_decay : 0.0f, h.step, grad_scale);
+        cpu::adamw_update_span(scalars, arrays[0], grads + r.grad + at, arrays[1], arrays[2], n);
         continue;
       }
       int64_t tokens[3];
       for (int a = 0; a < 3; ++a) tokens[a] = cow->before_update_hashed_by_caller(arrays[a], n);
-      const cpu::AdamWScalars<float>& scalars = r.decay ? decayed : plain;
       if (tokens[0] < 0 && tokens[1] < 0 && tokens[2] < 0) {  // copied or hashed already: nothing to take
         cpu::adamw_update_span(scalars, arrays[0], grads + r.grad + at, arrays[1], arrays[2], n);
         continue;
