@@ -37,12 +37,6 @@ struct Fp8GeluMlpInputs {
   int proj_b() const { return fc_bias ? 4 : 3; }
 };
 
-std::string timer_label(const LinearDims& d) { return std::to_string(d.K) + "->" + std::to_string(d.N); }
-
-double gemm_flops(const LinearDims& d) {
-  return 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
-}
-
 void check_scalars(const Tensor& scalars, const Tensor& x, const char* which) {
   ND_CHECK(scalars.dtype() == DType::F32 && scalars.numel() == kFp8LinearScalars && scalars.device() == x.device(),
            "fp8_gelu_mlp: " << which << " scalars must be " << kFp8LinearScalars << " f32 on x's device, got "
@@ -88,7 +82,7 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
   Tensor proj_w_codes = skipped ? Tensor() : code_buffer(proj.N * proj.K, dev);
   const Slots fs = slots_of(fc_scalars), ps = slots_of(proj_scalars);
   {
-    if (op_timer::enabled()) op_timer::note_next({gemm_flops(fc), 0.0, timer_label(fc)});
+    if (op_timer::enabled()) op_timer::note_next({gemm_flops(fc), 0.0, gemm_label(fc)});
     op_timer::Scope timed("fp8_linear", xd);
     const cuda::Fp8LinearBuffers buf{bytes(fc_x), bytes(saved.fc_x_t), bytes(fc_w_codes), bytes(saved.fc_w_t),
                                      nullptr, nullptr};
@@ -107,7 +101,7 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
     cuda::fp8_linear_forward_saved_codes(nullptr, proj_w.data().data<bf16>(), proj.M, proj.N, proj.K, ps.x, ps.w,
                                          {nullptr, nullptr, nullptr, bytes(saved.proj_w_t), nullptr, nullptr});
   } else {
-    if (op_timer::enabled()) op_timer::note_next({gemm_flops(proj), 0.0, timer_label(proj)});
+    if (op_timer::enabled()) op_timer::note_next({gemm_flops(proj), 0.0, gemm_label(proj)});
     op_timer::Scope timed("fp8_linear", saved.h);
     const cuda::Fp8LinearBuffers buf{bytes(proj_x), bytes(saved.proj_x_t), bytes(proj_w_codes),
                                      bytes(saved.proj_w_t), nullptr, nullptr};
@@ -141,7 +135,7 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
       Tensor dout_t = dproj_w.wanted() ? code_buffer(proj.M * proj.N, dev) : Tensor();
       if (op_timer::enabled())
         op_timer::note_next({gemm_flops(proj) * ((fc_wanted ? 1 : 0) + (dproj_w.wanted() ? 1 : 0)), 0.0,
-                             timer_label(proj)});
+                             gemm_label(proj)});
       op_timer::Scope timed("fp8_linear backward", grad_out);
       const cuda::Fp8LinearBuffers buf{nullptr, bytes(saved.proj_x_t), nullptr, bytes(saved.proj_w_t), bytes(dout),
                                        bytes(dout_t)};
@@ -169,7 +163,7 @@ Variable fp8_gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& f
     }
     if (op_timer::enabled())
       op_timer::note_next(
-          {gemm_flops(fc) * ((dx.wanted() ? 1 : 0) + (dfc_w.wanted() ? 1 : 0)), 0.0, timer_label(fc)});
+          {gemm_flops(fc) * ((dx.wanted() ? 1 : 0) + (dfc_w.wanted() ? 1 : 0)), 0.0, gemm_label(fc)});
     op_timer::Scope timed("fp8_linear backward", dg);
     const cuda::Fp8LinearBuffers buf{nullptr, bytes(saved.fc_x_t), nullptr, bytes(saved.fc_w_t), bytes(dout),
                                      bytes(dout_t)};

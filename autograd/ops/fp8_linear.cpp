@@ -37,14 +37,14 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
   Tensor x_t = need_x_t ? code_buffer(d.M * d.K, xd.device()) : Tensor();
   Tensor w_t = need_w_t ? code_buffer(d.N * d.K, xd.device()) : Tensor();
   const Slots s = slots_of(scalars);
-  const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
+  const double flops = gemm_flops(d);
   if (skipped) {
     op_timer::Scope timed("fp8_linear codes", xd);
     cuda::fp8_linear_forward_saved_codes(xd.data<bf16>(), w.data().data<bf16>(), d.M, d.N, d.K, s.x, s.w,
                                          {nullptr, bytes(x_t), nullptr, bytes(w_t), nullptr, nullptr});
   } else {
     Tensor x_codes = code_buffer(d.M * d.K, xd.device()), w_codes = code_buffer(d.N * d.K, xd.device());
-    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
+    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, gemm_label(d)});
     op_timer::Scope timed("fp8_linear", xd);
     cuda::Fp8LinearBuffers buf{bytes(x_codes), bytes(x_t), bytes(w_codes), bytes(w_t), nullptr, nullptr};
     cuda::fp8_linear_forward(xd.data<bf16>(), w.data().data<bf16>(), has_bias ? b.data().data<bf16>() : nullptr,
@@ -67,7 +67,7 @@ Variable fp8_linear(const Variable& x, const Variable& w, const Variable& b, con
     cuda::Fp8LinearBuffers buf{nullptr, bytes(x_t), nullptr, bytes(w_t), bytes(dout_codes), bytes(dout_t)};
     if (op_timer::enabled())
       op_timer::note_next({flops * ((dx.wanted() ? 1 : 0) + (dw.wanted() ? 1 : 0)), 0.0,
-                           std::to_string(d.K) + "->" + std::to_string(d.N)});
+                           gemm_label(d)});
     op_timer::Scope timed("fp8_linear backward", grad_out);
     cuda::fp8_linear_backward(grad_out.data<bf16>(), dest(dx), dest(dw), dest(db), d.M, d.N, d.K, s.x, s.w, s.dout,
                               buf);

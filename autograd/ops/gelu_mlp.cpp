@@ -48,11 +48,8 @@ Variable gelu_mlp(const Variable& x, const Variable& fc_w, const Variable& fc_b,
   const bool skipped = forward_skipped();
   Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, xd.dtype(), xd.device());
   if (op_timer::enabled()) {  // named by the products it runs: K->H->N, or K->H without c_proj's
-    const double fc_flops = 2.0 * static_cast<double>(fc.M) * static_cast<double>(fc.N) * static_cast<double>(fc.K);
-    const double proj_flops =
-        2.0 * static_cast<double>(proj.M) * static_cast<double>(proj.N) * static_cast<double>(proj.K);
-    const std::string fc_dims = std::to_string(fc.K) + "->" + std::to_string(fc.N);
-    op_timer::note_next({fc_flops + (skipped ? 0.0 : proj_flops), 0.0,
+    const std::string fc_dims = gemm_label(fc);
+    op_timer::note_next({gemm_flops(fc) + (skipped ? 0.0 : gemm_flops(proj)), 0.0,
                          skipped ? fc_dims : fc_dims + "->" + std::to_string(proj.N)});
   }
   ND_DISPATCH_KERNEL(xd, "gelu_mlp", {

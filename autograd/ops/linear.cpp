@@ -38,12 +38,12 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
   const LinearDims d = linear_dims("linear", xd, w.data(), has_bias ? &b.data() : nullptr);
   Shape out_shape = xd.shape();
   out_shape.back() = d.N;
-  const double flops = 2.0 * static_cast<double>(d.M) * static_cast<double>(d.N) * static_cast<double>(d.K);
+  const double flops = gemm_flops(d);
   // Without its forward (autograd/without_forward.h) the product is skipped: backward reads only x and w.
   const bool skipped = forward_skipped();
   Tensor out = skipped ? Tensor() : Tensor::empty(out_shape, xd.dtype(), xd.device());
   if (!skipped) {
-    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, std::to_string(d.K) + "->" + std::to_string(d.N)});
+    if (op_timer::enabled()) op_timer::note_next({flops, 0.0, gemm_label(d)});
     ND_DISPATCH_KERNEL(xd, "linear",
                        backend::linear_forward(xd.data<scalar_t>(), w.data().data<scalar_t>(),
                                                has_bias ? b.data().data<scalar_t>() : nullptr, out.data<scalar_t>(),
@@ -76,7 +76,7 @@ Variable linear(const Variable& x, const Variable& w, const Variable& b) {
     const GradSlot db = in.size() > 2 ? in[2].grad_slot() : GradSlot();
     if (op_timer::enabled())  // one GEMM of the forward's size for dx, one for dw
       op_timer::note_next({flops * ((dx.wanted() ? 1 : 0) + (dw.wanted() ? 1 : 0)), 0.0,
-                           std::to_string(d.K) + "->" + std::to_string(d.N)});
+                           gemm_label(d)});
     ND_DISPATCH_KERNEL(x, "linear backward",
                        backend::linear_backward(grad_out.data<scalar_t>(), x.data<scalar_t>(), w.data<scalar_t>(),
                                                 grad_dest<scalar_t>(dx), grad_dest<scalar_t>(dw),
