@@ -10,6 +10,8 @@
 # formats' mean val loss over the seeds (and mean tokens/s), and lists each seed's val losses: at 500
 # steps of a small corpus a large model memorises it, and one seed's val loss moves by a percent or
 # two between trajectories that differ only in rounding (docs/PERFORMANCE.md, FP8).
+# --reuse: a run whose metrics.jsonl in OUT already holds the last step's val loss is not trained
+# again, so a sweep of seeds can be split over several calls of a time-limited machine.
 # Builds nothing: expects build/nanodist (or --bin). DATA is any corpus train reads (the bar is
 # for a GPT-2-tokenized one, e.g. llm.c shards; `prepare --random-tokens` data times the speed
 # but its val loss says nothing). About 5 minutes a large model on an H100
@@ -17,7 +19,7 @@
 #
 # usage: scripts/bench_fp8.sh --data DIR [--models "gpt2-xl gpt-2.7b gpt2"] [--steps 500]
 #                             [--out out/bench_fp8] [--bin build/nanodist] [--flags "more train flags"]
-#                             [--seeds "1337 1338 1339"]
+#                             [--seeds "1337 1338 1339"] [--reuse]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,6 +30,7 @@ out=out/bench_fp8
 bin=build/nanodist
 flags=""
 seeds=""
+reuse=0
 python=${PYTHON:-python3}
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -38,7 +41,8 @@ while [[ $# -gt 0 ]]; do
     --bin) bin=$2; shift 2 ;;
     --flags) flags=$2; shift 2 ;;
     --seeds) seeds=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    --reuse) reuse=1; shift ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "bench_fp8.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -88,22 +92,26 @@ for model in $models; do
       [[ "$seed" == config ]] || { tag="$tag-seed$seed"; extra="$extra --seed $seed"; }
       run="$out/runs/$tag"
       log="$out/logs/$tag.log"
-      # The run is stopped (SIGKILL) once its last evaluation is in metrics.jsonl: the final
-      # checkpoint (19 GB for gpt2-xl, 32 GB for gpt-2.7b) is not what is measured.
-      # shellcheck disable=SC2086
-      "$bin" train --config "$config" --data "$data" --out "$run" --overwrite --grad-accum 1 \
-        --max-iters "$steps" --lr-decay-iters "$steps" --eval-interval "$steps" --eval-iters 20 --log-interval 1 \
-        --ckpt-interval 0 $both $extra $flags >"$log" 2>&1 &
-      pid=$!
-      while kill -0 "$pid" 2>/dev/null; do
-        if grep -q "\"step\":$steps,\"val_loss\"" "$run/metrics.jsonl" 2>/dev/null; then
-          kill -KILL "$pid" 2>/dev/null || true
-          break
-        fi
-        sleep 2
-      done
-      wait "$pid" 2>/dev/null || true
-      rm -f "$run"/*.h5 "$run"/*.h5.* 2>/dev/null || true
+      if [[ $reuse == 1 ]] && grep -q "\"step\":$steps,\"val_loss\"" "$run/metrics.jsonl" 2>/dev/null; then
+        echo "bench_fp8.sh: $tag: reusing $run/metrics.jsonl" >&2
+      else
+        # The run is stopped (SIGKILL) once its last evaluation is in metrics.jsonl: the final
+        # checkpoint (19 GB for gpt2-xl, 32 GB for gpt-2.7b) is not what is measured.
+        # shellcheck disable=SC2086
+        "$bin" train --config "$config" --data "$data" --out "$run" --overwrite --grad-accum 1 \
+          --max-iters "$steps" --lr-decay-iters "$steps" --eval-interval "$steps" --eval-iters 20 --log-interval 1 \
+          --ckpt-interval 0 $both $extra $flags >"$log" 2>&1 &
+        pid=$!
+        while kill -0 "$pid" 2>/dev/null; do
+          if grep -q "\"step\":$steps,\"val_loss\"" "$run/metrics.jsonl" 2>/dev/null; then
+            kill -KILL "$pid" 2>/dev/null || true
+            break
+          fi
+          sleep 2
+        done
+        wait "$pid" 2>/dev/null || true
+        rm -f "$run"/*.h5 "$run"/*.h5.* 2>/dev/null || true
+      fi
       if one=$(summary "$run/metrics.jsonl" 2>>"$log"); then
         [[ "${result[$kind]}" == failed ]] || result[$kind]="${result[$kind]}${one};"
       else
