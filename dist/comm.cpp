@@ -31,6 +31,8 @@ const char* collective_name(Collective collective) {
     case Collective::RingBroadcast: return "ring_broadcast";
     case Collective::RingAllToAll: return "ring_all_to_all";
     case Collective::PeerAllReduce: return "peer_allreduce";
+    case Collective::PeerReduceScatter: return "peer_reduce_scatter";
+    case Collective::PeerAllGather: return "peer_all_gather";
   }
   return "?";
 }

@@ -24,7 +24,7 @@ enum class HostReduce { Sum, Max };
 // The collectives whose layout the ranks agree on (see Comm::agree_on_layout).
 enum class Collective {
   AllReduce, ReduceScatter, AllGather, Broadcast, RingAllReduce, RingReduceScatter, RingAllGather,
-  AllToAll, RingBroadcast, RingAllToAll, PeerAllReduce
+  AllToAll, RingBroadcast, RingAllToAll, PeerAllReduce, PeerReduceScatter, PeerAllGather
 };
 const char* collective_name(Collective collective);
 

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 
+#include "dist/peer_ipc.h"
 #include "dist/ring_comm.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -79,8 +80,7 @@ struct PeerComm::Registration {
   // PeerComm's destructor holds a host barrier first. Not checked: a destructor must not throw.
   ~Registration() {
     cudaSetDevice(device);
-    for (void* p : opened)
-      if (p) cudaIpcCloseMemHandle(p);
+    close_peer_regions(opened);
     if (own) cudaFree(own);
     if (epochs) cudaFree(epochs);
     if (push_epochs) cudaFree(push_epochs);
@@ -116,6 +116,7 @@ void PeerComm::set_up() {
   ring_ = std::make_unique<RingComm>(inner_, options_.ring);
   const int n = size(), r = rank();
   unusable_reason_ = "no CUDA in this build";
+  copy_unusable_reason_ = "no peer memory";
   if (n == 1) {
     unusable_reason_ = "one rank";
     return;
@@ -171,29 +172,7 @@ void PeerComm::set_up() {
   CUDA_CHECK(cudaMemset(reg->push_epochs, 0, std::max<int64_t>(1, push_chunks) * sizeof(uint32_t)));
   CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&reg->timeout), sizeof(cuda::PeerTimeout), cudaHostAllocMapped));
   std::memset(reinterpret_cast<void*>(reg->timeout), 0, sizeof(cuda::PeerTimeout));
-  // The zeroed flags must be in place before any peer's first kernel can write to them: the
-  // handles travel only after this.
-  CUDA_CHECK(cudaDeviceSynchronize());
-  static_assert(sizeof(cudaIpcMemHandle_t) % sizeof(int64_t) == 0, "handles travel as int64 words");
-  constexpr int kWords = sizeof(cudaIpcMemHandle_t) / sizeof(int64_t);
-  std::vector<int64_t> handles(static_cast<size_t>(n) * kWords, 0);
-  cudaIpcMemHandle_t mine;
-  CUDA_CHECK(cudaIpcGetMemHandle(&mine, reg->own));
-  std::memcpy(&handles[static_cast<size_t>(r) * kWords], &mine, sizeof mine);
-  inner_.host_allreduce(handles.data(), n * kWords, HostReduce::Sum);
-  reg->opened.assign(n, nullptr);
-  for (int q = 0; q < n && !failed; ++q) {
-    if (q == r) continue;
-    cudaIpcMemHandle_t theirs;
-    std::memcpy(&theirs, &handles[static_cast<size_t>(q) * kWords], sizeof theirs);
-    if (cudaIpcOpenMemHandle(&reg->opened[q], theirs, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess) {
-      (void)cudaGetLastError();
-      reg->opened[q] = nullptr;
-      failed = 1;
-    }
-  }
-  inner_.host_allreduce(&failed, 1, HostReduce::Max);
-  if (failed) {
+  if (!open_peer_regions(inner_, reg->own, reg->opened)) {
     unusable_reason_ = "cudaIpcOpenMemHandle failed on some rank";
     return;  // reg's destructor closes what was opened
   }
@@ -213,6 +192,11 @@ void PeerComm::set_up() {
   }
   registration_ = std::move(reg);
   unusable_reason_.clear();
+  copy_unusable_reason_ = "off (copy_block_bytes 0)";
+  if (options_.copy_block_bytes > 0)
+    copy_ = PeerCopy::create(inner_, registration_->device, registration_->stream, options_.copy_block_bytes,
+                             &copy_unusable_reason_);
+  if (copy_) copy_unusable_reason_.clear();
   if (options_.mode == PeerMode::Auto) build_auto_table();
 #endif
 }
@@ -276,6 +260,28 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
 #else
   return inner_.allreduce_async(buffer, op);
 #endif
+}
+
+CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
+  if (!copy_ || op == ReduceOp::Max || !copy_->fits(output) || input.device() != output.device() ||
+      (input.dtype() != DType::F32 && input.dtype() != DType::BF16))
+    return inner_.reduce_scatter_async(input, output, op);
+  check_comm_buffer(*this, input, "reduce_scatter input");
+  check_comm_buffer(*this, output, "reduce_scatter output");
+  inner_.agree_on_layout(Collective::PeerReduceScatter, input, static_cast<int>(op));
+  inner_.order_after_compute();
+  copy_->reduce_scatter(input, output, op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f);
+  return inner_.record_work();
+}
+
+CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
+  if (!copy_ || !copy_->fits(input) || input.device() != output.device()) return inner_.all_gather_async(input, output);
+  check_comm_buffer(*this, input, "all_gather input");
+  check_comm_buffer(*this, output, "all_gather output");
+  inner_.agree_on_layout(Collective::PeerAllGather, input, 0);
+  inner_.order_after_compute();
+  copy_->all_gather(input, output);
+  return inner_.record_work();
 }
 
 std::unique_ptr<Comm> PeerComm::split(int color, int key) {

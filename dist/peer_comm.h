@@ -4,7 +4,8 @@
 // memory (no host barrier, safe under CUDA graph replay). One-shot below a size, two-shot above;
 // push (each rank stores its data into every peer's memory, flags inside the data words); or
 // `auto`, which picks push, one-shot, two-shot, our ring or NCCL by size from a table measured at
-// start or fitted by bench-comm. Everything else, and any all-reduce it cannot take (Max, no
+// start or fitted by bench-comm. Its reduce-scatters and all-gathers run on the copy engines
+// (dist/peer_copy.h) up to a block size. Everything else, and any call it cannot take (Max, no
 // peer access, other dtypes, larger than the buffer, host comms), is the wrapped comm's.
 #pragma once
 #include <cstdint>
@@ -17,6 +18,7 @@
 #include "dist/bench_timing.h"
 #include "dist/comm_model.h"
 #include "dist/forwarding_comm.h"
+#include "dist/peer_copy.h"
 #include "dist/ring_allreduce.h"
 
 namespace nd::dist {
@@ -58,6 +60,10 @@ struct PeerOptions {
   // sets its --max-bytes, so auto's choice at every size it compares is measured, not fitted.
   int64_t auto_measure_max_bytes = 0;
   RingOptions ring;  // auto's ring
+  // Reduce-scatters (Sum/Avg, f32/bf16) and all-gathers whose per-rank block is up to this many
+  // bytes run on the copy engines (dist/peer_copy.h), which leave the SMs to the GEMMs they hide
+  // behind; each rank registers PeerCopy::kSlots x ranks blocks of it. 0: the wrapped comm's.
+  int64_t copy_block_bytes = int64_t{16} << 20;
 };
 
 class PeerComm : public ForwardingComm {
@@ -81,6 +87,12 @@ class PeerComm : public ForwardingComm {
   const std::vector<std::pair<int64_t, AllReduceChoice>>& auto_table() const { return auto_table_; }
 
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
+  // On the copy engines where the block fits (options().copy_block_bytes), else the wrapped comm's.
+  CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
+  CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  // Whether reduce-scatters and all-gathers can run on the copy engines (why not: copy_unusable_reason).
+  bool copy_usable() const { return copy_ != nullptr; }
+  const std::string& copy_unusable_reason() const { return copy_unusable_reason_; }
   // A PeerComm around the wrapped comm's split, same options (registers its own buffers).
   std::unique_ptr<Comm> split(int color, int key) override;
   // The wrapped comm's error, or a peer flag's timeout (rank, phase, block, peer).
@@ -99,6 +111,8 @@ class PeerComm : public ForwardingComm {
   PeerOptions options_;
   std::unique_ptr<Registration> registration_;
   std::string unusable_reason_;
+  std::unique_ptr<PeerCopy> copy_;  // after registration_: destroyed first, after the destructor's barrier
+  std::string copy_unusable_reason_;
   std::unique_ptr<Comm> ring_;  // RingComm over the wrapped comm, for auto's ring choice
   std::vector<std::pair<int64_t, AllReduceChoice>> auto_table_;
 };

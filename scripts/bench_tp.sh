@@ -1,26 +1,29 @@
 #!/usr/bin/env bash
 # Tensor-parallel throughput and memory on random tokens: GPT-2 large (774M, B=8 shared by the tp
 # ranks, T=1024, bf16) at tp 1 (1 GPU) and at each larger size of --tp-sizes (mpirun -np tp) with
-# NCCL's all-reduce and our ring, each as plain tp, with sequence parallelism (unsplit collectives,
-# --tp-overlap false) and with sequence parallelism and overlapped chunked collectives (the
-# default); GPT-2 XL (1.56B, B=8) at tp 1 vs tp 2 (sequence parallel, overlapped, NCCL); and
+# each --collectives of --impls (native: NCCL; ring: ours from send/recv; peer: ours over GPU peer
+# memory, whose reduce-scatters and all-gathers the copy engines move), each as plain tp, with
+# sequence parallelism (unsplit collectives, --tp-overlap false) and with sequence parallelism and
+# overlapped chunked collectives (the default); GPT-2 XL (1.56B, B=8) at tp 1 vs tp 2 (sequence
+# parallel, overlapped, each of --xl-impls); and
 # GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same global batch). With 4 or more GPUs also GPT-2 124M at dp 2 x tp 2 (B=32 per tp group) vs dp 4
 # (B=16 per rank). Prints the median tokens/s of steps 10..STEPS, the peak GPU memory of rank 0
 # (the train summary line), and the ratios tpN/tp1 (tokens/s and memory per GPU), tp2/dp2 and
 # dp2xtp2/dp4. Gradient clipping stays at the configs' value (the norm is split over tp ranks).
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
 # --only-tp: GPT-2 large and XL only (the issue-28 bars), no 124M comparisons; --no-xl: no XL.
-# --sp-env "A=1;B=2 C=3": GPT-2 large tp 2 (NCCL, sequence parallel + overlap) once more per
-# ';'-separated environment (e.g. NANODIST_COMM_PRIORITY=normal, NANODIST_TP_GATHER_CHUNKS=1),
+# --sp-env "A=1;B=2 C=3": GPT-2 large tp 2 (--sp-env-impl, sequence parallel + overlap) once more
+# per ';'-separated environment (e.g. NANODIST_COMM_PRIORITY=normal, NANODIST_TP_GATHER_CHUNKS=1),
 # each printed beside the others with its ratio to tp 1.
 #
 # usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist] [--tp-sizes "1 2"]
 #                            [--device cpu --tiny] [--only-tp] [--no-xl] [--extra "flags for nanodist train"]
-#                            [--sp-env "VAR=VALUE ...;..."]
+#                            [--sp-env "VAR=VALUE ...;..."] [--sp-env-impl native] [--impls "native ring peer"]
+#                            [--xl-impls "native peer"]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=40; out=out/bench_tp; bin=build/nanodist; extra=""; device=cuda; tiny=0; tp_sizes="1 2"; only_tp=0; xl=1
-sp_env=""
+sp_env=""; sp_env_impl=native; impls="native ring peer"; xl_impls="native peer"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --steps) steps=$2; shift 2 ;;
@@ -33,7 +36,10 @@ while [[ $# -gt 0 ]]; do
     --no-xl) xl=0; shift ;;
     --tp-sizes) tp_sizes=$2; shift 2 ;;
     --sp-env) sp_env=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --sp-env-impl) sp_env_impl=$2; shift 2 ;;
+    --impls) impls=$2; shift 2 ;;
+    --xl-impls) xl_impls=$2; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -86,7 +92,7 @@ run_one large_tp1 "$large" 1 1 8 native
 for tp in $tp_sizes; do
   [[ "$tp" -gt 1 ]] || continue
   if [[ "$tp" -gt "$gpus" ]]; then echo "tp $tp skipped: $gpus GPU(s)"; continue; fi
-  for impl in native ring; do
+  for impl in $impls; do
     run_one "large_tp${tp}_${impl}" "$large" "$tp" "$tp" 8 "$impl"
     run_one "large_tp${tp}_${impl}_sp" "$large" "$tp" "$tp" 8 "$impl" sp
     run_one "large_tp${tp}_${impl}_sp_overlap" "$large" "$tp" "$tp" 8 "$impl" sp_overlap
@@ -98,11 +104,14 @@ IFS=';' read -r -a sp_envs <<<"$sp_env"
 for env_words in "${sp_envs[@]}"; do
   [[ -n "${env_words// /}" ]] || continue
   if [[ "$gpus" -lt 2 ]]; then echo "--sp-env skipped: $gpus GPU(s)"; break; fi
-  run_one "large_tp2_native_sp_overlap_${env_words//[^A-Za-z0-9=_]/_}" "$large" 2 2 8 native sp_overlap "$env_words"
+  run_one "large_tp2_${sp_env_impl}_sp_overlap_${env_words//[^A-Za-z0-9=_]/_}" "$large" 2 2 8 "$sp_env_impl" sp_overlap \
+    "$env_words"
 done
 if [[ "$xl" == 1 ]]; then
   run_one xl_tp1 "$xlarge" 1 1 8 native
-  if [[ "$gpus" -ge 2 ]]; then run_one xl_tp2_native_sp_overlap "$xlarge" 2 2 8 native sp_overlap; fi
+  if [[ "$gpus" -ge 2 ]]; then
+    for impl in $xl_impls; do run_one "xl_tp2_${impl}_sp_overlap" "$xlarge" 2 2 8 "$impl" sp_overlap; done
+  fi
 fi
 if [[ "$only_tp" == 0 ]]; then
   for impl in native ring; do
@@ -135,20 +144,21 @@ def ratio(a, b, i):
 print()
 tps = sorted({tp for _, tp, _, _, _ in res.values() if tp > 1})
 for tp in tps:
-    for impl in ("native", "ring"):
+    for impl in ("native", "ring", "peer", "auto", "hierarchical"):
         for variant, what in (("", "plain"), ("_sp", "sequence parallel"), ("_sp_overlap", "sequence parallel + overlap")):
             name = f"large_tp{tp}_{impl}{variant}"
             if name in res:
                 print(f"GPT-2 large tp{tp}/tp1 ({impl}, {what}): tokens/s x{ratio(name, 'large_tp1', 4)}, "
                       f"peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
 for name in res:
-    if name.startswith("large_tp2_native_sp_overlap_"):
-        print(f"GPT-2 large tp2/tp1 (native, sequence parallel + overlap, {name[28:]}): tokens/s "
+    if name.startswith("large_tp2_") and "_sp_overlap_" in name:
+        impl, env = name[len("large_tp2_"):].split("_sp_overlap_", 1)
+        print(f"GPT-2 large tp2/tp1 ({impl}, sequence parallel + overlap, {env}): tokens/s "
               f"x{ratio(name, 'large_tp1', 4)}, peak memory per GPU x{ratio(name, 'large_tp1', 3)}")
-if "xl_tp2_native_sp_overlap" in res:
-    print(f"GPT-2 XL tp2/tp1 (native, sequence parallel + overlap): tokens/s "
-          f"x{ratio('xl_tp2_native_sp_overlap', 'xl_tp1', 4)}, "
-          f"peak memory per GPU x{ratio('xl_tp2_native_sp_overlap', 'xl_tp1', 3)}")
+for name in res:
+    if name.startswith("xl_tp2_") and name.endswith("_sp_overlap"):
+        print(f"GPT-2 XL tp2/tp1 ({name[len('xl_tp2_'):-len('_sp_overlap')]}, sequence parallel + overlap): tokens/s "
+              f"x{ratio(name, 'xl_tp1', 4)}, peak memory per GPU x{ratio(name, 'xl_tp1', 3)}")
 for impl in ("native", "ring"):
     if f"small_tp2_{impl}" not in res: continue
     print(f"GPT-2 124M tp2/dp2 ({impl}): tokens/s x{ratio(f'small_tp2_{impl}', f'small_dp2_{impl}', 4)}, "

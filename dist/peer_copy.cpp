@@ -1,0 +1,209 @@
+// PeerCopy (peer_copy.h): the registered slots, the flags' stream memory operations (the driver's
+// entry points, found through the runtime so that nothing links libcuda and a CPU machine still
+// runs the binaries), and the two collectives as copies between the flags.
+#include "dist/peer_copy.h"
+
+#include "dist/peer_ipc.h"
+#if NANODIST_WITH_CUDA
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/sum_blocks.h"
+#include "tensor/cuda_check.h"
+#endif
+
+namespace nd::dist {
+
+#if NANODIST_WITH_CUDA
+namespace {
+
+constexpr int kMaxRanks = cuda::kSumBlocksMax;
+// Bytes at the front of a region: full[kSlots][kMaxRanks], then free[kSlots][kMaxRanks], uint32.
+constexpr size_t kFlagBytes = 4096;
+static_assert(2 * PeerCopy::kSlots * kMaxRanks * sizeof(uint32_t) <= kFlagBytes, "flags fit");
+
+using StreamValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+
+struct MemOps {
+  StreamValue32 write = nullptr;
+  StreamValue32 wait = nullptr;
+};
+
+StreamValue32 driver_entry(const char* name) {
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  return reinterpret_cast<StreamValue32>(fn);
+}
+
+const MemOps& mem_ops() {
+  static const MemOps ops{driver_entry("cuStreamWriteValue32"), driver_entry("cuStreamWaitValue32")};
+  return ops;
+}
+
+void write_flag(void* stream, uint32_t* flag, uint32_t value) {
+  // The v2 write is preceded by a memory fence: the copies queued before it are visible first.
+  const CUresult r = mem_ops().write(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value, 0);
+  ND_CHECK(r == CUDA_SUCCESS, "copy-engine collective: cuStreamWriteValue32 failed (CUresult " << r << ")");
+}
+
+void await_flag(void* stream, uint32_t* flag, uint32_t value) {
+  const CUresult r = mem_ops().wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
+                                    CU_STREAM_WAIT_VALUE_EQ);
+  ND_CHECK(r == CUDA_SUCCESS, "copy-engine collective: cuStreamWaitValue32 failed (CUresult " << r << ")");
+}
+
+void copy_bytes(void* dst, const void* src, int64_t bytes, void* stream) {
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
+                             static_cast<cudaStream_t>(stream)));
+}
+
+}  // namespace
+
+std::unique_ptr<PeerCopy> PeerCopy::create(Comm& host, int device, void* stream, int64_t block_bytes,
+                                           std::string* why) {
+  ND_CHECK(block_bytes > 0 && block_bytes % 256 == 0,
+           "copy-engine collectives: the block size must be a positive multiple of 256, got " << block_bytes);
+  int64_t unusable = 0;
+  if (host.size() > kMaxRanks) unusable = 1;
+  else if (!mem_ops().write || !mem_ops().wait) unusable = 2;
+  host.host_allreduce(&unusable, 1, HostReduce::Max);
+  if (unusable) {
+    *why = unusable == 1 ? "more than 8 ranks" : "no stream memory operations in this driver";
+    return nullptr;
+  }
+  std::unique_ptr<PeerCopy> copy(new PeerCopy(host, device, stream, block_bytes));
+  if (!open_peer_regions(host, copy->own_, copy->opened_)) {
+    *why = "cudaIpcOpenMemHandle failed on some rank";
+    return nullptr;
+  }
+  copy->regions_.resize(copy->ranks_);
+  for (int q = 0; q < copy->ranks_; ++q)
+    copy->regions_[q] = static_cast<char*>(q == copy->rank_ ? copy->own_ : copy->opened_[q]);
+  return copy;
+}
+
+PeerCopy::PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes)
+    : rank_(host.rank()), ranks_(host.size()), device_(device), stream_(stream), block_bytes_(block_bytes) {
+  CUDA_CHECK(cudaSetDevice(device_));
+  const size_t data = static_cast<size_t>(kSlots) * ranks_ * static_cast<size_t>(block_bytes_);
+  CUDA_CHECK(cudaMalloc(&own_, kFlagBytes + data));
+  // full = 0 (nothing arrived), free = 1 (every peer's slot may be written).
+  std::vector<uint32_t> flags(kFlagBytes / sizeof(uint32_t), 0);
+  for (int i = 0; i < kSlots * kMaxRanks; ++i) flags[kSlots * kMaxRanks + i] = 1;
+  CUDA_CHECK(cudaMemcpy(own_, flags.data(), kFlagBytes, cudaMemcpyHostToDevice));
+}
+
+PeerCopy::~PeerCopy() {
+  // The owner (PeerComm) holds a host barrier after synchronising first: no peer copies from or
+  // into these regions any more. Not checked: a destructor must not throw.
+  cudaSetDevice(device_);
+  close_peer_regions(opened_);
+  if (own_) cudaFree(own_);
+}
+
+uint32_t* PeerCopy::full(int owner, int slot, int sender) const {
+  return reinterpret_cast<uint32_t*>(regions_[owner]) + slot * kMaxRanks + sender;
+}
+
+uint32_t* PeerCopy::free_flag(int owner, int slot, int receiver) const {
+  return reinterpret_cast<uint32_t*>(regions_[owner]) + kSlots * kMaxRanks + slot * kMaxRanks + receiver;
+}
+
+char* PeerCopy::block(int owner, int slot, int sender) const {
+  return regions_[owner] + kFlagBytes + (static_cast<size_t>(slot) * ranks_ + sender) * block_bytes_;
+}
+
+bool PeerCopy::fits(const Tensor& block) const {
+  return block.device().is_cuda() && block.device().index == device_ &&
+         static_cast<int64_t>(block.nbytes()) <= block_bytes_;
+}
+
+void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes) {
+  for (int k = 1; k < ranks_; ++k) {
+    const int q = (rank_ + k) % ranks_;
+    await_flag(stream_, free_flag(rank_, slot, q), 1);
+    write_flag(stream_, free_flag(rank_, slot, q), 0);
+    copy_bytes(block(q, slot, rank_), blocks[q], bytes, stream_);
+    write_flag(stream_, full(q, slot, rank_), 1);
+  }
+}
+
+void PeerCopy::await_peers(int slot) {
+  for (int k = 1; k < ranks_; ++k) {
+    const int q = (rank_ + ranks_ - k) % ranks_;
+    await_flag(stream_, full(rank_, slot, q), 1);
+    write_flag(stream_, full(rank_, slot, q), 0);
+  }
+}
+
+void PeerCopy::release_peers(int slot) {
+  for (int k = 1; k < ranks_; ++k) write_flag(stream_, free_flag((rank_ + ranks_ - k) % ranks_, slot, rank_), 1);
+}
+
+void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
+  ND_CHECK(fits(input) && output.dtype() == input.dtype() && output.numel() == input.numel() * ranks_ &&
+               output.device() == input.device(),
+           "copy-engine all-gather: output " << output.str() << " must hold " << ranks_ << " blocks of input "
+                                             << input.str() << " (at most " << block_bytes_ << " bytes each)");
+  const int64_t bytes = static_cast<int64_t>(input.nbytes());
+  if (bytes == 0) return;
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  push_to_peers(slot, std::vector<const void*>(ranks_, input.raw_data()), bytes);
+  char* out = static_cast<char*>(output.raw_data());
+  copy_bytes(out + rank_ * bytes, input.raw_data(), bytes, stream_);
+  await_peers(slot);
+  for (int q = 0; q < ranks_; ++q)
+    if (q != rank_) copy_bytes(out + q * bytes, block(rank_, slot, q), bytes, stream_);
+  release_peers(slot);
+}
+
+template <typename T>
+void PeerCopy::sum_arrived(int slot, const std::vector<const void*>& own_blocks, Tensor& output, float scale,
+                           void* stream) const {
+  const T* sources[cuda::kSumBlocksMax] = {};
+  for (int q = 0; q < ranks_; ++q)
+    sources[q] = static_cast<const T*>(q == rank_ ? own_blocks[q] : static_cast<const void*>(block(rank_, slot, q)));
+  cuda::sum_blocks(sources, ranks_, output.data<T>(), output.numel(), scale, static_cast<cudaStream_t>(stream));
+}
+
+void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
+  ND_CHECK(fits(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
+               output.device() == input.device() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
+           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of output "
+                                                << output.str() << " (at most " << block_bytes_ << " bytes each)");
+  const int64_t bytes = static_cast<int64_t>(output.nbytes());
+  if (bytes == 0) return;
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  const char* in = static_cast<const char*>(input.raw_data());
+  std::vector<const void*> blocks(ranks_);
+  for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes;
+  push_to_peers(slot, blocks, bytes);
+  await_peers(slot);
+  if (input.dtype() == DType::F32) sum_arrived<float>(slot, blocks, output, scale, stream_);
+  else sum_arrived<bf16>(slot, blocks, output, scale, stream_);
+  release_peers(slot);
+}
+
+#else  // no CUDA: never usable
+
+std::unique_ptr<PeerCopy> PeerCopy::create(Comm&, int, void*, int64_t, std::string* why) {
+  *why = "no CUDA in this build";
+  return nullptr;
+}
+PeerCopy::~PeerCopy() = default;
+bool PeerCopy::fits(const Tensor&) const { return false; }
+void PeerCopy::all_gather(const Tensor&, Tensor&) { ND_FAIL("copy-engine all-gather: no CUDA in this build"); }
+void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float) {
+  ND_FAIL("copy-engine reduce-scatter: no CUDA in this build");
+}
+
+#endif
+
+}  // namespace nd::dist

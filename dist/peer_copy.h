@@ -1,0 +1,74 @@
+// PeerCopy: all-gather and reduce-scatter between the GPUs of one node whose data the copy
+// engines move (cudaMemcpyAsync into peer memory mapped through CUDA IPC), so that a transfer
+// takes no SM from the GEMMs it should hide behind. Hopper's GEMMs are persistent kernels that
+// hold every SM until they end: a collective kernel (NCCL's, our ring's) issued beside one starts
+// only as the GEMM drains, and then slows it; a copy engine's transfer runs under it. The ranks
+// meet at flags that stream memory operations write and await (cuStreamWriteValue32 and
+// cuStreamWaitValue32, no kernel either), so nothing waits on the host and a CUDA graph may
+// capture the calls. The reduce-scatter's sum is the one kernel (kernels/cuda/sum_blocks.h).
+//
+// Each rank registers kSlots slots of ranks x block_bytes; a call takes the next slot (the same
+// on every rank: calls come in the same order), and sender q's block for rank r lands in r's slot
+// at block q. Two flags per slot and pair, each in the memory of the rank that waits on it:
+// full[s][q] in the receiver's region (q's block is in slot s) and free[s][r] in the sender's
+// (r has consumed what the sender last put in r's slot s; 1 at start). A sender waits for free,
+// clears it, copies, sets the receiver's full; the receiver waits for full, clears it, consumes
+// the block, sets the sender's free. The values are constants, so a captured graph's replays
+// reuse them as they are. A rank that never comes leaves the others waiting on the device: the
+// watchdog's --comm-timeout ends the run (dist/watchdog.h).
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dist/comm.h"
+
+namespace nd::dist {
+
+class PeerCopy {
+ public:
+  static constexpr int kSlots = 4;
+
+  // Collective over `host` (an NCCL comm whose ranks share one node with peer access to each
+  // other, which the caller has agreed on; every rank passes the same block_bytes, a positive
+  // multiple of 256). Transfers run on `stream` (a cudaStream_t). nullptr on every rank when some
+  // rank cannot set it up (the reason in *why).
+  static std::unique_ptr<PeerCopy> create(Comm& host, int device, void* stream, int64_t block_bytes,
+                                          std::string* why);
+  ~PeerCopy();
+  PeerCopy(const PeerCopy&) = delete;
+  PeerCopy& operator=(const PeerCopy&) = delete;
+
+  // Whether a call whose per-rank block is `block` (contiguous, on this device) fits a slot.
+  bool fits(const Tensor& block) const;
+  // Comm::all_gather's semantics, queued on the stream: output (ranks * n) block r = rank r's input.
+  void all_gather(const Tensor& input, Tensor& output);
+  // Comm::reduce_scatter's, f32 or bf16: output (n) = scale * the sum over ranks, in rank order, of
+  // their input's block rank() (input ranks * n).
+  void reduce_scatter(const Tensor& input, Tensor& output, float scale);
+
+ private:
+  PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes);
+  uint32_t* full(int owner, int slot, int sender) const;
+  uint32_t* free_flag(int owner, int slot, int receiver) const;
+  char* block(int owner, int slot, int sender) const;
+  // Sends this rank's `blocks[q]` (bytes each) to every peer q's slot; then awaits the peers'.
+  void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes);
+  void await_peers(int slot);
+  void release_peers(int slot);
+  // output = scale * the sum, in rank order, of this rank's block and those that arrived in `slot`.
+  template <typename T>
+  void sum_arrived(int slot, const std::vector<const void*>& own_blocks, Tensor& output, float scale,
+                   void* stream) const;
+
+  int rank_, ranks_, device_;
+  void* stream_;
+  int64_t block_bytes_;
+  void* own_ = nullptr;
+  std::vector<void*> opened_;
+  std::vector<char*> regions_;  // rank q's region as mapped here
+  int next_slot_ = 0;
+};
+
+}  // namespace nd::dist
