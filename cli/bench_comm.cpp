@@ -7,6 +7,7 @@
 #include <fstream>
 #include <functional>
 #include <optional>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,9 @@ FlagSet bench_comm_flags() {
                 "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above), push (one-shot "
                 "that stores into the peers' memory, flags in the data; up to --push-max-bytes) or auto (push, "
                 "one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory), or compare (allreduce: "
-                "auto and each of its five choices at every size, auto's time over the best choice's per size)"))
+                "auto and each of its five choices at every size, auto's time over the best choice's per size); "
+                "with --op reducescatter or allgather, peer is ours over GPU peer memory moved by the copy engines "
+                "(no SM taken; NCCL where there is no peer memory)"))
       .add(flag("device", "cpu", "cpu or cuda"))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
@@ -93,8 +96,11 @@ FlagSet bench_comm_flags() {
 // curve in a plot).
 std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
   // Where there is no peer memory the peer impls are the backend's, and their rows say so.
-  if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated))
+  if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated)) {
+    if (options.op == dist::BenchOp::ReduceScatter || options.op == dist::BenchOp::AllGather)
+      return peer->copy_usable() ? "peer" : "native";  // the copy engines
     return peer->peer_usable() ? dist::peer_mode_name(peer->options().mode) : "native";
+  }
   if (!options.ring) return "native";
   if (options.hierarchical) return "hierarchical";
   const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
@@ -206,8 +212,11 @@ int run_bench_comm_command(const ParsedFlags& flags) {
                  "unknown --impl '" << impl
                                     << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push, auto or "
                                        "compare)");
-  ND_CHECK_INPUT(!peer || (!matrix && options.op == dist::BenchOp::AllReduce),
-                 "--impl " << impl << " is an all-reduce: use it with --op allreduce");
+  const bool copy_engines =
+      impl == "peer" && !matrix && (options.op == dist::BenchOp::ReduceScatter || options.op == dist::BenchOp::AllGather);
+  ND_CHECK_INPUT(!peer || copy_engines || (!matrix && options.op == dist::BenchOp::AllReduce),
+                 "--impl " << impl << " is an all-reduce (peer also a reduce-scatter or all-gather): use it with --op "
+                           << "allreduce");
   options.ring = impl == "ring" || impl == "hierarchical";
   options.hierarchical = impl == "hierarchical";
   const Device device = parse_device(flags.get_string("device"));
@@ -253,6 +262,9 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   peer_options.ring = options.ring_options;
   peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them
   peer_options.auto_measure_max_bytes = options.max_bytes;  // and measured at every size the sweep reaches
+  // Every block of the sweep on the copy engines (each rank registers 4 x ranks blocks of this).
+  if (copy_engines)
+    peer_options.copy_block_bytes = std::max<int64_t>(int64_t{1} << 20, (options.max_bytes + 255) / 256 * 256);
   ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
                  "--peer-buffer must be a positive multiple of 16 bytes");
 

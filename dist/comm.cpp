@@ -47,6 +47,13 @@ void CommWork::wait() {
   event_ = nullptr;
 }
 
+Comm::ScatterTicket Comm::reduce_scatter_send(const Tensor&, const Tensor&, ReduceOp) { return {}; }
+
+CommWork Comm::reduce_scatter_finish(const ScatterTicket&, const Tensor&, Tensor&, ReduceOp) {
+  ND_FAIL("reduce_scatter_finish: this " << backend() << " comm has no two-half reduce-scatter (send returned a "
+                                         << "ticket that had not started)");
+}
+
 void Comm::stream_copy(Tensor& dst, const Tensor& src) {
   check_comm_buffer(*this, dst, "stream_copy destination");
   check_comm_buffer(*this, src, "stream_copy source");

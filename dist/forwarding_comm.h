@@ -37,6 +37,16 @@ class ForwardingComm : public Comm {
   CommWork all_gather_async(const Tensor& input, Tensor& output) override {
     return inner_.all_gather_async(input, output);
   }
+  bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override {
+    return inner_.reduce_scatter_in_halves(output, op);
+  }
+  ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override {
+    return inner_.reduce_scatter_send(input, output, op);
+  }
+  CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
+                                 ReduceOp op) override {
+    return inner_.reduce_scatter_finish(ticket, input, output, op);
+  }
   CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
   CommWork all_to_all_async(const Tensor& input, Tensor& output) override {
     return inner_.all_to_all_async(input, output);
@@ -59,5 +69,18 @@ class ForwardingComm : public Comm {
  protected:
   Comm& inner_;
 };
+
+// `comm` itself if it is a T, else the first T among the comms it wraps (through ForwardingComm
+// decorators), else nullptr: e.g. the NcclComm under a TracingComm, whose stream a decorator above
+// both queues its own work on.
+template <typename T>
+T* find_below(Comm& comm) {
+  for (Comm* c = &comm;;) {
+    if (auto* found = dynamic_cast<T*>(c)) return found;
+    auto* forwarding = dynamic_cast<ForwardingComm*>(c);
+    if (!forwarding) return nullptr;
+    c = &forwarding->inner();
+  }
+}
 
 }  // namespace nd::dist

@@ -12,6 +12,7 @@
 
 #include "dist/peer_ipc.h"
 #include "dist/ring_comm.h"
+#include "dist/tracing_comm.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -122,7 +123,8 @@ void PeerComm::set_up() {
     return;
   }
 #if NANODIST_WITH_CUDA
-  auto* nccl = dynamic_cast<NcclComm*>(&inner_);
+  // Under a TracingComm (--trace) or another decorator, the NCCL comm whose stream runs the work.
+  auto* nccl = find_below<NcclComm>(inner_);
   // Every rank's node (a hash of the host name), GPU and whether it can take part, then every
   // rank's verdict on peer access to every other: all decide alike.
   char host[256] = {};
@@ -201,6 +203,11 @@ void PeerComm::set_up() {
 #endif
 }
 
+CommWork PeerComm::on_track(const char* what, int64_t bytes, const std::function<CommWork()>& call) {
+  if (auto* traced = dynamic_cast<TracingComm*>(&inner_)) return traced->traced_call(what, bytes, call);
+  return call();
+}
+
 bool PeerComm::peer_fits(const Tensor& buffer, ReduceOp op) const {
   if (!registration_ || op == ReduceOp::Max) return false;
   if (buffer.dtype() != DType::F32 && buffer.dtype() != DType::BF16) return false;
@@ -245,33 +252,71 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
                               : choice == AllReduceChoice::TwoShot ? cuda::PeerAlgo::TwoShot
                                                                    : cuda::PeerAlgo::Push;
   inner_.agree_on_layout(Collective::PeerAllReduce, buffer, static_cast<int>(op) + 16 * static_cast<int>(algo));
-  Registration& reg = *registration_;
-  inner_.order_after_compute();
-  if (buffer.numel() > 0) {
-    const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
-    const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
-    if (buffer.dtype() == DType::F32) {
-      cuda::peer_allreduce(reg.buffers, buffer.data<float>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
-    } else {
-      cuda::peer_allreduce(reg.buffers, buffer.data<bf16>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
+  return on_track("allreduce", static_cast<int64_t>(buffer.nbytes()), [&] {
+    Registration& reg = *registration_;
+    inner_.order_after_compute();
+    if (buffer.numel() > 0) {
+      const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
+      const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
+      if (buffer.dtype() == DType::F32) {
+        cuda::peer_allreduce(reg.buffers, buffer.data<float>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
+      } else {
+        cuda::peer_allreduce(reg.buffers, buffer.data<bf16>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
+      }
     }
-  }
-  return inner_.record_work();
+    return inner_.record_work();
+  });
 #else
   return inner_.allreduce_async(buffer, op);
 #endif
 }
 
-CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  if (!copy_ || op == ReduceOp::Max || !copy_->fits(output) || input.device() != output.device() ||
-      (input.dtype() != DType::F32 && input.dtype() != DType::BF16))
-    return inner_.reduce_scatter_async(input, output, op);
+bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
+  return copy_ && op != ReduceOp::Max && copy_->fits(output) &&
+         (output.dtype() == DType::F32 || output.dtype() == DType::BF16);
+}
+
+bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
+  if (!reduce_scatter_in_halves(output, op) || input.device() != output.device() || input.dtype() != output.dtype())
+    return false;
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
   inner_.agree_on_layout(Collective::PeerReduceScatter, input, static_cast<int>(op));
-  inner_.order_after_compute();
-  copy_->reduce_scatter(input, output, op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f);
-  return inner_.record_work();
+  return true;
+}
+
+namespace {
+float scatter_scale(ReduceOp op, int ranks) { return op == ReduceOp::Avg ? 1.0f / static_cast<float>(ranks) : 1.0f; }
+}  // namespace
+
+CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
+  if (!copy_takes_scatter(input, output, op)) return inner_.reduce_scatter_async(input, output, op);
+  return on_track("reduce_scatter", static_cast<int64_t>(input.nbytes()), [&] {
+    inner_.order_after_compute();
+    copy_->reduce_scatter(input, output, scatter_scale(op, size()));
+    return inner_.record_work();
+  });
+}
+
+Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
+  if (!copy_takes_scatter(input, output, op)) return {};
+  ScatterTicket ticket{true, -1};
+  on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()), [&] {
+    inner_.order_after_compute();
+    ticket.slot = copy_->send_blocks(input, static_cast<int64_t>(output.nbytes()));
+    return inner_.record_work();
+  });
+  return ticket;
+}
+
+CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
+                                         ReduceOp op) {
+  ND_CHECK(ticket.started && copy_, "reduce_scatter_finish: the ticket's send had not started");
+  return on_track("reduce_scatter finish", static_cast<int64_t>(input.nbytes()), [&] {
+    inner_.order_after_compute();
+    copy_->finish_reduce_scatter(ticket.slot, input, output, scatter_scale(op, size()));
+    return inner_.record_work();
+  });
 }
 
 CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
@@ -279,9 +324,11 @@ CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   inner_.agree_on_layout(Collective::PeerAllGather, input, 0);
-  inner_.order_after_compute();
-  copy_->all_gather(input, output);
-  return inner_.record_work();
+  return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] {
+    inner_.order_after_compute();
+    copy_->all_gather(input, output);
+    return inner_.record_work();
+  });
 }
 
 std::unique_ptr<Comm> PeerComm::split(int color, int key) {

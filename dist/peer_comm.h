@@ -90,6 +90,11 @@ class PeerComm : public ForwardingComm {
   // On the copy engines where the block fits (options().copy_block_bytes), else the wrapped comm's.
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  // Both halves on the copy engines where reduce_scatter_async would take them.
+  bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
+  ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override;
+  CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
+                                 ReduceOp op) override;
   // Whether reduce-scatters and all-gathers can run on the copy engines (why not: copy_unusable_reason).
   bool copy_usable() const { return copy_ != nullptr; }
   const std::string& copy_unusable_reason() const { return copy_unusable_reason_; }
@@ -107,6 +112,11 @@ class PeerComm : public ForwardingComm {
   void set_up();
   void build_auto_table();
   bool peer_fits(const Tensor& buffer, ReduceOp op) const;
+  // `call` (work this comm queues on the wrapped comm's stream) inside a trace span when the wrapped
+  // comm is a TracingComm (--trace), else just `call`.
+  CommWork on_track(const char* what, int64_t bytes, const std::function<CommWork()>& call);
+  // Whether this reduce-scatter runs on the copy engines (then its layout is agreed here).
+  bool copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op);
 
   PeerOptions options_;
   std::unique_ptr<Registration> registration_;

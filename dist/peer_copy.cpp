@@ -96,6 +96,11 @@ PeerCopy::PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes)
   std::vector<uint32_t> flags(kFlagBytes / sizeof(uint32_t), 0);
   for (int i = 0; i < kSlots * kMaxRanks; ++i) flags[kSlots * kMaxRanks + i] = 1;
   CUDA_CHECK(cudaMemcpy(own_, flags.data(), kFlagBytes, cudaMemcpyHostToDevice));
+  int priority = 0;
+  CUDA_CHECK(cudaStreamGetPriority(static_cast<cudaStream_t>(stream_), &priority));
+  CUDA_CHECK(cudaStreamCreateWithPriority(reinterpret_cast<cudaStream_t*>(&side_stream_), cudaStreamNonBlocking, priority));
+  CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&fork_), cudaEventDisableTiming));
+  CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&join_), cudaEventDisableTiming));
 }
 
 PeerCopy::~PeerCopy() {
@@ -104,6 +109,9 @@ PeerCopy::~PeerCopy() {
   cudaSetDevice(device_);
   close_peer_regions(opened_);
   if (own_) cudaFree(own_);
+  if (fork_) cudaEventDestroy(static_cast<cudaEvent_t>(fork_));
+  if (join_) cudaEventDestroy(static_cast<cudaEvent_t>(join_));
+  if (side_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(side_stream_));
 }
 
 uint32_t* PeerCopy::full(int owner, int slot, int sender) const {
@@ -154,13 +162,18 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
   if (bytes == 0) return;
   const int slot = next_slot_;
   next_slot_ = (next_slot_ + 1) % kSlots;
-  push_to_peers(slot, std::vector<const void*>(ranks_, input.raw_data()), bytes);
   char* out = static_cast<char*>(output.raw_data());
-  copy_bytes(out + rank_ * bytes, input.raw_data(), bytes, stream_);
+  const auto stream = static_cast<cudaStream_t>(stream_), side = static_cast<cudaStream_t>(side_stream_);
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(fork_), stream));
+  CUDA_CHECK(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(fork_), 0));
+  copy_bytes(out + rank_ * bytes, input.raw_data(), bytes, side_stream_);
+  push_to_peers(slot, std::vector<const void*>(ranks_, input.raw_data()), bytes);
   await_peers(slot);
   for (int q = 0; q < ranks_; ++q)
     if (q != rank_) copy_bytes(out + q * bytes, block(rank_, slot, q), bytes, stream_);
   release_peers(slot);
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(join_), side));
+  CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(join_), 0));
 }
 
 template <typename T>
@@ -173,19 +186,35 @@ void PeerCopy::sum_arrived(int slot, const std::vector<const void*>& own_blocks,
 }
 
 void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
-  ND_CHECK(fits(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
-               output.device() == input.device() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
-           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of output "
-                                                << output.str() << " (at most " << block_bytes_ << " bytes each)");
-  const int64_t bytes = static_cast<int64_t>(output.nbytes());
-  if (bytes == 0) return;
+  finish_reduce_scatter(send_blocks(input, static_cast<int64_t>(output.nbytes())), input, output, scale);
+}
+
+int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
+  ND_CHECK(bytes <= block_bytes_ && static_cast<int64_t>(input.nbytes()) == bytes * ranks_ &&
+               (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
+           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of "
+                                                << bytes << " bytes (at most " << block_bytes_ << ")");
   const int slot = next_slot_;
   next_slot_ = (next_slot_ + 1) % kSlots;
+  if (bytes == 0) return slot;
   const char* in = static_cast<const char*>(input.raw_data());
   std::vector<const void*> blocks(ranks_);
   for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes;
   push_to_peers(slot, blocks, bytes);
+  return slot;
+}
+
+void PeerCopy::finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale) {
+  ND_CHECK(fits(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
+               output.device() == input.device(),
+           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " blocks of output "
+                                                << output.str());
+  const int64_t bytes = static_cast<int64_t>(output.nbytes());
+  if (bytes == 0) return;
   await_peers(slot);
+  const char* in = static_cast<const char*>(input.raw_data());
+  std::vector<const void*> blocks(ranks_);
+  for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes;
   if (input.dtype() == DType::F32) sum_arrived<float>(slot, blocks, output, scale, stream_);
   else sum_arrived<bf16>(slot, blocks, output, scale, stream_);
   release_peers(slot);
@@ -201,6 +230,10 @@ PeerCopy::~PeerCopy() = default;
 bool PeerCopy::fits(const Tensor&) const { return false; }
 void PeerCopy::all_gather(const Tensor&, Tensor&) { ND_FAIL("copy-engine all-gather: no CUDA in this build"); }
 void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float) {
+  ND_FAIL("copy-engine reduce-scatter: no CUDA in this build");
+}
+int PeerCopy::send_blocks(const Tensor&, int64_t) { ND_FAIL("copy-engine reduce-scatter: no CUDA in this build"); }
+void PeerCopy::finish_reduce_scatter(int, const Tensor&, Tensor&, float) {
   ND_FAIL("copy-engine reduce-scatter: no CUDA in this build");
 }
 

@@ -47,6 +47,11 @@ class PeerCopy {
   // Comm::reduce_scatter's, f32 or bf16: output (n) = scale * the sum over ranks, in rank order, of
   // their input's block rank() (input ranks * n).
   void reduce_scatter(const Tensor& input, Tensor& output, float scale);
+  // reduce_scatter in two halves (Comm::reduce_scatter_send): send_blocks sends every block of
+  // `input` (of block_bytes each) but this rank's and returns the slot; finish_reduce_scatter, next
+  // on this stream, awaits the peers' blocks and sums them with this rank's.
+  int send_blocks(const Tensor& input, int64_t block_bytes);
+  void finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale);
 
  private:
   PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes);
@@ -66,6 +71,11 @@ class PeerCopy {
   void* stream_;
   int64_t block_bytes_;
   void* own_ = nullptr;
+  // The all-gather's local copy of this rank's own block runs on a stream of its own, beside the
+  // pushes (the copy engines take both at once), forked from and joined back to stream_ by events.
+  void* side_stream_ = nullptr;
+  void* fork_ = nullptr;
+  void* join_ = nullptr;
   std::vector<void*> opened_;
   std::vector<char*> regions_;  // rank q's region as mapped here
   int next_slot_ = 0;

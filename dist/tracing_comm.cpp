@@ -27,7 +27,7 @@ CommWork TracingComm::traced(const char* what, int64_t bytes, F call) {
   if (!op_timer::tracing()) return call();
   void* stream = nullptr;
 #if NANODIST_WITH_CUDA
-  if (auto* nccl = dynamic_cast<NcclComm*>(&inner_)) {
+  if (auto* nccl = find_below<NcclComm>(inner_)) {
     inner_.order_after_compute();  // the span starts when the collective can, not before its inputs
     stream = nccl->stream();
   }
@@ -52,6 +52,10 @@ CommWork TracingComm::all_gather_async(const Tensor& input, Tensor& output) {
 
 CommWork TracingComm::broadcast_async(Tensor& buffer, int root) {
   return traced("broadcast", static_cast<int64_t>(buffer.nbytes()), [&] { return inner_.broadcast_async(buffer, root); });
+}
+
+CommWork TracingComm::traced_call(const char* what, int64_t bytes, const std::function<CommWork()>& call) {
+  return traced(what, bytes, call);
 }
 
 std::unique_ptr<Comm> TracingComm::split(int color, int key) {

@@ -5,6 +5,7 @@
 // return). Its splits are TracingComms too, so wrapping the world before the grid is built traces
 // every group. Outside a trace each call costs one test of a flag.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,9 @@ class TracingComm : public ForwardingComm {
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
   CommWork broadcast_async(Tensor& buffer, int root) override;
   std::unique_ptr<Comm> split(int color, int key) override;
+  // Runs `call` (a collective queued on the wrapped comm's stream by a decorator above this comm,
+  // e.g. PeerComm's peer-memory kernels and copies) inside a span named `what` on this track.
+  CommWork traced_call(const char* what, int64_t bytes, const std::function<CommWork()>& call);
 
  private:
   // Runs `call` inside a span named `what` on this comm's track.

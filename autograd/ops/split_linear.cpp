@@ -93,6 +93,12 @@ void weight_gradients_when_due(const Tensor& dout, const Tensor& x, const Tensor
   weight_gradients(dout, x, w, wm.grad_slot(), bm.defined() ? bm.grad_slot() : GradSlot(), N, K);
 }
 
+// Whether this reduce-scatter (into `shard`) goes in two halves: with overlap (chunks) on, where
+// the comm has them (SplitCollectives::halves).
+bool sends_in_halves(const SplitCollectives& c, const Tensor& shard) {
+  return c.chunks != 0 && c.halves && c.send && c.halves(shard);
+}
+
 // The token dimension (the one before the features) times `times`, or divided by `over`.
 Shape tokens_times(Shape shape, int64_t times) {
   shape[shape.size() - 2] *= times;
@@ -178,10 +184,19 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
     Wait scattered;
     if (in[0].requires_grad()) {
       dx_whole = Tensor::empty({c.ranks * S, K}, x.dtype(), x.device());
-      input_gradient(dout, w, dx_whole, false, N, K);
       dx_share = Tensor::empty(x.shape(), x.dtype(), x.device());
       Tensor dx_share2d = dx_share.view({S, K});
-      scattered = c.scatter(dx_whole, dx_share2d);
+      if (sends_in_halves(c, dx_share2d)) {
+        // The other ranks' rows first, sent while this rank's own rows are multiplied.
+        for (int r = 0; r < c.ranks; ++r)
+          if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx_whole, r * S, S), false, N, K);
+        const auto finish = c.send(dx_whole, dx_share2d);
+        input_gradient(rows_of(dout, c.rank * S, S), w, rows_of(dx_whole, c.rank * S, S), false, N, K);
+        scattered = finish();
+      } else {
+        input_gradient(dout, w, dx_whole, false, N, K);
+        scattered = c.scatter(dx_whole, dx_share2d);
+      }
     }
     // ... and the input gradient is reduce-scattered while the weight-gradient GEMM runs.
     if (weights) {
@@ -215,7 +230,14 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
   if (!skipped) {
     Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
     Tensor out2d = out.view({S, N});
-    if (c.chunks == 0) {
+    if (sends_in_halves(c, out2d)) {
+      // The other ranks' blocks first: they move while this rank's own block is multiplied.
+      for (int r = 0; r < R; ++r)
+        if (r != c.rank) product(rows_of(x2d, r * S, S), w.data(), bias, rows_of(partial, r * S, S), N, K);
+      const auto finish = c.send(partial, out2d);
+      product(rows_of(x2d, c.rank * S, S), w.data(), bias, rows_of(partial, c.rank * S, S), N, K);
+      finish()();
+    } else if (c.chunks == 0) {
       product(x2d, w.data(), bias, partial, N, K);
       c.scatter(partial, out2d)();
     } else {

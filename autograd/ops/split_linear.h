@@ -16,6 +16,7 @@ namespace nd::ops {
 // (dist/comm.h's CommWork::wait). gather: shard (n) -> whole (ranks * n), block r = rank r's shard.
 // scatter: whole (ranks * n), this rank's partial sums -> shard (n), the sum of block rank.
 struct SplitCollectives {
+  using Wait = std::function<void()>;
   int ranks = 1;
   int rank = 0;
   // Forward chunks per rank block (rows of the share): 0 = unsplit (one collective, then one GEMM);
@@ -23,6 +24,13 @@ struct SplitCollectives {
   int chunks = 0;
   std::function<std::function<void()>(const Tensor& shard, Tensor& whole)> gather;
   std::function<std::function<void()>(const Tensor& whole, Tensor& shard)> scatter;
+  // Optional: the reduce-scatter in two halves (dist::Comm::reduce_scatter_send), where halves(shard)
+  // says the comm has them for this size (alike on every rank): send(whole, shard) starts moving
+  // every block of whole but this rank's, which need not be computed yet, and returns the function
+  // that reduces once this rank's block is queued, returning the Wait. The GEMMs of the other
+  // ranks' blocks then run first and this rank's own block's hides their transfer.
+  std::function<bool(const Tensor& shard)> halves;
+  std::function<std::function<Wait()>(const Tensor& whole, Tensor& shard)> send;
 };
 
 // Tokens: the whole (B, T, ...) flattened over (B, T) is split into `ranks` contiguous shares of S

@@ -7,12 +7,14 @@
 #include "autograd/ops.h"
 #include "dist/sequence_parallel.h"
 #include "tests/dist/collective_inputs.h"
+#include "tests/dist/two_halves_comm.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::test {
 
-// Runs check(tp, collectives) for every tp group `world` can form (native and ring, sequence
-// parallel), unsplit (0) and in 1, 2, 3 and 5 chunks.
+// Runs check(tp, collectives) for every tp group `world` can form (native, ring and peer, sequence
+// parallel), unsplit (0) and in 1, 2, 3 and 5 chunks; and with the reduce-scatter in two halves
+// (tests/dist/two_halves_comm.h, what the copy engines' peer comm does) over the native group.
 template <typename Check>
 void for_each_split(dist::Comm& world, Check check) {
   for_each_tp_comm(world, [&](dist::Comm& group, int) {
@@ -21,6 +23,11 @@ void for_each_split(dist::Comm& world, Check check) {
       SCOPED_TRACE(::testing::Message() << chunks << " chunks");
       check(tp, dist::split_collectives(tp, chunks));
     }
+    if (dynamic_cast<dist::RingComm*>(&group) || dynamic_cast<dist::PeerComm*>(&group)) return;
+    TwoHalvesComm halves(group);
+    const dist::TensorParallel split_tp{&halves, true};
+    SCOPED_TRACE("reduce-scatter in two halves");
+    check(split_tp, dist::split_collectives(split_tp, 1));
   });
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dist/parallel_grid.h"
+#include "dist/peer_comm.h"
 #include "dist/ring_comm.h"
 #include "dist/tensor_shard.h"
 #include "dist/tp_mappings.h"
@@ -34,8 +35,14 @@ void for_each_tp_comm(dist::Comm& world, Check check) {
   for (int tp : tensor_parallel_sizes(world.size())) {
     dist::ParallelGrid grid(world, tp);
     dist::RingComm ring(grid.tp());
-    for (dist::Comm* group : {&grid.tp(), static_cast<dist::Comm*>(&ring)}) {
-      SCOPED_TRACE(::testing::Message() << "tp " << tp << (group == &ring ? " ring" : " native"));
+    // On GPUs also peer memory (copy-engine reduce-scatters and all-gathers, peer all-reduces)
+    // where they share it; on the CPU it would pass every call to the native group.
+    std::unique_ptr<dist::PeerComm> peer;
+    if (world.device().is_cuda()) peer = std::make_unique<dist::PeerComm>(grid.tp());
+    for (dist::Comm* group : {&grid.tp(), static_cast<dist::Comm*>(&ring), static_cast<dist::Comm*>(peer.get())}) {
+      if (!group) continue;
+      SCOPED_TRACE(::testing::Message() << "tp " << tp
+                                        << (group == &ring ? " ring" : group == peer.get() ? " peer" : " native"));
       check(*group, tp);
     }
   }
