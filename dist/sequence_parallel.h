@@ -58,7 +58,8 @@ Variable scattered_row_linear(const Variable& x, const Variable& w, const Tensor
 // (0 = unsplit).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);
 // How many chunks the split collectives of a share of `share_bytes` use: 0 (unsplit) without
-// `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8. With overlap on,
+// `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8 (gathered_column_linear
+// over a copy-engine comm takes 1: dist/peer_copy.h). With overlap on,
 // NANODIST_TP_GATHER_CHUNKS and NANODIST_TP_SCATTER_CHUNKS (0 to 8) fix the count of
 // gathered_column_linear's and of scattered_row_linear's, to measure others.
 int split_chunks(bool overlap, int64_t share_bytes);
