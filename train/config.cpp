@@ -169,12 +169,16 @@ const std::vector<Binding>& train_bindings() {
           "--tp must divide --block-size; no effect at --tp 1)");
     b.add("tp-overlap", &C::tp_overlap,
           "with --sequence-parallel: split the all-gather before and the reduce-scatter after the tensor-parallel "
-          "GEMMs into chunks that move while other chunks' GEMMs run (false: one collective, then the GEMM)");
+          "GEMMs into chunks that move while other chunks' GEMMs run (false: one collective, then the GEMM; over the "
+          "copy engines of --collectives peer or auto: the other ranks' blocks move while this rank's own is "
+          "multiplied)");
     b.add("collectives", &C::collectives,
           "all-reduce, reduce-scatter and all-gather of every group: native (NCCL on GPU, MPI on CPU), ring (ours, "
           "from send/recv), hierarchical (ours, inside each node then across nodes), peer (all-reduce over GPU peer "
           "memory: one-shot to 256 KB, two-shot to 64 MB, NCCL above) or auto (all-reduce: push, one-shot, two-shot, "
-          "ring or NCCL by size from a table timed at start); peer and auto are native where GPUs share no peer memory");
+          "ring or NCCL by size from a table timed at start); peer and auto also move reduce-scatters and all-gathers "
+          "of blocks up to 16 MB with the copy engines (no SM taken from the GEMMs: the fastest choice for "
+          "--sequence-parallel); peer and auto are native where GPUs share no peer memory");
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");
