@@ -301,7 +301,8 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
   if (!copy_takes_scatter(input, output, op)) return {};
   ScatterTicket ticket{true, -1};
-  on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()), [&] {
+  // The send's own work needs no wait: the finish's, later on the same stream, covers it.
+  (void)on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()), [&] {
     inner_.order_after_compute();
     ticket.slot = copy_->send_blocks(input, static_cast<int64_t>(output.nbytes()));
     return inner_.record_work();
