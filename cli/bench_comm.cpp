@@ -2,12 +2,12 @@
 // rank 0 prints each row as it finishes and writes the CSV.
 #include "cli/bench_comm.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
 #include <functional>
 #include <optional>
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -92,13 +92,15 @@ FlagSet bench_comm_flags() {
   return set;
 }
 
+// The ops --impl peer runs on the copy engines (dist/peer_copy.h) rather than as an all-reduce.
+bool on_copy_engines(dist::BenchOp op) { return op == dist::BenchOp::ReduceScatter || op == dist::BenchOp::AllGather; }
+
 // "native", "ring", "hierarchical", or "ring-pN" for the pipelined GPU ring on N pipes (its own
 // curve in a plot).
 std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
   // Where there is no peer memory the peer impls are the backend's, and their rows say so.
   if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated)) {
-    if (options.op == dist::BenchOp::ReduceScatter || options.op == dist::BenchOp::AllGather)
-      return peer->copy_usable() ? "peer" : "native";  // the copy engines
+    if (on_copy_engines(options.op)) return peer->copy_usable() ? "peer" : "native";
     return peer->peer_usable() ? dist::peer_mode_name(peer->options().mode) : "native";
   }
   if (!options.ring) return "native";
@@ -212,8 +214,7 @@ int run_bench_comm_command(const ParsedFlags& flags) {
                  "unknown --impl '" << impl
                                     << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push, auto or "
                                        "compare)");
-  const bool copy_engines =
-      impl == "peer" && !matrix && (options.op == dist::BenchOp::ReduceScatter || options.op == dist::BenchOp::AllGather);
+  const bool copy_engines = impl == "peer" && !matrix && on_copy_engines(options.op);
   ND_CHECK_INPUT(!peer || copy_engines || (!matrix && options.op == dist::BenchOp::AllReduce),
                  "--impl " << impl << " is an all-reduce (peer also a reduce-scatter or all-gather): use it with --op "
                            << "allreduce");
