@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dist/ring_comm.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -72,19 +73,13 @@ TEST(CollectivesNccl, AllToAllReplaysFromAGraph) {
   ours.all_to_all(input, output);  // eager first: the layout agreement
   native.synchronize();
   cudaStream_t stream = compute_stream(gpu.index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  ours.all_to_all(input, output);
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, [&] { ours.all_to_all(input, output); });
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 3; ++replay) {
     output.zero_();
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     EXPECT_EQ(output.to_double_vector(), transposed(n, r, block, 46)) << "replay " << replay;
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 

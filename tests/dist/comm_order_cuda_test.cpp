@@ -17,6 +17,7 @@
 #include "dist/world.h"
 #include "tensor/cuda_check.h"
 #include "tensor/cuda_stream.h"
+#include "tests/common/captured_graph.h"
 #endif
 
 namespace nd::dist {
@@ -98,21 +99,15 @@ TEST(CommOrder, EachCommHasItsOwnStreamAndWaitHandsResultsOn) {
 
   cudaStream_t stream = compute_stream(0);
   synchronize_device_streams(0);
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  enqueue_across(a, *b, buffers, w);
   // Fails when either comm's stream was forked into the capture and never joined back.
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  test::CapturedGraph graph(stream, [&] { enqueue_across(a, *b, buffers, w); });
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 2; ++replay) {
     buffers.reset();
     w.copy_from(Tensor::full({kSmall}, -2.0, DType::F32, buffers.gpu));
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    ASSERT_TRUE(graph.replay());
     EXPECT_EQ(buffers.z.to_double_vector(), std::vector<double>(kSmall, 5.0)) << "replay " << replay;
   }
-  CUDA_CHECK(cudaGraphExecDestroy(exec));
-  CUDA_CHECK(cudaGraphDestroy(graph));
   b->synchronize();
 }
 
@@ -133,20 +128,14 @@ TEST(CommOrder, SameOrderInsideACapturedGraph) {
   enqueue(comm, b);  // first use outside the capture (NCCL sets up lazily)
   cudaStream_t stream = compute_stream(0);
   synchronize_device_streams(0);
-  cudaGraph_t graph = nullptr;
-  CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
-  enqueue(comm, b);
   // Fails when the comm stream was forked into the capture and never joined back.
-  CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  CUDA_CHECK(cudaGraphInstantiateWithFlags(&exec, graph, 0));
+  test::CapturedGraph graph(stream, [&] { enqueue(comm, b); });
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 3; ++replay) {
     b.reset();
-    CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    ASSERT_TRUE(graph.replay());
     EXPECT_EQ(b.z.to_double_vector(), std::vector<double>(kSmall, 5.0)) << "replay " << replay;
   }
-  CUDA_CHECK(cudaGraphExecDestroy(exec));
-  CUDA_CHECK(cudaGraphDestroy(graph));
 }
 #endif
 

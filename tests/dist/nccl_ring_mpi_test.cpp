@@ -12,6 +12,7 @@
 
 #include "dist/ring_allreduce.h"
 #include "dist/world.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -185,16 +186,12 @@ TEST(NcclRing, AlternatingDtypesCaptureIntoAGraph) {
   both();  // eager: sets up the communicators and both scratch buffers
   synchronize_device_streams(comm.device().index);
   cudaStream_t stream = compute_stream(comm.device().index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  both();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, both);
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 2; ++replay) {
     a.copy_from(rank_input(r, big, DType::BF16, 41));
     b.copy_from(rank_input(r, small, DType::F32, 42));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     EXPECT_EQ(count_mismatches(a.to_double_vector(), sum_over_ranks(n, big, 41), rounding_tolerance(DType::BF16),
                                "bf16 ring in the graph"),
               0)
@@ -204,8 +201,6 @@ TEST(NcclRing, AlternatingDtypesCaptureIntoAGraph) {
               0)
         << "replay " << replay;
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 

@@ -11,6 +11,7 @@
 
 #include "dist/parallel_grid.h"
 #include "dist/peer_comm.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -104,22 +105,16 @@ TEST(PeerCommNccl, GraphReplaysGiveTheClosedForm) {
   step();  // eager: the layout agreements happen here, outside the capture
   world.synchronize();
   cudaStream_t stream = compute_stream(gpu.index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  step();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, step);
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 5; ++replay) {
     for (size_t i = 0; i < shapes.size(); ++i)
       buffers[i].copy_from(rank_input(r, shapes[i].first, shapes[i].second, 80 + i));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     for (size_t i = 0; i < shapes.size(); ++i)
       expect_reduced(buffers[i], n, shapes[i].first, 80 + i, shapes[i].second, i == 2 ? ReduceOp::Avg : ReduceOp::Sum,
                      "replay " + std::to_string(replay) + " buffer " + std::to_string(i));
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dist/peer_comm.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -128,22 +129,16 @@ TEST(PeerCopyNccl, GraphReplaysGiveTheClosedForm) {
   step();  // eager: the layout agreements happen here, outside the capture
   world.synchronize();
   cudaStream_t stream = compute_stream(gpu.index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  step();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, step);
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 4; ++replay) {
     share_in.copy_from(rank_input(r, kCount, DType::BF16, 70 + replay));
     whole_in.copy_from(rank_input(r, n * kCount, DType::BF16, 80 + replay));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     expect_gathered(whole_out, n, kCount, 70 + replay, "replay " + std::to_string(replay) + " gather");
     expect_scattered(share_out, n, r, kCount, 80 + replay, DType::BF16, ReduceOp::Sum,
                      "replay " + std::to_string(replay) + " scatter");
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 

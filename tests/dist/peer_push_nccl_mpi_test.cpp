@@ -13,6 +13,7 @@
 
 #include "dist/peer_comm.h"
 #include "tensor/philox.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -182,15 +183,11 @@ TEST(PeerPushNccl, GraphReplaysGiveTheRankOrderSum) {
   peer.allreduce(between, ReduceOp::Sum);
   world.synchronize();
   cudaStream_t stream = compute_stream(gpu.index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  step();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, step);
+  ASSERT_TRUE(graph.ok());
   for (int replay = 0; replay < 5; ++replay) {
     for (size_t i = 0; i < calls.size(); ++i) buffers[i].copy_from(random_input(r, calls[i].count, calls[i].dtype, 60 + i));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     for (size_t i = 0; i < calls.size(); ++i)
       expect_bits(buffers[i], rank_order_sum(n, calls[i].count, calls[i].dtype, 60 + i, calls[i].op),
                   "replay " + std::to_string(replay) + " call " + std::to_string(i));
@@ -200,8 +197,6 @@ TEST(PeerPushNccl, GraphReplaysGiveTheRankOrderSum) {
                                      "eager push between replays"),
               0);
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 

@@ -12,6 +12,7 @@
 #include "dist/parallel_grid.h"
 #include "dist/ring_comm.h"
 #include "dist/world.h"
+#include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -104,12 +105,8 @@ TEST(RingCommNccl, SequenceParallelPatternCapturesIntoAGraph) {
   step();
   native.synchronize();
   cudaStream_t stream = compute_stream(gpu.index);
-  cudaGraph_t graph = nullptr;
-  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed), cudaSuccess);
-  step();
-  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess) << "a host synchronisation inside the capture";
-  cudaGraphExec_t exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiateWithFlags(&exec, graph, 0), cudaSuccess);
+  test::CapturedGraph graph(stream, step);
+  ASSERT_TRUE(graph.ok());
   std::vector<double> concatenated;
   for (int q = 0; q < n; ++q)
     for (int64_t i = 0; i < block; ++i) concatenated.push_back(rank_value(q, i, 51));
@@ -117,14 +114,12 @@ TEST(RingCommNccl, SequenceParallelPatternCapturesIntoAGraph) {
     whole.copy_from(Tensor::full({block * n}, -99.0, DType::BF16));
     reduced_share.zero_();
     stats.copy_from(rank_input(r, 1001, DType::F32, 53));
-    ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+    ASSERT_TRUE(graph.replay());
     EXPECT_EQ(whole.to_double_vector(), concatenated) << "replay " << replay;
     expect_near(reduced_share, reduced(n, block, 52, ReduceOp::Sum, r * block), DType::BF16, ReduceOp::Sum,
                 "reduce-scatter in the graph");
     expect_near(stats, reduced(n, 1001, 53, ReduceOp::Sum), DType::F32, ReduceOp::Sum, "all-reduce in the graph");
   }
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
 #endif
 }
 
