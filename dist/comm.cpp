@@ -47,11 +47,13 @@ void CommWork::wait() {
   event_ = nullptr;
 }
 
-Comm::ScatterTicket Comm::reduce_scatter_send(const Tensor&, const Tensor&, ReduceOp) { return {}; }
+Comm::ScatterTicket Comm::reduce_scatter_send(const Tensor&, const Tensor&, ReduceOp) {
+  ND_FAIL("reduce_scatter_send: this " << backend() << " comm has no two-half reduce-scatter (ask "
+                                       << "reduce_scatter_in_halves first)");
+}
 
 CommWork Comm::reduce_scatter_finish(const ScatterTicket&, const Tensor&, Tensor&, ReduceOp) {
-  ND_FAIL("reduce_scatter_finish: this " << backend() << " comm has no two-half reduce-scatter (send returned a "
-                                         << "ticket that had not started)");
+  ND_FAIL("reduce_scatter_finish: this " << backend() << " comm has no two-half reduce-scatter");
 }
 
 void Comm::stream_copy(Tensor& dst, const Tensor& src) {

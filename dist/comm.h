@@ -107,25 +107,18 @@ class Comm {
   virtual CommWork all_to_all_async(const Tensor& input, Tensor& output) = 0;
 
   // The reduce-scatter in two halves, where a backend's transfers take no SM (PeerComm's copy
-  // engines) and a caller can compute this rank's own block of `input` while the others move:
+  // engines) and a caller can compute this rank's own block of `input` while the others move.
+  // reduce_scatter_in_halves says whether the backend has them for an `output` block of this size,
+  // dtype and op (the same answer on every rank); only then may a caller use them:
   // reduce_scatter_send starts moving every block of `input` but block rank() (ordered after the
   // compute queued so far, like any collective; block rank() need not be computed yet) and returns
   // a ticket; reduce_scatter_finish, called next on this comm with the same buffers once block
   // rank() is queued on the compute stream, reduces into `output` and returns the work. A backend
-  // without the halves returns a ticket that has not started; the caller then calls
-  // reduce_scatter_async (every rank alike: the choice depends only on the agreed layout);
-  // reduce_scatter_in_halves asks beforehand.
+  // without them fails both.
   struct ScatterTicket {
-    bool started = false;
     int slot = -1;
   };
-  // Whether reduce_scatter_send would start for an `output` block of this size, dtype and op (the
-  // same answer on every rank).
-  virtual bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
-    (void)output;
-    (void)op;
-    return false;
-  }
+  virtual bool reduce_scatter_in_halves(const Tensor&, ReduceOp) { return false; }
   virtual ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op);
   virtual CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                          ReduceOp op);

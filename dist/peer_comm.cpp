@@ -299,8 +299,10 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
-  if (!copy_takes_scatter(input, output, op)) return {};
-  ScatterTicket ticket{true, -1};
+  ND_CHECK(copy_takes_scatter(input, output, op),
+           "reduce_scatter_send: not on the copy engines (" << input.str() << " -> " << output.str()
+                                                             << "; ask reduce_scatter_in_halves first)");
+  ScatterTicket ticket;
   // The send's own work needs no wait: the finish's, later on the same stream, covers it.
   (void)on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()), [&] {
     inner_.order_after_compute();
@@ -312,7 +314,7 @@ Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Ten
 
 CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                          ReduceOp op) {
-  ND_CHECK(ticket.started && copy_, "reduce_scatter_finish: the ticket's send had not started");
+  ND_CHECK(ticket.slot >= 0 && copy_, "reduce_scatter_finish: no send before it");
   return on_track("reduce_scatter finish", static_cast<int64_t>(input.nbytes()), [&] {
     inner_.order_after_compute();
     copy_->finish_reduce_scatter(ticket.slot, input, output, scatter_scale(op, size()));

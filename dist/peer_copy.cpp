@@ -177,12 +177,11 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
 }
 
 template <typename T>
-void PeerCopy::sum_arrived(int slot, const std::vector<const void*>& own_blocks, Tensor& output, float scale,
-                           void* stream) const {
+void PeerCopy::sum_arrived(int slot, const void* own, Tensor& output, float scale) const {
   const T* sources[cuda::kSumBlocksMax] = {};
   for (int q = 0; q < ranks_; ++q)
-    sources[q] = static_cast<const T*>(q == rank_ ? own_blocks[q] : static_cast<const void*>(block(rank_, slot, q)));
-  cuda::sum_blocks(sources, ranks_, output.data<T>(), output.numel(), scale, static_cast<cudaStream_t>(stream));
+    sources[q] = static_cast<const T*>(q == rank_ ? own : static_cast<const void*>(block(rank_, slot, q)));
+  cuda::sum_blocks(sources, ranks_, output.data<T>(), output.numel(), scale, static_cast<cudaStream_t>(stream_));
 }
 
 void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
@@ -212,11 +211,9 @@ void PeerCopy::finish_reduce_scatter(int slot, const Tensor& input, Tensor& outp
   const int64_t bytes = static_cast<int64_t>(output.nbytes());
   if (bytes == 0) return;
   await_peers(slot);
-  const char* in = static_cast<const char*>(input.raw_data());
-  std::vector<const void*> blocks(ranks_);
-  for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes;
-  if (input.dtype() == DType::F32) sum_arrived<float>(slot, blocks, output, scale, stream_);
-  else sum_arrived<bf16>(slot, blocks, output, scale, stream_);
+  const void* own = static_cast<const char*>(input.raw_data()) + rank_ * bytes;
+  if (input.dtype() == DType::F32) sum_arrived<float>(slot, own, output, scale);
+  else sum_arrived<bf16>(slot, own, output, scale);
   release_peers(slot);
 }
 

@@ -62,10 +62,10 @@ class PeerCopy {
   void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes);
   void await_peers(int slot);
   void release_peers(int slot);
-  // output = scale * the sum, in rank order, of this rank's block and those that arrived in `slot`.
+  // output = scale * the sum, in rank order, of this rank's `own` block and those that arrived in
+  // `slot`.
   template <typename T>
-  void sum_arrived(int slot, const std::vector<const void*>& own_blocks, Tensor& output, float scale,
-                   void* stream) const;
+  void sum_arrived(int slot, const void* own, Tensor& output, float scale) const;
 
   int rank_, ranks_, device_;
   void* stream_;

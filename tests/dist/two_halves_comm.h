@@ -15,7 +15,7 @@ class TwoHalvesComm : public dist::ForwardingComm {
   bool reduce_scatter_in_halves(const Tensor&, dist::ReduceOp) override { return true; }
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor&, dist::ReduceOp) override {
     snapshot_ = input.clone();
-    return {true, ++sends_};
+    return {++sends_};
   }
   dist::CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                        dist::ReduceOp op) override {
@@ -24,7 +24,6 @@ class TwoHalvesComm : public dist::ForwardingComm {
     snapshot_.view({-1}).narrow(rank() * n, n).copy_from(input.view({-1}).narrow(rank() * n, n));
     return inner_.reduce_scatter_async(snapshot_, output, op);
   }
-  int sends() const { return sends_; }
 
  private:
   Tensor snapshot_;
