@@ -8,7 +8,7 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include "kernels/cuda/beside_gemms.h"
+#include "kernels/cuda/sum_blocks.h"
 #include "tensor/cuda_check.h"
 #endif
 
@@ -57,16 +57,9 @@ void await_flag(void* stream, uint32_t* flag, uint32_t value) {
   ND_CHECK(r == CUDA_SUCCESS, "copy-engine collective: cuStreamWaitValue32 failed (CUresult " << r << ")");
 }
 
-// Into a peer's memory: the copy engines move it.
-void push_bytes(void* dst, const void* src, int64_t bytes, void* stream) {
+void copy_bytes(void* dst, const void* src, int64_t bytes, void* stream) {
   CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice,
                              static_cast<cudaStream_t>(stream)));
-}
-
-// Within this GPU: a copy engine does not take a copy between two buffers of one device, the
-// driver runs a kernel that waits for the GEMMs to drain; this one fits beside them.
-void copy_local(void* dst, const void* src, int64_t bytes, void* stream) {
-  cuda::copy_bytes_beside_gemms(dst, src, bytes, static_cast<cudaStream_t>(stream));
 }
 
 }  // namespace
@@ -143,7 +136,7 @@ void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, i
     const int q = (rank_ + k) % ranks_;
     await_flag(stream_, free_flag(rank_, slot, q), 1);
     write_flag(stream_, free_flag(rank_, slot, q), 0);
-    push_bytes(block(q, slot, rank_), blocks[q], bytes, stream_);
+    copy_bytes(block(q, slot, rank_), blocks[q], bytes, stream_);
     write_flag(stream_, full(q, slot, rank_), 1);
   }
 }
@@ -173,11 +166,11 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
   const auto stream = static_cast<cudaStream_t>(stream_), side = static_cast<cudaStream_t>(side_stream_);
   CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(fork_), stream));
   CUDA_CHECK(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(fork_), 0));
-  copy_local(out + rank_ * bytes, input.raw_data(), bytes, side_stream_);
+  copy_bytes(out + rank_ * bytes, input.raw_data(), bytes, side_stream_);
   push_to_peers(slot, std::vector<const void*>(ranks_, input.raw_data()), bytes);
   await_peers(slot);
   for (int q = 0; q < ranks_; ++q)
-    if (q != rank_) copy_local(out + q * bytes, block(rank_, slot, q), bytes, stream_);
+    if (q != rank_) copy_bytes(out + q * bytes, block(rank_, slot, q), bytes, stream_);
   release_peers(slot);
   CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(join_), side));
   CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(join_), 0));

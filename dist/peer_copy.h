@@ -5,9 +5,7 @@
 // only as the GEMM drains, and then slows it; a copy engine's transfer runs under it. The ranks
 // meet at flags that stream memory operations write and await (cuStreamWriteValue32 and
 // cuStreamWaitValue32, no kernel either), so nothing waits on the host and a CUDA graph may
-// capture the calls. The kernels left, the reduce-scatter's sum and the all-gather's copies within
-// this GPU (which no copy engine takes), are shaped to run beside the GEMMs
-// (kernels/cuda/beside_gemms.h).
+// capture the calls. The reduce-scatter's sum is the one kernel (kernels/cuda/sum_blocks.h).
 //
 // Each rank registers kSlots slots of ranks x block_bytes; a call takes the next slot (the same
 // on every rank: calls come in the same order), and sender q's block for rank r lands in r's slot
@@ -74,7 +72,7 @@ class PeerCopy {
   int64_t block_bytes_;
   void* own_ = nullptr;
   // The all-gather's local copy of this rank's own block runs on a stream of its own, beside the
-  // pushes, forked from and joined back to stream_ by events.
+  // pushes (the copy engines take both at once), forked from and joined back to stream_ by events.
   void* side_stream_ = nullptr;
   void* fork_ = nullptr;
   void* join_ = nullptr;

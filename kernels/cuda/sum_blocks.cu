@@ -1,0 +1,52 @@
+// sum_blocks: a 16-byte-vectorised elementwise sum of up to eight operands.
+#include "kernels/cuda/elementwise.cuh"
+#include "kernels/cuda/sum_blocks.h"
+
+namespace nd::cuda {
+namespace {
+
+template <typename T>
+struct SumBlocksOp {
+  const T* blocks[kSumBlocksMax];
+  int count;
+  T* out;
+  float scale;
+  bool vec;
+  template <int kPack>
+  __device__ void pack(int64_t i) const {
+    float sum[kPack], x[kPack];
+    load_f32<kPack>(blocks[0] + i, sum, vec);
+    for (int b = 1; b < count; ++b) {
+      load_f32<kPack>(blocks[b] + i, x, vec);
+#pragma unroll
+      for (int k = 0; k < kPack; ++k) sum[k] += x[k];
+    }
+#pragma unroll
+    for (int k = 0; k < kPack; ++k) sum[k] *= scale;
+    store_f32<kPack>(out + i, sum, vec);
+  }
+};
+
+}  // namespace
+
+template <typename T>
+void sum_blocks(const T* const* blocks, int count, T* out, int64_t n, float scale, cudaStream_t stream) {
+  ND_CHECK(count >= 1 && count <= kSumBlocksMax, "sum_blocks: 1 to " << kSumBlocksMax << " blocks, got " << count);
+  ND_CHECK(n >= 0, "sum_blocks: negative size " << n);
+  SumBlocksOp<T> op{};
+  op.count = count;
+  op.out = out;
+  op.scale = scale;
+  op.vec = aligned16(out);
+  for (int b = 0; b < count; ++b) {
+    ND_CHECK(n == 0 || blocks[b], "sum_blocks: null block " << b);
+    op.blocks[b] = blocks[b];
+    op.vec = op.vec && aligned16(blocks[b]);
+  }
+  launch_elementwise<T>(n, op, stream);
+}
+
+template void sum_blocks<float>(const float* const*, int, float*, int64_t, float, cudaStream_t);
+template void sum_blocks<bf16>(const bf16* const*, int, bf16*, int64_t, float, cudaStream_t);
+
+}  // namespace nd::cuda

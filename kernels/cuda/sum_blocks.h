@@ -1,0 +1,18 @@
+// The reduction step of a reduce-scatter whose blocks were moved by the copy engines
+// (dist/peer_copy.h): each rank's block of the result is the sum, in rank order, of the blocks the
+// ranks sent it, one of which is its own input's.
+#pragma once
+#include "kernels/cuda/stream_type.h"
+
+#include <cstdint>
+
+namespace nd::cuda {
+
+constexpr int kSumBlocksMax = 8;
+
+// out (n) = scale * (blocks[0] + ... + blocks[count - 1]) (n each, count <= kSumBlocksMax; the
+// pointers are read on the host), summed in f32 in that order and rounded once. T = float or bf16.
+template <typename T>
+void sum_blocks(const T* const* blocks, int count, T* out, int64_t n, float scale, cudaStream_t stream);
+
+}  // namespace nd::cuda
