@@ -23,7 +23,7 @@
 namespace nd::ops {
 namespace {
 
-using Wait = std::function<void()>;
+using Wait = SplitCollectives::Wait;
 
 struct Chunk {
   int64_t first, rows;
@@ -97,6 +97,18 @@ void weight_gradients_when_due(const Tensor& dout, const Tensor& x, const Tensor
 // the comm has them (SplitCollectives::halves).
 bool sends_in_halves(const SplitCollectives& c, const Tensor& shard) {
   return c.chunks != 0 && c.halves && c.send && c.halves(shard);
+}
+
+// whole (ranks blocks) reduce-scattered into shard in two halves: block(r) queues the GEMM that
+// writes rank r's block of whole; the other ranks' blocks are computed and sent first, and this
+// rank's own is computed while they move. Returns the reduce-scatter's Wait.
+Wait scatter_in_halves(const SplitCollectives& c, const Tensor& whole, Tensor& shard,
+                       const std::function<void(int r)>& block) {
+  for (int r = 0; r < c.ranks; ++r)
+    if (r != c.rank) block(r);
+  const auto finish = c.send(whole, shard);
+  block(c.rank);
+  return finish();
 }
 
 // The token dimension (the one before the features) times `times`, or divided by `over`.
@@ -187,12 +199,9 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
       dx_share = Tensor::empty(x.shape(), x.dtype(), x.device());
       Tensor dx_share2d = dx_share.view({S, K});
       if (sends_in_halves(c, dx_share2d)) {
-        // The other ranks' rows first, sent while this rank's own rows are multiplied.
-        for (int r = 0; r < c.ranks; ++r)
-          if (r != c.rank) input_gradient(rows_of(dout, r * S, S), w, rows_of(dx_whole, r * S, S), false, N, K);
-        const auto finish = c.send(dx_whole, dx_share2d);
-        input_gradient(rows_of(dout, c.rank * S, S), w, rows_of(dx_whole, c.rank * S, S), false, N, K);
-        scattered = finish();
+        scattered = scatter_in_halves(c, dx_whole, dx_share2d, [&](int r) {
+          input_gradient(rows_of(dout, r * S, S), w, rows_of(dx_whole, r * S, S), false, N, K);
+        });
       } else {
         input_gradient(dout, w, dx_whole, false, N, K);
         scattered = c.scatter(dx_whole, dx_share2d);
@@ -231,12 +240,9 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
     Tensor partial = Tensor::empty({R * S, N}, xd.dtype(), xd.device());
     Tensor out2d = out.view({S, N});
     if (sends_in_halves(c, out2d)) {
-      // The other ranks' blocks first: they move while this rank's own block is multiplied.
-      for (int r = 0; r < R; ++r)
-        if (r != c.rank) product(rows_of(x2d, r * S, S), w.data(), bias, rows_of(partial, r * S, S), N, K);
-      const auto finish = c.send(partial, out2d);
-      product(rows_of(x2d, c.rank * S, S), w.data(), bias, rows_of(partial, c.rank * S, S), N, K);
-      finish()();
+      scatter_in_halves(c, partial, out2d, [&](int r) {
+        product(rows_of(x2d, r * S, S), w.data(), bias, rows_of(partial, r * S, S), N, K);
+      })();
     } else if (c.chunks == 0) {
       product(x2d, w.data(), bias, partial, N, K);
       c.scatter(partial, out2d)();

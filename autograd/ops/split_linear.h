@@ -22,8 +22,8 @@ struct SplitCollectives {
   // Forward chunks per rank block (rows of the share): 0 = unsplit (one collective, then one GEMM);
   // k >= 1 = k collectives, GEMMs on the chunks already here while the next ones move.
   int chunks = 0;
-  std::function<std::function<void()>(const Tensor& shard, Tensor& whole)> gather;
-  std::function<std::function<void()>(const Tensor& whole, Tensor& shard)> scatter;
+  std::function<Wait(const Tensor& shard, Tensor& whole)> gather;
+  std::function<Wait(const Tensor& whole, Tensor& shard)> scatter;
   // Optional: the reduce-scatter in two halves (dist::Comm::reduce_scatter_send), where halves(shard)
   // says the comm has them for this size (alike on every rank): send(whole, shard) starts moving
   // every block of whole but this rank's, which need not be computed yet, and returns the function
