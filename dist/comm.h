@@ -17,6 +17,10 @@ namespace nd::dist {
 // all-reduce takes only Sum and Avg.
 enum class ReduceOp { Sum, Avg, Max };
 const char* reduce_op_name(ReduceOp op);
+// The factor a sum over `ranks` ranks is scaled by, once, to give `op`: 1 / ranks for Avg, else 1.
+inline float reduce_scale(ReduceOp op, int ranks) {
+  return op == ReduceOp::Avg ? 1.0f / static_cast<float>(ranks) : 1.0f;
+}
 
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.
 enum class HostReduce { Sum, Max };

@@ -256,7 +256,7 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
     Registration& reg = *registration_;
     inner_.order_after_compute();
     if (buffer.numel() > 0) {
-      const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(size()) : 1.0f;
+      const float scale = reduce_scale(op, size());
       const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
       if (buffer.dtype() == DType::F32) {
         cuda::peer_allreduce(reg.buffers, buffer.data<float>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
@@ -285,15 +285,11 @@ bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, Red
   return true;
 }
 
-namespace {
-float scatter_scale(ReduceOp op, int ranks) { return op == ReduceOp::Avg ? 1.0f / static_cast<float>(ranks) : 1.0f; }
-}  // namespace
-
 CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
   if (!copy_takes_scatter(input, output, op)) return inner_.reduce_scatter_async(input, output, op);
   return on_track("reduce_scatter", static_cast<int64_t>(input.nbytes()), [&] {
     inner_.order_after_compute();
-    copy_->reduce_scatter(input, output, scatter_scale(op, size()));
+    copy_->reduce_scatter(input, output, reduce_scale(op, size()));
     return inner_.record_work();
   });
 }
@@ -317,7 +313,7 @@ CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tens
   ND_CHECK(ticket.slot >= 0 && copy_, "reduce_scatter_finish: no send before it");
   return on_track("reduce_scatter finish", static_cast<int64_t>(input.nbytes()), [&] {
     inner_.order_after_compute();
-    copy_->finish_reduce_scatter(ticket.slot, input, output, scatter_scale(op, size()));
+    copy_->finish_reduce_scatter(ticket.slot, input, output, reduce_scale(op, size()));
     return inner_.record_work();
   });
 }

@@ -66,7 +66,7 @@ void cpu_reduce_scatter(Comm& comm, Tensor& flat, ReduceOp op, int64_t slice_ele
     if (overlap && i + 1 < total) post(i + 1);
     Item it = item(i);
     bool last_step = i / nslices == n - 2;
-    float scale = (last_step && op == ReduceOp::Avg) ? 1.0f / static_cast<float>(n) : 1.0f;
+    float scale = last_step ? reduce_scale(op, n) : 1.0f;
     Tensor dst = flat.narrow(it.recv.begin, it.recv.size);
     reduce_into(dst, staging.select(i % 2).narrow(0, it.recv.size), scale);
     if (!overlap && i + 1 < total) post(i + 1);
@@ -98,7 +98,7 @@ void cpu_direct_allreduce(Comm& comm, Tensor& flat, ReduceOp op) {
     comm.recv(row, peer);
   }
   comm.group_end();
-  float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(n) : 1.0f;
+  float scale = reduce_scale(op, n);
   if (flat.dtype() == DType::F32) {
     cpu::reduce_rows(flat.data<float>(), rows.data<float>(), n, count, scale, r);
   } else if (flat.dtype() == DType::F16) {

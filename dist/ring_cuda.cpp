@@ -99,7 +99,7 @@ void cuda_reduce_scatter(Comm& base, Tensor& flat, ReduceOp op, const GpuRingPla
       CUDA_CHECK(cudaStreamWaitEvent(reductions, comm.event(2 * i), 0));
     }
     const bool last_step = step == n - 2;
-    const float scale = (last_step && op == ReduceOp::Avg) ? 1.0f / static_cast<float>(n) : 1.0f;
+    const float scale = last_step ? reduce_scale(op, n) : 1.0f;
     for (int lane = 0; lane < lanes; ++lane)
       if (in[lane].size > 0)
         reduce_into(flat.narrow(in[lane].begin, in[lane].size), landing[lane], scale, reductions, reduce_blocks);
@@ -146,7 +146,7 @@ void cuda_direct_allreduce(Comm& base, Tensor& flat, ReduceOp op) {
     comm.recv(row, peer);
   }
   comm.post_group();
-  const float scale = op == ReduceOp::Avg ? 1.0f / static_cast<float>(n) : 1.0f;
+  const float scale = reduce_scale(op, n);
   if (flat.dtype() == DType::F32) {
     cuda::reduce_rows(flat.data<float>(), rows.data<float>(), n, count, scale, r, stream);
   } else if (flat.dtype() == DType::F16) {
@@ -202,7 +202,7 @@ void cuda_pipelined_ring(Comm& base, Tensor& flat, ReduceOp op, const GpuPipePla
       }
       comm.post_group();
       const bool last_reduction = step == n - 2;
-      const float scale = (last_reduction && op == ReduceOp::Avg) ? 1.0f / static_cast<float>(n) : 1.0f;
+      const float scale = last_reduction ? reduce_scale(op, n) : 1.0f;
       for (int lane = 0; lane < lanes; ++lane)
         if (moves[lane].reduce && moves[lane].recv.size > 0)
           reduce_into(flat.narrow(moves[lane].recv.begin, moves[lane].recv.size), landing[lane], scale,
