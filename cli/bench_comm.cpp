@@ -263,9 +263,8 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   peer_options.ring = options.ring_options;
   peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them
   peer_options.auto_measure_max_bytes = options.max_bytes;  // and measured at every size the sweep reaches
-  // Every block of the sweep on the copy engines (each rank registers 4 x ranks blocks of this).
-  if (copy_engines)
-    peer_options.copy_block_bytes = std::max<int64_t>(int64_t{1} << 20, (options.max_bytes + 255) / 256 * 256);
+  // The copy engines take every block of the sweep through the slots training uses (blocks larger
+  // than a slot move in slot-sized pieces).
   ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
                  "--peer-buffer must be a positive multiple of 16 bytes");
 

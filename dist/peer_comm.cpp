@@ -277,7 +277,9 @@ bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
 }
 
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
-  if (!reduce_scatter_in_halves(output, op) || input.device() != output.device() || input.dtype() != output.dtype())
+  if (!copy_ || op == ReduceOp::Max || !copy_->on_device(output) ||
+      (output.dtype() != DType::F32 && output.dtype() != DType::BF16) || input.device() != output.device() ||
+      input.dtype() != output.dtype())
     return false;
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
@@ -295,7 +297,7 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
-  ND_CHECK(copy_takes_scatter(input, output, op),
+  ND_CHECK(reduce_scatter_in_halves(output, op) && copy_takes_scatter(input, output, op),
            "reduce_scatter_send: not on the copy engines (" << input.str() << " -> " << output.str()
                                                              << "; ask reduce_scatter_in_halves first)");
   ScatterTicket ticket;
@@ -319,7 +321,8 @@ CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tens
 }
 
 CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
-  if (!copy_ || !copy_->fits(input) || input.device() != output.device()) return inner_.all_gather_async(input, output);
+  if (!copy_ || !copy_->on_device(input) || input.device() != output.device())
+    return inner_.all_gather_async(input, output);
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   inner_.agree_on_layout(Collective::PeerAllGather, input, 0);

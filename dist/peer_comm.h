@@ -60,9 +60,10 @@ struct PeerOptions {
   // sets its --max-bytes, so auto's choice at every size it compares is measured, not fitted.
   int64_t auto_measure_max_bytes = 0;
   RingOptions ring;  // auto's ring
-  // Reduce-scatters (Sum/Avg, f32/bf16) and all-gathers whose per-rank block is up to this many
-  // bytes run on the copy engines (dist/peer_copy.h), which leave the SMs to the GEMMs they hide
-  // behind; each rank registers PeerCopy::kSlots x ranks blocks of it. 0: the wrapped comm's.
+  // Reduce-scatters (Sum/Avg, f32/bf16) and all-gathers run on the copy engines (dist/peer_copy.h),
+  // which leave the SMs to the GEMMs they hide behind, through slots of this many bytes per rank
+  // (larger blocks in slot-sized pieces; the two-half reduce-scatter only for a block that fits);
+  // each rank registers PeerCopy::kSlots x ranks of them. 0: the wrapped comm's.
   int64_t copy_block_bytes = int64_t{16} << 20;
 };
 
@@ -87,7 +88,8 @@ class PeerComm : public ForwardingComm {
   const std::vector<std::pair<int64_t, AllReduceChoice>>& auto_table() const { return auto_table_; }
 
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
-  // On the copy engines where the block fits (options().copy_block_bytes), else the wrapped comm's.
+  // On the copy engines (options().copy_block_bytes > 0, f32/bf16 Sum/Avg for the reduce-scatter),
+  // else the wrapped comm's.
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
   // Both halves on the copy engines where reduce_scatter_async would take them.

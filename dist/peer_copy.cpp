@@ -126,9 +126,12 @@ char* PeerCopy::block(int owner, int slot, int sender) const {
   return regions_[owner] + kFlagBytes + (static_cast<size_t>(slot) * ranks_ + sender) * block_bytes_;
 }
 
+bool PeerCopy::on_device(const Tensor& block) const {
+  return block.device().is_cuda() && block.device().index == device_;
+}
+
 bool PeerCopy::fits(const Tensor& block) const {
-  return block.device().is_cuda() && block.device().index == device_ &&
-         static_cast<int64_t>(block.nbytes()) <= block_bytes_;
+  return on_device(block) && static_cast<int64_t>(block.nbytes()) <= block_bytes_;
 }
 
 void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes) {
@@ -154,38 +157,72 @@ void PeerCopy::release_peers(int slot) {
 }
 
 void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
-  ND_CHECK(fits(input) && output.dtype() == input.dtype() && output.numel() == input.numel() * ranks_ &&
+  ND_CHECK(on_device(input) && output.dtype() == input.dtype() && output.numel() == input.numel() * ranks_ &&
                output.device() == input.device(),
            "copy-engine all-gather: output " << output.str() << " must hold " << ranks_ << " blocks of input "
-                                             << input.str() << " (at most " << block_bytes_ << " bytes each)");
+                                             << input.str());
   const int64_t bytes = static_cast<int64_t>(input.nbytes());
   if (bytes == 0) return;
-  const int slot = next_slot_;
-  next_slot_ = (next_slot_ + 1) % kSlots;
+  const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
   const auto stream = static_cast<cudaStream_t>(stream_), side = static_cast<cudaStream_t>(side_stream_);
   CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(fork_), stream));
   CUDA_CHECK(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(fork_), 0));
-  copy_bytes(out + rank_ * bytes, input.raw_data(), bytes, side_stream_);
-  push_to_peers(slot, std::vector<const void*>(ranks_, input.raw_data()), bytes);
-  await_peers(slot);
-  for (int q = 0; q < ranks_; ++q)
-    if (q != rank_) copy_bytes(out + q * bytes, block(rank_, slot, q), bytes, stream_);
-  release_peers(slot);
+  copy_bytes(out + rank_ * bytes, in, bytes, side_stream_);
+  // A block larger than a slot moves in slot-sized pieces, each through the next slot.
+  for (int64_t at = 0; at < bytes; at += block_bytes_) {
+    const int64_t piece = std::min(block_bytes_, bytes - at);
+    const int slot = next_slot_;
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    push_to_peers(slot, std::vector<const void*>(ranks_, in + at), piece);
+    await_peers(slot);
+    for (int q = 0; q < ranks_; ++q)
+      if (q != rank_) copy_bytes(out + q * bytes + at, block(rank_, slot, q), piece, stream_);
+    release_peers(slot);
+  }
   CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(join_), side));
   CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(join_), 0));
 }
 
 template <typename T>
-void PeerCopy::sum_arrived(int slot, const void* own, Tensor& output, float scale) const {
+void PeerCopy::sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const {
   const T* sources[cuda::kSumBlocksMax] = {};
   for (int q = 0; q < ranks_; ++q)
     sources[q] = static_cast<const T*>(q == rank_ ? own : static_cast<const void*>(block(rank_, slot, q)));
-  cuda::sum_blocks(sources, ranks_, output.data<T>(), output.numel(), scale, static_cast<cudaStream_t>(stream_));
+  cuda::sum_blocks(sources, ranks_, static_cast<T*>(out), count, scale, static_cast<cudaStream_t>(stream_));
+}
+
+void PeerCopy::sum_piece(int slot, const void* own, void* out, int64_t piece, DType dtype, float scale) const {
+  const int64_t count = piece / static_cast<int64_t>(dtype_size(dtype));
+  if (dtype == DType::F32) sum_arrived<float>(slot, own, out, count, scale);
+  else sum_arrived<bf16>(slot, own, out, count, scale);
 }
 
 void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
-  finish_reduce_scatter(send_blocks(input, static_cast<int64_t>(output.nbytes())), input, output, scale);
+  check_scatter(input, output);
+  const int64_t bytes = static_cast<int64_t>(output.nbytes());
+  const char* in = static_cast<const char*>(input.raw_data());
+  char* out = static_cast<char*>(output.raw_data());
+  // A block larger than a slot moves in slot-sized pieces (whole elements: block_bytes_ is a
+  // multiple of 256), each through the next slot, summed as it lands.
+  for (int64_t at = 0; at < bytes; at += block_bytes_) {
+    const int64_t piece = std::min(block_bytes_, bytes - at);
+    const int slot = next_slot_;
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    std::vector<const void*> blocks(ranks_);
+    for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes + at;
+    push_to_peers(slot, blocks, piece);
+    await_peers(slot);
+    sum_piece(slot, in + rank_ * bytes + at, out + at, piece, output.dtype(), scale);
+    release_peers(slot);
+  }
+}
+
+void PeerCopy::check_scatter(const Tensor& input, const Tensor& output) const {
+  ND_CHECK(on_device(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
+               output.device() == input.device() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
+           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of output "
+                                                << output.str());
 }
 
 int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
@@ -204,16 +241,13 @@ int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
 }
 
 void PeerCopy::finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale) {
-  ND_CHECK(fits(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
-               output.device() == input.device(),
-           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " blocks of output "
-                                                << output.str());
+  check_scatter(input, output);
+  ND_CHECK(fits(output), "copy-engine reduce-scatter in halves: output " << output.str() << " exceeds a slot of "
+                                                                          << block_bytes_ << " bytes");
   const int64_t bytes = static_cast<int64_t>(output.nbytes());
   if (bytes == 0) return;
   await_peers(slot);
-  const void* own = static_cast<const char*>(input.raw_data()) + rank_ * bytes;
-  if (input.dtype() == DType::F32) sum_arrived<float>(slot, own, output, scale);
-  else sum_arrived<bf16>(slot, own, output, scale);
+  sum_piece(slot, static_cast<const char*>(input.raw_data()) + rank_ * bytes, output.raw_data(), bytes, output.dtype(), scale);
   release_peers(slot);
 }
 
@@ -224,6 +258,7 @@ std::unique_ptr<PeerCopy> PeerCopy::create(Comm&, int, void*, int64_t, std::stri
   return nullptr;
 }
 PeerCopy::~PeerCopy() = default;
+bool PeerCopy::on_device(const Tensor&) const { return false; }
 bool PeerCopy::fits(const Tensor&) const { return false; }
 void PeerCopy::all_gather(const Tensor&, Tensor&) { ND_FAIL("copy-engine all-gather: no CUDA in this build"); }
 void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float) {

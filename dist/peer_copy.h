@@ -9,7 +9,9 @@
 //
 // Each rank registers kSlots slots of ranks x block_bytes; a call takes the next slot (the same
 // on every rank: calls come in the same order), and sender q's block for rank r lands in r's slot
-// at block q. Two flags per slot and pair, each in the memory of the rank that waits on it:
+// at block q. A block larger than block_bytes moves in block_bytes pieces, each through the next
+// slot (so ZeRO's gathers and reduce-scatters of whole transformer blocks take the copy engines
+// too). Two flags per slot and pair, each in the memory of the rank that waits on it:
 // full[s][q] in the receiver's region (q's block is in slot s) and free[s][r] in the sender's
 // (r has consumed what the sender last put in r's slot s; 1 at start). A sender waits for free,
 // clears it, copies, sets the receiver's full; the receiver waits for full, clears it, consumes
@@ -40,16 +42,19 @@ class PeerCopy {
   PeerCopy(const PeerCopy&) = delete;
   PeerCopy& operator=(const PeerCopy&) = delete;
 
-  // Whether a call whose per-rank block is `block` (contiguous, on this device) fits a slot.
+  // Whether a call's per-rank block `block` is on this device (all_gather and reduce_scatter take
+  // any size), and whether it also fits one slot (the two halves take one slot).
+  bool on_device(const Tensor& block) const;
   bool fits(const Tensor& block) const;
   // Comm::all_gather's semantics, queued on the stream: output (ranks * n) block r = rank r's input.
   void all_gather(const Tensor& input, Tensor& output);
   // Comm::reduce_scatter's, f32 or bf16: output (n) = scale * the sum over ranks, in rank order, of
   // their input's block rank() (input ranks * n).
   void reduce_scatter(const Tensor& input, Tensor& output, float scale);
-  // reduce_scatter in two halves (Comm::reduce_scatter_send): send_blocks sends every block of
-  // `input` (of block_bytes each) but this rank's and returns the slot; finish_reduce_scatter, next
-  // on this stream, awaits the peers' blocks and sums them with this rank's.
+  // reduce_scatter in two halves (Comm::reduce_scatter_send), for a block that fits one slot:
+  // send_blocks sends every block of `input` (of block_bytes each) but this rank's and returns the
+  // slot; finish_reduce_scatter, next on this stream, awaits the peers' blocks and sums them with
+  // this rank's.
   int send_blocks(const Tensor& input, int64_t block_bytes);
   void finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale);
 
@@ -62,10 +67,12 @@ class PeerCopy {
   void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes);
   void await_peers(int slot);
   void release_peers(int slot);
-  // output = scale * the sum, in rank order, of this rank's `own` block and those that arrived in
-  // `slot`.
+  void check_scatter(const Tensor& input, const Tensor& output) const;
+  // out (piece bytes of dtype) = scale * the sum, in rank order, of this rank's `own` piece and
+  // those that arrived in `slot`.
+  void sum_piece(int slot, const void* own, void* out, int64_t piece, DType dtype, float scale) const;
   template <typename T>
-  void sum_arrived(int slot, const void* own, Tensor& output, float scale) const;
+  void sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const;
 
   int rank_, ranks_, device_;
   void* stream_;

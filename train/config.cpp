@@ -177,8 +177,9 @@ const std::vector<Binding>& train_bindings() {
           "from send/recv), hierarchical (ours, inside each node then across nodes), peer (all-reduce over GPU peer "
           "memory: one-shot to 256 KB, two-shot to 64 MB, NCCL above) or auto (all-reduce: push, one-shot, two-shot, "
           "ring or NCCL by size from a table timed at start); peer and auto also move reduce-scatters and all-gathers "
-          "of blocks up to 16 MB with the copy engines (no SM taken from the GEMMs: the fastest choice for "
-          "--sequence-parallel); peer and auto are native where GPUs share no peer memory");
+          "with the copy engines (no SM taken from the GEMMs: the fastest choice for --sequence-parallel; blocks "
+          "above 16 MB, such as --zero 3's, in 16 MB pieces); peer and auto are native where GPUs share no peer "
+          "memory");
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");

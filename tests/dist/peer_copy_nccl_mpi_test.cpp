@@ -2,7 +2,7 @@
 // mpirun (one rank per GPU, one node), against the closed form: sizes from one element to the
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of a gather and a scatter
-// replayed several times; calls above the block size or with Max go to NCCL. Skips where there is
+// replayed several times; blocks above the slot size in pieces; Max goes to NCCL. Skips where there is
 // no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
@@ -142,18 +142,32 @@ TEST(PeerCopyNccl, GraphReplaysGiveTheClosedForm) {
 #endif
 }
 
-TEST(PeerCopyNccl, LargerBlocksAndMaxGoToNccl) {
+// Blocks above the slot move in slot-sized pieces: one piece and a 3-element tail, several whole
+// pieces, and bf16 pieces with a tail; then twice in a row, so the pieces of one call wrap the
+// slots behind the other's. Max still goes to NCCL.
+TEST(PeerCopyNccl, LargerBlocksMoveInPiecesAndMaxGoesToNccl) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
   PeerComm peer(world, copy_options());
-  const int64_t count = kBlockBytes / 4 + 3;  // one f32 block above the slot
-  Tensor whole = Tensor::empty({n * count}, DType::F32, world.device());
-  peer.all_gather(rank_input(r, count, DType::F32, 40, world.device()), whole);
-  expect_gathered(whole, n, count, 40, "gather above the block size");
-  Tensor share = Tensor::empty({count}, DType::F32, world.device());
-  peer.reduce_scatter(rank_input(r, n * count, DType::F32, 41, world.device()), share, ReduceOp::Sum);
-  expect_scattered(share, n, r, count, 41, DType::F32, ReduceOp::Sum, "scatter above the block size");
+  struct Case { DType dtype; int64_t count; };
+  const std::vector<Case> cases = {{DType::F32, kBlockBytes / 4 + 3},
+                                   {DType::F32, 5 * kBlockBytes / 4},
+                                   {DType::BF16, 3 * kBlockBytes / 2 + 1001},
+                                   {DType::BF16, 9 * kBlockBytes / 2 + 7}};
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    const std::string what = std::string(dtype_name(c.dtype)) + " count " + std::to_string(c.count);
+    SCOPED_TRACE(what);
+    for (int again = 0; again < 2; ++again, seed += 2) {
+      Tensor whole = Tensor::empty({n * c.count}, c.dtype, world.device());
+      peer.all_gather(rank_input(r, c.count, c.dtype, seed, world.device()), whole);
+      expect_gathered(whole, n, c.count, seed, "gather " + what);
+      Tensor share = Tensor::empty({c.count}, c.dtype, world.device());
+      peer.reduce_scatter(rank_input(r, n * c.count, c.dtype, seed + 1, world.device()), share, ReduceOp::Avg);
+      expect_scattered(share, n, r, c.count, seed + 1, c.dtype, ReduceOp::Avg, "scatter " + what);
+    }
+  }
   Tensor small = Tensor::empty({5}, DType::F32, world.device());
   Tensor input = Tensor::full({5L * n}, static_cast<double>(r), DType::F32, world.device());
   peer.reduce_scatter(input, small, ReduceOp::Max);
