@@ -3,6 +3,10 @@
 // runs the binaries), and the two collectives as copies between the flags.
 #include "dist/peer_copy.h"
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 #include "dist/peer_ipc.h"
 #if NANODIST_WITH_CUDA
 #include <cuda.h>
@@ -99,6 +103,7 @@ PeerCopy::PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes)
   int priority = 0;
   CUDA_CHECK(cudaStreamGetPriority(static_cast<cudaStream_t>(stream_), &priority));
   CUDA_CHECK(cudaStreamCreateWithPriority(reinterpret_cast<cudaStream_t*>(&side_stream_), cudaStreamNonBlocking, priority));
+  CUDA_CHECK(cudaStreamCreateWithPriority(reinterpret_cast<cudaStream_t*>(&push_stream_), cudaStreamNonBlocking, priority));
   CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&fork_), cudaEventDisableTiming));
   CUDA_CHECK(cudaEventCreateWithFlags(reinterpret_cast<cudaEvent_t*>(&join_), cudaEventDisableTiming));
 }
@@ -112,6 +117,7 @@ PeerCopy::~PeerCopy() {
   if (fork_) cudaEventDestroy(static_cast<cudaEvent_t>(fork_));
   if (join_) cudaEventDestroy(static_cast<cudaEvent_t>(join_));
   if (side_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(side_stream_));
+  if (push_stream_) cudaStreamDestroy(static_cast<cudaStream_t>(push_stream_));
 }
 
 uint32_t* PeerCopy::full(int owner, int slot, int sender) const {
@@ -134,14 +140,33 @@ bool PeerCopy::fits(const Tensor& block) const {
   return on_device(block) && static_cast<int64_t>(block.nbytes()) <= block_bytes_;
 }
 
-void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes) {
+void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes, void* stream) {
   for (int k = 1; k < ranks_; ++k) {
     const int q = (rank_ + k) % ranks_;
-    await_flag(stream_, free_flag(rank_, slot, q), 1);
-    write_flag(stream_, free_flag(rank_, slot, q), 0);
-    copy_bytes(block(q, slot, rank_), blocks[q], bytes, stream_);
-    write_flag(stream_, full(q, slot, rank_), 1);
+    await_flag(stream, free_flag(rank_, slot, q), 1);
+    write_flag(stream, free_flag(rank_, slot, q), 0);
+    copy_bytes(block(q, slot, rank_), blocks[q], bytes, stream);
+    write_flag(stream, full(q, slot, rank_), 1);
   }
+}
+
+void PeerCopy::fork_to(void* side) {
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(fork_), static_cast<cudaStream_t>(stream_)));
+  CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(side), static_cast<cudaEvent_t>(fork_), 0));
+}
+
+void PeerCopy::join_from(void* side) {
+  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(join_), static_cast<cudaStream_t>(side)));
+  CUDA_CHECK(cudaStreamWaitEvent(static_cast<cudaStream_t>(stream_), static_cast<cudaEvent_t>(join_), 0));
+}
+
+void* PeerCopy::push_stream_for(int64_t bytes) const {
+  // NANODIST_PEER_COPY_SERIAL=1 keeps every piece on one stream (to measure what the overlap gains).
+  static const bool serial = [] {
+    const char* env = std::getenv("NANODIST_PEER_COPY_SERIAL");
+    return env && std::string(env) == "1";
+  }();
+  return bytes > block_bytes_ && !serial ? push_stream_ : stream_;
 }
 
 void PeerCopy::await_peers(int slot) {
@@ -165,23 +190,25 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
   if (bytes == 0) return;
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
-  const auto stream = static_cast<cudaStream_t>(stream_), side = static_cast<cudaStream_t>(side_stream_);
-  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(fork_), stream));
-  CUDA_CHECK(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(fork_), 0));
+  void* push = push_stream_for(bytes);
+  fork_to(side_stream_);
+  if (push != stream_) fork_to(push);
   copy_bytes(out + rank_ * bytes, in, bytes, side_stream_);
-  // A block larger than a slot moves in slot-sized pieces, each through the next slot.
+  // A block larger than a slot moves in slot-sized pieces, each through the next slot; their pushes
+  // run ahead on a stream of their own (up to kSlots pieces, as the free flags allow) while this
+  // stream takes the pieces that arrived.
   for (int64_t at = 0; at < bytes; at += block_bytes_) {
     const int64_t piece = std::min(block_bytes_, bytes - at);
     const int slot = next_slot_;
     next_slot_ = (next_slot_ + 1) % kSlots;
-    push_to_peers(slot, std::vector<const void*>(ranks_, in + at), piece);
+    push_to_peers(slot, std::vector<const void*>(ranks_, in + at), piece, push);
     await_peers(slot);
     for (int q = 0; q < ranks_; ++q)
       if (q != rank_) copy_bytes(out + q * bytes + at, block(rank_, slot, q), piece, stream_);
     release_peers(slot);
   }
-  CUDA_CHECK(cudaEventRecord(static_cast<cudaEvent_t>(join_), side));
-  CUDA_CHECK(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(join_), 0));
+  join_from(side_stream_);
+  if (push != stream_) join_from(push);
 }
 
 template <typename T>
@@ -201,21 +228,26 @@ void PeerCopy::sum_piece(int slot, const void* own, void* out, int64_t piece, DT
 void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
   check_scatter(input, output);
   const int64_t bytes = static_cast<int64_t>(output.nbytes());
+  if (bytes == 0) return;
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
+  void* push = push_stream_for(bytes);
+  if (push != stream_) fork_to(push);
   // A block larger than a slot moves in slot-sized pieces (whole elements: block_bytes_ is a
-  // multiple of 256), each through the next slot, summed as it lands.
+  // multiple of 256), each through the next slot, summed as it lands; the pushes run ahead on a
+  // stream of their own, as in all_gather.
   for (int64_t at = 0; at < bytes; at += block_bytes_) {
     const int64_t piece = std::min(block_bytes_, bytes - at);
     const int slot = next_slot_;
     next_slot_ = (next_slot_ + 1) % kSlots;
     std::vector<const void*> blocks(ranks_);
     for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes + at;
-    push_to_peers(slot, blocks, piece);
+    push_to_peers(slot, blocks, piece, push);
     await_peers(slot);
     sum_piece(slot, in + rank_ * bytes + at, out + at, piece, output.dtype(), scale);
     release_peers(slot);
   }
+  if (push != stream_) join_from(push);
 }
 
 void PeerCopy::check_scatter(const Tensor& input, const Tensor& output) const {
@@ -236,7 +268,7 @@ int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
   const char* in = static_cast<const char*>(input.raw_data());
   std::vector<const void*> blocks(ranks_);
   for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes;
-  push_to_peers(slot, blocks, bytes);
+  push_to_peers(slot, blocks, bytes, stream_);
   return slot;
 }
 

@@ -63,8 +63,13 @@ class PeerCopy {
   uint32_t* full(int owner, int slot, int sender) const;
   uint32_t* free_flag(int owner, int slot, int receiver) const;
   char* block(int owner, int slot, int sender) const;
-  // Sends this rank's `blocks[q]` (bytes each) to every peer q's slot; then awaits the peers'.
-  void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes);
+  // Sends this rank's `blocks[q]` (bytes each) to every peer q's slot, on `stream`.
+  void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes, void* stream);
+  // side waits for the work queued on stream_ so far; stream_'s next work waits for side's.
+  void fork_to(void* side);
+  void join_from(void* side);
+  // The stream a call's pushes go on: push_stream_ for a block of several pieces, else stream_.
+  void* push_stream_for(int64_t bytes) const;
   void await_peers(int slot);
   void release_peers(int slot);
   void check_scatter(const Tensor& input, const Tensor& output) const;
@@ -79,8 +84,10 @@ class PeerCopy {
   int64_t block_bytes_;
   void* own_ = nullptr;
   // The all-gather's local copy of this rank's own block runs on a stream of its own, beside the
-  // pushes (the copy engines take both at once), forked from and joined back to stream_ by events.
+  // pushes, forked from and joined back to stream_ by events; so do the pushes of a block of
+  // several pieces, which then run ahead of the pieces' consumption on stream_.
   void* side_stream_ = nullptr;
+  void* push_stream_ = nullptr;
   void* fork_ = nullptr;
   void* join_ = nullptr;
   std::vector<void*> opened_;
