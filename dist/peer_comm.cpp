@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -195,6 +196,12 @@ void PeerComm::set_up() {
   registration_ = std::move(reg);
   unusable_reason_.clear();
   copy_unusable_reason_ = "off (copy_block_bytes 0)";
+  // NANODIST_PEER_COPY_SLOT_MB overrides the slot size (to measure larger pieces for ZeRO's blocks).
+  if (const char* env = std::getenv("NANODIST_PEER_COPY_SLOT_MB")) {
+    const int64_t mb = std::atoll(env);
+    ND_CHECK_INPUT(mb >= 1 && mb <= 1024, "NANODIST_PEER_COPY_SLOT_MB must be 1 to 1024, got '" << env << "'");
+    options_.copy_block_bytes = mb << 20;
+  }
   if (options_.copy_block_bytes > 0)
     copy_ = PeerCopy::create(inner_, registration_->device, registration_->stream, options_.copy_block_bytes,
                              &copy_unusable_reason_);
