@@ -196,11 +196,13 @@ void PeerComm::set_up() {
   registration_ = std::move(reg);
   unusable_reason_.clear();
   copy_unusable_reason_ = "off (copy_block_bytes 0)";
-  // NANODIST_PEER_COPY_SLOT_MB overrides the slot size (to measure larger pieces for ZeRO's blocks).
-  if (const char* env = std::getenv("NANODIST_PEER_COPY_SLOT_MB")) {
-    const int64_t mb = std::atoll(env);
-    ND_CHECK_INPUT(mb >= 1 && mb <= 1024, "NANODIST_PEER_COPY_SLOT_MB must be 1 to 1024, got '" << env << "'");
-    options_.copy_block_bytes = mb << 20;
+  // NANODIST_PEER_COPY_SLOT_BYTES overrides the slot size: larger pieces for ZeRO's blocks (fewer
+  // flags a block), or tiny ones that make a test's small blocks move in many pieces.
+  if (const char* env = std::getenv("NANODIST_PEER_COPY_SLOT_BYTES")) {
+    const int64_t bytes = std::atoll(env);
+    ND_CHECK_INPUT(bytes >= 256 && bytes <= (int64_t{1} << 30) && bytes % 256 == 0,
+                   "NANODIST_PEER_COPY_SLOT_BYTES must be a multiple of 256 from 256 to 2^30, got '" << env << "'");
+    options_.copy_block_bytes = bytes;
   }
   if (options_.copy_block_bytes > 0)
     copy_ = PeerCopy::create(inner_, registration_->device, registration_->stream, options_.copy_block_bytes,

@@ -2,11 +2,13 @@
 // without): in bf16 with f32 masters they give the losses of --zero 0 on the same GPUs (relative
 // 1e-2) over 20 steps with clipping and grad-accum 2, with and without --recompute block, with f32
 // main gradients too, the step captured as a CUDA graph after its eager steps; every rank ends with
-// the same parameters; the captured step replays without allocating.
+// the same parameters; the captured step replays without allocating. ZeRO 3 again with its
+// collectives on the copy engines (--collectives peer), every block in many pieces.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <cmath>
+#include <cstdlib>
 
 #include "tests/dist/nccl_test_world.h"
 #include "train/mpi_data_fixture.h"
@@ -53,6 +55,27 @@ TEST_F(Zero3Nccl, StagesTwoAndThreeMatchZeroZero) {
       }
     }
   }
+}
+
+// ZeRO 3 under --collectives peer: its gathers and reduce-scatters on the copy engines, through
+// slots of 4 KB so that every block moves in many pieces (several times the slots, which wrap
+// within one call), against --zero 0 on NCCL.
+TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
+  SKIP_WITHOUT_GPU();
+  RunContext ctx;
+  ctx.comm = &test::gpu_world();
+  TrainResult reference = run_training(config("zero0_for_peer", 0, "none", ""), ctx);
+  ::setenv("NANODIST_PEER_COPY_SLOT_BYTES", "4096", 1);
+  TrainConfig c = config("zero3_peer", 3, "none", "");
+  c.collectives = "peer";
+  TrainResult r = run_training(c, ctx);
+  ::unsetenv("NANODIST_PEER_COPY_SLOT_BYTES");
+  ASSERT_EQ(r.step_losses.size(), reference.step_losses.size());
+  for (size_t i = 0; i < r.step_losses.size(); ++i)
+    EXPECT_LE(std::abs(r.step_losses[i] - reference.step_losses[i]), 1e-2 * std::abs(reference.step_losses[i]))
+        << "step " << i + 1;
+  EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
+  EXPECT_GT(r.cuda_graph_replays, 0) << "the step was not captured";
 }
 
 }  // namespace
