@@ -88,7 +88,8 @@ std::vector<dist::AlphaBetaFit> with_loaded_rows(double factor) {
   return table;
 }
 
-const dist::PlannedCall& find_call(const dist::StepPlan& plan, const std::string& what) {
+// A copy: a call found in a temporary plan outlives it.
+dist::PlannedCall find_call(const dist::StepPlan& plan, const std::string& what) {
   for (const dist::PlannedCall& call : plan.calls)
     if (call.what.find(what) != std::string::npos) return call;
   throw std::runtime_error("no planned call like '" + what + "'");
@@ -120,19 +121,19 @@ TEST(Plan, TensorParallelCallsWaitForTheGemmBesideThem) {
   const double qkv_us = 2 * BT * C * 3 * C / 2 / 600e6, head_us = 2 * BT * C * 50432 / 2 / 600e6;
 
   const dist::StepPlan plan = dist::plan_step(s, dist::default_fit_table(), "native");
-  const dist::PlannedCall& attention = find_call(plan, "attention input gradient");
+  const dist::PlannedCall attention = find_call(plan, "attention input gradient");
   EXPECT_EQ(attention.calls, 2);
   EXPECT_NEAR(attention.beside_us, qkv_us, 1e-9 * qkv_us);
   EXPECT_NEAR(attention.time_us, qkv_us + t, 1e-9 * t);
   EXPECT_NEAR(attention.exposed_us, t, 1e-9 * t);
-  const dist::PlannedCall& mlp = find_call(plan, "MLP input gradient");
+  const dist::PlannedCall mlp = find_call(plan, "MLP input gradient");
   EXPECT_FALSE(mlp.hidden);
   EXPECT_NEAR(mlp.time_us, t, 1e-9 * t);
   EXPECT_NEAR(mlp.exposed_us, t, 1e-9 * t);
-  const dist::PlannedCall& head = find_call(plan, "head input gradient");
+  const dist::PlannedCall head = find_call(plan, "head input gradient");
   EXPECT_NEAR(head.time_us, head_us + t, 1e-9 * head_us);
   EXPECT_NEAR(head.exposed_us, t, 1e-9 * t);
-  const dist::PlannedCall& forward = find_call(plan, "row-parallel outputs");
+  const dist::PlannedCall forward = find_call(plan, "row-parallel outputs");
   EXPECT_NEAR(forward.time_us, t, 1e-9 * t);
   EXPECT_NEAR(forward.exposed_us, t, 1e-9 * t);
   double total = 0, exposed = 0;
@@ -146,7 +147,7 @@ TEST(Plan, TensorParallelCallsWaitForTheGemmBesideThem) {
 
   // A faster GEMM: a shorter wait, the same exposed part.
   s.gemm_tflops = 1200;
-  const dist::PlannedCall& fast =
+  const dist::PlannedCall fast =
       find_call(dist::plan_step(s, dist::default_fit_table(), "native"), "attention input gradient");
   EXPECT_NEAR(fast.time_us, qkv_us / 2 + t, 1e-9 * t);
   EXPECT_NEAR(fast.exposed_us, t, 1e-9 * t);

@@ -88,7 +88,7 @@ TEST(WatchCli, FollowsAndExitsCleanlyOnCtrlC) {
     const std::string log = dir / "watch.out";
     pid_t pid = fork();
     if (pid == 0) {
-      freopen(log.c_str(), "w", stdout);
+      if (!freopen(log.c_str(), "w", stdout)) _exit(126);
       execl(ND_NANODIST_BIN, ND_NANODIST_BIN, "watch", "--out", (dir / "run").c_str(), "--interval", "0.1",
             static_cast<char*>(nullptr));
       _exit(127);

@@ -66,7 +66,9 @@ TEST_P(Fp8Formats, EveryFiniteCodeRoundTrips) {
   const Fp8Format f = GetParam();
   for (int c = 0; c < 256; ++c) {
     const float v = fp8_decode(static_cast<uint8_t>(c), f);
-    if (std::isfinite(v)) EXPECT_EQ(fp8_encode(v, f), c) << "code " << c << " value " << v;
+    if (std::isfinite(v)) {
+      EXPECT_EQ(fp8_encode(v, f), c) << "code " << c << " value " << v;
+    }
   }
 }
 

@@ -67,7 +67,9 @@ const std::string kMlpProj = std::to_string(4 * kEmbd) + "->" + std::to_string(k
 // Nothing of backward is repeated: every extra region is a forward one.
 void expect_no_extra_backward(const std::map<std::string, int>& extra) {
   for (const auto& [name, n] : extra)
-    if (n > 0) EXPECT_EQ(name.find("backward"), std::string::npos) << name << " ran " << n << " more times";
+    if (n > 0) {
+      EXPECT_EQ(name.find("backward"), std::string::npos) << name << " ran " << n << " more times";
+    }
 }
 
 Fusions unfused_mlp(bool recompute_tail) {

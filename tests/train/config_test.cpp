@@ -201,7 +201,9 @@ TEST(TrainConfig, HelpListsEveryFlagWithItsDefault) {
   std::string help = train_flag_set().help();
   for (const ConfigField& f : train_config_fields(TrainConfig{})) {
     EXPECT_NE(help.find("--" + f.name + " "), std::string::npos) << f.name;
-    if (!f.text.empty()) EXPECT_NE(help.find("(default: " + f.text + ")"), std::string::npos) << f.name;
+    if (!f.text.empty()) {
+      EXPECT_NE(help.find("(default: " + f.text + ")"), std::string::npos) << f.name;
+    }
   }
   EXPECT_NE(help.find("(default: 0.001)"), std::string::npos) << help;  // --lr reads as written
   bool requested = false;
