@@ -5,15 +5,12 @@
 // grid-stride kernel capped at a few blocks. GEMMs on a default-priority stream, copies on a
 // high-priority one, as nanodist's comm streams.
 // Build and run: nvcc -O3 -arch=sm_90 copies_beside_gemms.cu -lcublas -o /tmp/p && /tmp/p
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "forward_gemms.cuh"
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); std::exit(1); } } while (0)
 
 __global__ void copy_stride(uint4* __restrict__ d, const uint4* __restrict__ s, size_t n) {
   const size_t stride = size_t(gridDim.x) * blockDim.x;
@@ -32,12 +29,6 @@ __global__ void copy_flat(uint4* __restrict__ d, const uint4* __restrict__ s, si
 int main() {
   CK(cudaSetDevice(0));
   int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int M = 2048, H = 4096;
-  struct Shape { int n, k; };
-  std::vector<Shape> shapes = {{3 * H, H}, {H, H}, {4 * H, H}, {H, 4 * H}};
-  __nv_bfloat16 *x, *wgt, *y;
-  CK(cudaMalloc(&x, size_t(M) * 4 * H * 2)); CK(cudaMalloc(&wgt, size_t(4 * H) * H * 2)); CK(cudaMalloc(&y, size_t(M) * 4 * H * 2));
-  CK(cudaMemset(x, 0, size_t(M) * 4 * H * 2)); CK(cudaMemset(wgt, 0, size_t(4 * H) * H * 2));
   const size_t piece = 16u << 20, own = 201u << 20;
   char *src, *dst;
   CK(cudaMalloc(&src, 13 * piece)); CK(cudaMalloc(&dst, 13 * piece)); CK(cudaMemset(src, 1, 13 * piece));
@@ -45,14 +36,8 @@ int main() {
   cudaStream_t sg, sc;
   CK(cudaStreamCreateWithPriority(&sg, cudaStreamNonBlocking, lo));
   CK(cudaStreamCreateWithPriority(&sc, cudaStreamNonBlocking, hi));
-  cublasHandle_t h; cublasCreate(&h); cublasSetStream(h, sg);
-  const float one = 1, zero = 0;
-  auto forward = [&] {
-    for (int b = 0; b < 32; ++b)
-      for (auto s : shapes)
-        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, M, s.k, &one, wgt, CUDA_R_16BF, s.k, x, CUDA_R_16BF, s.k, &zero, y,
-                     CUDA_R_16BF, s.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  };
+  ForwardGemms gemms(sg);
+  auto forward = [&] { gemms.enqueue(); };
   using Copy = std::function<void(char*, const char*, size_t)>;
   auto copies = [&](const Copy& c) {  // a block's gather: 13 pieces out of slots, then its own shard
     for (int b = 0; b < 32; ++b) {

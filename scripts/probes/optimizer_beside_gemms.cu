@@ -4,13 +4,10 @@
 // alone, an AdamW-shaped update of a 3.33B-parameter shard (32 launches: f32 gradient, master,
 // m and v, a bf16 copy) alone, and both at once, for several grid sizes and stream priorities.
 // Build and run: nvcc -O3 -arch=sm_90 optimizer_beside_gemms.cu -lcublas -o /tmp/p && /tmp/p
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
+#include "forward_gemms.cuh"
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-#define CK(x) do { cudaError_t e = (x); if (e != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e)); std::exit(1); } } while (0)
 
 __global__ void adamw(__nv_bfloat16* __restrict__ p, const float* __restrict__ g, float* __restrict__ w,
                       float* __restrict__ m, float* __restrict__ v, size_t n4) {
@@ -34,12 +31,6 @@ __global__ void adamw(__nv_bfloat16* __restrict__ p, const float* __restrict__ g
 int main() {
   CK(cudaSetDevice(0));
   int sms = 0; CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  const int M = 2048, H = 4096;
-  struct Shape { int n, k; };
-  std::vector<Shape> shapes = {{3 * H, H}, {H, H}, {4 * H, H}, {H, 4 * H}};  // qkv, proj, fc1, fc2
-  __nv_bfloat16 *x, *wgt, *y;
-  CK(cudaMalloc(&x, size_t(M) * 4 * H * 2)); CK(cudaMalloc(&wgt, size_t(4 * H) * H * 2)); CK(cudaMalloc(&y, size_t(M) * 4 * H * 2));
-  CK(cudaMemset(x, 0, size_t(M) * 4 * H * 2)); CK(cudaMemset(wgt, 0, size_t(4 * H) * H * 2));
   const size_t n = 104u << 20;  // a block's shard: 201M params / 2 ranks
   __nv_bfloat16* p; float *g, *w, *m, *v;
   CK(cudaMalloc(&p, n * 2)); CK(cudaMalloc(&g, n * 4)); CK(cudaMalloc(&w, n * 4)); CK(cudaMalloc(&m, n * 4)); CK(cudaMalloc(&v, n * 4));
@@ -49,14 +40,8 @@ int main() {
   CK(cudaStreamCreateWithPriority(&sg, cudaStreamNonBlocking, lo));
   CK(cudaStreamCreateWithPriority(&sa, cudaStreamNonBlocking, lo));
   CK(cudaStreamCreateWithPriority(&sal, cudaStreamNonBlocking, hi));
-  cublasHandle_t h; cublasCreate(&h); cublasSetStream(h, sg);
-  const float one = 1, zero = 0;
-  auto forward = [&] {
-    for (int b = 0; b < 32; ++b)
-      for (auto s : shapes)
-        cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, s.n, M, s.k, &one, wgt, CUDA_R_16BF, s.k, x, CUDA_R_16BF, s.k, &zero, y,
-                     CUDA_R_16BF, s.n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  };
+  ForwardGemms gemms(sg);
+  auto forward = [&] { gemms.enqueue(); };
   auto optimizer = [&](cudaStream_t st, int blocks, int threads) {
     for (int b = 0; b < 32; ++b) adamw<<<blocks, threads, 0, st>>>(p, g, w, m, v, n / 4);
   };
