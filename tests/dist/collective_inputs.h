@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "dist/comm.h"
 #include "tensor/philox.h"
 #include "tensor/tensor.h"
 
@@ -32,6 +34,16 @@ inline std::vector<double> sum_over_ranks(int nranks, int64_t count, uint64_t se
   return sum;
 }
 
+// The closed form of reducing every rank's input with `op` (Sum or Avg) over elements [begin,
+// begin + count).
+inline std::vector<double> reduced_over_ranks(int nranks, int64_t count, uint64_t seed, dist::ReduceOp op,
+                                              int64_t begin = 0) {
+  std::vector<double> out = sum_over_ranks(nranks, count, seed, begin);
+  if (op == dist::ReduceOp::Avg)
+    for (double& v : out) v /= nranks;
+  return out;
+}
+
 // Relative tolerance of one rounding in `dtype` (plus the scale by 1/N for averages).
 inline double rounding_tolerance(DType dtype) { return dtype == DType::BF16 ? 1.0 / 128 : 1e-6; }
 
@@ -46,6 +58,14 @@ inline int64_t count_mismatches(const std::vector<double>& got, const std::vecto
     ++wrong;
   }
   return wrong;
+}
+
+// Expects `got` within two roundings in `dtype` of `want`. An average may scale each term before
+// summing (NCCL does): where the terms cancel that differs by up to a rounding of each, the atol.
+inline void expect_reduced_near(const Tensor& got, const std::vector<double>& want, DType dtype, dist::ReduceOp op,
+                                const std::string& what) {
+  const double rtol = 2 * rounding_tolerance(dtype), atol = op == dist::ReduceOp::Avg ? rtol * 8.0 : 1e-12;
+  EXPECT_EQ(count_mismatches(got.to_double_vector(), want, rtol, what.c_str(), atol), 0);
 }
 
 }  // namespace nd::test

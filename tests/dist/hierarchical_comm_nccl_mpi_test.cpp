@@ -18,10 +18,7 @@
 namespace nd::dist {
 namespace {
 
-using test::count_mismatches;
 using test::rank_input;
-using test::rounding_tolerance;
-using test::sum_over_ranks;
 
 using test::enough_gpus;
 using test::gpu_world;
@@ -42,11 +39,8 @@ TEST(HierarchicalCommNccl, EqualsTheClosedFormForEveryNodeShape) {
           const uint64_t seed = 70 + count;
           Tensor buffer = rank_input(w, count, dtype, seed, world->device());
           hierarchical.allreduce(buffer, op);
-          std::vector<double> want = sum_over_ranks(n, count, seed);
-          if (op == ReduceOp::Avg)
-            for (double& v : want) v /= n;
-          const double rtol = 2 * rounding_tolerance(dtype), atol = op == ReduceOp::Avg ? rtol * 8.0 : 1e-12;
-          EXPECT_EQ(count_mismatches(buffer.to(Device::cpu()).to_double_vector(), want, rtol, "hierarchical", atol), 0);
+          test::expect_reduced_near(buffer.to(Device::cpu()), test::reduced_over_ranks(n, count, seed, op), dtype, op,
+                                    "hierarchical");
         }
       }
     }

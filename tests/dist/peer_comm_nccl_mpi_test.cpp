@@ -23,19 +23,13 @@
 namespace nd::dist {
 namespace {
 
-using test::count_mismatches;
 using test::gpu_world;
 using test::rank_input;
-using test::rounding_tolerance;
 using test::sum_over_ranks;
 
 void expect_reduced(const Tensor& got, int n, int64_t count, uint64_t seed, DType dtype, ReduceOp op,
                     const std::string& what) {
-  std::vector<double> want = sum_over_ranks(n, count, seed);
-  if (op == ReduceOp::Avg)
-    for (double& v : want) v /= n;
-  const double rtol = 2 * rounding_tolerance(dtype), atol = op == ReduceOp::Avg ? 8 * rtol : 1e-12;
-  EXPECT_EQ(count_mismatches(got.to_double_vector(), want, rtol, what.c_str(), atol), 0);
+  test::expect_reduced_near(got, test::reduced_over_ranks(n, count, seed, op), dtype, op, what);
 }
 
 PeerOptions small_buffer(PeerMode mode) {

@@ -25,8 +25,6 @@ using test::count_mismatches;
 using test::gpu_world;
 using test::rank_input;
 using test::rank_value;
-using test::rounding_tolerance;
-using test::sum_over_ranks;
 
 constexpr int64_t kBlockBytes = int64_t{1} << 20;
 
@@ -49,11 +47,7 @@ void expect_gathered(const Tensor& got, int n, int64_t count, uint64_t seed, con
 // This rank's block of the sum over ranks of inputs of n * count elements.
 void expect_scattered(const Tensor& got, int n, int r, int64_t count, uint64_t seed, DType dtype, ReduceOp op,
                       const std::string& what) {
-  std::vector<double> want = sum_over_ranks(n, count, seed, r * count);
-  if (op == ReduceOp::Avg)
-    for (double& v : want) v /= n;
-  const double rtol = 2 * rounding_tolerance(dtype), atol = op == ReduceOp::Avg ? 8 * rtol : 1e-12;
-  EXPECT_EQ(count_mismatches(got.to_double_vector(), want, rtol, what.c_str(), atol), 0);
+  test::expect_reduced_near(got, test::reduced_over_ranks(n, count, seed, op, r * count), dtype, op, what);
 }
 
 const std::vector<int64_t> kCounts = {1, 2, 3, 7, 8, 9, 1000, 4097, 65536, 100003, 262144};

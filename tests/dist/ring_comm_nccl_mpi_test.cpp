@@ -24,27 +24,14 @@
 namespace nd::dist {
 namespace {
 
-using test::count_mismatches;
+using test::expect_reduced_near;
 using test::rank_input;
 using test::rank_value;
-using test::rounding_tolerance;
+using test::reduced_over_ranks;
 using test::sum_over_ranks;
 
 using test::enough_gpus;
 using test::gpu_world;
-
-// NCCL's average scales each term before summing: compare with the terms' rounding as atol.
-void expect_near(const Tensor& got, const std::vector<double>& want, DType dtype, ReduceOp op, const char* what) {
-  const double rtol = 2 * rounding_tolerance(dtype), atol = op == ReduceOp::Avg ? rtol * 8.0 : 1e-12;
-  EXPECT_EQ(count_mismatches(got.to_double_vector(), want, rtol, what, atol), 0);
-}
-
-std::vector<double> reduced(int n, int64_t count, uint64_t seed, ReduceOp op, int64_t begin = 0) {
-  std::vector<double> sum = sum_over_ranks(n, count, seed, begin);
-  if (op == ReduceOp::Avg)
-    for (double& v : sum) v /= n;
-  return sum;
-}
 
 TEST(RingCommNccl, CollectivesEqualNcclAndTheClosedForm) {
   SKIP_WITHOUT_GPU();
@@ -60,8 +47,8 @@ TEST(RingCommNccl, CollectivesEqualNcclAndTheClosedForm) {
         Tensor a = rank_input(r, block * n, dtype, seed, gpu), b = a.clone();
         ring.allreduce(a, op);
         native.allreduce(b, op);
-        expect_near(a, reduced(n, block * n, seed, op), dtype, op, "all-reduce vs closed form");
-        expect_near(a, b.to_double_vector(), dtype, op, "all-reduce vs NCCL");
+        expect_reduced_near(a, reduced_over_ranks(n, block * n, seed, op), dtype, op, "all-reduce vs closed form");
+        expect_reduced_near(a, b.to_double_vector(), dtype, op, "all-reduce vs NCCL");
 
         const Tensor input = rank_input(r, block * n, dtype, seed + 1, gpu);
         const std::vector<double> before = input.to_double_vector();
@@ -69,8 +56,9 @@ TEST(RingCommNccl, CollectivesEqualNcclAndTheClosedForm) {
         ring.reduce_scatter(input, got, op);
         native.reduce_scatter(input, want, op);
         EXPECT_EQ(input.to_double_vector(), before) << "the reduce-scatter changed its input";
-        expect_near(got, reduced(n, block, seed + 1, op, r * block), dtype, op, "reduce-scatter vs closed form");
-        expect_near(got, want.to_double_vector(), dtype, op, "reduce-scatter vs NCCL");
+        expect_reduced_near(got, reduced_over_ranks(n, block, seed + 1, op, r * block), dtype, op,
+                            "reduce-scatter vs closed form");
+        expect_reduced_near(got, want.to_double_vector(), dtype, op, "reduce-scatter vs NCCL");
 
         Tensor mine = rank_input(r, block, dtype, seed + 2, gpu);
         Tensor gathered = Tensor::full({block * n}, -99.0, dtype, gpu);
@@ -116,9 +104,10 @@ TEST(RingCommNccl, SequenceParallelPatternCapturesIntoAGraph) {
     stats.copy_from(rank_input(r, 1001, DType::F32, 53));
     ASSERT_TRUE(graph.replay());
     EXPECT_EQ(whole.to_double_vector(), concatenated) << "replay " << replay;
-    expect_near(reduced_share, reduced(n, block, 52, ReduceOp::Sum, r * block), DType::BF16, ReduceOp::Sum,
-                "reduce-scatter in the graph");
-    expect_near(stats, reduced(n, 1001, 53, ReduceOp::Sum), DType::F32, ReduceOp::Sum, "all-reduce in the graph");
+    expect_reduced_near(reduced_share, reduced_over_ranks(n, block, 52, ReduceOp::Sum, r * block), DType::BF16,
+                        ReduceOp::Sum, "reduce-scatter in the graph");
+    expect_reduced_near(stats, reduced_over_ranks(n, 1001, 53, ReduceOp::Sum), DType::F32, ReduceOp::Sum,
+                        "all-reduce in the graph");
   }
 #endif
 }
@@ -140,7 +129,7 @@ TEST(RingCommNccl, RingGridGroupsSum) {
       EXPECT_NE(dynamic_cast<RingComm*>(group), nullptr);
       Tensor values = rank_input(r, 70001, DType::F32, 60 + tp, world.device());
       group->allreduce(values, ReduceOp::Sum);
-      expect_near(values, sum_over_ranks(n, 70001, 60 + tp), DType::F32, ReduceOp::Sum, "ring grid group sum");
+      expect_reduced_near(values, sum_over_ranks(n, 70001, 60 + tp), DType::F32, ReduceOp::Sum, "ring grid group sum");
     }
   }
 }
