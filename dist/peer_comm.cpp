@@ -212,7 +212,12 @@ void PeerComm::set_up() {
 #endif
 }
 
-CommWork PeerComm::on_track(const char* what, int64_t bytes, const std::function<CommWork()>& call) {
+CommWork PeerComm::on_track(const char* what, int64_t bytes, const std::function<void()>& work) {
+  const auto call = [&] {
+    inner_.order_after_compute();
+    work();
+    return inner_.record_work();
+  };
   if (auto* traced = dynamic_cast<TracingComm*>(&inner_)) return traced->traced_call(what, bytes, call);
   return call();
 }
@@ -263,7 +268,6 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
   inner_.agree_on_layout(Collective::PeerAllReduce, buffer, static_cast<int>(op) + 16 * static_cast<int>(algo));
   return on_track("allreduce", static_cast<int64_t>(buffer.nbytes()), [&] {
     Registration& reg = *registration_;
-    inner_.order_after_compute();
     if (buffer.numel() > 0) {
       const float scale = reduce_scale(op, size());
       const auto timeout_ns = static_cast<uint64_t>(options_.timeout_s * 1e9);
@@ -273,21 +277,22 @@ CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, Reduce
         cuda::peer_allreduce(reg.buffers, buffer.data<bf16>(), buffer.numel(), scale, algo, timeout_ns, reg.stream);
       }
     }
-    return inner_.record_work();
   });
 #else
   return inner_.allreduce_async(buffer, op);
 #endif
 }
 
+bool PeerComm::copy_reduces(const Tensor& output, ReduceOp op) const {
+  return copy_ && op != ReduceOp::Max && (output.dtype() == DType::F32 || output.dtype() == DType::BF16);
+}
+
 bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
-  return copy_ && op != ReduceOp::Max && copy_->fits(output) &&
-         (output.dtype() == DType::F32 || output.dtype() == DType::BF16);
+  return copy_reduces(output, op) && copy_->fits(output);
 }
 
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
-  if (!copy_ || op == ReduceOp::Max || !copy_->on_device(output) ||
-      (output.dtype() != DType::F32 && output.dtype() != DType::BF16) || input.device() != output.device() ||
+  if (!copy_reduces(output, op) || !copy_->on_device(output) || input.device() != output.device() ||
       input.dtype() != output.dtype())
     return false;
   check_comm_buffer(*this, input, "reduce_scatter input");
@@ -298,11 +303,8 @@ bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, Red
 
 CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
   if (!copy_takes_scatter(input, output, op)) return inner_.reduce_scatter_async(input, output, op);
-  return on_track("reduce_scatter", static_cast<int64_t>(input.nbytes()), [&] {
-    inner_.order_after_compute();
-    copy_->reduce_scatter(input, output, reduce_scale(op, size()));
-    return inner_.record_work();
-  });
+  return on_track("reduce_scatter", static_cast<int64_t>(input.nbytes()),
+                  [&] { copy_->reduce_scatter(input, output, reduce_scale(op, size())); });
 }
 
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
@@ -311,22 +313,16 @@ Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Ten
                                                              << "; ask reduce_scatter_in_halves first)");
   ScatterTicket ticket;
   // The send's own work needs no wait: the finish's, later on the same stream, covers it.
-  (void)on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()), [&] {
-    inner_.order_after_compute();
-    ticket.slot = copy_->send_blocks(input, static_cast<int64_t>(output.nbytes()));
-    return inner_.record_work();
-  });
+  (void)on_track("reduce_scatter send", static_cast<int64_t>(input.nbytes()),
+                 [&] { ticket.slot = copy_->send_blocks(input, static_cast<int64_t>(output.nbytes())); });
   return ticket;
 }
 
 CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                          ReduceOp op) {
   ND_CHECK(ticket.slot >= 0 && copy_, "reduce_scatter_finish: no send before it");
-  return on_track("reduce_scatter finish", static_cast<int64_t>(input.nbytes()), [&] {
-    inner_.order_after_compute();
-    copy_->finish_reduce_scatter(ticket.slot, input, output, reduce_scale(op, size()));
-    return inner_.record_work();
-  });
+  return on_track("reduce_scatter finish", static_cast<int64_t>(input.nbytes()),
+                  [&] { copy_->finish_reduce_scatter(ticket.slot, input, output, reduce_scale(op, size())); });
 }
 
 CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
@@ -335,11 +331,7 @@ CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   inner_.agree_on_layout(Collective::PeerAllGather, input, 0);
-  return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] {
-    inner_.order_after_compute();
-    copy_->all_gather(input, output);
-    return inner_.record_work();
-  });
+  return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] { copy_->all_gather(input, output); });
 }
 
 std::unique_ptr<Comm> PeerComm::split(int color, int key) {

@@ -114,9 +114,11 @@ class PeerComm : public ForwardingComm {
   void set_up();
   void build_auto_table();
   bool peer_fits(const Tensor& buffer, ReduceOp op) const;
-  // `call` (work this comm queues on the wrapped comm's stream) inside a trace span when the wrapped
-  // comm is a TracingComm (--trace), else just `call`.
-  CommWork on_track(const char* what, int64_t bytes, const std::function<CommWork()>& call);
+  // Queues `work` on the wrapped comm's stream, ordered after the compute queued so far, and returns
+  // it as a CommWork; inside a trace span when the wrapped comm is a TracingComm (--trace).
+  CommWork on_track(const char* what, int64_t bytes, const std::function<void()>& work);
+  // Whether the copy engines can reduce into `output` with `op` (f32 or bf16, Sum or Avg).
+  bool copy_reduces(const Tensor& output, ReduceOp op) const;
   // Whether this reduce-scatter runs on the copy engines (then its layout is agreed here).
   bool copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op);
 

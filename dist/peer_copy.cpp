@@ -190,24 +190,38 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
   if (bytes == 0) return;
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
-  void* push = push_stream_for(bytes);
   fork_to(side_stream_);
-  if (push != stream_) fork_to(push);
   copy_bytes(out + rank_ * bytes, in, bytes, side_stream_);
+  move_in_pieces(
+      bytes, [&](int64_t at) { return std::vector<const void*>(ranks_, in + at); },
+      [&](int slot, int64_t at, int64_t piece) {
+        for (int q = 0; q < ranks_; ++q)
+          if (q != rank_) copy_bytes(out + q * bytes + at, block(rank_, slot, q), piece, stream_);
+      });
+  join_from(side_stream_);
+}
+
+int PeerCopy::take_slot() {
+  const int slot = next_slot_;
+  next_slot_ = (next_slot_ + 1) % kSlots;
+  return slot;
+}
+
+void PeerCopy::move_in_pieces(int64_t bytes, const std::function<std::vector<const void*>(int64_t at)>& blocks_at,
+                              const std::function<void(int slot, int64_t at, int64_t piece)>& consume) {
   // A block larger than a slot moves in slot-sized pieces, each through the next slot; their pushes
   // run ahead on a stream of their own (up to kSlots pieces, as the free flags allow) while this
   // stream takes the pieces that arrived.
+  void* push = push_stream_for(bytes);
+  if (push != stream_) fork_to(push);
   for (int64_t at = 0; at < bytes; at += block_bytes_) {
     const int64_t piece = std::min(block_bytes_, bytes - at);
-    const int slot = next_slot_;
-    next_slot_ = (next_slot_ + 1) % kSlots;
-    push_to_peers(slot, std::vector<const void*>(ranks_, in + at), piece, push);
+    const int slot = take_slot();
+    push_to_peers(slot, blocks_at(at), piece, push);
     await_peers(slot);
-    for (int q = 0; q < ranks_; ++q)
-      if (q != rank_) copy_bytes(out + q * bytes + at, block(rank_, slot, q), piece, stream_);
+    consume(slot, at, piece);
     release_peers(slot);
   }
-  join_from(side_stream_);
   if (push != stream_) join_from(push);
 }
 
@@ -231,23 +245,17 @@ void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) 
   if (bytes == 0) return;
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
-  void* push = push_stream_for(bytes);
-  if (push != stream_) fork_to(push);
-  // A block larger than a slot moves in slot-sized pieces (whole elements: block_bytes_ is a
-  // multiple of 256), each through the next slot, summed as it lands; the pushes run ahead on a
-  // stream of their own, as in all_gather.
-  for (int64_t at = 0; at < bytes; at += block_bytes_) {
-    const int64_t piece = std::min(block_bytes_, bytes - at);
-    const int slot = next_slot_;
-    next_slot_ = (next_slot_ + 1) % kSlots;
-    std::vector<const void*> blocks(ranks_);
-    for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes + at;
-    push_to_peers(slot, blocks, piece, push);
-    await_peers(slot);
-    sum_piece(slot, in + rank_ * bytes + at, out + at, piece, output.dtype(), scale);
-    release_peers(slot);
-  }
-  if (push != stream_) join_from(push);
+  // Pieces of whole elements (block_bytes_ is a multiple of 256), each summed as it lands.
+  move_in_pieces(
+      bytes,
+      [&](int64_t at) {
+        std::vector<const void*> blocks(ranks_);
+        for (int q = 0; q < ranks_; ++q) blocks[q] = in + q * bytes + at;
+        return blocks;
+      },
+      [&](int slot, int64_t at, int64_t piece) {
+        sum_piece(slot, in + rank_ * bytes + at, out + at, piece, output.dtype(), scale);
+      });
 }
 
 void PeerCopy::check_scatter(const Tensor& input, const Tensor& output) const {
@@ -262,8 +270,7 @@ int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
                (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
            "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of "
                                                 << bytes << " bytes (at most " << block_bytes_ << ")");
-  const int slot = next_slot_;
-  next_slot_ = (next_slot_ + 1) % kSlots;
+  const int slot = take_slot();
   if (bytes == 0) return slot;
   const char* in = static_cast<const char*>(input.raw_data());
   std::vector<const void*> blocks(ranks_);

@@ -20,6 +20,7 @@
 // watchdog's --comm-timeout ends the run (dist/watchdog.h).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,13 @@ class PeerCopy {
   void join_from(void* side);
   // The stream a call's pushes go on: push_stream_ for a block of several pieces, else stream_.
   void* push_stream_for(int64_t bytes) const;
+  // The next slot, in turn (the same on every rank: calls come in the same order).
+  int take_slot();
+  // Moves a call's blocks of `bytes` each in pieces of at most a slot: for the piece at offset `at`,
+  // pushes blocks_at(at) (rank q's piece at index q) to the peers, awaits theirs, consume(slot, at,
+  // piece) on stream_, then frees the slot for its senders.
+  void move_in_pieces(int64_t bytes, const std::function<std::vector<const void*>(int64_t at)>& blocks_at,
+                      const std::function<void(int slot, int64_t at, int64_t piece)>& consume);
   void await_peers(int slot);
   void release_peers(int slot);
   void check_scatter(const Tensor& input, const Tensor& output) const;
