@@ -101,8 +101,13 @@ class Comm {
   // Native collectives (MPI or NCCL), ordered by the contract above. In place for allreduce and
   // broadcast.
   virtual CommWork allreduce_async(Tensor& buffer, ReduceOp op) = 0;
-  // input (size() * n), output (n): output on rank r = reduction of block r over all ranks.
+  // input (size() * n), output (n): output on rank r = reduction of block r over all ranks. Of
+  // one dtype, or a bf16 input into an f32 output where reduce_scatter_widens(op) says so.
   virtual CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) = 0;
+  // Whether reduce_scatter_async takes a bf16 input into an f32 output of this device (the same
+  // answer on every rank): the result has the bits of the f32 reduce-scatter of the input widened
+  // first, with half its bytes moved and no widened copy. Where not, a caller widens first.
+  virtual bool reduce_scatter_widens(ReduceOp) { return false; }
   // input (n), output (size() * n): block r of output = input of rank r.
   virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;

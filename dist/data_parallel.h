@@ -110,7 +110,8 @@ class DataParallel : public UnitHooks {
   };
 
   // A full-size gradient buffer of ZeRO 2 that backward writes a bucket's gradients into, in the
-  // parameters' dtype (plus an f32 copy under f32 main gradients: what is reduced).
+  // parameters' dtype (plus an f32 copy under f32 main gradients, what is reduced, unless the comm
+  // reduce-scatters bf16 into f32 itself: widen_).
   // The reduce-scatter's result lands beside it (1/dp of it, in the gradient dtype) when it cannot
   // go to the f32 shard directly, and is added into the shard when the buffer is next bound or at
   // the drain, by which time the compute stream waits for that reduce-scatter anyway.
@@ -169,6 +170,7 @@ class DataParallel : public UnitHooks {
   std::vector<Staging> staging_;  // [0, kPooled) pooled for the blocks, then one per other bucket
   std::vector<int> bucket_of_unit_;  // unit -> bucket (-1: none)
   int next_pooled_ = 0;
+  bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (Comm::reduce_scatter_widens)
   // ZeRO 3
   Tensor param_shard_;
   std::vector<Gathered> gathered_;

@@ -51,14 +51,22 @@ void DataParallel::plan_unit_buckets() {
     }
     buckets_.push_back(b);
   }
-  // Every micro-batch lands in the f32 shard: the first directly (f32 gradients), later ones (and
-  // bf16 ones) beside their staging buffer first (Staging::landing).
+  // Every micro-batch lands in the f32 shard: the first directly (f32 gradients, or bf16 ones the
+  // comm widens), later ones (and other bf16 ones) beside their staging buffer first
+  // (Staging::landing).
   shard_numel_ = flat_.numel() / n;
   shard_grads_ = Tensor::zeros({shard_numel_}, DType::F32, flat_.device());
+  // Where the comm reduce-scatters bf16 into f32 itself, a block's bf16 gradients need no f32 copy
+  // under f32 main gradients (a pass over 6 bytes an element on the compute stream, and twice the
+  // bytes on the wire), and under bf16 ones the first micro-batch's land in the f32 shard directly,
+  // summed in f32 and never rounded to bf16 (no landing place, no pass to add it into the shard).
+  widen_ = flat_.param_dtype() == DType::BF16 &&
+           (flat_.grad_dtype() == DType::F32 || flat_.grad_dtype() == DType::BF16) && flat_.device().is_cuda() &&
+           comm_.reduce_scatter_widens(ReduceOp::Avg);
   auto make_staging = [&](int64_t length) {
     Staging s;
     s.grads = Tensor::zeros({length}, flat_.param_dtype(), flat_.device());
-    if (flat_.separate_grads()) s.reduce = Tensor::zeros({length}, DType::F32, flat_.device());
+    if (flat_.separate_grads() && !widen_) s.reduce = Tensor::zeros({length}, DType::F32, flat_.device());
     s.landing = Tensor::zeros({length / n}, flat_.grad_dtype(), flat_.device());
     staging_.push_back(std::move(s));
   };
@@ -168,14 +176,14 @@ void DataParallel::complete_staged(Bucket& bucket) {
   for (size_t k = bucket.first; k < bucket.last; ++k) entries[k].param.grad();  // no contribution: zeros
   Staging& s = staging_[static_cast<size_t>(bucket.staging)];
   Tensor input = s.grads.narrow(0, bucket.length);
-  if (flat_.separate_grads()) {
+  if (flat_.separate_grads() && !widen_) {
     Tensor wide = s.reduce.narrow(0, bucket.length);
     accumulate_into_f32(input, wide, /*overwrite=*/true);
     input = wide;
   }
   const int64_t slice = bucket.length / comm_.size();
   Tensor out;
-  if (flat_.grad_dtype() == DType::F32 && !shard_filled_) {
+  if ((flat_.grad_dtype() == DType::F32 || widen_) && !shard_filled_) {
     out = shard_grads_.narrow(bucket.local, slice);
   } else {
     out = s.landing.narrow(0, slice);

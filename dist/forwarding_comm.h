@@ -40,6 +40,7 @@ class ForwardingComm : public Comm {
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override {
     return inner_.reduce_scatter_in_halves(output, op);
   }
+  bool reduce_scatter_widens(ReduceOp op) override { return inner_.reduce_scatter_widens(op); }
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override {
     return inner_.reduce_scatter_send(input, output, op);
   }

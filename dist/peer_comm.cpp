@@ -291,10 +291,17 @@ bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
   return copy_reduces(output, op) && copy_->fits(output);
 }
 
+bool PeerComm::reduce_scatter_widens(ReduceOp op) {
+  const char* env = std::getenv("NANODIST_PEER_COPY_WIDEN");  // read each time: a test turns it off and on
+  return copy_ && op != ReduceOp::Max && !(env && std::string(env) == "0");
+}
+
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
-  if (!copy_reduces(output, op) || !copy_->on_device(output) || input.device() != output.device() ||
-      input.dtype() != output.dtype())
-    return false;
+  const bool widens = input.dtype() == DType::BF16 && output.dtype() == DType::F32;
+  ND_CHECK(input.dtype() == output.dtype() || (widens && reduce_scatter_widens(op) && copy_->on_device(output)),
+           "reduce_scatter: input " << input.str() << " into output " << output.str()
+                                    << ": of one dtype, or bf16 into f32 on the copy engines (reduce_scatter_widens)");
+  if (!copy_reduces(output, op) || !copy_->on_device(output) || input.device() != output.device()) return false;
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
   inner_.agree_on_layout(Collective::PeerReduceScatter, input, static_cast<int>(op));
@@ -308,7 +315,8 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
-  ND_CHECK(reduce_scatter_in_halves(output, op) && copy_takes_scatter(input, output, op),
+  ND_CHECK(input.dtype() == output.dtype() && reduce_scatter_in_halves(output, op) &&
+               copy_takes_scatter(input, output, op),
            "reduce_scatter_send: not on the copy engines (" << input.str() << " -> " << output.str()
                                                              << "; ask reduce_scatter_in_halves first)");
   ScatterTicket ticket;

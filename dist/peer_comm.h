@@ -92,8 +92,10 @@ class PeerComm : public ForwardingComm {
   // else the wrapped comm's.
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
-  // Both halves on the copy engines where reduce_scatter_async would take them.
+  // Both halves on the copy engines where reduce_scatter_async would take them (one dtype).
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
+  // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).
+  bool reduce_scatter_widens(ReduceOp op) override;
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override;
   CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                  ReduceOp op) override;

@@ -225,23 +225,28 @@ void PeerCopy::move_in_pieces(int64_t bytes, const std::function<std::vector<con
   if (push != stream_) join_from(push);
 }
 
-template <typename T>
+template <typename TIn, typename TOut>
 void PeerCopy::sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const {
-  const T* sources[cuda::kSumBlocksMax] = {};
+  const TIn* sources[cuda::kSumBlocksMax] = {};
   for (int q = 0; q < ranks_; ++q)
-    sources[q] = static_cast<const T*>(q == rank_ ? own : static_cast<const void*>(block(rank_, slot, q)));
-  cuda::sum_blocks(sources, ranks_, static_cast<T*>(out), count, scale, static_cast<cudaStream_t>(stream_));
+    sources[q] = static_cast<const TIn*>(q == rank_ ? own : static_cast<const void*>(block(rank_, slot, q)));
+  cuda::sum_blocks(sources, ranks_, static_cast<TOut*>(out), count, scale, static_cast<cudaStream_t>(stream_));
 }
 
-void PeerCopy::sum_piece(int slot, const void* own, void* out, int64_t piece, DType dtype, float scale) const {
-  const int64_t count = piece / static_cast<int64_t>(dtype_size(dtype));
-  if (dtype == DType::F32) sum_arrived<float>(slot, own, out, count, scale);
-  else sum_arrived<bf16>(slot, own, out, count, scale);
+void PeerCopy::sum_piece(int slot, const void* own, void* out, int64_t piece, DType in, DType out_dtype,
+                         float scale) const {
+  const int64_t count = piece / static_cast<int64_t>(dtype_size(in));
+  if (in == DType::F32) sum_arrived<float, float>(slot, own, out, count, scale);
+  else if (out_dtype == DType::F32) sum_arrived<bf16, float>(slot, own, out, count, scale);
+  else sum_arrived<bf16, bf16>(slot, own, out, count, scale);
 }
 
 void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
   check_scatter(input, output);
-  const int64_t bytes = static_cast<int64_t>(output.nbytes());
+  // Bytes of one rank's block as sent (the input's dtype) and as stored (the output's: wider where
+  // a bf16 input lands in f32).
+  const int64_t bytes = output.numel() * static_cast<int64_t>(dtype_size(input.dtype()));
+  const int64_t widen = static_cast<int64_t>(dtype_size(output.dtype()) / dtype_size(input.dtype()));
   if (bytes == 0) return;
   const char* in = static_cast<const char*>(input.raw_data());
   char* out = static_cast<char*>(output.raw_data());
@@ -254,15 +259,18 @@ void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) 
         return blocks;
       },
       [&](int slot, int64_t at, int64_t piece) {
-        sum_piece(slot, in + rank_ * bytes + at, out + at, piece, output.dtype(), scale);
+        sum_piece(slot, in + rank_ * bytes + at, out + at * widen, piece, input.dtype(), output.dtype(), scale);
       });
 }
 
 void PeerCopy::check_scatter(const Tensor& input, const Tensor& output) const {
-  ND_CHECK(on_device(output) && output.dtype() == input.dtype() && input.numel() == output.numel() * ranks_ &&
-               output.device() == input.device() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16),
-           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_ << " f32 or bf16 blocks of output "
-                                                << output.str());
+  const bool same = output.dtype() == input.dtype() && (input.dtype() == DType::F32 || input.dtype() == DType::BF16);
+  const bool widens = input.dtype() == DType::BF16 && output.dtype() == DType::F32;
+  ND_CHECK(on_device(output) && (same || widens) && input.numel() == output.numel() * ranks_ &&
+               output.device() == input.device(),
+           "copy-engine reduce-scatter: input " << input.str() << " must hold " << ranks_
+                                                << " blocks of output " << output.str()
+                                                << " (f32 or bf16, or bf16 into f32)");
 }
 
 int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
@@ -281,12 +289,16 @@ int PeerCopy::send_blocks(const Tensor& input, int64_t bytes) {
 
 void PeerCopy::finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale) {
   check_scatter(input, output);
+  ND_CHECK(input.dtype() == output.dtype(), "copy-engine reduce-scatter in halves: input " << input.str()
+                                                                                        << " and output " << output.str()
+                                                                                        << " of one dtype");
   ND_CHECK(fits(output), "copy-engine reduce-scatter in halves: output " << output.str() << " exceeds a slot of "
                                                                           << block_bytes_ << " bytes");
   const int64_t bytes = static_cast<int64_t>(output.nbytes());
   if (bytes == 0) return;
   await_peers(slot);
-  sum_piece(slot, static_cast<const char*>(input.raw_data()) + rank_ * bytes, output.raw_data(), bytes, output.dtype(), scale);
+  sum_piece(slot, static_cast<const char*>(input.raw_data()) + rank_ * bytes, output.raw_data(), bytes, input.dtype(),
+            output.dtype(), scale);
   release_peers(slot);
 }
 

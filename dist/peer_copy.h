@@ -50,7 +50,9 @@ class PeerCopy {
   // Comm::all_gather's semantics, queued on the stream: output (ranks * n) block r = rank r's input.
   void all_gather(const Tensor& input, Tensor& output);
   // Comm::reduce_scatter's, f32 or bf16: output (n) = scale * the sum over ranks, in rank order, of
-  // their input's block rank() (input ranks * n).
+  // their input's block rank() (input ranks * n). A bf16 input may land in an f32 output: the bf16
+  // blocks move (half the bytes of f32 ones) and the sum widens them, so the result has the bits
+  // of the f32 reduce-scatter of the input widened first.
   void reduce_scatter(const Tensor& input, Tensor& output, float scale);
   // reduce_scatter in two halves (Comm::reduce_scatter_send), for a block that fits one slot:
   // send_blocks sends every block of `input` (of block_bytes each) but this rank's and returns the
@@ -81,10 +83,10 @@ class PeerCopy {
   void await_peers(int slot);
   void release_peers(int slot);
   void check_scatter(const Tensor& input, const Tensor& output) const;
-  // out (piece bytes of dtype) = scale * the sum, in rank order, of this rank's `own` piece and
-  // those that arrived in `slot`.
-  void sum_piece(int slot, const void* own, void* out, int64_t piece, DType dtype, float scale) const;
-  template <typename T>
+  // out (in `out_dtype`) = scale * the sum, in rank order, of this rank's `own` piece (`piece`
+  // bytes of dtype `in`) and those that arrived in `slot`.
+  void sum_piece(int slot, const void* own, void* out, int64_t piece, DType in, DType out_dtype, float scale) const;
+  template <typename TIn, typename TOut>
   void sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const;
 
   int rank_, ranks_, device_;

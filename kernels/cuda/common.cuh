@@ -64,14 +64,19 @@ __device__ __forceinline__ void store16(T* p, const Pack16<T>& x) {
 // True when `p` can be read with 16-byte accesses.
 __host__ __device__ inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; }
 
-// Reads kPack elements at p into f32: one 16-byte load when they fill 16 bytes and `vec` says p is
-// 16-byte aligned, else element by element.
+// Reads kPack elements at p into f32: 16-byte loads when they fill whole 16-byte packs (one, or
+// several where an op reads one type and writes a wider one) and `vec` says p is 16-byte aligned,
+// else element by element.
 template <int kPack, typename T>
 __device__ __forceinline__ void load_f32(const T* p, float (&out)[kPack], bool vec = true) {
-  if (kPack * sizeof(T) == 16 && vec) {
-    Pack16<T> v = load16(p);
+  constexpr int kPer = Pack16<T>::kSize;
+  if (kPack % kPer == 0 && vec) {
 #pragma unroll
-    for (int k = 0; k < kPack; ++k) out[k] = to_f32(v.v[k]);
+    for (int c = 0; c < kPack / kPer; ++c) {
+      Pack16<T> v = load16(p + c * kPer);
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) out[c * kPer + k] = to_f32(v.v[k]);
+    }
   } else {
 #pragma unroll
     for (int k = 0; k < kPack; ++k) out[k] = to_f32(p[k]);
@@ -80,11 +85,15 @@ __device__ __forceinline__ void load_f32(const T* p, float (&out)[kPack], bool v
 
 template <int kPack, typename T>
 __device__ __forceinline__ void store_f32(T* p, const float (&in)[kPack], bool vec = true) {
-  if (kPack * sizeof(T) == 16 && vec) {
-    Pack16<T> v;
+  constexpr int kPer = Pack16<T>::kSize;
+  if (kPack % kPer == 0 && vec) {
 #pragma unroll
-    for (int k = 0; k < kPack; ++k) v.v[k] = from_f32<T>(in[k]);
-    store16(p, v);
+    for (int c = 0; c < kPack / kPer; ++c) {
+      Pack16<T> v;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) v.v[k] = from_f32<T>(in[c * kPer + k]);
+      store16(p + c * kPer, v);
+    }
   } else {
 #pragma unroll
     for (int k = 0; k < kPack; ++k) p[k] = from_f32<T>(in[k]);

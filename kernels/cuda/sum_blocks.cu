@@ -1,15 +1,16 @@
-// sum_blocks: a 16-byte-vectorised elementwise sum of up to eight operands.
+// sum_blocks: a 16-byte-vectorised elementwise sum of up to eight operands (a thread takes one
+// 16-byte pack of each operand; a wider output, f32 from bf16, two packs).
 #include "kernels/cuda/elementwise.cuh"
 #include "kernels/cuda/sum_blocks.h"
 
 namespace nd::cuda {
 namespace {
 
-template <typename T>
+template <typename TIn, typename TOut>
 struct SumBlocksOp {
-  const T* blocks[kSumBlocksMax];
+  const TIn* blocks[kSumBlocksMax];
   int count;
-  T* out;
+  TOut* out;
   float scale;
   bool vec;
   template <int kPack>
@@ -29,11 +30,11 @@ struct SumBlocksOp {
 
 }  // namespace
 
-template <typename T>
-void sum_blocks(const T* const* blocks, int count, T* out, int64_t n, float scale, cudaStream_t stream) {
+template <typename TIn, typename TOut>
+void sum_blocks(const TIn* const* blocks, int count, TOut* out, int64_t n, float scale, cudaStream_t stream) {
   ND_CHECK(count >= 1 && count <= kSumBlocksMax, "sum_blocks: 1 to " << kSumBlocksMax << " blocks, got " << count);
   ND_CHECK(n >= 0, "sum_blocks: negative size " << n);
-  SumBlocksOp<T> op{};
+  SumBlocksOp<TIn, TOut> op{};
   op.count = count;
   op.out = out;
   op.scale = scale;
@@ -43,10 +44,11 @@ void sum_blocks(const T* const* blocks, int count, T* out, int64_t n, float scal
     op.blocks[b] = blocks[b];
     op.vec = op.vec && aligned16(blocks[b]);
   }
-  launch_elementwise<T>(n, op, stream);
+  launch_elementwise<TIn>(n, op, stream);
 }
 
-template void sum_blocks<float>(const float* const*, int, float*, int64_t, float, cudaStream_t);
-template void sum_blocks<bf16>(const bf16* const*, int, bf16*, int64_t, float, cudaStream_t);
+template void sum_blocks<float, float>(const float* const*, int, float*, int64_t, float, cudaStream_t);
+template void sum_blocks<bf16, bf16>(const bf16* const*, int, bf16*, int64_t, float, cudaStream_t);
+template void sum_blocks<bf16, float>(const bf16* const*, int, float*, int64_t, float, cudaStream_t);
 
 }  // namespace nd::cuda

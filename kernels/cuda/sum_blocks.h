@@ -11,8 +11,10 @@ namespace nd::cuda {
 constexpr int kSumBlocksMax = 8;
 
 // out (n) = scale * (blocks[0] + ... + blocks[count - 1]) (n each, count <= kSumBlocksMax; the
-// pointers are read on the host), summed in f32 in that order and rounded once. T = float or bf16.
-template <typename T>
-void sum_blocks(const T* const* blocks, int count, T* out, int64_t n, float scale, cudaStream_t stream);
+// pointers are read on the host), summed in f32 in that order and rounded once. TIn -> TOut: float
+// -> float, bf16 -> bf16, or bf16 -> float (each bf16 widened exactly first: the bits of the f32 sum
+// of the widened blocks, from half the bytes read).
+template <typename TIn, typename TOut>
+void sum_blocks(const TIn* const* blocks, int count, TOut* out, int64_t n, float scale, cudaStream_t stream);
 
 }  // namespace nd::cuda

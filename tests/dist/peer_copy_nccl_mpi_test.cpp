@@ -6,7 +6,9 @@
 // no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "dist/peer_comm.h"
 #include "tests/common/captured_graph.h"
@@ -73,6 +75,42 @@ TEST(PeerCopyNccl, GatherAndScatterGiveTheClosedForm) {
         expect_scattered(share, n, r, count, seed, dtype, op, std::string("scatter ") + reduce_op_name(op) + " " + what);
       }
     }
+}
+
+// A bf16 input scattered into f32 (what ZeRO's bf16 gradients take, Comm::reduce_scatter_widens)
+// has the bits of the f32 scatter of the same input widened on the host first, for values whose
+// sums round: in one slot, in several pieces with a tail, at a size not a multiple of the 16-byte
+// packs (the unaligned path); sum and average. Where the copy engines are not usable the comm says
+// it does not widen, and a mixed-dtype call is refused.
+TEST(PeerCopyNccl, WideningScatterHasTheBitsOfTheF32One) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  PeerComm peer(world, copy_options());
+  EXPECT_EQ(peer.reduce_scatter_widens(ReduceOp::Avg), peer.copy_usable());
+  EXPECT_FALSE(peer.reduce_scatter_widens(ReduceOp::Max));
+  if (!peer.copy_usable()) return;
+  for (int64_t count : {int64_t{4096}, kBlockBytes / 2 + 8, 3 * kBlockBytes / 2 + 1001, int64_t{1001}}) {
+    for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+      const std::string what = std::string(reduce_op_name(op)) + " count " + std::to_string(count);
+      SCOPED_TRACE(what);
+      std::vector<float> values(n * count);
+      for (int64_t i = 0; i < n * count; ++i)
+        values[i] = 2.0f * philox_uniform(900 + count, static_cast<uint64_t>(i), static_cast<uint64_t>(r)) - 1.0f;
+      const Tensor narrow = Tensor::from_vector(values, {n * count}, DType::BF16);
+      Tensor widened_share = Tensor::empty({count}, DType::F32, world.device());
+      peer.reduce_scatter(narrow.to(world.device()), widened_share, op);
+      Tensor f32_share = Tensor::empty({count}, DType::F32, world.device());
+      peer.reduce_scatter(narrow.to(DType::F32).to(world.device()), f32_share, op);
+      const std::vector<float> got = widened_share.to_float_vector();
+      const std::vector<float> want = f32_share.to_float_vector();
+      ASSERT_EQ(got.size(), want.size());
+      EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "the bits differ";
+    }
+  }
+  Tensor narrow = Tensor::zeros({n * 8L}, DType::BF16, world.device());
+  Tensor wide = Tensor::empty({8}, DType::F32, world.device());
+  EXPECT_THROW(peer.reduce_scatter(narrow, wide, ReduceOp::Max), Error);
 }
 
 // Many calls back to back, the results checked only at the end: slot k % kSlots is reused every

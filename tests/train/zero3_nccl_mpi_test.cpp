@@ -3,7 +3,8 @@
 // 1e-2) over 20 steps with clipping and grad-accum 2, with and without --recompute block, with f32
 // main gradients too, the step captured as a CUDA graph after its eager steps; every rank ends with
 // the same parameters; the captured step replays without allocating. ZeRO 3 again with its
-// collectives on the copy engines (--collectives peer), every block in many pieces.
+// collectives on the copy engines (--collectives peer), every block in many pieces; there, under
+// f32 main gradients, the widening reduce-scatter changes no bit.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -76,6 +77,26 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
         << "step " << i + 1;
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
   EXPECT_GT(r.cuda_graph_replays, 0) << "the step was not captured";
+}
+
+// Under f32 main gradients the copy engines reduce-scatter the blocks' bf16 gradients into f32
+// themselves (Comm::reduce_scatter_widens): the same bits as widening them on the compute stream
+// first (NANODIST_PEER_COPY_WIDEN=0), so the same losses and parameters, exactly.
+TEST_F(Zero3Nccl, WideningOnTheCopyEnginesChangesNoBit) {
+  SKIP_WITHOUT_GPU();
+  RunContext ctx;
+  ctx.comm = &test::gpu_world();
+  ::setenv("NANODIST_PEER_COPY_SLOT_BYTES", "4096", 1);
+  TrainConfig c = config("zero3_widened", 3, "block", "f32");
+  c.collectives = "peer";
+  TrainResult widened = run_training(c, ctx);
+  ::setenv("NANODIST_PEER_COPY_WIDEN", "0", 1);
+  c.out_dir = root_ + "/zero3_not_widened";
+  TrainResult not_widened = run_training(c, ctx);
+  ::unsetenv("NANODIST_PEER_COPY_WIDEN");
+  ::unsetenv("NANODIST_PEER_COPY_SLOT_BYTES");
+  EXPECT_EQ(widened.step_losses, not_widened.step_losses);
+  EXPECT_EQ(widened.params_hash, not_widened.params_hash);
 }
 
 }  // namespace
