@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "dist/peer_comm.h"
 #include "tests/dist/nccl_test_world.h"
 #include "train/mpi_data_fixture.h"
 
@@ -84,6 +85,11 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
 // first (NANODIST_PEER_COPY_WIDEN=0), so the same losses and parameters, exactly.
 TEST_F(Zero3Nccl, WideningOnTheCopyEnginesChangesNoBit) {
   SKIP_WITHOUT_GPU();
+  {  // without peer access both runs would take the same path and prove nothing
+    dist::PeerComm probe(test::gpu_world());
+    if (!probe.reduce_scatter_widens(dist::ReduceOp::Avg))
+      GTEST_SKIP() << "no copy-engine collectives here: " << probe.copy_unusable_reason();
+  }
   RunContext ctx;
   ctx.comm = &test::gpu_world();
   ::setenv("NANODIST_PEER_COPY_SLOT_BYTES", "4096", 1);
