@@ -110,6 +110,18 @@ class Comm {
   virtual bool reduce_scatter_widens(ReduceOp) { return false; }
   // input (n), output (size() * n): block r of output = input of rank r.
   virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
+  // all_gather_async for a caller that keeps its own block elsewhere: block rank() of output need
+  // not be written (a backend may write it anyway; PeerComm's copy engines leave it alone, which
+  // saves a copy within the GPU that would take SMs from the GEMMs beside it).
+  virtual CommWork all_gather_others_async(const Tensor& input, Tensor& output) {
+    return all_gather_async(input, output);
+  }
+  // A zeroed tensor on this comm's device that this comm's collectives may write into directly on
+  // every rank. Collective: every rank calls it in the same order with the same shape and dtype.
+  // PeerComm registers it with its peers, so that an all-gather into it (at the same place on
+  // every rank) copies each block straight into place, with no landing slot to copy out of. For
+  // every other backend a plain tensor.
+  virtual Tensor shared_tensor(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype, device()); }
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
   // input (size() * n), output (size() * n), any dtype: block q of output on rank r = block r of
   // input on rank q (the transpose of the blocks over ranks). input and output must not overlap.

@@ -18,11 +18,15 @@
 // parameters outside the blocks (embeddings, final LayerNorm) keep staging buffers of their own.
 // 3 (FSDP) also shards the parameters: a rank keeps only its slices of them (param_shard(), which
 // AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
-// just before its forward, prefetching the next block's on the communicator's stream meanwhile,
+// (Comm::shared_tensor: peers copy their slices straight into them) just before its forward, prefetching the next block's on the communicator's stream meanwhile,
 // and again before its backward (prefetching the previous block's); the buffer is free for another
 // block after the forward, and after the backward once the block's gradients are reduce-scattered
 // as in 2. The parameters outside the blocks stay whole all step (all-gathered from the shard
-// after each update, like ZeRO 1's).
+// after each update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads
+// the shard in place, so the gather leaves this rank's block alone (Comm::all_gather_others_async)
+// but for the pieces of the parameters that cross the slice's edges, which the compute stream
+// copies: a copy within the GPU beside the GEMMs, on the comm's stream, cost the 6.7B GPT's step
+// more than the GEMMs' own time it took (docs/PERFORMANCE.md).
 #pragma once
 #include <string>
 #include <vector>
@@ -141,7 +145,13 @@ class DataParallel : public UnitHooks {
   void complete_staged(Bucket& bucket);
   int bucket_of_unit(int unit) const;
   void shard_parameters();
-  void bind_params(Bucket& bucket, const Tensor& values);
+  // The bucket's parameters become views of `values` (its elements from its start); with
+  // `in_shard` (a gathered block), those wholly inside this rank's slice read the shard in place.
+  void bind_params(Bucket& bucket, const Tensor& values, bool in_shard = false);
+  bool reads_shard(size_t bucket, size_t entry) const;
+  // Copies into `whole` the pieces of this rank's slice that a parameter crossing its edges reads
+  // there, in compute-stream order.
+  void copy_edge_pieces(size_t bucket, Tensor& whole);
   void launch_gather(size_t bucket);
   void use_gathered(size_t bucket, bool pin);
   void unpin(size_t bucket);
@@ -176,6 +186,9 @@ class DataParallel : public UnitHooks {
   std::vector<Gathered> gathered_;
   int first_unit_ = -1;  // a forward starting here forgets what is gathered (the update changed it)
   uint64_t clock_ = 0;
+  // Gathered buffers shared with the comm and this rank's slice read in place (the default;
+  // NANODIST_ZERO3_IN_PLACE=0 gathers whole blocks into plain buffers, to measure the gain).
+  bool in_place_ = true;
 };
 
 }  // namespace nd::dist

@@ -5,6 +5,8 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 namespace nd::dist {
 
@@ -78,9 +80,12 @@ void DataParallel::plan_unit_buckets() {
       bind(b, static_cast<int>(staging_.size()) - 1);
     }
   if (options_.zero == 3) {
+    const char* env = std::getenv("NANODIST_ZERO3_IN_PLACE");
+    in_place_ = !(env && std::string(env) == "0");
     for (int i = 0; pooled_length > 0 && i < kGathered; ++i) {
       Gathered g;
-      g.params = Tensor::zeros({pooled_length}, flat_.param_dtype(), flat_.device());
+      g.params = in_place_ ? comm_.shared_tensor({pooled_length}, flat_.param_dtype())
+                           : Tensor::zeros({pooled_length}, flat_.param_dtype(), flat_.device());
       gathered_.push_back(std::move(g));
     }
     shard_parameters();
@@ -219,12 +224,36 @@ void DataParallel::shard_parameters() {
   flat_.release_params();
 }
 
-// The bucket's parameters become views of `values` (the bucket's elements from its start).
-void DataParallel::bind_params(Bucket& bucket, const Tensor& values) {
+void DataParallel::bind_params(Bucket& bucket, const Tensor& values, bool in_shard) {
+  const size_t index = static_cast<size_t>(&bucket - buckets_.data());
   for (size_t k = bucket.first; k < bucket.last; ++k) {
     const FlatEntry& e = flat_.entries()[k];
     Variable param = e.param;
-    param.data() = values.narrow(e.offset - bucket.begin, e.numel).view(param.shape());
+    if (in_shard && reads_shard(index, k)) {
+      const ShardSlice& mine = owned_[index];
+      param.data() = param_shard_.narrow(mine.local + e.offset - mine.begin, e.numel).view(param.shape());
+    } else {
+      param.data() = values.narrow(e.offset - bucket.begin, e.numel).view(param.shape());
+    }
+  }
+}
+
+bool DataParallel::reads_shard(size_t bucket, size_t entry) const {
+  const ShardSlice& mine = owned_[bucket];
+  const FlatEntry& e = flat_.entries()[entry];
+  return e.offset >= mine.begin && e.offset + e.numel <= mine.begin + mine.length;
+}
+
+void DataParallel::copy_edge_pieces(size_t index, Tensor& whole) {
+  const Bucket& b = buckets_[index];
+  const ShardSlice& mine = owned_[index];
+  for (size_t k = b.first; k < b.last; ++k) {
+    if (reads_shard(index, k)) continue;
+    const FlatEntry& e = flat_.entries()[k];
+    const int64_t begin = std::max(e.offset, mine.begin), end = std::min(e.offset + e.numel, mine.begin + mine.length);
+    if (begin >= end) continue;
+    Tensor dst = whole.narrow(begin - b.begin, end - begin);
+    copy_in_stream_order(param_shard_.narrow(mine.local + begin - mine.begin, end - begin), dst);
   }
 }
 
@@ -249,7 +278,13 @@ void DataParallel::launch_gather(size_t index) {
   b.gathered = pick;
   const int64_t slice = b.length / comm_.size();
   Tensor whole = g.params.narrow(0, b.length);
-  g.work = comm_.all_gather_async(param_shard_.narrow(b.local, slice), whole);
+  Tensor mine = param_shard_.narrow(b.local, slice);
+  if (in_place_) {
+    copy_edge_pieces(index, whole);  // before the gather, whose stream waits for it
+    g.work = comm_.all_gather_others_async(mine, whole);
+  } else {
+    g.work = comm_.all_gather_async(mine, whole);
+  }
 }
 
 // The bucket's parameters, gathered (now, unless prefetched), readable by later compute work and
@@ -262,7 +297,7 @@ void DataParallel::use_gathered(size_t index, bool pin) {
   g.work = CommWork();
   g.pinned = pin;
   g.used = ++clock_;
-  bind_params(b, g.params);
+  bind_params(b, g.params, /*in_shard=*/in_place_);
 }
 
 void DataParallel::unpin(size_t index) {

@@ -5,7 +5,10 @@
 
 #include "kernels/cpu/grad_accumulate.h"
 #if NANODIST_WITH_CUDA
+#include <cuda_runtime.h>
+
 #include "kernels/cuda/grad_accumulate.h"
+#include "tensor/cuda_check.h"
 #include "tensor/cuda_stream.h"
 #endif
 
@@ -42,6 +45,16 @@ void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite) {
   } else {
     cpu::grad_accumulate(src.data<float>(), dst.data<float>(), n, overwrite);
   }
+}
+
+void copy_in_stream_order(const Tensor& src, Tensor& dst) {
+  ND_CHECK(src.dtype() == dst.dtype() && src.numel() == dst.numel() && src.device() == dst.device(),
+           "copy " << src.str() << " into " << dst.str() << ": dtypes, sizes or devices differ");
+  if (!src.device().is_cuda()) return dst.view({-1}).copy_from(src.view({-1}));
+#if NANODIST_WITH_CUDA
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(), cudaMemcpyDeviceToDevice,
+                             compute_stream(src.device().index)));
+#endif
 }
 
 FlatParams::FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards)

@@ -118,5 +118,8 @@ class FlatParams {
 // dst (f32) = or += src (f32 or bf16), both on one device, in compute-stream order: how
 // micro-batch gradients reach f32 main gradients or a ZeRO gradient shard.
 void accumulate_into_f32(const Tensor& src, Tensor& dst, bool overwrite);
+// dst = src (same dtype and element count, one device) in compute-stream order, the host not
+// waiting (Tensor::copy_from waits outside graph capture).
+void copy_in_stream_order(const Tensor& src, Tensor& dst);
 
 }  // namespace nd::dist

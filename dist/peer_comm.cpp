@@ -333,13 +333,34 @@ CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tens
                   [&] { copy_->finish_reduce_scatter(ticket.slot, input, output, reduce_scale(op, size())); });
 }
 
-CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) {
+CommWork PeerComm::gather(const Tensor& input, Tensor& output, bool own_block) {
   if (!copy_ || !copy_->on_device(input) || input.device() != output.device())
-    return inner_.all_gather_async(input, output);
+    return own_block ? inner_.all_gather_async(input, output) : inner_.all_gather_others_async(input, output);
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
-  inner_.agree_on_layout(Collective::PeerAllGather, input, 0);
-  return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] { copy_->all_gather(input, output); });
+  const int shared = copy_->shared_index(output);
+  // The shared buffer's number is part of the layout: a rank whose buffer is gone (or was never
+  // shared) would otherwise take the slots while its peers copy into its memory.
+  inner_.agree_on_layout(Collective::PeerAllGather, input, shared + 1);
+  return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] {
+    if (shared >= 0)
+      copy_->all_gather_shared(shared, input, output, own_block);
+    else
+      copy_->all_gather(input, output);
+  });
+}
+
+CommWork PeerComm::all_gather_async(const Tensor& input, Tensor& output) { return gather(input, output, true); }
+
+CommWork PeerComm::all_gather_others_async(const Tensor& input, Tensor& output) {
+  return gather(input, output, false);
+}
+
+Tensor PeerComm::shared_tensor(const Shape& shape, DType dtype) {
+  if (!copy_) return inner_.shared_tensor(shape, dtype);
+  Tensor t = Tensor::zeros(shape, dtype, device());
+  if (t.numel() > 0) copy_->share(t);
+  return t;
 }
 
 std::unique_ptr<Comm> PeerComm::split(int color, int key) {

@@ -92,6 +92,11 @@ class PeerComm : public ForwardingComm {
   // else the wrapped comm's.
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
+  // Into a shared_tensor(), each block goes straight into place on every rank, this rank's own left alone.
+  CommWork all_gather_others_async(const Tensor& input, Tensor& output) override;
+  // Registered with the peers for the copy engines' all-gathers (PeerCopy::share) where they are
+  // usable; else the wrapped comm's.
+  Tensor shared_tensor(const Shape& shape, DType dtype) override;
   // Both halves on the copy engines where reduce_scatter_async would take them (one dtype).
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
   // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).
@@ -123,6 +128,9 @@ class PeerComm : public ForwardingComm {
   bool copy_reduces(const Tensor& output, ReduceOp op) const;
   // Whether this reduce-scatter runs on the copy engines (then its layout is agreed here).
   bool copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op);
+  // An all-gather on the copy engines where it can run there (straight into a shared buffer, or
+  // through the slots), else the wrapped comm's; own_block false: block rank() may be left alone.
+  CommWork gather(const Tensor& input, Tensor& output, bool own_block);
 
   PeerOptions options_;
   std::unique_ptr<Registration> registration_;

@@ -22,9 +22,10 @@ namespace nd::dist {
 namespace {
 
 constexpr int kMaxRanks = cuda::kSumBlocksMax;
-// Bytes at the front of a region: full[kSlots][kMaxRanks], then free[kSlots][kMaxRanks], uint32.
+// Bytes at the front of a region: full[kSlots][kMaxRanks], then free[kSlots][kMaxRanks], then
+// granted[kShared][kMaxRanks] and landed[kShared][kMaxRanks], uint32.
 constexpr size_t kFlagBytes = 4096;
-static_assert(2 * PeerCopy::kSlots * kMaxRanks * sizeof(uint32_t) <= kFlagBytes, "flags fit");
+static_assert(2 * (PeerCopy::kSlots + PeerCopy::kShared) * kMaxRanks * sizeof(uint32_t) <= kFlagBytes, "flags fit");
 
 using StreamValue32 = CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
 
@@ -81,6 +82,7 @@ std::unique_ptr<PeerCopy> PeerCopy::create(Comm& host, int device, void* stream,
     return nullptr;
   }
   std::unique_ptr<PeerCopy> copy(new PeerCopy(host, device, stream, block_bytes));
+  copy->host_ = &host;
   if (!open_peer_regions(host, copy->own_, copy->opened_)) {
     *why = "cudaIpcOpenMemHandle failed on some rank";
     return nullptr;
@@ -113,6 +115,7 @@ PeerCopy::~PeerCopy() {
   // into these regions any more. Not checked: a destructor must not throw.
   cudaSetDevice(device_);
   close_peer_regions(opened_);
+  for (Shared& b : shared_) close_peer_regions(b.opened);
   if (own_) cudaFree(own_);
   if (fork_) cudaEventDestroy(static_cast<cudaEvent_t>(fork_));
   if (join_) cudaEventDestroy(static_cast<cudaEvent_t>(join_));
@@ -126,6 +129,14 @@ uint32_t* PeerCopy::full(int owner, int slot, int sender) const {
 
 uint32_t* PeerCopy::free_flag(int owner, int slot, int receiver) const {
   return reinterpret_cast<uint32_t*>(regions_[owner]) + kSlots * kMaxRanks + slot * kMaxRanks + receiver;
+}
+
+uint32_t* PeerCopy::granted(int owner, int index, int receiver) const {
+  return reinterpret_cast<uint32_t*>(regions_[owner]) + 2 * kSlots * kMaxRanks + index * kMaxRanks + receiver;
+}
+
+uint32_t* PeerCopy::landed(int owner, int index, int sender) const {
+  return reinterpret_cast<uint32_t*>(regions_[owner]) + (2 * kSlots + kShared) * kMaxRanks + index * kMaxRanks + sender;
 }
 
 char* PeerCopy::block(int owner, int slot, int sender) const {
@@ -199,6 +210,66 @@ void PeerCopy::all_gather(const Tensor& input, Tensor& output) {
           if (q != rank_) copy_bytes(out + q * bytes + at, block(rank_, slot, q), piece, stream_);
       });
   join_from(side_stream_);
+}
+
+bool PeerCopy::share(const Tensor& buffer) {
+  if (shared_.size() >= static_cast<size_t>(kShared)) return false;  // the same count on every rank
+  ND_CHECK(on_device(buffer) && buffer.storage() && buffer.raw_data() == buffer.storage()->data(),
+           "copy-engine collectives: a shared buffer must be a whole allocation on cuda:" << device_ << ", got "
+                                                                                   << buffer.str());
+  const int64_t bytes = static_cast<int64_t>(buffer.storage()->nbytes());
+  int64_t sizes[2] = {bytes, -bytes};
+  host_->host_allreduce(sizes, 2, HostReduce::Max);
+  ND_CHECK(sizes[0] == -sizes[1], "copy-engine collectives: a shared buffer of " << bytes
+                                      << " bytes here, of another size on another rank");
+  Shared b;
+  b.storage = buffer.storage();
+  b.base = static_cast<char*>(buffer.storage()->data());
+  ND_CHECK(open_peer_regions(*host_, b.base, b.opened), "copy-engine collectives: cudaIpcOpenMemHandle of a shared "
+                                                        "buffer failed on some rank");
+  shared_.push_back(std::move(b));
+  return true;
+}
+
+int PeerCopy::shared_index(const Tensor& output) const {
+  if (!output.storage()) return -1;
+  for (size_t i = 0; i < shared_.size(); ++i)
+    if (shared_[i].storage.lock() == output.storage()) return static_cast<int>(i);
+  return -1;
+}
+
+void PeerCopy::all_gather_shared(int index, const Tensor& input, Tensor& output, bool own_block) {
+  ND_CHECK(index >= 0 && static_cast<size_t>(index) < shared_.size() && on_device(input) &&
+               output.dtype() == input.dtype() && output.numel() == input.numel() * ranks_ &&
+               shared_index(output) == index,
+           "copy-engine all-gather into shared buffer " << index << ": output " << output.str() << " must hold "
+                                                        << ranks_ << " blocks of input " << input.str()
+                                                        << " inside it");
+  const int64_t bytes = static_cast<int64_t>(input.nbytes());
+  if (bytes == 0) return;
+  const Shared& b = shared_[static_cast<size_t>(index)];
+  const int64_t at = static_cast<const char*>(output.raw_data()) - b.base + rank_ * bytes;
+  const char* in = static_cast<const char*>(input.raw_data());
+  if (own_block) {
+    fork_to(side_stream_);
+    copy_bytes(b.base + at, in, bytes, side_stream_);
+  }
+  // This stream waited for the compute queued before the call: the buffer's earlier readers here
+  // are done, so every peer may write its block now.
+  for (int k = 1; k < ranks_; ++k) write_flag(stream_, granted((rank_ + ranks_ - k) % ranks_, index, rank_), 1);
+  for (int k = 1; k < ranks_; ++k) {
+    const int q = (rank_ + k) % ranks_;
+    await_flag(stream_, granted(rank_, index, q), 1);
+    write_flag(stream_, granted(rank_, index, q), 0);
+    copy_bytes(static_cast<char*>(b.opened[q]) + at, in, bytes, stream_);
+    write_flag(stream_, landed(q, index, rank_), 1);
+  }
+  for (int k = 1; k < ranks_; ++k) {
+    const int q = (rank_ + ranks_ - k) % ranks_;
+    await_flag(stream_, landed(rank_, index, q), 1);
+    write_flag(stream_, landed(rank_, index, q), 0);
+  }
+  if (own_block) join_from(side_stream_);
 }
 
 int PeerCopy::take_slot() {
@@ -318,6 +389,11 @@ void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float) {
 int PeerCopy::send_blocks(const Tensor&, int64_t) { ND_FAIL("copy-engine reduce-scatter: no CUDA in this build"); }
 void PeerCopy::finish_reduce_scatter(int, const Tensor&, Tensor&, float) {
   ND_FAIL("copy-engine reduce-scatter: no CUDA in this build");
+}
+bool PeerCopy::share(const Tensor&) { return false; }
+int PeerCopy::shared_index(const Tensor&) const { return -1; }
+void PeerCopy::all_gather_shared(int, const Tensor&, Tensor&, bool) {
+  ND_FAIL("copy-engine all-gather: no CUDA in this build");
 }
 
 #endif

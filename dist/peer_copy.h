@@ -18,6 +18,15 @@
 // the block, sets the sender's free. The values are constants, so a captured graph's replays
 // reuse them as they are. A rank that never comes leaves the others waiting on the device: the
 // watchdog's --comm-timeout ends the run (dist/watchdog.h).
+//
+// Shared buffers (share(): up to kShared, registered and mapped on every rank like the slots) take
+// an all-gather with no slot: each rank copies its block straight into every peer's output, so the
+// receiver has no copy out of a slot to run (a copy within one GPU is an SM kernel, which waits for
+// the GEMMs beside it and then slows them). Two more flags per buffer and pair, in the memory of
+// the rank that waits on them: granted[b][q] in the sender's region (q's buffer b may be written:
+// q's earlier readers of it are done, which q's stream ordered before setting it) and landed[b][q]
+// in the receiver's (q's block is in place). Each call starts with the grants, so a sender never
+// overwrites what a receiver still reads.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -32,6 +41,7 @@ namespace nd::dist {
 class PeerCopy {
  public:
   static constexpr int kSlots = 4;
+  static constexpr int kShared = 16;
 
   // Collective over `host` (an NCCL comm whose ranks share one node with peer access to each
   // other, which the caller has agreed on; every rank passes the same block_bytes, a positive
@@ -61,10 +71,24 @@ class PeerCopy {
   int send_blocks(const Tensor& input, int64_t block_bytes);
   void finish_reduce_scatter(int slot, const Tensor& input, Tensor& output, float scale);
 
+  // Collective over the host comm: registers `buffer` (a whole allocation on this device: the
+  // caching allocator's blocks are cudaMalloc'd one by one; the same size on every rank) as the
+  // next shared buffer, for as long as its storage lives. False on every rank once kShared are
+  // registered (the buffer then stays a plain one).
+  bool share(const Tensor& buffer);
+  // The shared buffer whose storage `output` lies in (while that storage lives), or -1.
+  int shared_index(const Tensor& output) const;
+  // all_gather whose output lies in shared buffer `index`, at the same offset on every rank: this
+  // rank's input copied into every peer's output in place; own_block: also into its own output
+  // (else block rank() is left as it is).
+  void all_gather_shared(int index, const Tensor& input, Tensor& output, bool own_block);
+
  private:
   PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes);
   uint32_t* full(int owner, int slot, int sender) const;
   uint32_t* free_flag(int owner, int slot, int receiver) const;
+  uint32_t* granted(int owner, int index, int receiver) const;
+  uint32_t* landed(int owner, int index, int sender) const;
   char* block(int owner, int slot, int sender) const;
   // Sends this rank's `blocks[q]` (bytes each) to every peer q's slot, on `stream`.
   void push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes, void* stream);
@@ -102,6 +126,15 @@ class PeerCopy {
   void* join_ = nullptr;
   std::vector<void*> opened_;
   std::vector<char*> regions_;  // rank q's region as mapped here
+  struct Shared {
+    // Its storage here: a later allocation at the same address is not this buffer (its peers'
+    // may be gone), so a buffer is matched by storage, never by address.
+    std::weak_ptr<Storage> storage;
+    char* base = nullptr;
+    std::vector<void*> opened;  // rank q's buffer as mapped here (nullptr at this rank)
+  };
+  std::vector<Shared> shared_;
+  Comm* host_ = nullptr;
   int next_slot_ = 0;
 };
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/flat_params.h"
 #include "dist/peer_comm.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
@@ -204,6 +205,81 @@ TEST(PeerCopyNccl, LargerBlocksMoveInPiecesAndMaxGoesToNccl) {
   Tensor input = Tensor::full({5L * n}, static_cast<double>(r), DType::F32, world.device());
   peer.reduce_scatter(input, small, ReduceOp::Max);
   EXPECT_EQ(small.to_double_vector(), std::vector<double>(5, n - 1.0));
+}
+
+// Gathers into shared buffers (Comm::shared_tensor) go straight into place. Forty calls in a row
+// over two buffers, whole and without this rank's block (all_gather_others_async), sizes from one
+// element to above a slot, each result copied out by the compute stream before the buffer's next
+// gather and all checked at the end: a peer may write a buffer only once its earlier readers here
+// are done. A block left alone keeps what was there. A buffer whose tensor is gone is no longer
+// shared: a new tensor where it was (the caching allocator's first pick) takes the slots, right.
+TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  PeerComm peer(world, copy_options());
+  const Device gpu = world.device();
+  const int64_t most = 3 * kBlockBytes / 4;  // bf16 elements: 1.5 slots
+  std::vector<Tensor> buffers = {peer.shared_tensor({n * most}, DType::BF16), peer.shared_tensor({n * most}, DType::BF16)};
+  constexpr double kLeft = -7.0;  // what a block left alone holds
+  constexpr int kCalls = 40;
+  std::vector<Tensor> results, inputs;
+  std::vector<int64_t> counts;
+  for (int k = 0; k < kCalls; ++k) {
+    const int64_t count = k % 5 == 0 ? most : 1 + (k * 7919) % 40000;
+    const bool others = k % 3 == 1;
+    Tensor out = buffers[k % 2].narrow(0, n * count);
+    out.narrow(r * count, count).fill_(kLeft);  // compute-stream order, before the gather
+    inputs.push_back(rank_input(r, count, DType::BF16, 300 + k, gpu));
+    CommWork work = others ? peer.all_gather_others_async(inputs.back(), out) : peer.all_gather_async(inputs.back(), out);
+    work.wait();
+    results.push_back(Tensor::empty({n * count}, DType::BF16, gpu));
+    copy_in_stream_order(out, results.back());
+    counts.push_back(count);
+  }
+  for (int k = 0; k < kCalls; ++k) {
+    const int64_t count = counts[k];
+    const std::string what = "call " + std::to_string(k);
+    std::vector<double> got = results[k].to_double_vector(), want;
+    for (int q = 0; q < n; ++q)
+      for (int64_t i = 0; i < count; ++i)
+        want.push_back(q == r && k % 3 == 1 && peer.copy_usable() ? kLeft : rank_value(q, i, 300 + k));
+    EXPECT_EQ(count_mismatches(got, want, 0.0, what.c_str(), 0.0), 0);
+  }
+  world.synchronize();
+  buffers.clear();
+  results.clear();
+  Tensor reused = Tensor::empty({n * most}, DType::BF16, gpu);
+  peer.all_gather(rank_input(r, most, DType::BF16, 77, gpu), reused);
+  expect_gathered(reused, n, most, 77, "a plain tensor where a shared one was");
+}
+
+// A captured graph of gathers into a shared buffer, replayed with new inputs.
+TEST(PeerCopyNccl, SharedBufferGathersReplay) {
+  SKIP_WITHOUT_GPU();
+#if NANODIST_WITH_CUDA
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  PeerComm peer(world, copy_options());
+  const Device gpu = world.device();
+  constexpr int64_t kCount = 70001;
+  Tensor shared = peer.shared_tensor({n * kCount}, DType::BF16);
+  Tensor in = rank_input(r, kCount, DType::BF16, 10, gpu);
+  Tensor kept = Tensor::empty({n * kCount}, DType::BF16, gpu);
+  auto step = [&] {
+    for (int k = 0; k < 3; ++k) peer.all_gather(in, shared);
+    copy_in_stream_order(shared, kept);
+  };
+  step();
+  world.synchronize();
+  test::CapturedGraph graph(compute_stream(gpu.index), step);
+  ASSERT_TRUE(graph.ok());
+  for (int replay = 0; replay < 4; ++replay) {
+    in.copy_from(rank_input(r, kCount, DType::BF16, 20 + replay));
+    ASSERT_TRUE(graph.replay());
+    expect_gathered(kept, n, kCount, 20 + replay, "replay " + std::to_string(replay));
+  }
+#endif
 }
 
 }  // namespace
