@@ -2,7 +2,8 @@
 // mpirun (one rank per GPU, one node), against the closed form: sizes from one element to the
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of a gather and a scatter
-// replayed several times; blocks above the slot size in pieces; Max goes to NCCL. Skips where there is
+// replayed several times; blocks above the slot size in pieces; gathers straight into shared buffers
+// (Comm::shared_tensor); Max goes to NCCL. Skips where there is
 // no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
