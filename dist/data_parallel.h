@@ -19,9 +19,9 @@
 // 3 (FSDP) also shards the parameters: a rank keeps only its slices of them (param_shard(), which
 // AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
 // (Comm::shared_tensor: peers copy their slices straight into them) just before its forward,
-// prefetching the next block's on the communicator's stream meanwhile, and again before its backward (prefetching the previous block's); the buffer is free for another
-// block after the forward, and after the backward once the block's gradients are reduce-scattered
-// as in 2. The parameters outside the blocks stay whole all step (all-gathered from the shard
+// prefetching the next block's on the communicator's stream meanwhile, and again before its
+// backward (prefetching the previous block's); the buffer is free for another block after the
+// forward, and after the backward once the block's gradients are reduce-scattered as in 2. The parameters outside the blocks stay whole all step (all-gathered from the shard
 // after each update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads
 // the shard in place, so the gather leaves this rank's block alone (Comm::all_gather_others_async)
 // but for the pieces of the parameters that cross the slice's edges, which the compute stream
