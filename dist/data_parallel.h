@@ -21,12 +21,13 @@
 // (Comm::shared_tensor: peers copy their slices straight into them) just before its forward,
 // prefetching the next block's on the communicator's stream meanwhile, and again before its
 // backward (prefetching the previous block's); the buffer is free for another block after the
-// forward, and after the backward once the block's gradients are reduce-scattered as in 2. The parameters outside the blocks stay whole all step (all-gathered from the shard
-// after each update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads
-// the shard in place, so the gather leaves this rank's block alone (Comm::all_gather_others_async)
-// but for the pieces of the parameters that cross the slice's edges, which the compute stream
-// copies: a copy within the GPU is an SM kernel, which on the comm's stream waits for the GEMMs
-// beside it and slows them (in place, the 6.7B GPT's step is 1.5% faster captured, 3.7% eager:
+// forward, and after the backward once the block's gradients are reduce-scattered as in 2. The
+// parameters outside the blocks stay whole all step (all-gathered from the shard after each
+// update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads the shard in
+// place, so the gather leaves this rank's block alone (Comm::all_gather_others_async) but for the
+// pieces of the parameters that cross the slice's edges, which the compute stream copies: a copy
+// within the GPU is an SM kernel, which on the comm's stream waits for the GEMMs beside it and
+// slows them (in place, the 6.7B GPT's step is 1.5% faster captured, 3.7% eager:
 // docs/PERFORMANCE.md).
 #pragma once
 #include <string>
