@@ -12,6 +12,7 @@
 #include "cli/run_words.h"
 #include "cli/subcommand.h"
 #include "tensor/error.h"
+#include "tests/common/scoped_env.h"
 
 namespace nd::cli {
 namespace {
@@ -131,18 +132,17 @@ TEST(ErrorLine, InternalErrorsAlwaysNameTheCheck) {
 }
 
 TEST(ErrorLine, VerboseFromTheFlagOrTheEnvironment) {
-  ::unsetenv("NANODIST_VERBOSE");
+  test::ScopedEnv verbose("NANODIST_VERBOSE", std::nullopt);
   std::vector<const char*> plain = {"nanodist", "train", "--lr", "1"};
   std::vector<const char*> flag = {"nanodist", "train", "--verbose", "--lr", "1"};
   std::vector<const char*> flag_off = {"nanodist", "train", "--verbose", "false"};
   EXPECT_FALSE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
   EXPECT_TRUE(verbose_errors(static_cast<int>(flag.size()), flag.data()));
   EXPECT_FALSE(verbose_errors(static_cast<int>(flag_off.size()), flag_off.data()));
-  ::setenv("NANODIST_VERBOSE", "1", 1);
+  verbose.set("1");
   EXPECT_TRUE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
-  ::setenv("NANODIST_VERBOSE", "0", 1);
+  verbose.set("0");
   EXPECT_FALSE(verbose_errors(static_cast<int>(plain.size()), plain.data()));
-  ::unsetenv("NANODIST_VERBOSE");
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "data/prepare.h"
 #include "data/token_file.h"
 #include "tensor/error.h"
+#include "tests/common/scoped_env.h"
 #include "tests/data/temp_dir.h"
 
 namespace nd {
@@ -115,16 +116,14 @@ TEST(Prepare, UnwritableOutputDirIsAnError) {
 }
 
 TEST(Prepare, MissingBibleProgramSaysWhatToInstall) {
-  std::string saved_path = std::getenv("PATH") ? std::getenv("PATH") : "";
   TempDir dir;
-  ::setenv("PATH", dir.path.c_str(), 1);
+  test::ScopedEnv path("PATH", dir.path.string());
   try {
     read_named_corpus("kjv");
     ADD_FAILURE() << "kjv without `bible` must throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("bible-kjv"), std::string::npos) << e.what();
   }
-  ::setenv("PATH", saved_path.c_str(), 1);
 }
 
 TEST(Prepare, TinyShakespeareCharVocabIs65) {

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "tests/common/scoped_env.h"
 #include "train_fixture.h"
 
 namespace nd::train {
@@ -132,9 +133,10 @@ TEST_F(Cli, InputErrorsHideTheCheckUnlessVerbose) {
   EXPECT_NE(r.err.find("(check `std::filesystem::is_regular_file(path, ec)` at data/token_file.cpp:"), std::string::npos)
       << r.err;
 
-  ::setenv("NANODIST_VERBOSE", "1", 1);
-  r = run_nanodist("train --lr fast", dir.path());
-  ::unsetenv("NANODIST_VERBOSE");
+  {
+    test::ScopedEnv verbose("NANODIST_VERBOSE", "1");
+    r = run_nanodist("train --lr fast", dir.path());
+  }
   expect_cli_error(r, "bad value 'fast' for 'lr' on the command line");
   EXPECT_NE(r.err.find(" at train/config_value.cpp:"), std::string::npos) << r.err;
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <regex>
 
+#include "tests/common/scoped_env.h"
 #include "train_fixture.h"
 
 namespace nd::train {
@@ -27,9 +28,10 @@ class OpTimes : public ::testing::Test {
 };
 
 TEST_F(OpTimes, TableOfTheTimedStepsWhenAsked) {
-  setenv("NANODIST_KERNEL_TIMES", "1", 1);
-  auto r = run_nanodist(train_args(dir), dir.path());
-  unsetenv("NANODIST_KERNEL_TIMES");
+  auto r = [&] {
+    test::ScopedEnv timed("NANODIST_KERNEL_TIMES", "1");
+    return run_nanodist(train_args(dir), dir.path());
+  }();
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string& out = r.out;
   EXPECT_NE(out.find("op times (NANODIST_KERNEL_TIMES): mean of 4 steps"), std::string::npos) << out;
@@ -51,7 +53,7 @@ TEST_F(OpTimes, TableOfTheTimedStepsWhenAsked) {
 }
 
 TEST_F(OpTimes, NoTableByDefault) {
-  unsetenv("NANODIST_KERNEL_TIMES");
+  test::ScopedEnv untimed("NANODIST_KERNEL_TIMES", std::nullopt);
   auto r = run_nanodist(train_args(dir), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("op times"), std::string::npos) << r.out;
