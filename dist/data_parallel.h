@@ -20,8 +20,10 @@
 // AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
 // (Comm::shared_tensor: peers copy their slices straight into them) just before its forward,
 // prefetching the next block's on the communicator's stream meanwhile, and again before its
-// backward (prefetching the previous block's); the buffer is free for another block after the
-// forward, and after the backward once the block's gradients are reduce-scattered as in 2. The
+// backward (prefetching the previous two blocks', the second where a buffer is free: a block's
+// gather queued behind the reduce-scatter of the block after it would wait for that
+// reduce-scatter, whose sum is slow beside the GEMMs); the buffer is free for another block after
+// the forward, and after the backward once the block's gradients are reduce-scattered as in 2. The
 // parameters outside the blocks stay whole all step (all-gathered from the shard after each
 // update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads the shard in
 // place, so the gather leaves this rank's block alone (Comm::all_gather_others_async) but for the
@@ -154,7 +156,8 @@ class DataParallel : public UnitHooks {
   // Copies into `whole` the pieces of this rank's slice that a parameter crossing its edges reads
   // there, in compute-stream order.
   void copy_edge_pieces(size_t bucket, Tensor& whole);
-  void launch_gather(size_t bucket);
+  // `required` false (a deeper prefetch): only into a buffer free now; none free, nothing.
+  void launch_gather(size_t bucket, bool required = true);
   void use_gathered(size_t bucket, bool pin);
   void unpin(size_t bucket);
   void forget_gathered();

@@ -17,7 +17,8 @@ namespace {
 // i + 2, whose reduce-scatter the compute stream waits for (on the GPU an event, not the host).
 constexpr int kPooled = 2;
 // Gathered parameter buffers (ZeRO 3): the block in use, the next one prefetched, and one whose
-// gradients may still be on their way out when the prefetch starts.
+// gradients may still be on their way out when the prefetch starts (else, in backward, a second
+// block prefetched).
 constexpr int kGathered = 3;
 
 int64_t bytes_of(const Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(dtype_size(t.dtype())) : 0; }
@@ -161,8 +162,10 @@ void DataParallel::before_backward(int unit) {
   Bucket& b = buckets_[static_cast<size_t>(i)];
   if (options_.zero == 3) {
     use_gathered(static_cast<size_t>(i), /*pin=*/true);
-    const int previous = bucket_of_unit(unit - 1);
+    const int previous = bucket_of_unit(unit - 1), earlier = bucket_of_unit(unit - 2);
     if (previous >= 0) launch_gather(static_cast<size_t>(previous));
+    // Queued now, before this block's reduce-scatter, so it waits only for the one already queued.
+    if (earlier >= 0) launch_gather(static_cast<size_t>(earlier), /*required=*/false);
   }
   if (b.staging >= 0) return;
   bind(b, next_pooled_);
@@ -258,16 +261,22 @@ void DataParallel::copy_edge_pieces(size_t index, Tensor& whole) {
 }
 
 // Starts gathering the bucket's parameters on the communicator's stream, into the least recently
-// used buffer no block holds pinned; a bucket already gathered (or on its way) is left alone. The
+// used buffer no block holds pinned; a bucket already gathered (or on its way) is pinned again. The
 // buffer's earlier readers are compute work already queued, which the gather waits for (dist/comm.h
 // rule 1), so it overlaps the compute queued after it.
-void DataParallel::launch_gather(size_t index) {
+void DataParallel::launch_gather(size_t index, bool required) {
   Bucket& b = buckets_[index];
-  if (b.gathered >= 0) return;
+  if (b.gathered >= 0) {
+    // Still there from an earlier use (the last blocks between forward and backward): kept for this
+    // one, so that a deeper prefetch does not take its buffer.
+    gathered_[static_cast<size_t>(b.gathered)].pinned = true;
+    return;
+  }
   int pick = -1;
   for (size_t g = 0; g < gathered_.size(); ++g)
     if (!gathered_[g].pinned && (pick < 0 || gathered_[g].used < gathered_[static_cast<size_t>(pick)].used))
       pick = static_cast<int>(g);
+  if (pick < 0 && !required) return;
   ND_CHECK(pick >= 0, "ZeRO 3: all " << gathered_.size() << " gathered parameter buffers are in use");
   Gathered& g = gathered_[static_cast<size_t>(pick)];
   if (g.bucket >= 0) buckets_[static_cast<size_t>(g.bucket)].gathered = -1;
