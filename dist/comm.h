@@ -122,6 +122,9 @@ class Comm {
   // every rank) copies each block straight into place, with no landing slot to copy out of. For
   // every other backend a plain tensor.
   virtual Tensor shared_tensor(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype, device()); }
+  // Whether `t` is a shared_tensor() this comm's all-gathers copy into in place, leaving the own
+  // block of all_gather_others_async alone (the same answer on every rank); else they write it.
+  virtual bool shares(const Tensor&) const { return false; }
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
   // input (size() * n), output (size() * n), any dtype: block q of output on rank r = block r of
   // input on rank q (the transpose of the blocks over ranks). input and output must not overlap.

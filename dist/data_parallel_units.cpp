@@ -289,7 +289,9 @@ void DataParallel::launch_gather(size_t index, bool required) {
   Tensor whole = g.params.narrow(0, b.length);
   Tensor mine = param_shard_.narrow(b.local, slice);
   if (in_place_) {
-    copy_edge_pieces(index, whole);  // before the gather, whose stream waits for it
+    // Before the gather, whose stream waits for it; a comm that writes the own block anyway
+    // (NCCL, MPI) needs none.
+    if (comm_.shares(g.params)) copy_edge_pieces(index, whole);
     g.work = comm_.all_gather_others_async(mine, whole);
   } else {
     g.work = comm_.all_gather_async(mine, whole);

@@ -97,6 +97,7 @@ class PeerComm : public ForwardingComm {
   // Registered with the peers for the copy engines' all-gathers (PeerCopy::share) where they are
   // usable; else the wrapped comm's.
   Tensor shared_tensor(const Shape& shape, DType dtype) override;
+  bool shares(const Tensor& t) const override { return copy_ && copy_->shared_index(t) >= 0; }
   // Both halves on the copy engines where reduce_scatter_async would take them (one dtype).
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
   // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).

@@ -222,6 +222,8 @@ TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   const Device gpu = world.device();
   const int64_t most = 3 * kBlockBytes / 4;  // bf16 elements: 1.5 slots
   std::vector<Tensor> buffers = {peer.shared_tensor({n * most}, DType::BF16), peer.shared_tensor({n * most}, DType::BF16)};
+  EXPECT_EQ(peer.shares(buffers[0]), peer.copy_usable());
+  EXPECT_FALSE(peer.shares(Tensor::zeros({n * most}, DType::BF16, gpu)));
   constexpr double kLeft = -7.0;  // what a block left alone holds
   constexpr int kCalls = 40;
   std::vector<Tensor> results, inputs;
@@ -251,6 +253,7 @@ TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   buffers.clear();
   results.clear();
   Tensor reused = Tensor::empty({n * most}, DType::BF16, gpu);
+  EXPECT_FALSE(peer.shares(reused));
   peer.all_gather(rank_input(r, most, DType::BF16, 77, gpu), reused);
   expect_gathered(reused, n, most, 77, "a plain tensor where a shared one was");
 }
