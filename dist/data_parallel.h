@@ -194,6 +194,8 @@ class DataParallel : public UnitHooks {
   // Gathered buffers shared with the comm and this rank's slice read in place (the default;
   // NANODIST_ZERO3_IN_PLACE=0 gathers whole blocks into plain buffers, to measure the gain).
   bool in_place_ = true;
+  // Backward's second prefetched gather (the default; NANODIST_ZERO3_PREFETCH=1 prefetches one).
+  bool second_prefetch_ = true;
 };
 
 }  // namespace nd::dist

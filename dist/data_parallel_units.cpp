@@ -83,6 +83,8 @@ void DataParallel::plan_unit_buckets() {
   if (options_.zero == 3) {
     const char* env = std::getenv("NANODIST_ZERO3_IN_PLACE");
     in_place_ = !(env && std::string(env) == "0");
+    const char* depth = std::getenv("NANODIST_ZERO3_PREFETCH");
+    second_prefetch_ = !(depth && std::string(depth) == "1");
     for (int i = 0; pooled_length > 0 && i < kGathered; ++i) {
       Gathered g;
       g.params = in_place_ ? comm_.shared_tensor({pooled_length}, flat_.param_dtype())
@@ -165,7 +167,7 @@ void DataParallel::before_backward(int unit) {
     const int previous = bucket_of_unit(unit - 1), earlier = bucket_of_unit(unit - 2);
     if (previous >= 0) launch_gather(static_cast<size_t>(previous));
     // Queued now, before this block's reduce-scatter, so it waits only for the one already queued.
-    if (earlier >= 0) launch_gather(static_cast<size_t>(earlier), /*required=*/false);
+    if (earlier >= 0 && second_prefetch_) launch_gather(static_cast<size_t>(earlier), /*required=*/false);
   }
   if (b.staging >= 0) return;
   bind(b, next_pooled_);
