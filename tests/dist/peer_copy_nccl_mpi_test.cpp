@@ -1,9 +1,9 @@
 // The copy-engine reduce-scatter and all-gather of PeerComm (dist/peer_copy.h) on NCCL under
 // mpirun (one rank per GPU, one node), against the closed form: sizes from one element to the
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
-// wrap around; a slot's flags must keep the calls apart); a CUDA graph of a gather and a scatter
-// replayed several times; blocks above the slot size in pieces; gathers straight into shared buffers
-// (Comm::shared_tensor); Max goes to NCCL. Skips where there is
+// wrap around; a slot's flags must keep the calls apart); a CUDA graph of gathers (one into a
+// shared buffer) and a scatter replayed several times; blocks above the slot size in pieces; gathers
+// straight into shared buffers (Comm::shared_tensor); Max goes to NCCL. Skips where there is
 // no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
@@ -153,12 +153,17 @@ TEST(PeerCopyNccl, GraphReplaysGiveTheClosedForm) {
   Tensor whole_in = rank_input(r, n * kCount, DType::BF16, 61, gpu);
   Tensor whole_out = Tensor::empty({n * kCount}, DType::BF16, gpu);
   Tensor share_out = Tensor::empty({kCount}, DType::BF16, gpu);
+  // Gathers into a shared buffer too (straight into place, no slot), copied out before the next.
+  Tensor shared = peer.shared_tensor({n * kCount}, DType::BF16);
+  Tensor kept = Tensor::empty({n * kCount}, DType::BF16, gpu);
   // Five of each, so that a replay wraps around the slots.
   auto step = [&] {
     for (int k = 0; k < 5; ++k) {
       peer.all_gather(share_in, whole_out);
       peer.reduce_scatter(whole_in, share_out, ReduceOp::Sum);
+      peer.all_gather(share_in, shared);
     }
+    copy_in_stream_order(shared, kept);
   };
   step();  // eager: the layout agreements happen here, outside the capture
   world.synchronize();
@@ -170,6 +175,7 @@ TEST(PeerCopyNccl, GraphReplaysGiveTheClosedForm) {
     whole_in.copy_from(rank_input(r, n * kCount, DType::BF16, 80 + replay));
     ASSERT_TRUE(graph.replay());
     expect_gathered(whole_out, n, kCount, 70 + replay, "replay " + std::to_string(replay) + " gather");
+    expect_gathered(kept, n, kCount, 70 + replay, "replay " + std::to_string(replay) + " gather in place");
     expect_scattered(share_out, n, r, kCount, 80 + replay, DType::BF16, ReduceOp::Sum,
                      "replay " + std::to_string(replay) + " scatter");
   }
@@ -214,6 +220,7 @@ TEST(PeerCopyNccl, LargerBlocksMoveInPiecesAndMaxGoesToNccl) {
 // gather and all checked at the end: a peer may write a buffer only once its earlier readers here
 // are done. A block left alone keeps what was there. A buffer whose tensor is gone is no longer
 // shared: a new tensor where it was (the caching allocator's first pick) takes the slots, right.
+// (GraphReplaysGiveTheClosedForm replays gathers into a shared buffer.)
 TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
@@ -256,34 +263,6 @@ TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   EXPECT_FALSE(peer.shares(reused));
   peer.all_gather(rank_input(r, most, DType::BF16, 77, gpu), reused);
   expect_gathered(reused, n, most, 77, "a plain tensor where a shared one was");
-}
-
-// A captured graph of gathers into a shared buffer, replayed with new inputs.
-TEST(PeerCopyNccl, SharedBufferGathersReplay) {
-  SKIP_WITHOUT_GPU();
-#if NANODIST_WITH_CUDA
-  Comm& world = gpu_world();
-  const int n = world.size(), r = world.rank();
-  PeerComm peer(world, copy_options());
-  const Device gpu = world.device();
-  constexpr int64_t kCount = 70001;
-  Tensor shared = peer.shared_tensor({n * kCount}, DType::BF16);
-  Tensor in = rank_input(r, kCount, DType::BF16, 10, gpu);
-  Tensor kept = Tensor::empty({n * kCount}, DType::BF16, gpu);
-  auto step = [&] {
-    for (int k = 0; k < 3; ++k) peer.all_gather(in, shared);
-    copy_in_stream_order(shared, kept);
-  };
-  step();
-  world.synchronize();
-  test::CapturedGraph graph(compute_stream(gpu.index), step);
-  ASSERT_TRUE(graph.ok());
-  for (int replay = 0; replay < 4; ++replay) {
-    in.copy_from(rank_input(r, kCount, DType::BF16, 20 + replay));
-    ASSERT_TRUE(graph.replay());
-    expect_gathered(kept, n, kCount, 20 + replay, "replay " + std::to_string(replay));
-  }
-#endif
 }
 
 }  // namespace
