@@ -4,7 +4,8 @@
 // main gradients too, the step captured as a CUDA graph after its eager steps; every rank ends with
 // the same parameters; the captured step replays without allocating. ZeRO 3 again with its
 // collectives on the copy engines (--collectives peer), every block in many pieces; there, under
-// f32 main gradients, the widening reduce-scatter changes no bit.
+// f32 main gradients, the widening reduce-scatter changes no bit, nor does how the blocks are
+// gathered (in place or whole, one or two prefetched).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -12,6 +13,7 @@
 #include <cstdlib>
 
 #include "dist/peer_comm.h"
+#include "tests/common/scoped_env.h"
 #include "tests/dist/nccl_test_world.h"
 #include "train/mpi_data_fixture.h"
 
@@ -67,11 +69,10 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
   RunContext ctx;
   ctx.comm = &test::gpu_world();
   TrainResult reference = run_training(config("zero0_for_peer", 0, "none", ""), ctx);
-  ::setenv("NANODIST_PEER_COPY_SLOT_BYTES", "4096", 1);
+  test::ScopedEnv slots("NANODIST_PEER_COPY_SLOT_BYTES", "4096");
   TrainConfig c = config("zero3_peer", 3, "none", "");
   c.collectives = "peer";
   TrainResult r = run_training(c, ctx);
-  ::unsetenv("NANODIST_PEER_COPY_SLOT_BYTES");
   ASSERT_EQ(r.step_losses.size(), reference.step_losses.size());
   for (size_t i = 0; i < r.step_losses.size(); ++i)
     EXPECT_LE(std::abs(r.step_losses[i] - reference.step_losses[i]), 1e-2 * std::abs(reference.step_losses[i]))
@@ -92,17 +93,44 @@ TEST_F(Zero3Nccl, WideningOnTheCopyEnginesChangesNoBit) {
   }
   RunContext ctx;
   ctx.comm = &test::gpu_world();
-  ::setenv("NANODIST_PEER_COPY_SLOT_BYTES", "4096", 1);
+  test::ScopedEnv slots("NANODIST_PEER_COPY_SLOT_BYTES", "4096");
   TrainConfig c = config("zero3_widened", 3, "block", "f32");
   c.collectives = "peer";
   TrainResult widened = run_training(c, ctx);
-  ::setenv("NANODIST_PEER_COPY_WIDEN", "0", 1);
+  test::ScopedEnv widen("NANODIST_PEER_COPY_WIDEN", "0");
   c.out_dir = root_ + "/zero3_not_widened";
   TrainResult not_widened = run_training(c, ctx);
-  ::unsetenv("NANODIST_PEER_COPY_WIDEN");
-  ::unsetenv("NANODIST_PEER_COPY_SLOT_BYTES");
   EXPECT_EQ(widened.step_losses, not_widened.step_losses);
   EXPECT_EQ(widened.params_hash, not_widened.params_hash);
+}
+
+// How ZeRO 3 gathers changes no value: straight into shared buffers with this rank's slice read in
+// place (the default), whole blocks through the slots (NANODIST_ZERO3_IN_PLACE=0), and with one
+// block prefetched in backward instead of two (NANODIST_ZERO3_PREFETCH=1) give the same losses and
+// parameters, exactly, over the copy engines.
+TEST_F(Zero3Nccl, HowBlocksAreGatheredChangesNoBit) {
+  SKIP_WITHOUT_GPU();
+  RunContext ctx;
+  ctx.comm = &test::gpu_world();
+  TrainConfig c = config("zero3_in_place", 3, "block", "");
+  c.collectives = "peer";
+  TrainResult in_place = run_training(c, ctx);
+  TrainResult whole, one_prefetch;
+  {
+    test::ScopedEnv old_gathers("NANODIST_ZERO3_IN_PLACE", "0");
+    c.out_dir = root_ + "/zero3_whole_blocks";
+    whole = run_training(c, ctx);
+  }
+  {
+    test::ScopedEnv one("NANODIST_ZERO3_PREFETCH", "1");
+    c.out_dir = root_ + "/zero3_one_prefetch";
+    one_prefetch = run_training(c, ctx);
+  }
+  EXPECT_EQ(in_place.step_losses, whole.step_losses);
+  EXPECT_EQ(in_place.params_hash, whole.params_hash);
+  EXPECT_EQ(in_place.step_losses, one_prefetch.step_losses);
+  EXPECT_EQ(in_place.params_hash, one_prefetch.params_hash);
+  EXPECT_GT(in_place.cuda_graph_replays, 0) << "the step was not captured";
 }
 
 }  // namespace
