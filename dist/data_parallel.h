@@ -19,18 +19,18 @@
 // 3 (FSDP) also shards the parameters: a rank keeps only its slices of them (param_shard(), which
 // AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
 // (Comm::shared_tensor: peers copy their slices straight into them) just before its forward,
-// prefetching the next block's on the communicator's stream meanwhile, and again before its
-// backward (prefetching the previous two blocks', the second where a buffer is free: a block's
-// gather queued behind the reduce-scatter of the block after it would wait for that
-// reduce-scatter, whose sum is slow beside the GEMMs); the buffer is free for another block after
-// the forward, and after the backward once the block's gradients are reduce-scattered as in 2. The
-// parameters outside the blocks stay whole all step (all-gathered from the shard after each
-// update, like ZeRO 1's). A gathered parameter wholly inside this rank's slice reads the shard in
-// place, so the gather leaves this rank's block alone (Comm::all_gather_others_async) but for the
-// pieces of the parameters that cross the slice's edges, which the compute stream copies: a copy
-// within the GPU is an SM kernel, which on the comm's stream waits for the GEMMs beside it and
-// slows them (in place, the 6.7B GPT's step is 1.5% faster captured, 3.7% eager:
-// docs/PERFORMANCE.md).
+// prefetching the next two blocks' on the communicator's stream meanwhile, and again before its
+// backward, prefetching the previous two blocks' (the second of each where a buffer is free: a
+// gather launched a block earlier has two blocks' compute to hide behind, and in backward it is
+// queued before the reduce-scatter of the block in between, whose sum is slow beside the GEMMs);
+// the buffer is free for another block after the forward, and after the backward once the block's
+// gradients are reduce-scattered as in 2. The parameters outside the blocks stay whole all step
+// (all-gathered from the shard after each update, like ZeRO 1's). A gathered parameter wholly
+// inside this rank's slice reads the shard in place, so the gather leaves this rank's block alone
+// (Comm::all_gather_others_async) but for the pieces of the parameters that cross the slice's
+// edges, which the compute stream copies: a copy within the GPU is an SM kernel, which on the
+// comm's stream waits for the GEMMs beside it and slows them (in place, the 6.7B GPT's step is
+// 1.5% faster captured, 3.7% eager: docs/PERFORMANCE.md).
 #pragma once
 #include <string>
 #include <vector>
@@ -194,7 +194,8 @@ class DataParallel : public UnitHooks {
   // Gathered buffers shared with the comm and this rank's slice read in place (the default;
   // NANODIST_ZERO3_IN_PLACE=0 gathers whole blocks into plain buffers, to measure the gain).
   bool in_place_ = true;
-  // Backward's second prefetched gather (the default; NANODIST_ZERO3_PREFETCH=1 prefetches one).
+  // A second prefetched gather, forward and backward (the default; NANODIST_ZERO3_PREFETCH=1
+  // prefetches one block).
   bool second_prefetch_ = true;
 };
 

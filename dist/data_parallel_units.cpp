@@ -17,8 +17,7 @@ namespace {
 // i + 2, whose reduce-scatter the compute stream waits for (on the GPU an event, not the host).
 constexpr int kPooled = 2;
 // Gathered parameter buffers (ZeRO 3): the block in use, the next one prefetched, and one whose
-// gradients may still be on their way out when the prefetch starts (else, in backward, a second
-// block prefetched).
+// gradients may still be on their way out when the prefetch starts (else a second block prefetched).
 constexpr int kGathered = 3;
 
 int64_t bytes_of(const Tensor& t) { return t.defined() ? t.numel() * static_cast<int64_t>(dtype_size(t.dtype())) : 0; }
@@ -149,8 +148,10 @@ void DataParallel::before_forward(int unit) {
   // since they were gathered: everything is gathered afresh, the same way every step.
   if (unit == first_unit_) forget_gathered();
   use_gathered(static_cast<size_t>(i), /*pin=*/true);
-  const int next = bucket_of_unit(unit + 1);
+  const int next = bucket_of_unit(unit + 1), after = bucket_of_unit(unit + 2);
   if (next >= 0) launch_gather(static_cast<size_t>(next));
+  // Launched a block earlier, a gather has two blocks' compute to hide behind, not one.
+  if (after >= 0 && second_prefetch_) launch_gather(static_cast<size_t>(after), /*required=*/false);
 }
 
 void DataParallel::after_forward(int unit) {

@@ -106,7 +106,7 @@ TEST_F(Zero3Nccl, WideningOnTheCopyEnginesChangesNoBit) {
 
 // How ZeRO 3 gathers changes no value: straight into shared buffers with this rank's slice read in
 // place (the default), whole blocks through the slots (NANODIST_ZERO3_IN_PLACE=0), and with one
-// block prefetched in backward instead of two (NANODIST_ZERO3_PREFETCH=1) give the same losses and
+// block prefetched instead of two (NANODIST_ZERO3_PREFETCH=1) give the same losses and
 // parameters, exactly, over the copy engines.
 TEST_F(Zero3Nccl, HowBlocksAreGatheredChangesNoBit) {
   SKIP_WITHOUT_GPU();
