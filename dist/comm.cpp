@@ -95,17 +95,11 @@ void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int deta
   const std::array<int64_t, 4> layout = {static_cast<int64_t>(collective), detail, buffer.numel(),
                                          static_cast<int64_t>(buffer.dtype())};
   if (agreed_layouts_.count(layout)) return;
-  // Max of each value and of its negation: the largest and the smallest over ranks at once.
-  int64_t range[8];
-  for (int i = 0; i < 4; ++i) {
-    range[2 * i] = layout[i];
-    range[2 * i + 1] = -layout[i];
-  }
-  host_allreduce(range, 8, HostReduce::Max);
-  auto same = [&](int i) { return range[2 * i] == -range[2 * i + 1]; };
+  const std::vector<RankRange> range = ranges_over_ranks(*this, {layout.begin(), layout.end()});
+  auto same = [&](size_t i) { return range[i].same(); };
   const char* name = collective_name(collective);
   ND_CHECK(same(0), name << ": ranks call different collectives at this point (this rank " << name << ")");
-  ND_CHECK(same(2), name << ": ranks pass different element counts (from " << -range[5] << " to " << range[4]
+  ND_CHECK(same(2), name << ": ranks pass different element counts (from " << range[2].min << " to " << range[2].max
                          << "; this rank " << buffer.numel() << ")");
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
   if (collective == Collective::Broadcast || collective == Collective::RingBroadcast) {
@@ -126,6 +120,15 @@ void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int deta
                            << reduce_op_name(static_cast<ReduceOp>(detail)) << ")");
   }
   agreed_layouts_.insert(layout);
+}
+
+std::vector<RankRange> ranges_over_ranks(Comm& comm, const std::vector<int64_t>& values) {
+  std::vector<int64_t> both;
+  for (int64_t v : values) both.insert(both.end(), {v, -v});
+  comm.host_allreduce(both.data(), static_cast<int>(both.size()), HostReduce::Max);
+  std::vector<RankRange> ranges;
+  for (size_t i = 0; i < values.size(); ++i) ranges.push_back({-both[2 * i + 1], both[2 * i]});
+  return ranges;
 }
 
 }  // namespace nd::dist

@@ -8,6 +8,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tensor/tensor.h"
 
@@ -207,5 +208,14 @@ void check_reducible(const Tensor& buffer, const char* what);
 void check_peer(const Comm& comm, int peer, const char* what);
 // all_to_all's arguments: both on the comm's device, same dtype, same count, a multiple of size().
 void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output);
+
+// The smallest and the largest of a value over the ranks: what checks that every rank passes the
+// same one get, in one small host reduction for all their values (the max of each value and of its
+// negation). Collective over `comm`.
+struct RankRange {
+  int64_t min = 0, max = 0;
+  bool same() const { return min == max; }
+};
+std::vector<RankRange> ranges_over_ranks(Comm& comm, const std::vector<int64_t>& values);
 
 }  // namespace nd::dist

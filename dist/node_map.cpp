@@ -76,10 +76,9 @@ NodeMap discover_nodes(Comm& world) {
   const int pretend = pretend_ranks_per_node();
   if (n == 1) return nodes_of_consecutive_ranks(1, 1);
   // Every rank must take the same branch (the split below is collective): agree on the variable.
-  int64_t range[2] = {pretend, -pretend};
-  world.host_allreduce(range, 2, HostReduce::Max);
-  ND_CHECK_INPUT(range[0] == -range[1], "ranks see different NANODIST_RANKS_PER_NODE (from "
-                                            << -range[1] << " to " << range[0] << "; 0 = unset); export it to every rank");
+  const RankRange range = ranges_over_ranks(world, {pretend}).front();
+  ND_CHECK_INPUT(range.same(), "ranks see different NANODIST_RANKS_PER_NODE (from "
+                                   << range.min << " to " << range.max << "; 0 = unset); export it to every rank");
   if (pretend > 0) return nodes_of_consecutive_ranks(n, pretend);
 
   // Each rank writes its node's key into its own slot; the sum fills in everyone's. Any comm

@@ -17,18 +17,13 @@ constexpr Axis kOrder[] = {Axis::Tp, Axis::Dp, Axis::Pp};
 
 // Raises on every rank unless all pass the same value (one small host reduction for all values).
 void agree(Comm& world, const int64_t (&values)[3]) {
-  int64_t range[6];
-  for (int i = 0; i < 3; ++i) {
-    range[2 * i] = values[i];
-    range[2 * i + 1] = -values[i];
-  }
-  world.host_allreduce(range, 6, HostReduce::Max);
-  auto same = [&](int i) { return range[2 * i] == -range[2 * i + 1]; };
-  ND_CHECK(same(0), "ranks pass different tensor-parallel sizes (from " << -range[1] << " to " << range[0]
-                                                                       << "; this rank " << values[0] << ")");
-  ND_CHECK(same(1), "ranks pass different pipeline-parallel sizes (from " << -range[3] << " to " << range[2]
-                                                                         << "; this rank " << values[1] << ")");
-  ND_CHECK(same(2), "ranks pass different collectives or --allow-cross-node-tp (this rank "
+  const std::vector<RankRange> range = ranges_over_ranks(world, {values[0], values[1], values[2]});
+  ND_CHECK(range[0].same(), "ranks pass different tensor-parallel sizes (from " << range[0].min << " to " << range[0].max
+                                                                               << "; this rank " << values[0] << ")");
+  ND_CHECK(range[1].same(), "ranks pass different pipeline-parallel sizes (from " << range[1].min << " to "
+                                                                                 << range[1].max << "; this rank "
+                                                                                 << values[1] << ")");
+  ND_CHECK(range[2].same(), "ranks pass different collectives or --allow-cross-node-tp (this rank "
                         << collectives_name(static_cast<Collectives>(values[2] / 2)) << ", "
                         << (values[2] % 2 ? "allowed" : "not allowed") << ")");
 }

@@ -56,10 +56,13 @@ void write_flag(void* stream, uint32_t* flag, uint32_t value) {
   ND_CHECK(r == CUDA_SUCCESS, "copy-engine collective: cuStreamWriteValue32 failed (CUresult " << r << ")");
 }
 
-void await_flag(void* stream, uint32_t* flag, uint32_t value) {
-  const CUresult r = mem_ops().wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), value,
-                                    CU_STREAM_WAIT_VALUE_EQ);
+// Waits on `stream` until a peer has set `flag` (1), then clears it for its next use: every flag
+// has one waiter, the rank whose memory holds it.
+void take_flag(void* stream, uint32_t* flag) {
+  const CUresult r =
+      mem_ops().wait(static_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(flag), 1, CU_STREAM_WAIT_VALUE_EQ);
   ND_CHECK(r == CUDA_SUCCESS, "copy-engine collective: cuStreamWaitValue32 failed (CUresult " << r << ")");
+  write_flag(stream, flag, 0);
 }
 
 void copy_bytes(void* dst, const void* src, int64_t bytes, void* stream) {
@@ -154,8 +157,7 @@ bool PeerCopy::fits(const Tensor& block) const {
 void PeerCopy::push_to_peers(int slot, const std::vector<const void*>& blocks, int64_t bytes, void* stream) {
   for (int k = 1; k < ranks_; ++k) {
     const int q = (rank_ + k) % ranks_;
-    await_flag(stream, free_flag(rank_, slot, q), 1);
-    write_flag(stream, free_flag(rank_, slot, q), 0);
+    take_flag(stream, free_flag(rank_, slot, q));
     copy_bytes(block(q, slot, rank_), blocks[q], bytes, stream);
     write_flag(stream, full(q, slot, rank_), 1);
   }
@@ -183,8 +185,7 @@ void* PeerCopy::push_stream_for(int64_t bytes) const {
 void PeerCopy::await_peers(int slot) {
   for (int k = 1; k < ranks_; ++k) {
     const int q = (rank_ + ranks_ - k) % ranks_;
-    await_flag(stream_, full(rank_, slot, q), 1);
-    write_flag(stream_, full(rank_, slot, q), 0);
+    take_flag(stream_, full(rank_, slot, q));
   }
 }
 
@@ -218,10 +219,8 @@ bool PeerCopy::share(const Tensor& buffer) {
            "copy-engine collectives: a shared buffer must be a whole allocation on cuda:" << device_ << ", got "
                                                                                    << buffer.str());
   const int64_t bytes = static_cast<int64_t>(buffer.storage()->nbytes());
-  int64_t sizes[2] = {bytes, -bytes};
-  host_->host_allreduce(sizes, 2, HostReduce::Max);
-  ND_CHECK(sizes[0] == -sizes[1], "copy-engine collectives: a shared buffer of " << bytes
-                                      << " bytes here, of another size on another rank");
+  ND_CHECK(ranges_over_ranks(*host_, {bytes}).front().same(),
+           "copy-engine collectives: a shared buffer of " << bytes << " bytes here, of another size on another rank");
   Shared b;
   b.storage = buffer.storage();
   b.base = static_cast<char*>(buffer.storage()->data());
@@ -259,15 +258,13 @@ void PeerCopy::all_gather_shared(int index, const Tensor& input, Tensor& output,
   for (int k = 1; k < ranks_; ++k) write_flag(stream_, granted((rank_ + ranks_ - k) % ranks_, index, rank_), 1);
   for (int k = 1; k < ranks_; ++k) {
     const int q = (rank_ + k) % ranks_;
-    await_flag(stream_, granted(rank_, index, q), 1);
-    write_flag(stream_, granted(rank_, index, q), 0);
+    take_flag(stream_, granted(rank_, index, q));
     copy_bytes(static_cast<char*>(b.opened[q]) + at, in, bytes, stream_);
     write_flag(stream_, landed(q, index, rank_), 1);
   }
   for (int k = 1; k < ranks_; ++k) {
     const int q = (rank_ + ranks_ - k) % ranks_;
-    await_flag(stream_, landed(rank_, index, q), 1);
-    write_flag(stream_, landed(rank_, index, q), 0);
+    take_flag(stream_, landed(rank_, index, q));
   }
   if (own_block) join_from(side_stream_);
 }
