@@ -77,6 +77,7 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     context.comm = &comm;
     context.log = lead ? &log : nullptr;
     context.fault_guard = guard;
+    context.hash_parameters = false;
     train::TrainResult r = train::run_training(config, context);
     char line[200];
     std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",

@@ -298,8 +298,10 @@ class Trainer {
       if (world_->size() > 1) world_->barrier();
     }
     result.steps_done = counters_.step;
-    result.params_hash = parameters_hash(/*replicated_only=*/false);
-    result.replicated_params_hash = parameters_hash(/*replicated_only=*/true);
+    if (ctx_.hash_parameters) {
+      result.params_hash = parameters_hash(/*replicated_only=*/false);
+      result.replicated_params_hash = parameters_hash(/*replicated_only=*/true);
+    }
     if (model_->device().is_cuda()) {
       const DeviceMemoryStats memory = device_memory_stats(model_->device().index);
       result.peak_device_bytes = static_cast<int64_t>(memory.peak_bytes);
