@@ -34,8 +34,8 @@ struct RunContext {
   // Every command that trains (train, ablate, sweep) sets it.
   dist::FaultGuard* fault_guard = nullptr;
   // Whether the result carries params_hash and replicated_params_hash (what tests compare runs
-  // and ranks by). Each copies every parameter to the host and hashes it byte by byte: 41 s at the
-  // end of a 6.7B run (zero 3, 2 H200), so the commands that train turn it off.
+  // and ranks by). They copy every parameter to the host and hash it byte by byte: together 41 s at
+  // the end of a 6.7B run (zero 3, 2 H200), so the commands that train turn them off.
   bool hash_parameters = true;
 };
 

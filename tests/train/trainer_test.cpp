@@ -70,6 +70,38 @@ TEST(Trainer, LearnsAndLogsMetrics) {
   EXPECT_NE(lines.back().find("\"tokens\":1920}"), std::string::npos) << lines.back();
 }
 
+// The parameter hash is the caller's choice (the commands turn it off: it copies and hashes every
+// parameter on the host); the run is the same either way. --no-checkpoint with a background writer
+// asked for (--async-save true) trains alike and writes no checkpoint.
+TEST(Trainer, HashAndCheckpointsOnlyWhenAsked) {
+  TempDir dir;
+  write_tiny_data(dir / "data");
+  auto run = [&](const std::string& out, bool hash, bool no_checkpoint) {
+    TrainConfig c = tiny_config(dir / "data", dir / out);
+    c.max_iters = 4;
+    c.lr_decay_iters = 4;
+    c.no_checkpoint = no_checkpoint;
+    c.async_save = "true";
+    RunContext ctx;
+    ctx.hash_parameters = hash;
+    return run_training(c, ctx);
+  };
+  const TrainResult hashed = run("hashed", true, false);
+  const TrainResult again = run("again", true, true);
+  const TrainResult plain = run("plain", false, true);
+  ASSERT_EQ(hashed.step_losses.size(), 4u);
+  EXPECT_NE(hashed.params_hash, 0u);
+  EXPECT_EQ(again.params_hash, hashed.params_hash);
+  EXPECT_EQ(again.replicated_params_hash, hashed.replicated_params_hash);
+  EXPECT_EQ(plain.params_hash, 0u);
+  EXPECT_EQ(plain.replicated_params_hash, 0u);
+  EXPECT_EQ(plain.step_losses, hashed.step_losses);
+  EXPECT_EQ(hashed.last_checkpoint, checkpoint_path(dir / "hashed", 4));
+  EXPECT_TRUE(list_checkpoints(dir / "again").empty());
+  EXPECT_TRUE(list_checkpoints(dir / "plain").empty());
+  EXPECT_TRUE(plain.last_checkpoint.empty());
+}
+
 TEST(Trainer, ResumeIsBitExact) {
   TempDir dir;
   write_tiny_data(dir / "data");
