@@ -13,8 +13,32 @@ class ZeroFixture : public MpiDataTest {
  protected:
   static constexpr int kSteps = 20;
 
+  static constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3 and 4 data-parallel ranks
+
   // The test's tiny run writing to `out`, on `ranks` ranks at tp `tp` and ZeRO stage `zero`.
   virtual TrainConfig config(const std::string& out, int ranks, int tp, int zero) const = 0;
+
+  // What both tests' runs share: `n_layer` blocks 32 wide, kGlobalBatch sequences of 16 tokens a
+  // step in two micro-batches over the data-parallel ranks, kSteps steps, clipping below the
+  // gradient norm (the sharded norm decides every step), no evaluation until the end.
+  TrainConfig tiny_zero_config(const std::string& out, int ranks, int tp, int zero, int n_layer) const {
+    TrainConfig c = tiny_config(root_ + "/data", root_ + "/" + out);
+    c.n_layer = n_layer;
+    c.n_head = 4;
+    c.n_embd = 32;
+    c.block_size = 16;
+    c.tp = tp;
+    c.zero = zero;
+    c.grad_accum = 2;
+    c.batch_size = kGlobalBatch / (ranks / tp);
+    c.max_iters = kSteps;
+    c.lr_decay_iters = kSteps;
+    c.grad_clip = 0.05;
+    c.eval_interval = 0;
+    c.eval_iters = 2;
+    c.log_interval = 1000;
+    return c;
+  }
 
   TrainResult train(const TrainConfig& c) {
     RunContext ctx;

@@ -22,25 +22,10 @@
 namespace nd::train {
 namespace {
 
-constexpr int kGlobalBatch = 12;  // divisible by 1, 2, 3 and 4 data-parallel ranks
 class ZeroTest : public testing::ZeroFixture {
  protected:
   TrainConfig config(const std::string& out, int ranks, int tp, int zero) const override {
-    TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_layer = 2;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.block_size = 16;
-    c.tp = tp;
-    c.zero = zero;
-    c.grad_accum = 2;
-    c.batch_size = kGlobalBatch / (ranks / tp);
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.grad_clip = 0.05;  // below the gradient norm: the sharded norm decides every step
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
+    TrainConfig c = tiny_zero_config(out, ranks, tp, zero, /*n_layer=*/2);
     c.bucket_mb = 0.004;  // several buckets, with tensors across their boundaries
     return c;
   }
