@@ -6,6 +6,9 @@
 # stage, recompute, tokens/s (all GPUs), MFU, peak GiB per GPU (nanodist: rank 0's "peak GPU memory";
 # FSDP2: the largest torch.cuda.max_memory_allocated over the ranks), and nanodist's tokens/s over the
 # faster FSDP2 form with the same recompute. Medians of steps 10..STEPS. nanodist writes no checkpoint.
+# On the GPU, nvidia-smi samples every GPU's SM clock and power through each run (every 250 ms): the
+# table's "SM MHz" and "W/GPU" are their medians over the samples where the GPU was busy (>= 90%), so
+# a run held below its top clock by the power cap shows it (logs/NAME.smi.csv).
 # With --ladder it finds instead, for every configuration, the largest model of the ladder it trains:
 # each climbs the ladder and stops at the first shape that runs out of GPU memory (or fails, or passes
 # --timeout); a rank that dies never leaves the others waiting (--comm-timeout, torchrun, timeout).
@@ -170,6 +173,36 @@ print(f"{r['tok_per_s']:.1f} {mfu} {mem if mem is not None else '-'}")
 EOF
 }
 
+# nvidia-smi's samples beside a run (GPU only): start_sampling FILE; stop_sampling.
+sampler=""
+start_sampling() {
+  [[ "$device" == cuda ]] || return 0
+  nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw --format=csv,noheader,nounits -lms 250 >"$1" 2>/dev/null &
+  sampler=$!
+}
+stop_sampling() {
+  [[ -n "$sampler" ]] || return 0
+  kill "$sampler" 2>/dev/null || true
+  wait "$sampler" 2>/dev/null || true
+  sampler=""
+}
+
+# "mhz watts": the medians over the busy samples of a run's nvidia-smi file, or "- -".
+clock_figures() {  # smi.csv
+  "$python" - "$1" <<'EOF'
+import statistics, sys
+busy = []
+try:
+    for line in open(sys.argv[1]):
+        f = [x.strip() for x in line.split(",")]
+        if len(f) == 3 and all(x.replace(".", "", 1).isdigit() for x in f) and float(f[0]) >= 90:
+            busy.append((float(f[1]), float(f[2])))
+except OSError:
+    pass
+print(f"{statistics.median(c for c, _ in busy):.0f} {statistics.median(w for _, w in busy):.0f}" if busy else "- -")
+EOF
+}
+
 # One configuration on one model; appends its line to $results and sets $last_outcome.
 # impl: nanodist-Z (ZeRO stage Z) or fsdp2-eager / fsdp2-compile; recompute: none, attention, block.
 run_one() {  # model impl recompute
@@ -179,6 +212,7 @@ run_one() {  # model impl recompute
   log="$out/logs/$name.log"
   echo "== $model ($L x $C, $H heads) $impl recompute $recompute, B=$batch T=$block_size on $np x $gpu_name (log: $log)"
   status=0
+  start_sampling "$out/logs/$name.smi.csv"
   if [[ "$impl" == nanodist-* ]]; then
     local zero=${impl#nanodist-} zero_flag=()
     [[ "$zero" == 0 ]] || zero_flag=(--zero "$zero")
@@ -206,11 +240,12 @@ run_one() {  # model impl recompute
       figures=$(torch_figures "$log") || last_outcome=failed
     fi
   fi
+  stop_sampling
   if [[ "$last_outcome" != ok ]]; then
     figures="- - -"
     echo "   $last_outcome: $(grep -m 1 -e "nanodist: error" -e "Error" "$log" || tail -n 1 "$log")"
   fi
-  echo -e "$model\t$L\t$C\t$H\t$impl\t$recompute\t$last_outcome\t$figures" >>"$results"
+  echo -e "$model\t$L\t$C\t$H\t$impl\t$recompute\t$last_outcome\t$figures\t$(clock_figures "$out/logs/$name.smi.csv")" >>"$results"
 }
 
 # Every configuration: nanodist at each stage and recompute mode, then each FSDP2 form without and
@@ -256,7 +291,7 @@ if ladder == "0":
         if r[4].startswith("fsdp2") and r[6] == "ok":
             key = (r[0], r[5])
             best[key] = max(best.get(key, 0.0), float(r[7].split()[0]))
-    print(f"{'model':<10} {'shape':<14} {'stage':<16} {'recompute':<9} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8} {'x fsdp2':>8}")
+    print(f"{'model':<10} {'shape':<14} {'stage':<16} {'recompute':<9} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8} {'x fsdp2':>8} {'SM MHz':>7} {'W/GPU':>6}")
     for r in rows:
         shape = f"{r[1]}x{r[2]}/{r[3]}h"
         if r[6] != "ok":
@@ -266,7 +301,8 @@ if ladder == "0":
         ratio = "-"
         if r[4].startswith("nanodist") and best.get((r[0], r[5])):
             ratio = f"{float(r[7].split()[0]) / best[(r[0], r[5])]:.2f}x"
-        print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {tok} {mfu} {mem} {ratio:>8}")
+        mhz, watts = r[8].split() if len(r) > 8 else ("-", "-")
+        print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {tok} {mfu} {mem} {ratio:>8} {mhz:>7} {watts:>6}")
 else:
     print(f"{'stage':<16} {'recompute':<9} {'largest trained':<16} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8}  next")
     seen = []
