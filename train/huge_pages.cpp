@@ -4,8 +4,13 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
 #include <utility>
+#include <vector>
 
 namespace nd::train {
 namespace {
@@ -22,6 +27,10 @@ std::pair<char*, size_t> interior(void* data, size_t bytes) {
   return {reinterpret_cast<char*>(begin), end - begin};
 }
 
+// Past this many bytes a buffer is touched by more than one thread.
+constexpr size_t kBytesPerThread = size_t{256} << 20;
+constexpr unsigned kMaxTouchThreads = 8;
+
 }  // namespace
 
 void prefer_huge_pages(void* data, size_t bytes) {
@@ -36,6 +45,27 @@ bool collapse_to_huge_pages(void* data, size_t bytes) {
   if (length == 0) return false;
   prefer_huge_pages(begin, length);  // and khugepaged keeps them so
   return ::madvise(begin, length, MADV_COLLAPSE) == 0;
+}
+
+void* allocate_touched(size_t bytes, size_t alignment) {
+  bytes = std::max<size_t>(bytes, 1);
+  if (bytes >= kHugePageBytes) alignment = std::max(alignment, kHugePageBytes);
+  void* p = nullptr;
+  if (::posix_memalign(&p, alignment, bytes) != 0) return nullptr;
+  prefer_huge_pages(p, bytes);
+  const size_t cores = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min({static_cast<size_t>(kMaxTouchThreads), cores, bytes / kBytesPerThread + 1});
+  // Whole huge pages to each thread, so that no two fault in the same one.
+  const size_t share = (bytes / threads + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
+  auto touch = [p, bytes, share](size_t t) {
+    const size_t begin = std::min(bytes, t * share), end = std::min(bytes, begin + share);
+    std::memset(static_cast<char*>(p) + begin, 0, end - begin);
+  };
+  std::vector<std::thread> helpers;
+  for (size_t t = 1; t < threads; ++t) helpers.emplace_back(touch, t);
+  touch(0);
+  for (std::thread& h : helpers) h.join();
+  return p;
 }
 
 }  // namespace nd::train

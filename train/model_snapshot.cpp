@@ -7,8 +7,6 @@
 #include <map>
 
 #include "tensor/error.h"
-#include "train/direct_write.h"
-#include "train/huge_pages.h"
 
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
@@ -127,45 +125,16 @@ void copy_to_host(const Tensor& t, int64_t offset, int64_t count, float* dst) {
 
 }  // namespace
 
-ModelSnapshot::~ModelSnapshot() {
-  for (Buffer& b : buffers_) {
-#if NANODIST_WITH_CUDA
-    if (b.pinned) {
-      cudaFreeHost(b.data);
-      continue;
-    }
-#endif
-    std::free(b.data);
-  }
-}
-
 float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
   if (index >= buffers_.size()) buffers_.resize(index + 1);
   Buffer& b = buffers_[index];
   if (b.count == count && b.pinned == pinned && b.data != nullptr) return b.data;
-#if NANODIST_WITH_CUDA
-  if (b.pinned) cudaFreeHost(b.data);
-#endif
-  if (!b.pinned) std::free(b.data);
-  b = Buffer{};
-  const size_t bytes = std::max<size_t>(count, 1) * sizeof(float);
-#if NANODIST_WITH_CUDA
-  if (pinned) {
-    void* p = nullptr;
-    CUDA_CHECK(cudaHostAlloc(&p, bytes, cudaHostAllocDefault));
-    b = Buffer{static_cast<float*>(p), count, true};
-    return b.data;
-  }
-#endif
-  // Page-aligned (as cudaHostAlloc's are), so the part's bytes can go to disk by direct I/O; big
-  // ones on huge pages, which direct I/O pins at a fraction of the cost (huge_pages.h).
-  void* p = nullptr;
-  ND_CHECK(::posix_memalign(&p, bytes >= kHugePageBytes ? kHugePageBytes : DirectWriter::kAlign, bytes) == 0,
-           "cannot allocate " << bytes << " bytes for a checkpoint snapshot");
-  prefer_huge_pages(p, bytes);
-  // Touched now (at prepare), so no page fault lands in a save or in the update copying into it.
-  std::memset(p, 0, bytes);
-  b = Buffer{static_cast<float*>(p), count, false};
+  std::unique_ptr<HostArena>& arena = arenas_[pinned ? 1 : 0];
+  if (!arena) arena = std::make_unique<HostArena>(pinned);
+  // Page-aligned, so the part's bytes can go to disk by direct I/O; big chunks on huge pages, which
+  // direct I/O pins at a fraction of the cost (huge_pages.h). Touched now (at prepare), so no page
+  // fault lands in a save or in the update copying into it.
+  b = Buffer{static_cast<float*>(arena->take(std::max<size_t>(count, 1) * sizeof(float))), count, pinned};
   return b.data;
 }
 

@@ -11,6 +11,7 @@
 #include "nn/gpt.h"
 #include "train/checkpoint_index.h"
 #include "train/copy_on_write.h"
+#include "train/host_arena.h"
 #include "train/optimizer.h"
 
 namespace nd::train {
@@ -24,7 +25,6 @@ enum class SnapshotMode { kCopy, kBorrow, kCopyOnWrite };
 class ModelSnapshot {
  public:
   ModelSnapshot() = default;
-  ~ModelSnapshot();
   ModelSnapshot(const ModelSnapshot&) = delete;
   ModelSnapshot& operator=(const ModelSnapshot&) = delete;
 
@@ -47,12 +47,15 @@ class ModelSnapshot {
     size_t count = 0;
     bool pinned = false;
   };
+  // Buffer `index` of `count` floats, the one of the snapshot before when it has that size (the
+  // same layout); else a new one from the arena (pinned or not), the old one left idle there.
   float* buffer(size_t index, size_t count, bool pinned);
   // ZeRO: the pieces of the parameters (masters), m and v this rank's shard holds.
   void take_sharded(const nn::GPT& model, const AdamW& optimizer, SnapshotMode mode);
   // A slice that points into the model (borrowed); with kCopyOnWrite it also gets a side buffer.
   void borrow(OwnedSlice slice, SnapshotMode mode, size_t& index);
   std::vector<Buffer> buffers_;
+  std::unique_ptr<HostArena> arenas_[2];  // [pinned]: made at the first buffer of each kind
   std::vector<OwnedSlice> slices_;
   std::vector<float*> side_;  // per slice: its side buffer (kCopyOnWrite, borrowed), else null
   std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
