@@ -5,8 +5,9 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
+
+#include "tensor/env.h"
 
 namespace nd::dist {
 
@@ -80,10 +81,8 @@ void DataParallel::plan_unit_buckets() {
       bind(b, static_cast<int>(staging_.size()) - 1);
     }
   if (options_.zero == 3) {
-    const char* env = std::getenv("NANODIST_ZERO3_IN_PLACE");
-    in_place_ = !(env && std::string(env) == "0");
-    const char* depth = std::getenv("NANODIST_ZERO3_PREFETCH");
-    second_prefetch_ = !(depth && std::string(depth) == "1");
+    in_place_ = !env_equals("NANODIST_ZERO3_IN_PLACE", "0");
+    second_prefetch_ = !env_equals("NANODIST_ZERO3_PREFETCH", "1");
     for (int i = 0; pooled_length > 0 && i < kGathered; ++i) {
       Gathered g;
       g.params = in_place_ ? comm_.shared_tensor({pooled_length}, flat_.param_dtype())

@@ -11,6 +11,7 @@
 #include "dist/nccl_check.h"
 #include "dist/world.h"
 #include "tensor/cuda_stream.h"
+#include "tensor/env.h"
 
 namespace nd::dist {
 
@@ -70,8 +71,7 @@ ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
 // non-blocking communicator back, to measure the difference.
 ncclConfig_t collectives_config() {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  const char* env = std::getenv("NANODIST_NCCL_NONBLOCKING");
-  config.blocking = env && std::string(env) == "1" ? 0 : 1;
+  config.blocking = env_equals("NANODIST_NCCL_NONBLOCKING", "1") ? 0 : 1;
   return config;
 }
 // The comm stream's priority: the highest the device has, so that when a collective is queued
@@ -81,8 +81,7 @@ ncclConfig_t collectives_config() {
 // exposed after it. NANODIST_COMM_PRIORITY=normal keeps the default priority, to measure the
 // difference.
 int comm_stream_priority() {
-  const char* env = std::getenv("NANODIST_COMM_PRIORITY");
-  if (env && std::string(env) == "normal") return 0;
+  if (env_equals("NANODIST_COMM_PRIORITY", "normal")) return 0;
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   return greatest;

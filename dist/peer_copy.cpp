@@ -4,10 +4,10 @@
 #include "dist/peer_copy.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
 #include "dist/peer_ipc.h"
+#include "tensor/env.h"
 #if NANODIST_WITH_CUDA
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -175,10 +175,7 @@ void PeerCopy::join_from(void* side) {
 
 void* PeerCopy::push_stream_for(int64_t bytes) const {
   // NANODIST_PEER_COPY_SERIAL=1 keeps every piece on one stream (to measure what the overlap gains).
-  static const bool serial = [] {
-    const char* env = std::getenv("NANODIST_PEER_COPY_SERIAL");
-    return env && std::string(env) == "1";
-  }();
+  static const bool serial = env_equals("NANODIST_PEER_COPY_SERIAL", "1");
   return bytes > block_bytes_ && !serial ? push_stream_ : stream_;
 }
 

@@ -3,13 +3,12 @@
 //   forward  out (N, M) = wᵀ-view: A = w codes stored (K, N), B = x codes stored (K, M), k = K;
 //   dx       dx (K, M)  = A = w_t codes stored (N, K), B = dout codes stored (N, M), k = N;
 //   dw       dw (K, N)  = A = x_t codes stored (M, K), B = dout_t codes stored (M, N), k = M.
-#include <cstdlib>
-#include <cstring>
 
 #include "kernels/cuda/column_sum.cuh"
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/fp8_linear.h"
 #include "kernels/cuda/fp8_quantize.h"
+#include "tensor/env.h"
 
 namespace nd::cuda {
 namespace {
@@ -23,10 +22,7 @@ void check_fp8_dims(const char* what, int64_t M, int64_t N, int64_t K) {
 // The forward GEMM accumulates in the tensor cores alone (GemmProblem::fast_accum), as Transformer
 // Engine's forward does; NANODIST_FP8_FAST_ACCUM=0 promotes to f32 there too, for comparison.
 bool forward_fast_accum() {
-  static const bool on = [] {
-    const char* v = std::getenv("NANODIST_FP8_FAST_ACCUM");
-    return !(v && std::strcmp(v, "0") == 0);
-  }();
+  static const bool on = !env_equals("NANODIST_FP8_FAST_ACCUM", "0");
   return on;
 }
 
