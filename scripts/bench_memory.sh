@@ -8,7 +8,8 @@
 # faster FSDP2 form with the same recompute. Medians of steps 10..STEPS. nanodist writes no checkpoint.
 # On the GPU, nvidia-smi samples every GPU's SM clock and power through each run (every 250 ms): the
 # table's "SM MHz" and "W/GPU" are their medians over the samples where the GPU was busy (>= 90%), so
-# a run held below its top clock by the power cap shows it (logs/NAME.smi.csv).
+# a run held below its top clock by the power cap shows it (logs/NAME.smi.csv); "mJ/tok" is the GPUs'
+# energy a token (GPUs x W/GPU / tok/s), which a run held to its power limit can only lower to go faster.
 # With --ladder it finds instead, for every configuration, the largest model of the ladder it trains:
 # each climbs the ladder and stops at the first shape that runs out of GPU memory (or fails, or passes
 # --timeout); a rank that dies never leaves the others waiting (--comm-timeout, torchrun, timeout).
@@ -291,7 +292,7 @@ if ladder == "0":
         if r[4].startswith("fsdp2") and r[6] == "ok":
             key = (r[0], r[5])
             best[key] = max(best.get(key, 0.0), float(r[7].split()[0]))
-    print(f"{'model':<10} {'shape':<14} {'stage':<16} {'recompute':<9} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8} {'x fsdp2':>8} {'SM MHz':>7} {'W/GPU':>6}")
+    print(f"{'model':<10} {'shape':<14} {'stage':<16} {'recompute':<9} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8} {'x fsdp2':>8} {'SM MHz':>7} {'W/GPU':>6} {'mJ/tok':>7}")
     for r in rows:
         shape = f"{r[1]}x{r[2]}/{r[3]}h"
         if r[6] != "ok":
@@ -302,7 +303,11 @@ if ladder == "0":
         if r[4].startswith("nanodist") and best.get((r[0], r[5])):
             ratio = f"{float(r[7].split()[0]) / best[(r[0], r[5])]:.2f}x"
         mhz, watts = r[8].split() if len(r) > 8 else ("-", "-")
-        print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {tok} {mfu} {mem} {ratio:>8} {mhz:>7} {watts:>6}")
+        # Energy a token: every GPU's median busy power over the run's tokens a second. Held to its
+        # power limit, a run's tokens/s is the limit over this; less of it is the only way faster.
+        toks = r[7].split()[0]
+        energy = f"{1e3 * int(n) * float(watts) / float(toks):.1f}" if watts != "-" and toks != "-" else "-"
+        print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {tok} {mfu} {mem} {ratio:>8} {mhz:>7} {watts:>6} {energy:>7}")
 else:
     print(f"{'stage':<16} {'recompute':<9} {'largest trained':<16} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8}  next")
     seen = []
