@@ -14,6 +14,7 @@
 #include "dist/peer_ipc.h"
 #include "dist/ring_comm.h"
 #include "dist/tracing_comm.h"
+#include "tensor/env.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -292,8 +293,8 @@ bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
 }
 
 bool PeerComm::reduce_scatter_widens(ReduceOp op) {
-  const char* env = std::getenv("NANODIST_PEER_COPY_WIDEN");  // read each time: a test turns it off and on
-  return copy_ && op != ReduceOp::Max && !(env && std::string(env) == "0");
+  // Read each time: a test turns it off and on.
+  return copy_ && op != ReduceOp::Max && !env_equals("NANODIST_PEER_COPY_WIDEN", "0");
 }
 
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
