@@ -5,7 +5,6 @@
 #include "dist/data_parallel.h"
 
 #include <algorithm>
-#include <string>
 
 #include "tensor/env.h"
 

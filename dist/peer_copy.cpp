@@ -85,7 +85,6 @@ std::unique_ptr<PeerCopy> PeerCopy::create(Comm& host, int device, void* stream,
     return nullptr;
   }
   std::unique_ptr<PeerCopy> copy(new PeerCopy(host, device, stream, block_bytes));
-  copy->host_ = &host;
   if (!open_peer_regions(host, copy->own_, copy->opened_)) {
     *why = "cudaIpcOpenMemHandle failed on some rank";
     return nullptr;
@@ -97,7 +96,8 @@ std::unique_ptr<PeerCopy> PeerCopy::create(Comm& host, int device, void* stream,
 }
 
 PeerCopy::PeerCopy(Comm& host, int device, void* stream, int64_t block_bytes)
-    : rank_(host.rank()), ranks_(host.size()), device_(device), stream_(stream), block_bytes_(block_bytes) {
+    : rank_(host.rank()), ranks_(host.size()), device_(device), stream_(stream), block_bytes_(block_bytes),
+      host_(&host) {
   CUDA_CHECK(cudaSetDevice(device_));
   const size_t data = static_cast<size_t>(kSlots) * ranks_ * static_cast<size_t>(block_bytes_);
   CUDA_CHECK(cudaMalloc(&own_, kFlagBytes + data));

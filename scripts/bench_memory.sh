@@ -299,14 +299,14 @@ if ladder == "0":
             print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {r[6]:>11}")
             continue
         tok, mfu, mem = figures(r)
+        toks = float(r[7].split()[0])  # an ok run always has its tokens/s
         ratio = "-"
         if r[4].startswith("nanodist") and best.get((r[0], r[5])):
-            ratio = f"{float(r[7].split()[0]) / best[(r[0], r[5])]:.2f}x"
+            ratio = f"{toks / best[(r[0], r[5])]:.2f}x"
         mhz, watts = r[8].split() if len(r) > 8 else ("-", "-")
         # Energy a token: every GPU's median busy power over the run's tokens a second. Held to its
         # power limit, a run's tokens/s is the limit over this; less of it is the only way faster.
-        toks = r[7].split()[0]
-        energy = f"{1e3 * int(n) * float(watts) / float(toks):.1f}" if watts != "-" and toks != "-" else "-"
+        energy = f"{1e3 * int(n) * float(watts) / toks:.1f}" if watts != "-" else "-"
         print(f"{r[0]:<10} {shape:<14} {label(r[4]):<16} {r[5]:<9} {tok} {mfu} {mem} {ratio:>8} {mhz:>7} {watts:>6} {energy:>7}")
 else:
     print(f"{'stage':<16} {'recompute':<9} {'largest trained':<16} {'tok/s':>11} {'MFU':>6} {'GiB/GPU':>8}  next")
