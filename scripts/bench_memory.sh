@@ -174,35 +174,8 @@ print(f"{r['tok_per_s']:.1f} {mfu} {mem if mem is not None else '-'}")
 EOF
 }
 
-# nvidia-smi's samples beside a run (GPU only): start_sampling FILE; stop_sampling.
-sampler=""
-start_sampling() {
-  [[ "$device" == cuda ]] || return 0
-  nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw --format=csv,noheader,nounits -lms 250 >"$1" 2>/dev/null &
-  sampler=$!
-}
-stop_sampling() {
-  [[ -n "$sampler" ]] || return 0
-  kill "$sampler" 2>/dev/null || true
-  wait "$sampler" 2>/dev/null || true
-  sampler=""
-}
-
-# "mhz watts": the medians over the busy samples of a run's nvidia-smi file, or "- -".
-clock_figures() {  # smi.csv
-  "$python" - "$1" <<'EOF'
-import statistics, sys
-busy = []
-try:
-    for line in open(sys.argv[1]):
-        f = [x.strip() for x in line.split(",")]
-        if len(f) == 3 and all(x.replace(".", "", 1).isdigit() for x in f) and float(f[0]) >= 90:
-            busy.append((float(f[1]), float(f[2])))
-except OSError:
-    pass
-print(f"{statistics.median(c for c, _ in busy):.0f} {statistics.median(w for _, w in busy):.0f}" if busy else "- -")
-EOF
-}
+# nvidia-smi's clocks and power beside each run: start_sampling, stop_sampling, clock_figures.
+source scripts/gpu_samples.sh
 
 # One configuration on one model; appends its line to $results and sets $last_outcome.
 # impl: nanodist-Z (ZeRO stage Z) or fsdp2-eager / fsdp2-compile; recompute: none, attention, block.

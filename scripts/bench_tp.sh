@@ -9,7 +9,9 @@
 # GPT-2 124M at tp 2 (B=32) vs dp 2 (B=16 per rank, the same global batch). With 4 or more GPUs also GPT-2 124M at dp 2 x tp 2 (B=32 per tp group) vs dp 4
 # (B=16 per rank). Prints the median tokens/s of steps 10..STEPS, the peak GPU memory of rank 0
 # (the train summary line), and the ratios tpN/tp1 (tokens/s and memory per GPU), tp2/dp2 and
-# dp2xtp2/dp4. Gradient clipping stays at the configs' value (the norm is split over tp ranks).
+# dp2xtp2/dp4, and each run's SM clock, power per GPU and energy a token (nvidia-smi samples every 250
+# ms, medians over the busy ones; logs/NAME.smi.csv). Gradient clipping stays at the configs' value
+# (the norm is split over tp ranks).
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
 # --only-tp: GPT-2 large and XL only (the issue-28 bars), no 124M comparisons; --no-xl: no XL.
 # --sp-env "A=1;B=2 C=3": GPT-2 large tp 2 (--sp-env-impl, sequence parallel + overlap) once more
@@ -39,7 +41,7 @@ while [[ $# -gt 0 ]]; do
     --sp-env-impl) sp_env_impl=$2; shift 2 ;;
     --impls) impls=$2; shift 2 ;;
     --xl-impls) xl_impls=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "bench_tp.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -68,6 +70,8 @@ else
 fi
 [[ -f "$data/train.bin" ]] || "$bin" prepare --random-tokens "$tokens" --vocab-size "$vocab" --out "$data" >/dev/null
 
+# nvidia-smi's clocks and power beside each run: start_sampling, stop_sampling, clock_figures.
+source scripts/gpu_samples.sh
 : >"$out/results.tsv"
 # name, model flags, ranks, tp, batch per data-parallel group, all-reduce, tp variant (plain, sp, sp_overlap)
 run_one() {
@@ -77,13 +81,18 @@ run_one() {
   [[ "$variant" == sp_overlap ]] && tp_flags="--sequence-parallel true --tp-overlap true"
   local run="$out/runs/$name" log="$out/logs/$name.log"
   rm -rf "$run"
+  local status=0
+  start_sampling "$out/logs/$name.smi.csv"
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
-  if env $env_words mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
+  env $env_words mpirun -np "$np" --bind-to none --oversubscribe "$bin" train $model --data "$data" --out "$run" \
       --tp "$tp" --batch-size "$batch" --grad-accum 1 --collectives "$impl" --max-iters "$steps" \
-      --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $tp_flags $extra >"$log" 2>&1; then
+      --warmup-iters 10 --eval-interval 0 --eval-iters 1 --log-interval 1 $tp_flags $extra >"$log" 2>&1 || status=$?
+  stop_sampling
+  if [[ "$status" == 0 ]]; then
     local mem
     mem=$(grep -o 'peak GPU memory [0-9.]*' "$log" | tail -n 1 | awk '{print $4}' || true)
-    echo -e "$name\t$np\t$tp\t$impl\t${mem:--}\t$run/metrics.jsonl" >>"$out/results.tsv"
+    echo -e "$name\t$np\t$tp\t$impl\t${mem:--}\t$run/metrics.jsonl\t$(clock_figures "$out/logs/$name.smi.csv")" \
+      >>"$out/results.tsv"
   else
     echo "$name failed; last lines of $log:"; tail -n 5 "$log"
   fi
@@ -140,10 +149,17 @@ def median_tok(path):
     recs = [r for r in map(json.loads, open(path)) if "tok_per_s" in r and 10 <= r["step"] <= last]
     return statistics.median(r["tok_per_s"] for r in recs) if recs else float("nan")
 res = {name: (int(np), int(tp), impl, None if mem == "-" else float(mem), median_tok(path))
-       for name, np, tp, impl, mem, path in rows}
-print(f"{'run':<30} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12}")
+       for name, np, tp, impl, mem, path, _ in rows}
+# SM clock and power: medians over each run's busy nvidia-smi samples; mJ a token = GPUs x W / tok/s.
+clocks = {r[0]: r[6].split() for r in rows}
+def energy(name):
+    np, tok, watts = res[name][0], res[name][4], clocks[name][1]
+    return f"{np * float(watts) * 1e3 / tok:.2f}" if watts != "-" and tok == tok and tok > 0 else "-"
+print(f"{'run':<30} {'GPUs':>4} {'tp':>3} {'all-reduce':<10} {'tok/s':>11} {'peak GiB/GPU':>12} "
+      f"{'SM MHz':>7} {'W/GPU':>6} {'mJ/tok':>7}")
 for name, (np, tp, impl, mem, tok) in res.items():
-    print(f"{name:<30} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12}")
+    print(f"{name:<30} {np:>4} {tp:>3} {impl:<10} {tok:>11,.0f} {mem if mem is not None else '-':>12} "
+          f"{clocks[name][0]:>7} {clocks[name][1]:>6} {energy(name):>7}")
 def ratio(a, b, i):
     if a not in res or b not in res or res[a][i] is None or res[b][i] is None: return "-"
     return f"{res[a][i] / res[b][i]:.3f}"
