@@ -126,6 +126,12 @@ class Comm {
   // Whether `t` is a shared_tensor() this comm's all-gathers copy into in place, leaving the own
   // block of all_gather_others_async alone (the same answer on every rank); else they write it.
   virtual bool shares(const Tensor&) const { return false; }
+  // A tensor for an all-gather's output that is read only while the work queued just after the
+  // gather runs (a sequence-parallel linear's gathered input or output gradient). PeerComm hands
+  // out one of a few shared_tensor() buffers that no tensor views any more, so that the copy engines
+  // move each block straight into place; otherwise (and when none is free) a plain tensor. Every
+  // rank calls it in the same order with the same shape and dtype.
+  virtual Tensor gather_scratch(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, device()); }
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
   // input (size() * n), output (size() * n), any dtype: block q of output on rank r = block r of
   // input on rank q (the transpose of the blocks over ranks). input and output must not overlap.

@@ -52,6 +52,7 @@ class ForwardingComm : public Comm {
   // decorator that replaces the all-gather (RingComm) keeps it.
   Tensor shared_tensor(const Shape& shape, DType dtype) override { return inner_.shared_tensor(shape, dtype); }
   bool shares(const Tensor& t) const override { return inner_.shares(t); }
+  Tensor gather_scratch(const Shape& shape, DType dtype) override { return inner_.gather_scratch(shape, dtype); }
   CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
   CommWork all_to_all_async(const Tensor& input, Tensor& output) override {
     return inner_.all_to_all_async(input, output);

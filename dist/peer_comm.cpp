@@ -21,6 +21,7 @@
 #include "dist/nccl_comm.h"
 #include "kernels/cuda/peer_allreduce.h"
 #include "tensor/cuda_check.h"
+#include "tensor/cuda_stream.h"
 #endif
 
 namespace nd::dist {
@@ -65,6 +66,17 @@ namespace {
 // of push_max_bytes and the buffer.
 int64_t push_bytes(const PeerOptions& options) {
   return std::max<int64_t>(0, std::min(options.push_max_bytes, options.buffer_bytes));
+}
+
+// Whether the device's compute stream is being captured into a CUDA graph (nothing may talk to
+// the peers on the host then).
+bool capturing(int device) {
+#if NANODIST_WITH_CUDA
+  return compute_stream_capturing(device);
+#else
+  (void)device;
+  return false;
+#endif
 }
 }  // namespace
 
@@ -362,6 +374,21 @@ Tensor PeerComm::shared_tensor(const Shape& shape, DType dtype) {
   Tensor t = Tensor::zeros(shape, dtype, device());
   if (t.numel() > 0) copy_->share(t);
   return t;
+}
+
+Tensor PeerComm::gather_scratch(const Shape& shape, DType dtype) {
+  if (!copy_) return inner_.gather_scratch(shape, dtype);
+  const int64_t n = shape_numel(shape);
+  for (const Tensor& t : gather_scratch_)
+    if (t.storage().use_count() == 1 && t.dtype() == dtype && t.numel() == n) return t.view(shape);
+  if (gather_scratch_.size() < kGatherScratch && !capturing(device().index)) {
+    Tensor t = shared_tensor({n}, dtype);
+    if (shares(t)) {
+      gather_scratch_.push_back(t);
+      return t.view(shape);
+    }
+  }
+  return Tensor::empty(shape, dtype, device());
 }
 
 std::unique_ptr<Comm> PeerComm::split(int color, int key) {

@@ -98,6 +98,12 @@ class PeerComm : public ForwardingComm {
   // usable; else the wrapped comm's.
   Tensor shared_tensor(const Shape& shape, DType dtype) override;
   bool shares(const Tensor& t) const override { return copy_ && copy_->shared_index(t) >= 0; }
+  // One of up to kGatherScratch shared buffers of this shape's size and dtype that no tensor views
+  // any more (the caller's readers were queued before it let go, and the copy engines' grants order
+  // the peers' writes after them); a new one is registered only outside a CUDA graph's capture
+  // (registering talks to the peers on the host). None free: a plain tensor, gathered through the slots.
+  Tensor gather_scratch(const Shape& shape, DType dtype) override;
+  static constexpr size_t kGatherScratch = 4;
   // Both halves on the copy engines where reduce_scatter_async would take them (one dtype).
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
   // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).
@@ -138,6 +144,7 @@ class PeerComm : public ForwardingComm {
   std::string unusable_reason_;
   std::unique_ptr<PeerCopy> copy_;  // after registration_: destroyed first, after the destructor's barrier
   std::string copy_unusable_reason_;
+  std::vector<Tensor> gather_scratch_;  // gather_scratch's buffers, flat
   std::unique_ptr<Comm> ring_;  // RingComm over the wrapped comm, for auto's ring choice
   std::vector<std::pair<int64_t, AllReduceChoice>> auto_table_;
 };

@@ -14,6 +14,7 @@
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/copy_many.h"
+#include "tensor/env.h"
 #include "tensor/op_timer.h"
 
 namespace nd::dist {
@@ -144,6 +145,15 @@ ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
     check_blocks(whole, shard, comm->size(), "all_gather_for_tp");
     return waiter(comm->all_gather_async(shard, whole));
   };
+  c.gather_others = [comm](const Tensor& shard, Tensor& whole) {
+    check_blocks(whole, shard, comm->size(), "all_gather_for_tp");
+    return waiter(comm->all_gather_others_async(shard, whole));
+  };
+  // The wholes come from the comm's scratch (over the copy engines: buffers the peers copy straight
+  // into, with no copy out of a landing slot, an SM kernel that waits for the GEMM beside it).
+  // NANODIST_TP_SHARED_GATHER=0: new tensors, gathered through the slots, to measure the difference.
+  static const bool shared_gathers = !env_equals("NANODIST_TP_SHARED_GATHER", "0");
+  if (shared_gathers) c.whole = [comm](const Shape& shape, DType dtype) { return comm->gather_scratch(shape, dtype); };
   c.scatter = [comm](const Tensor& whole, Tensor& shard) {
     check_blocks(whole, shard, comm->size(), "reduce_scatter_for_tp");
     return waiter(comm->reduce_scatter_async(whole, shard, ReduceOp::Sum));

@@ -55,7 +55,8 @@ Variable gathered_column_linear(const Variable& x, const Variable& w, const Vari
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
                               const Variable& b = Variable());
 // The group's collectives for ops::gathered_linear and ops::scattered_linear, with `chunks` chunks
-// (0 = unsplit).
+// (0 = unsplit). Their gathers' wholes come from Comm::gather_scratch (NANODIST_TP_SHARED_GATHER=0:
+// new tensors instead, to measure the difference).
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);
 // How many chunks the split collectives of a share of `share_bytes` use: 0 (unsplit) without
 // `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8 (gathered_column_linear

@@ -117,10 +117,21 @@ Shape tokens_times(Shape shape, int64_t times) {
   return shape;
 }
 
-// The whole (ranks * S, K), every token in order, gathered from the share (S, K) in one collective.
-Tensor gather_whole(const Tensor& share2d, const SplitCollectives& c, Wait* wait) {
-  Tensor whole = Tensor::empty({share2d.size(0) * c.ranks, share2d.size(1)}, share2d.dtype(), share2d.device());
-  *wait = c.gather(share2d, whole);
+// A buffer for a gather's whole: the collectives' own where they have one (SplitCollectives::whole).
+Tensor new_whole(const SplitCollectives& c, const Shape& shape, const Tensor& like) {
+  return c.whole ? c.whole(shape, like.dtype()) : Tensor::empty(shape, like.dtype(), like.device());
+}
+
+// The gather of `shard` into `whole`; `own` false: the caller never reads block rank() of it.
+Wait gather_into(const SplitCollectives& c, const Tensor& shard, Tensor& whole, bool own) {
+  return own || !c.gather_others ? c.gather(shard, whole) : c.gather_others(shard, whole);
+}
+
+// The whole (ranks * S, K), every token in order, gathered from the share (S, K) in one collective;
+// `own` false: block rank() may be left unwritten.
+Tensor gather_whole(const Tensor& share2d, const SplitCollectives& c, Wait* wait, bool own) {
+  Tensor whole = new_whole(c, {share2d.size(0) * c.ranks, share2d.size(1)}, share2d);
+  *wait = gather_into(c, share2d, whole, own);
   return whole;
 }
 
@@ -150,17 +161,17 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
   };
   if (c.chunks == 0) {
     Wait wait;
-    Tensor whole = gather_whole(x2d, c, &wait);
+    Tensor whole = gather_whole(x2d, c, &wait, /*own=*/true);
     wait();
     multiply(whole, 0, R * S);
   } else {
     // Every chunk's gather starts now (each waits only for x); this rank's own block needs none.
     const std::vector<Chunk> chunks = row_chunks(S, c.chunks);
-    Tensor staging = Tensor::empty({R * S, K}, xd.dtype(), xd.device());
+    Tensor staging = new_whole(c, {R * S, K}, xd);
     std::vector<Wait> waits;
     for (const Chunk& ch : chunks) {
       Tensor dst = rows_of(staging, R * ch.first, R * ch.rows);
-      waits.push_back(c.gather(rows_of(x2d, ch.first, ch.rows), dst));
+      waits.push_back(gather_into(c, rows_of(x2d, ch.first, ch.rows), dst, /*own=*/false));
     }
     multiply(x2d, c.rank * S, S);
     for (size_t i = 0; i < chunks.size(); ++i) {
@@ -179,7 +190,7 @@ Variable gathered_linear(const Variable& x, const Variable& w, const Variable& b
     // The input is gathered again (it was not kept) while the GELU's and the input-gradient GEMM
     // run (first, because a collective waits for all compute queued before it) ...
     Wait gathered;
-    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered) : Tensor();
+    Tensor whole = weights ? gather_whole(x.view({S, K}), c, &gathered, /*own=*/true) : Tensor();
     Tensor dout = grad_out.view({c.ranks * S, N});
     if (pre.defined()) {
       // Through the GELU: the product's own output gradient.
@@ -266,7 +277,7 @@ Variable scattered_linear(const Variable& x, const Variable& w, const SplitColle
     const Tensor& w = in[1].data();
     const Tensor dshare = grad_out.view({S, N});
     Wait gathered;
-    Tensor dout = gather_whole(dshare, c, &gathered);
+    Tensor dout = gather_whole(dshare, c, &gathered, /*own=*/false);
     const GradSlot dx = in[0].grad_slot();
     const Tensor x2d = x.view({c.ranks * S, K});
     const bool weights = in[1].requires_grad() || (in.size() > 2 && in[2].requires_grad());

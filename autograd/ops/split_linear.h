@@ -31,6 +31,11 @@ struct SplitCollectives {
   // ranks' blocks then run first and this rank's own block's hides their transfer.
   std::function<bool(const Tensor& shard)> halves;
   std::function<std::function<Wait()>(const Tensor& whole, Tensor& shard)> send;
+  // Optional: a buffer for a gather's whole (dist::Comm::gather_scratch, which the copy engines
+  // write straight into), else a new tensor; and a gather that may leave this rank's own block of
+  // the whole unwritten, for the callers that read their own block from the share (else gather).
+  std::function<Tensor(const Shape& shape, DType dtype)> whole;
+  std::function<Wait(const Tensor& shard, Tensor& whole)> gather_others;
 };
 
 // Tokens: the whole (B, T, ...) flattened over (B, T) is split into `ranks` contiguous shares of S

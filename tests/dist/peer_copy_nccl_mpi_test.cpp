@@ -3,7 +3,8 @@
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of gathers (one into a
 // shared buffer) and a scatter replayed several times; blocks above the slot size in pieces; gathers
-// straight into shared buffers (Comm::shared_tensor); Max goes to NCCL. Skips where there is
+// straight into shared buffers (Comm::shared_tensor) and the scratch lent from them
+// (Comm::gather_scratch); Max goes to NCCL. Skips where there is
 // no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
@@ -263,6 +264,61 @@ TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   EXPECT_FALSE(peer.shares(reused));
   peer.all_gather(rank_input(r, most, DType::BF16, 77, gpu), reused);
   expect_gathered(reused, n, most, 77, "a plain tensor where a shared one was");
+}
+
+// Comm::gather_scratch over the copy engines: a shared buffer while one of the pool is free (none
+// is handed out twice while a view of it lives), the same buffer again once its views are gone, a
+// plain tensor when all are taken or while a graph is captured (no new registration then); a
+// gather into each gives the closed form, whoever owns the buffer.
+TEST(PeerCopyNccl, GatherScratchLendsEachSharedBufferOnce) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  PeerComm peer(world, copy_options());
+  const Device gpu = world.device();
+  const int64_t count = 5000;
+  auto gather_into = [&](Tensor& whole, uint64_t seed, const std::string& what) {
+    peer.all_gather_async(rank_input(r, count, DType::BF16, seed, gpu), whole).wait();
+    expect_gathered(whole, n, count, seed, what);
+  };
+  std::vector<Tensor> held;
+  for (size_t k = 0; k < PeerComm::kGatherScratch; ++k) {
+    held.push_back(peer.gather_scratch({n, count}, DType::BF16));
+    EXPECT_EQ(peer.shares(held.back()), peer.copy_usable()) << "buffer " << k;
+    for (size_t j = 0; j < k; ++j) EXPECT_NE(held[j].storage(), held.back().storage()) << k << " lent twice";
+    gather_into(held.back(), 400 + k, "scratch " + std::to_string(k));
+  }
+  Tensor extra = peer.gather_scratch({n, count}, DType::BF16);
+  EXPECT_FALSE(peer.shares(extra)) << "the pool has only kGatherScratch buffers";
+  gather_into(extra, 500, "a plain tensor past the pool");
+  const Storage* second = held[1].storage().get();
+  held.erase(held.begin() + 1);
+  Tensor again = peer.gather_scratch({n, count}, DType::BF16);
+  if (peer.copy_usable()) {
+    EXPECT_EQ(again.storage().get(), second) << "a freed buffer is lent again";
+  }
+  gather_into(again, 501, "a buffer lent again");
+  EXPECT_FALSE(peer.shares(peer.gather_scratch({n, count + 1}, DType::BF16))) << "only a free buffer of that size";
+#if NANODIST_WITH_CUDA
+  // While the compute stream is captured, a free buffer is lent but no new one is registered (that
+  // talks to the peers on the host): past the one free buffer, a plain tensor.
+  PeerComm fresh(world, copy_options());
+  Tensor lent = fresh.gather_scratch({n, count}, DType::BF16);
+  const Storage* first = lent.storage().get();
+  lent = Tensor();
+  Tensor in_capture, new_one;
+  {
+    test::CapturedGraph graph(compute_stream(gpu.index), [&] {
+      in_capture = fresh.gather_scratch({n, count}, DType::BF16);
+      new_one = fresh.gather_scratch({n, count}, DType::BF16);
+    });
+  }
+  if (fresh.copy_usable()) {
+    EXPECT_EQ(in_capture.storage().get(), first) << "a free buffer is lent in a capture";
+  }
+  EXPECT_FALSE(fresh.shares(new_one)) << "no buffer is registered in a capture";
+#endif
+  world.synchronize();
 }
 
 }  // namespace
