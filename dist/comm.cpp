@@ -56,6 +56,12 @@ CommWork Comm::reduce_scatter_finish(const ScatterTicket&, const Tensor&, Tensor
   ND_FAIL("reduce_scatter_finish: this " << backend() << " comm has no two-half reduce-scatter");
 }
 
+CommWork Comm::reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) {
+  ND_FAIL("reduce_scatter_accumulate: this " << backend() << " comm does not add a reduce-scatter into "
+                                             << output.str() << " from " << input.str() << " with "
+                                             << reduce_op_name(op) << " (ask reduce_scatter_accumulates first)");
+}
+
 void Comm::stream_copy(Tensor& dst, const Tensor& src) {
   check_comm_buffer(*this, dst, "stream_copy destination");
   check_comm_buffer(*this, src, "stream_copy source");

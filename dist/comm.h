@@ -109,6 +109,15 @@ class Comm {
   // answer on every rank): the result has the bits of the f32 reduce-scatter of the input widened
   // first, with half its bytes moved and no widened copy. Where not, a caller widens first.
   virtual bool reduce_scatter_widens(ReduceOp) { return false; }
+  // reduce_scatter_async that adds its result into `output` instead of overwriting it: output (n,
+  // f32) += the reduction of block rank() over all ranks (input size() * n, f32 or bf16), the sum
+  // over ranks formed and scaled first and added with one rounding, so the bits are those of
+  // reduce-scattering into a temporary and adding that. ZeRO's later micro-batches go straight into
+  // the f32 gradient shard this way, with no landing place beside the staging buffer and no pass to
+  // add it in. reduce_scatter_accumulates says whether this comm takes `in` into `out` with `op`
+  // (the same answer on every rank); only then may a caller use the call, which else fails.
+  virtual bool reduce_scatter_accumulates(ReduceOp, DType /*in*/, DType /*out*/) { return false; }
+  virtual CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op);
   // input (n), output (size() * n): block r of output = input of rank r.
   virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
   // all_gather_async for a caller that keeps its own block elsewhere: block rank() of output need

@@ -82,7 +82,8 @@ class DataParallel : public UnitHooks {
   // per parameter (train/memory_plan.h), plus staging_bytes().
   int64_t buffer_bytes() const;
   // A fixed amount, not per parameter: ZeRO 2's staging buffers (two blocks' gradients and those
-  // of the parameters outside the blocks, with their landing places); ZeRO 3 adds three blocks'
+  // of the parameters outside the blocks, with their landing places unless the comm accumulates
+  // into the shard: accumulates_in_shard()); ZeRO 3 adds three blocks'
   // gathered parameters and the parameters outside the blocks.
   int64_t staging_bytes() const;
 
@@ -102,6 +103,9 @@ class DataParallel : public UnitHooks {
   void finish_gradient_sync();
 
   size_t bucket_count() const { return buckets_.size(); }
+  // ZeRO 2 and 3: whether micro-batches after the first are reduce-scattered straight into the f32
+  // shard (Comm::reduce_scatter_accumulates), with no landing places.
+  bool accumulates_in_shard() const { return accumulate_; }
 
  private:
   struct Bucket {
@@ -122,7 +126,8 @@ class DataParallel : public UnitHooks {
   // reduce-scatters bf16 into f32 itself: widen_).
   // The reduce-scatter's result lands beside it (1/dp of it, in the gradient dtype) when it cannot
   // go to the f32 shard directly, and is added into the shard when the buffer is next bound or at
-  // the drain, by which time the compute stream waits for that reduce-scatter anyway.
+  // the drain, by which time the compute stream waits for that reduce-scatter anyway. Where the
+  // comm adds later micro-batches into the shard itself (accumulate_), there is no landing place.
   struct Staging {
     Tensor grads, reduce, landing;
     CommWork work;    // the reduce-scatter that last read it
@@ -144,6 +149,12 @@ class DataParallel : public UnitHooks {
     uint64_t used = 0;  // for taking the least recently used
   };
 
+  // What a staging buffer's reduce-scatter reads: f32 under f32 main gradients (unless the comm
+  // widens), else the parameters' dtype.
+  DType reduced_dtype() const;
+  // Whether the first micro-batch's reduce-scatter writes the f32 shard directly.
+  bool first_into_shard() const;
+  CommWork scatter_into_shard(Bucket& bucket, Staging& staging, const Tensor& input);
   void bind(Bucket& bucket, int staging);
   void flush(Staging& staging);
   void complete_staged(Bucket& bucket);
@@ -186,6 +197,9 @@ class DataParallel : public UnitHooks {
   std::vector<int> bucket_of_unit_;  // unit -> bucket (-1: none)
   int next_pooled_ = 0;
   bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (Comm::reduce_scatter_widens)
+  // Later micro-batches reduce-scattered straight into the shard, added by the comm
+  // (Comm::reduce_scatter_accumulates): no landing places.
+  bool accumulate_ = false;
   // ZeRO 3
   Tensor param_shard_;
   std::vector<Gathered> gathered_;

@@ -41,6 +41,12 @@ class ForwardingComm : public Comm {
     return inner_.reduce_scatter_in_halves(output, op);
   }
   bool reduce_scatter_widens(ReduceOp op) override { return inner_.reduce_scatter_widens(op); }
+  bool reduce_scatter_accumulates(ReduceOp op, DType in, DType out) override {
+    return inner_.reduce_scatter_accumulates(op, in, out);
+  }
+  CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) override {
+    return inner_.reduce_scatter_accumulate_async(input, output, op);
+  }
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override {
     return inner_.reduce_scatter_send(input, output, op);
   }

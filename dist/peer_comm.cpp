@@ -309,6 +309,12 @@ bool PeerComm::reduce_scatter_widens(ReduceOp op) {
   return copy_ && op != ReduceOp::Max && !env_equals("NANODIST_PEER_COPY_WIDEN", "0");
 }
 
+bool PeerComm::reduce_scatter_accumulates(ReduceOp op, DType in, DType out) {
+  if (!copy_ || op == ReduceOp::Max || out != DType::F32) return false;
+  if (in != DType::F32 && !(in == DType::BF16 && reduce_scatter_widens(op))) return false;
+  return !env_equals("NANODIST_PEER_COPY_ACCUMULATE", "0");  // read each time, like the widening switch
+}
+
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
   const bool widens = input.dtype() == DType::BF16 && output.dtype() == DType::F32;
   ND_CHECK(input.dtype() == output.dtype() || (widens && reduce_scatter_widens(op) && copy_->on_device(output)),
@@ -325,6 +331,15 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
   if (!copy_takes_scatter(input, output, op)) return inner_.reduce_scatter_async(input, output, op);
   return on_track("reduce_scatter", static_cast<int64_t>(input.nbytes()),
                   [&] { copy_->reduce_scatter(input, output, reduce_scale(op, size())); });
+}
+
+CommWork PeerComm::reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) {
+  // Not on the copy engines (a host tensor, another device): the wrapped comm's, which fails unless
+  // it accumulates itself; never a plain reduce-scatter that would overwrite the sum so far.
+  if (!reduce_scatter_accumulates(op, input.dtype(), output.dtype()) || !copy_takes_scatter(input, output, op))
+    return inner_.reduce_scatter_accumulate_async(input, output, op);
+  return on_track("reduce_scatter_accumulate", static_cast<int64_t>(input.nbytes()),
+                  [&] { copy_->reduce_scatter(input, output, reduce_scale(op, size()), /*accumulate=*/true); });
 }
 
 Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {

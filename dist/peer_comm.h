@@ -108,6 +108,10 @@ class PeerComm : public ForwardingComm {
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
   // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).
   bool reduce_scatter_widens(ReduceOp op) override;
+  // Sum and Avg into f32 on the copy engines, from f32 or (where they widen) bf16: the sum kernel
+  // adds into the output (NANODIST_PEER_COPY_ACCUMULATE=0 says no, to measure the landing path).
+  bool reduce_scatter_accumulates(ReduceOp op, DType in, DType out) override;
+  CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override;
   CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                  ReduceOp op) override;

@@ -291,23 +291,26 @@ void PeerCopy::move_in_pieces(int64_t bytes, const std::function<std::vector<con
 }
 
 template <typename TIn, typename TOut>
-void PeerCopy::sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const {
+void PeerCopy::sum_arrived(int slot, const void* own, void* out, int64_t count, float scale, bool accumulate) const {
   const TIn* sources[cuda::kSumBlocksMax] = {};
   for (int q = 0; q < ranks_; ++q)
     sources[q] = static_cast<const TIn*>(q == rank_ ? own : static_cast<const void*>(block(rank_, slot, q)));
-  cuda::sum_blocks(sources, ranks_, static_cast<TOut*>(out), count, scale, static_cast<cudaStream_t>(stream_));
+  cuda::sum_blocks(sources, ranks_, static_cast<TOut*>(out), count, scale, accumulate,
+                   static_cast<cudaStream_t>(stream_));
 }
 
 void PeerCopy::sum_piece(int slot, const void* own, void* out, int64_t piece, DType in, DType out_dtype,
-                         float scale) const {
+                         float scale, bool accumulate) const {
   const int64_t count = piece / static_cast<int64_t>(dtype_size(in));
-  if (in == DType::F32) sum_arrived<float, float>(slot, own, out, count, scale);
-  else if (out_dtype == DType::F32) sum_arrived<bf16, float>(slot, own, out, count, scale);
-  else sum_arrived<bf16, bf16>(slot, own, out, count, scale);
+  if (in == DType::F32) sum_arrived<float, float>(slot, own, out, count, scale, accumulate);
+  else if (out_dtype == DType::F32) sum_arrived<bf16, float>(slot, own, out, count, scale, accumulate);
+  else sum_arrived<bf16, bf16>(slot, own, out, count, scale, accumulate);
 }
 
-void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) {
+void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale, bool accumulate) {
   check_scatter(input, output);
+  ND_CHECK(!accumulate || output.dtype() == DType::F32,
+           "copy-engine reduce-scatter: accumulates into f32 only, got " << output.str());
   // Bytes of one rank's block as sent (the input's dtype) and as stored (the output's: wider where
   // a bf16 input lands in f32).
   const int64_t bytes = output.numel() * static_cast<int64_t>(dtype_size(input.dtype()));
@@ -324,7 +327,8 @@ void PeerCopy::reduce_scatter(const Tensor& input, Tensor& output, float scale) 
         return blocks;
       },
       [&](int slot, int64_t at, int64_t piece) {
-        sum_piece(slot, in + rank_ * bytes + at, out + at * widen, piece, input.dtype(), output.dtype(), scale);
+        sum_piece(slot, in + rank_ * bytes + at, out + at * widen, piece, input.dtype(), output.dtype(), scale,
+                  accumulate);
       });
 }
 
@@ -363,7 +367,7 @@ void PeerCopy::finish_reduce_scatter(int slot, const Tensor& input, Tensor& outp
   if (bytes == 0) return;
   await_peers(slot);
   sum_piece(slot, static_cast<const char*>(input.raw_data()) + rank_ * bytes, output.raw_data(), bytes, input.dtype(),
-            output.dtype(), scale);
+            output.dtype(), scale, /*accumulate=*/false);
   release_peers(slot);
 }
 
@@ -377,7 +381,7 @@ PeerCopy::~PeerCopy() = default;
 bool PeerCopy::on_device(const Tensor&) const { return false; }
 bool PeerCopy::fits(const Tensor&) const { return false; }
 void PeerCopy::all_gather(const Tensor&, Tensor&) { ND_FAIL("copy-engine all-gather: no CUDA in this build"); }
-void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float) {
+void PeerCopy::reduce_scatter(const Tensor&, Tensor&, float, bool) {
   ND_FAIL("copy-engine reduce-scatter: no CUDA in this build");
 }
 int PeerCopy::send_blocks(const Tensor&, int64_t) { ND_FAIL("copy-engine reduce-scatter: no CUDA in this build"); }

@@ -62,8 +62,10 @@ class PeerCopy {
   // Comm::reduce_scatter's, f32 or bf16: output (n) = scale * the sum over ranks, in rank order, of
   // their input's block rank() (input ranks * n). A bf16 input may land in an f32 output: the bf16
   // blocks move (half the bytes of f32 ones) and the sum widens them, so the result has the bits
-  // of the f32 reduce-scatter of the input widened first.
-  void reduce_scatter(const Tensor& input, Tensor& output, float scale);
+  // of the f32 reduce-scatter of the input widened first. `accumulate` (an f32 output): output +=
+  // that result instead, added by the same sum kernel (kernels/cuda/sum_blocks.h: out + the scaled
+  // sum, one rounding), with no temporary.
+  void reduce_scatter(const Tensor& input, Tensor& output, float scale, bool accumulate = false);
   // reduce_scatter in two halves (Comm::reduce_scatter_send), for a block that fits one slot:
   // send_blocks sends every block of `input` (of block_bytes each) but this rank's and returns the
   // slot; finish_reduce_scatter, next on this stream, awaits the peers' blocks and sums them with
@@ -108,10 +110,11 @@ class PeerCopy {
   void release_peers(int slot);
   void check_scatter(const Tensor& input, const Tensor& output) const;
   // out (in `out_dtype`) = scale * the sum, in rank order, of this rank's `own` piece (`piece`
-  // bytes of dtype `in`) and those that arrived in `slot`.
-  void sum_piece(int slot, const void* own, void* out, int64_t piece, DType in, DType out_dtype, float scale) const;
+  // bytes of dtype `in`) and those that arrived in `slot`; `accumulate`: out += that.
+  void sum_piece(int slot, const void* own, void* out, int64_t piece, DType in, DType out_dtype, float scale,
+                 bool accumulate) const;
   template <typename TIn, typename TOut>
-  void sum_arrived(int slot, const void* own, void* out, int64_t count, float scale) const;
+  void sum_arrived(int slot, const void* own, void* out, int64_t count, float scale, bool accumulate) const;
 
   int rank_, ranks_, device_;
   void* stream_;

@@ -14,7 +14,12 @@ constexpr int kSumBlocksMax = 8;
 // pointers are read on the host), summed in f32 in that order and rounded once. TIn -> TOut: float
 // -> float, bf16 -> bf16, or bf16 -> float (each bf16 widened exactly first: the bits of the f32 sum
 // of the widened blocks, from half the bytes read).
+// `accumulate` (f32 out only): out = out + scale * (the same sum), in this order: the blocks summed
+// in rank order, the sum scaled, then added to out, each step rounded to nearest on its own (never
+// contracted into an FMA). Those are the bits of a reduce-scatter into a temporary followed by
+// out += temporary, which is what the host reference and ZeRO's landing path compute.
 template <typename TIn, typename TOut>
-void sum_blocks(const TIn* const* blocks, int count, TOut* out, int64_t n, float scale, cudaStream_t stream);
+void sum_blocks(const TIn* const* blocks, int count, TOut* out, int64_t n, float scale, bool accumulate,
+                cudaStream_t stream);
 
 }  // namespace nd::cuda

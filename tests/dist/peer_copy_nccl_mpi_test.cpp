@@ -4,8 +4,8 @@
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of gathers (one into a
 // shared buffer) and a scatter replayed several times; blocks above the slot size in pieces; gathers
 // straight into shared buffers (Comm::shared_tensor) and the scratch lent from them
-// (Comm::gather_scratch); Max goes to NCCL. Skips where there is
-// no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
+// (Comm::gather_scratch); the scatter that adds into its output; Max goes to NCCL. Skips where there
+// is no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -15,6 +15,7 @@
 #include "dist/flat_params.h"
 #include "dist/peer_comm.h"
 #include "tests/common/captured_graph.h"
+#include "tests/common/scoped_env.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -114,6 +115,50 @@ TEST(PeerCopyNccl, WideningScatterHasTheBitsOfTheF32One) {
   Tensor narrow = Tensor::zeros({n * 8L}, DType::BF16, world.device());
   Tensor wide = Tensor::empty({8}, DType::F32, world.device());
   EXPECT_THROW(peer.reduce_scatter(narrow, wide, ReduceOp::Max), Error);
+}
+
+// The accumulating scatter (Comm::reduce_scatter_accumulate_async, ZeRO's later micro-batches) adds
+// into what the f32 output holds the bits of scattering into a temporary and adding that on the host,
+// f32 and bf16 inputs, in one slot, in pieces with a tail, unaligned; sum and average.
+// NANODIST_PEER_COPY_ACCUMULATE=0 says no, and a comm that does not accumulate (NCCL) refuses the call.
+TEST(PeerCopyNccl, AccumulatingScatterHasTheBitsOfScatterThenAdd) {
+  SKIP_WITHOUT_GPU();
+  Comm& world = gpu_world();
+  const int n = world.size(), r = world.rank();
+  PeerComm peer(world, copy_options());
+  EXPECT_EQ(peer.reduce_scatter_accumulates(ReduceOp::Avg, DType::F32, DType::F32), peer.copy_usable());
+  EXPECT_FALSE(peer.reduce_scatter_accumulates(ReduceOp::Max, DType::F32, DType::F32));
+  EXPECT_FALSE(peer.reduce_scatter_accumulates(ReduceOp::Avg, DType::BF16, DType::BF16));
+  if (!peer.copy_usable()) return;
+  for (DType in : {DType::F32, DType::BF16})
+    for (int64_t count : {int64_t{4096}, kBlockBytes / 2 + 8, 3 * kBlockBytes / 2 + 1001, int64_t{1001}})
+      for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Avg}) {
+        const std::string what =
+            std::string(dtype_name(in)) + " " + reduce_op_name(op) + " count " + std::to_string(count);
+        SCOPED_TRACE(what);
+        std::vector<float> values(n * count), before(count);
+        for (int64_t i = 0; i < n * count; ++i)
+          values[i] = 2.0f * philox_uniform(700 + count, static_cast<uint64_t>(i), static_cast<uint64_t>(r)) - 1.0f;
+        for (int64_t i = 0; i < count; ++i)
+          before[i] = philox_uniform(800 + count, static_cast<uint64_t>(i), 0) - 0.5f;
+        const Tensor input = Tensor::from_vector(values, {n * count}, in).to(world.device());
+        Tensor sum = Tensor::from_vector(before, {count}, DType::F32).to(world.device());
+        peer.reduce_scatter_accumulate_async(input, sum, op).wait();
+        Tensor share = Tensor::empty({count}, DType::F32, world.device());
+        peer.reduce_scatter(input, share, op);
+        const std::vector<float> got = sum.to_float_vector(), scattered = share.to_float_vector();
+        std::vector<float> want(count);
+        for (int64_t i = 0; i < count; ++i) want[i] = before[i] + scattered[i];
+        EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "the bits differ";
+      }
+  {
+    test::ScopedEnv off("NANODIST_PEER_COPY_ACCUMULATE", "0");
+    EXPECT_FALSE(peer.reduce_scatter_accumulates(ReduceOp::Avg, DType::F32, DType::F32));
+  }
+  Tensor input = Tensor::zeros({n * 8L}, DType::F32, world.device());
+  Tensor out = Tensor::zeros({8}, DType::F32, world.device());
+  EXPECT_FALSE(world.reduce_scatter_accumulates(ReduceOp::Avg, DType::F32, DType::F32));
+  EXPECT_THROW((void)world.reduce_scatter_accumulate_async(input, out, ReduceOp::Avg), Error);
 }
 
 // Many calls back to back, the results checked only at the end: slot k % kSlots is reused every
