@@ -3,7 +3,13 @@
 // then: every block but this rank's must be), finish puts this rank's block as it is by then into
 // the snapshot and runs the wrapped comm's reduce-scatter on it. So a caller that computes another
 // rank's block after send, or its own block after finish, gets a wrong sum.
+// Its all-gathers are PeerComm's too: all_gather_others_async leaves NaN in this rank's block, and
+// gather_scratch lends a pooled buffer (full of NaN) only while no tensor views it. So a caller
+// that reads its own block from such a gather, or a whole it has let go, gets NaN or a wrong sum.
 #pragma once
+#include <cmath>
+#include <vector>
+
 #include "dist/forwarding_comm.h"
 
 namespace nd::test {
@@ -24,10 +30,30 @@ class TwoHalvesComm : public dist::ForwardingComm {
     snapshot_.view({-1}).narrow(rank() * n, n).copy_from(input.view({-1}).narrow(rank() * n, n));
     return inner_.reduce_scatter_async(snapshot_, output, op);
   }
+  dist::CommWork all_gather_others_async(const Tensor& input, Tensor& output) override {
+    inner_.all_gather_async(input, output).wait();  // the NaN below lands after the gather
+    const int64_t n = input.numel();
+    output.view({-1}).narrow(rank() * n, n).fill_(std::nan(""));
+    return {};
+  }
+  Tensor gather_scratch(const Shape& shape, DType dtype) override {
+    const int64_t n = shape_numel(shape);
+    for (const Tensor& t : scratch_) {
+      if (t.storage().use_count() == 1 && t.dtype() == dtype && t.numel() == n) {
+        Tensor lent = t.view(shape);
+        lent.fill_(std::nan(""));
+        return lent;
+      }
+    }
+    scratch_.push_back(Tensor::empty({n}, dtype, device()));
+    scratch_.back().fill_(std::nan(""));
+    return scratch_.back().view(shape);
+  }
 
  private:
   Tensor snapshot_;
   int sends_ = 0;
+  std::vector<Tensor> scratch_;  // gather_scratch's buffers, flat
 };
 
 }  // namespace nd::test
