@@ -9,7 +9,8 @@
 // (default, efficiency, zero) it times all-gathers and reduce-scatters of 1, 10.5 and 64 MB wholes
 // into registered windows, alone and beside the 6.7B GPT's forward GEMMs on another stream of each
 // GPU (median us of 20 calls). Run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,REG to see
-// which path NCCL logs ("Copy Engine" or a kernel).
+// which path NCCL logs ("Copy Engine" or a kernel). Run in session 20 on 2 H200 with NCCL 2.28.3:
+// no policy kept the gathers from waiting for the GEMMs (docs/PERFORMANCE.md, issue 28, session 20).
 // Build and run: nvcc -O3 -arch=sm_90 nccl_zero_cta_gather.cu -lnccl -lcublas -o /tmp/p && /tmp/p
 #include <nccl.h>
 
