@@ -2,7 +2,6 @@
 #include "train/model_snapshot.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
 #include <map>
 
