@@ -1,6 +1,6 @@
 // ops::on_backward: x itself in forward; in backward, `fn` runs when x's gradient arrives, before
 // the gradient goes on to x's producer. The model marks where a unit's backward starts with it
-// (dist/unit_hooks.h), so a sharded engine can gather and stage just in time.
+// (dist/parallel/unit_hooks.h), so a sharded engine can gather and stage just in time.
 #pragma once
 #include <functional>
 

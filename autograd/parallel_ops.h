@@ -1,5 +1,5 @@
 // Differentiable ops for the tensor-parallel layers (Megatron style). None communicates: the
-// all-reduces around them belong to dist/ (dist/tp_mappings.h), which passes them in where an op
+// all-reduces around them belong to dist/ (dist/parallel/tp_mappings.h), which passes them in where an op
 // needs one in its middle (the vocabulary-parallel cross-entropy, the column-parallel linear's
 // input gradient). Implementations: autograd/ops/add_bias.cpp, linear_reduced_dx.cpp,
 // vocab_parallel_embedding.cpp, vocab_parallel_cross_entropy.cpp.

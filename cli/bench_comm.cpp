@@ -13,12 +13,12 @@
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
-#include "dist/allreduce_compare.h"
-#include "dist/bench_load.h"
-#include "dist/bench_timing.h"
-#include "dist/comm_model.h"
-#include "dist/peer_comm.h"
-#include "dist/world.h"
+#include "dist/comm/allreduce_compare.h"
+#include "dist/comm/bench_load.h"
+#include "dist/comm/bench_timing.h"
+#include "dist/comm/comm_model.h"
+#include "dist/comm/peer_comm.h"
+#include "dist/comm/world.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -92,7 +92,7 @@ FlagSet bench_comm_flags() {
   return set;
 }
 
-// The ops --impl peer runs on the copy engines (dist/peer_copy.h) rather than as an all-reduce.
+// The ops --impl peer runs on the copy engines (dist/comm/peer_copy.h) rather than as an all-reduce.
 bool on_copy_engines(dist::BenchOp op) { return op == dist::BenchOp::ReduceScatter || op == dist::BenchOp::AllGather; }
 
 // "native", "ring", "hierarchical", or "ring-pN" for the pipelined GPU ring on N pipes (its own

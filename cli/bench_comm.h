@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dist/comm_bench.h"
+#include "dist/comm/comm_bench.h"
 
 namespace nd::cli {
 

@@ -10,10 +10,10 @@
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
 #include "data/token_dataset.h"
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/gpt.h"
 #include "tensor/error.h"
-#include "train/checkpoint_model.h"
+#include "train/ckpt/checkpoint_model.h"
 #include "train/metrics.h"
 #include "train/split_eval.h"
 

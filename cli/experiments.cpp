@@ -5,10 +5,10 @@
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "experiments/ablate.h"
 #include "experiments/sweep.h"
-#include "train/exit_status.h"
+#include "train/run/exit_status.h"
 
 namespace nd::cli {
 namespace {

@@ -1,9 +1,9 @@
-// The fault guard (watchdog + heartbeat, dist/fault_guard.h) of a command that communicates: one
+// The fault guard (watchdog + heartbeat, dist/parallel/fault_guard.h) of a command that communicates: one
 // for a multi-rank run, none for one rank. Its error line is the command's `nanodist: error:`.
 #pragma once
 #include <memory>
 
-#include "dist/fault_guard.h"
+#include "dist/parallel/fault_guard.h"
 
 namespace nd::cli {
 

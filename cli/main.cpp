@@ -1,6 +1,6 @@
 // nanodist: one binary; the commands and their flags are the table in cli/subcommand.cpp.
 // Every error ends here as one stderr line `nanodist: error: ...` (once under mpirun) and exit
-// status 1; train's other statuses are train/exit_status.h's.
+// status 1; train's other statuses are train/run/exit_status.h's.
 #include <exception>
 #include <iostream>
 

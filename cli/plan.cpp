@@ -8,7 +8,7 @@
 #include "cli/subcommand.h"
 #include "autograd/fusions.h"
 #include "cli/train_flags.h"
-#include "dist/comm_plan.h"
+#include "dist/parallel/comm_plan.h"
 #include "tensor/error.h"
 
 namespace nd::cli {

@@ -5,7 +5,7 @@
 #include "cli/subcommand.h"
 #include "data/prepare.h"
 #include "tensor/error.h"
-#include "train/init_from.h"
+#include "train/ckpt/init_from.h"
 
 namespace nd::cli {
 namespace {

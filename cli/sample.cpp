@@ -5,7 +5,7 @@
 #include "cli/subcommand.h"
 #include "nn/gpt.h"
 #include "tensor/error.h"
-#include "train/checkpoint_model.h"
+#include "train/ckpt/checkpoint_model.h"
 #include "train/sampler.h"
 
 namespace nd::cli {

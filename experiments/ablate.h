@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "experiments/experiment_args.h"
 #include "experiments/experiment_file.h"
 #include "experiments/run_queue.h"

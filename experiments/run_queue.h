@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "train/config.h"
 
 namespace nd::dist {
@@ -28,7 +28,7 @@ RunStatus run_status(const std::string& run_dir);
 struct QueueOutcome {
   int trained = 0;  // runs trained (or completed) by this call
   int skipped = 0;  // runs found finished
-  // A run was stopped by a signal (it saved; train/preemption.h): the queue stopped after it, the
+  // A run was stopped by a signal (it saved; train/run/preemption.h): the queue stopped after it, the
   // experiment has no report yet, and the same command resumes it.
   bool stopped_by_signal = false;
 };

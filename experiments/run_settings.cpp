@@ -16,10 +16,10 @@ namespace {
 // Flags that cannot change a run's metrics, so a rerun may change them and still reuse the run:
 //   out            each run's own folder (the experiment's --out may be moved as a whole)
 //   resume         set by the queue itself
-//   overwrite      how a run is launched (train/output_dir.h), never set by the queue
+//   overwrite      how a run is launched (train/run/output_dir.h), never set by the queue
 //   log-interval   how often a step record is written, not what it holds
 //   ckpt-interval, keep   when checkpoints are written and how many stay; resuming is exact
-//   comm-timeout, heartbeat-timeout   when a stuck rank gives up (dist/fault_guard.h)
+//   comm-timeout, heartbeat-timeout   when a stuck rank gives up (dist/parallel/fault_guard.h)
 //   cuda-graph     replays the same kernels in the same order as the eager step
 //   bucket-mb      groups gradients into all-reduce calls; each element's sum is unchanged
 //   layer-stats    a probe beside the step that draws no random numbers and changes no weight

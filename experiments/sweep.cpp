@@ -12,7 +12,7 @@
 #include "experiments/sweep_report.h"
 #include "tensor/error.h"
 #include "train/model_config.h"
-#include "train/run_files.h"
+#include "train/run/run_files.h"
 
 namespace nd::experiments {
 namespace {

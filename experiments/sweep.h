@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "experiments/experiment_args.h"
 #include "experiments/run_queue.h"
 #include "nn/gpt.h"

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "train/run_files.h"
+#include "train/run/run_files.h"
 
 namespace nd::experiments {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "nn/fp8_scaling.h"
 #include "tensor/tensor.h"
 

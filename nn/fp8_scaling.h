@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "kernels/fp8_format.h"
 
 namespace nd::nn {

@@ -9,7 +9,7 @@
 #include "autograd/ops/positions_share.h"
 #include "autograd/parallel_ops.h"
 #include "autograd/without_forward.h"
-#include "dist/sequence_parallel.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
 
 namespace nd::nn {

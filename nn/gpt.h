@@ -6,11 +6,11 @@
 // vocab_rows() / tp rows of wte, and the loss is the vocabulary-parallel cross-entropy, so the
 // full logits never exist. Every parameter keeps its nanoGPT name and holds its shard; its
 // ShardSpec (Module::named_shard_specs) says how. With sequence parallelism (tp.sequence_parallel)
-// the token-wise regions run on each rank's share of the tokens (dist/sequence_parallel.h); tp must
+// the token-wise regions run on each rank's share of the tokens (dist/parallel/sequence_parallel.h); tp must
 // divide the sequence length. At tp = 1 this is exactly the unsplit model.
 #pragma once
-#include "dist/flat_params.h"
-#include "dist/unit_hooks.h"
+#include "dist/parallel/flat_params.h"
+#include "dist/parallel/unit_hooks.h"
 #include "nn/layers.h"
 
 namespace nd::nn {
@@ -127,7 +127,7 @@ class GPT : public Module {
   // The stages of the forward, one path for every tp (the tensor-parallel mappings are identities
   // at tp = 1). A pipeline stage runs embed on the first stage, blocks on its range of blocks, and
   // head on the last; each takes and returns the hidden state (B, T, C), or (B, T / tp, C) where
-  // tp splits tokens (a contiguous range of the tokens, dist/sequence_parallel.h).
+  // tp splits tokens (a contiguous range of the tokens, dist/parallel/sequence_parallel.h).
   // Token + position embedding and dropout: vocabulary-parallel under tp, the fused lookup at tp 1.
   Variable embed(const Tensor& idx, Generator& dropout_gen) const;
   // Blocks [first, last) of this stage's blocks (last = -1: to its end).

@@ -3,7 +3,7 @@
 // generator advances by the whole count on every rank. So any tp starts from the tp = 1 weights
 // (bit for bit on one device), and nothing is staged on the host or materialised in full.
 #pragma once
-#include "dist/tensor_shard.h"
+#include "dist/parallel/tensor_shard.h"
 #include "tensor/random.h"
 
 namespace nd::nn {

@@ -6,7 +6,7 @@
 #include "autograd/fusions.h"
 #include "autograd/ops/fp8_gelu_mlp.h"
 #include "autograd/without_forward.h"
-#include "dist/sequence_parallel.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/parallel_linear.h"
 

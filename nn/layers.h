@@ -3,7 +3,7 @@
 // it is given, in a fixed order, on its device (nn/init.h), so one seed gives one model.
 #pragma once
 #include "autograd/ops.h"
-#include "dist/tp_mappings.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/init.h"
 #include "nn/module.h"
 
@@ -56,7 +56,7 @@ class RowParallelLinear;
 // keeps n_head / tp heads (c_attn column-parallel with q, k and v each split by head, c_proj
 // row-parallel) and the MLP a quarter-width slice (c_fc column-, c_proj row-parallel); input and
 // output are the full (B, T, C) on every rank, or this rank's share of the tokens (B, T / tp, C)
-// when tp splits tokens (sequence parallelism, dist/sequence_parallel.h). A tp that does not divide n_head and n_embd is an nd::Error
+// when tp splits tokens (sequence parallelism, dist/parallel/sequence_parallel.h). A tp that does not divide n_head and n_embd is an nd::Error
 // naming the numbers.
 class CausalSelfAttention : public Module {
  public:

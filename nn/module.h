@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "dist/tensor_shard.h"
+#include "dist/parallel/tensor_shard.h"
 
 namespace nd::nn {
 

@@ -6,7 +6,7 @@
 
 #include "autograd/ops/fp8_linear.h"
 #include "autograd/parallel_ops.h"
-#include "dist/sequence_parallel.h"
+#include "dist/parallel/sequence_parallel.h"
 
 namespace nd::nn {
 

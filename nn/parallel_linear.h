@@ -5,7 +5,7 @@
 // weight, with the counters the unsplit Linear's draw gives those elements (nn/init.h), so any tp
 // starts from the tp = 1 model; at tp = 1 both are exactly Linear.
 #pragma once
-#include "dist/tp_mappings.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/layers.h"
 
 namespace nd::nn {

@@ -65,7 +65,7 @@ ranks_available() {
 
 newest_checkpoint() { ls "$out"/ckpt_*.h5 2>/dev/null | sort | tail -n 1; }
 
-stopped_by_signal=75  # train/exit_status.h: kExitStoppedBySignal
+stopped_by_signal=75  # train/run/exit_status.h: kExitStoppedBySignal
 child=""; signalled=0
 forward_stop() {
   signalled=1

@@ -1,6 +1,6 @@
 // The streams of the CUDA backend: per device one non-blocking compute stream (every kernel of a
 // training step; each communicator has streams of its own, ordered to this one by events, see
-// dist/comm.h); and the device facts launchers size their grids by. Include only where CUDA is on.
+// dist/comm/comm.h); and the device facts launchers size their grids by. Include only where CUDA is on.
 #pragma once
 #include <cuda_runtime.h>
 

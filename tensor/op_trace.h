@@ -1,6 +1,6 @@
 // The timeline (--trace): while recording, every op_timer region (the ops' forward and backward
 // kernels, tensor/op_timer.h) is also kept with its start and end on the "compute" track, and
-// spans on other tracks (a communicator's stream, dist/tracing_comm.h) are timed the same way:
+// spans on other tracks (a communicator's stream, dist/comm/tracing_comm.h) are timed the same way:
 // CUDA events on the stream that runs the work, the wall clock for host work. Times are
 // microseconds from start_trace(). One mechanism with the op timer: the same events, kept apart.
 #pragma once

@@ -63,7 +63,7 @@ struct TrainConfig {
   std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
   bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing
   double bucket_mb = 25.0;
-  int zero = 0;  // ZeRO stage of the data-parallel engine: 0 (all-reduce), 1, 2 or 3 (dist/data_parallel.h)
+  int zero = 0;  // ZeRO stage of the data-parallel engine: 0 (all-reduce), 1, 2 or 3 (dist/parallel/data_parallel.h)
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
@@ -75,7 +75,7 @@ struct TrainConfig {
   // none | attention | block (train/model_config.h recompute_for): activations recomputed in
   // backward instead of kept (nn/layers.h Recompute).
   std::string recompute = "none";
-  // faults (dist/fault_guard.h): seconds a step or collective may take before the rank aborts, and
+  // faults (dist/parallel/fault_guard.h): seconds a step or collective may take before the rank aborts, and
   // seconds a silent peer is given before it is declared gone (0 = off); updates with a
   // non-finite loss or gradient norm that may be dropped before the run stops.
   double comm_timeout = 600.0;
@@ -92,7 +92,7 @@ struct TrainConfig {
   bool resume = false;
   int ckpt_interval = -1;
   int keep = 3;
-  bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/output_dir.h)
+  bool overwrite = false;    // a fresh run may delete the run already in out_dir (train/run/output_dir.h)
   bool no_checkpoint = false;  // write none, not even at the end (benchmarks of large models)
   std::string init_from;     // a checkpoint (file or run dir) or a Hugging Face GPT-2 dir to start from
   std::string async_save = "auto";

@@ -2,7 +2,7 @@
 // eval), without gradients and with dropout off, averaged over the data-parallel ranks.
 #pragma once
 #include "data/loader.h"
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "nn/gpt.h"
 
 namespace nd::train {

@@ -5,8 +5,8 @@
 // gradient over the first and last stage (the grid's embedding group). The norm over the
 // model-parallel ranks is the optimizer's (it sums the sharded runs' squares over that group).
 #pragma once
-#include "dist/data_parallel.h"
-#include "dist/flat_params.h"
+#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/flat_params.h"
 #include "nn/gpt.h"
 
 namespace nd::train {

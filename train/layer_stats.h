@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "nn/gpt.h"
 #include "train/optimizer.h"
 

@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <string>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 
 namespace nd::train {
 

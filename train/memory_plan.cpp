@@ -1,4 +1,4 @@
-// memory_plan: the allocations of dist/flat_params.cpp, dist/data_parallel.cpp and
+// memory_plan: the allocations of dist/parallel/flat_params.cpp, dist/parallel/data_parallel.cpp and
 // train/optimizer.cpp, per parameter.
 #include "train/memory_plan.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "nn/gpt.h"
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 #include "train/config.h"
 
 namespace nd::train {

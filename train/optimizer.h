@@ -1,4 +1,4 @@
-// AdamW over a model's flat buffers (dist/flat_params.h), with nanoGPT's grouping: tensors of two
+// AdamW over a model's flat buffers (dist/parallel/flat_params.h), with nanoGPT's grouping: tensors of two
 // or more dimensions (matmul weights, embeddings) get weight decay, the rest (biases, LayerNorm
 // gains) none. The f32 moments m, v (and f32 master weights beside bf16 parameters) live in flat
 // buffers of the same layout, each parameter's state a view; the norm and the update run over
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "dist/comm.h"
-#include "dist/flat_params.h"
+#include "dist/comm/comm.h"
+#include "dist/parallel/flat_params.h"
 
 namespace nd::train {
 
@@ -59,7 +59,7 @@ struct FlatOptimizerState {
   Tensor grads;
   Tensor params;  // what the update writes: the flat parameters, or under ZeRO 3 the parameter shard
   dist::Comm* shard_group = nullptr;
-  // An asynchronous checkpoint save reading these buffers on the CPU (train/copy_on_write.h): the
+  // An asynchronous checkpoint save reading these buffers on the CPU (train/ckpt/copy_on_write.h): the
   // CPU update tells it each range before overwriting it. Null: none.
   CopyOnWrite* copy_on_write = nullptr;
 };

@@ -11,7 +11,7 @@
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/global_norm.h"
 #include "tensor/cuda_check.h"

@@ -11,8 +11,8 @@
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/global_norm.h"
-#include "train/checksummed_adamw.h"
-#include "train/copy_on_write.h"
+#include "train/ckpt/checksummed_adamw.h"
+#include "train/ckpt/copy_on_write.h"
 
 namespace nd::train {
 namespace {

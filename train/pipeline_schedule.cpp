@@ -17,7 +17,7 @@ DropoutDraws dropout_draws(const nn::GPTConfig& c, int batch_size, int block_siz
   const uint64_t B = batch_size, T = block_size, C = c.n_embd, H = c.n_head;
   // The embedding's dropout; in a block the attention probabilities' (B H T T) and the two
   // residual branches' (B T C each). Under tensor or sequence parallelism each draws the whole
-  // tensor's counters (dist/sequence_parallel.h), so the counts do not depend on tp.
+  // tensor's counters (dist/parallel/sequence_parallel.h), so the counts do not depend on tp.
   return {B * T * C, B * H * T * T + 2 * B * T * C};
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "data/loader.h"
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "autograd/weight_grad_queue.h"
 #include "train/pipeline_plan.h"
 #include "train/pipeline_timeline.h"

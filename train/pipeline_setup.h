@@ -4,7 +4,7 @@
 #pragma once
 #include <memory>
 
-#include "dist/parallel_grid.h"
+#include "dist/parallel/parallel_grid.h"
 #include "nn/gpt.h"
 #include "train/config.h"
 #include "train/optimizer.h"

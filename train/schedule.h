@@ -5,7 +5,7 @@
 #pragma once
 #include <vector>
 
-#include "dist/data_parallel.h"
+#include "dist/parallel/data_parallel.h"
 #include "nn/gpt.h"
 
 namespace nd::train {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "data/token_source.h"
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "nn/gpt.h"
 
 namespace nd::train {

@@ -1,6 +1,6 @@
 // The timeline of chosen steps (--trace FILE --trace-steps a:b): from the start of step a to the
 // end of step b every op (compute track) and every collective (one track per communicator) is
-// timed (tensor/op_trace.h, dist/tracing_comm.h); each step is a span enclosing its ops. Then every
+// timed (tensor/op_trace.h, dist/comm/tracing_comm.h); each step is a span enclosing its ops. Then every
 // rank writes its part, rank 0 merges them into FILE as Chrome trace JSON (process = rank, thread
 // = track), which Perfetto and chrome://tracing open, and each rank's compute, communication,
 // exposed communication (communicating while no op runs) and idle time are summed over the ranks
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "tensor/op_trace.h"
 
 namespace nd::train {

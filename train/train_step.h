@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "data/loader.h"
-#include "dist/comm.h"
-#include "dist/data_parallel.h"
+#include "dist/comm/comm.h"
+#include "dist/parallel/data_parallel.h"
 #include "nn/gpt.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "tensor/op_timer.h"
 #include "train/config.h"
 
@@ -28,7 +28,7 @@ struct RunContext {
   std::ostream* log = nullptr;  // step and eval lines (rank 0 only); nullptr = silent
   // The device's peak FLOP/s for MFU; 0 = unknown (the step line shows GFLOP/s instead).
   double peak_flops = 0.0;
-  // The fault guard the run is under (dist/fault_guard.h): its watchdog times each step, eval,
+  // The fault guard the run is under (dist/parallel/fault_guard.h): its watchdog times each step, eval,
   // checkpoint and collective outside a step, and it watches the grid's communicators (their
   // asynchronous errors are faults) while the run lives; nullptr = nothing is timed or watched.
   // Every command that trains (train, ablate, sweep) sets it.

@@ -1,5 +1,5 @@
 // The position embedding of one rank's share of the tokens (sequence parallelism,
-// dist/sequence_parallel.h): the share holds a contiguous range of the whole (B, T, C) flattened
+// dist/parallel/sequence_parallel.h): the share holds a contiguous range of the whole (B, T, C) flattened
 // over (B, T), which may start inside a sequence and run on into the next ones.
 #pragma once
 #include <cstdint>

@@ -2,7 +2,7 @@
 // "collective matmul" / async TP): the column-parallel product of an all-gathered input and the
 // row-parallel product whose partial sums are reduce-scattered, each split into chunks so that a
 // chunk's collective runs on the communicator's stream while another chunk's GEMM runs. Autograd
-// does not communicate: dist/sequence_parallel.cpp passes the collectives in (SplitCollectives).
+// does not communicate: dist/parallel/sequence_parallel.cpp passes the collectives in (SplitCollectives).
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -13,7 +13,7 @@ namespace nd::ops {
 
 // The group's collectives over dim-0 blocks of contiguous buffers, started on the comm's stream
 // after the compute queued so far; each returns the function that orders later compute after it
-// (dist/comm.h's CommWork::wait). gather: shard (n) -> whole (ranks * n), block r = rank r's shard.
+// (dist/comm/comm.h's CommWork::wait). gather: shard (n) -> whole (ranks * n), block r = rank r's shard.
 // scatter: whole (ranks * n), this rank's partial sums -> shard (n), the sum of block rank.
 struct SplitCollectives {
   using Wait = std::function<void()>;

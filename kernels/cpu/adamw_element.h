@@ -1,6 +1,6 @@
 // The CPU AdamW update of one element and the step's scalars it uses (adamw.h gives the formula),
 // shared by cpu::adamw_update and the update that checksums a checkpoint on its way
-// (train/checksummed_adamw.h), so that both give the same bits.
+// (train/ckpt/checksummed_adamw.h), so that both give the same bits.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -6,7 +6,7 @@
 // small sizes, kernels/cuda/peer_allreduce_push.cu): each rank stores its input straight into
 // every peer's receive area with the call's flag inside each data word, and reduces what arrived
 // in its own memory (no flag round, no remote loads). The host side (registration, handles,
-// choice) is dist/peer_comm.h. Async on `stream`.
+// choice) is dist/comm/peer_comm.h. Async on `stream`.
 #pragma once
 #include <cuda_runtime.h>
 

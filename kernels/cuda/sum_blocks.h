@@ -1,5 +1,5 @@
 // The reduction step of a reduce-scatter whose blocks were moved by the copy engines
-// (dist/peer_copy.h): each rank's block of the result is the sum, in rank order, of the blocks the
+// (dist/comm/peer_copy.h): each rank's block of the result is the sum, in rank order, of the blocks the
 // ranks sent it, one of which is its own input's.
 #pragma once
 #include "kernels/cuda/stream_type.h"

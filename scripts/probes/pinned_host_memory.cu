@@ -1,7 +1,7 @@
 // A probe for one GPU, outside the build (docs/PERFORMANCE.md, "FSDP2's clocks, GEMMs at the power
 // cap, and the pinned snapshot"): pinning G GB of host memory (default 16) for a checkpoint
 // snapshot, by cudaHostAlloc and by posix_memalign on 2 MiB huge pages touched by 1, 8 and 16
-// threads and then cudaHostRegister (train/host_arena.h's way), with the device-to-host copy rate
+// threads and then cudaHostRegister (train/ckpt/host_arena.h's way), with the device-to-host copy rate
 // into each, and the host's transparent huge page settings.
 // Build and run: nvcc -O2 -arch=sm_90 pinned_host_memory.cu -o /tmp/p && /tmp/p [G]
 #include <cuda_runtime.h>

@@ -11,8 +11,8 @@
 #include "cli/bench_comm.h"
 #include "cli/run_words.h"
 #include "cli/subcommand.h"
-#include "dist/comm_model.h"
-#include "dist/world.h"
+#include "dist/comm/comm_model.h"
+#include "dist/comm/world.h"
 #include "tensor/error.h"
 
 namespace nd::cli {

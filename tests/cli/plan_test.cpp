@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "cli/run_words.h"
-#include "dist/comm_model.h"
-#include "dist/comm_plan.h"
+#include "dist/comm/comm_model.h"
+#include "dist/parallel/comm_plan.h"
 
 namespace nd::cli {
 namespace {

@@ -4,7 +4,7 @@
 // one rounding: the order of the copy engines' sum kernel (kernels/cuda/sum_blocks.h) and the bits of
 // the landing path it replaces. It counts the calls, so a test can tell the path was taken.
 #pragma once
-#include "dist/forwarding_comm.h"
+#include "dist/comm/forwarding_comm.h"
 
 namespace nd::test {
 

@@ -9,12 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "dist/allreduce_compare.h"
-#include "dist/bench_load.h"
-#include "dist/bench_timing.h"
-#include "dist/comm_bench.h"
-#include "dist/peer_comm.h"
-#include "dist/ring_comm.h"
+#include "dist/comm/allreduce_compare.h"
+#include "dist/comm/bench_load.h"
+#include "dist/comm/bench_timing.h"
+#include "dist/comm/comm_bench.h"
+#include "dist/comm/peer_comm.h"
+#include "dist/comm/ring_comm.h"
 #include "tests/dist/nccl_test_world.h"
 
 namespace nd::dist {

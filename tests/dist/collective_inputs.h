@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm.h"
+#include "dist/comm/comm.h"
 #include "tensor/philox.h"
 #include "tensor/tensor.h"
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/ring_comm.h"
-#include "dist/world.h"
+#include "dist/comm/ring_comm.h"
+#include "dist/comm/world.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 

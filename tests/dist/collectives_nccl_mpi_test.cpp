@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "dist/ring_comm.h"
+#include "dist/comm/ring_comm.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/allreduce_compare.h"
-#include "dist/bench_timing.h"
-#include "dist/comm_bench.h"
-#include "dist/peer_comm.h"
-#include "dist/world.h"
+#include "dist/comm/allreduce_compare.h"
+#include "dist/comm/bench_timing.h"
+#include "dist/comm/comm_bench.h"
+#include "dist/comm/peer_comm.h"
+#include "dist/comm/world.h"
 
 namespace nd::dist {
 namespace {

@@ -6,7 +6,7 @@
 #include <chrono>
 #include <thread>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {

@@ -13,8 +13,8 @@
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
-#include "dist/nccl_comm.h"
-#include "dist/world.h"
+#include "dist/comm/nccl_comm.h"
+#include "dist/comm/world.h"
 #include "tensor/cuda_check.h"
 #include "tensor/cuda_stream.h"
 #include "tests/common/captured_graph.h"

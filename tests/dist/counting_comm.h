@@ -7,7 +7,7 @@
 #include <string>
 #include <tuple>
 
-#include "dist/forwarding_comm.h"
+#include "dist/comm/forwarding_comm.h"
 
 namespace nd::test {
 

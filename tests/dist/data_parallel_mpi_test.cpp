@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "dist/data_parallel.h"
-#include "dist/parallel_grid.h"
-#include "dist/world.h"
+#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {

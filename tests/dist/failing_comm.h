@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "dist/local_comm.h"
+#include "dist/comm/local_comm.h"
 
 namespace nd::dist::testing {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <thread>
 
-#include "dist/fault_guard.h"
-#include "dist/local_comm.h"
-#include "dist/parallel_grid.h"
+#include "dist/parallel/fault_guard.h"
+#include "dist/comm/local_comm.h"
+#include "dist/parallel/parallel_grid.h"
 #include "tests/dist/failing_comm.h"
 
 namespace nd::dist {

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "dist/fault_guard.h"
-#include "dist/forwarding_comm.h"
-#include "dist/hierarchical_comm.h"
-#include "dist/local_comm.h"
+#include "dist/parallel/fault_guard.h"
+#include "dist/comm/forwarding_comm.h"
+#include "dist/comm/hierarchical_comm.h"
+#include "dist/comm/local_comm.h"
 #include "tests/dist/failing_comm.h"
 
 namespace nd::dist {

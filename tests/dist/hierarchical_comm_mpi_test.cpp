@@ -7,9 +7,9 @@
 
 #include <string>
 
-#include "dist/hierarchical_comm.h"
-#include "dist/parallel_grid.h"
-#include "dist/world.h"
+#include "dist/comm/hierarchical_comm.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/pretend_nodes.h"
 

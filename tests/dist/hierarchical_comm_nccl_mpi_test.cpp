@@ -7,8 +7,8 @@
 
 #include <string>
 
-#include "dist/hierarchical_comm.h"
-#include "dist/world.h"
+#include "dist/comm/hierarchical_comm.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA

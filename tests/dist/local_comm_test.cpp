@@ -2,9 +2,9 @@
 // ring is a no-op, and sends to self pair with recvs in order.
 #include <gtest/gtest.h>
 
-#include "dist/local_comm.h"
-#include "dist/ring_allreduce.h"
-#include "dist/world.h"
+#include "dist/comm/local_comm.h"
+#include "dist/comm/ring_allreduce.h"
+#include "dist/comm/world.h"
 
 namespace nd::dist {
 namespace {

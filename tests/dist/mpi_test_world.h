@@ -3,7 +3,7 @@
 #pragma once
 #include <memory>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 
 namespace nd::test {
 

@@ -10,8 +10,8 @@
 
 #include <string>
 
-#include "dist/ring_allreduce.h"
-#include "dist/world.h"
+#include "dist/comm/ring_allreduce.h"
+#include "dist/comm/world.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"

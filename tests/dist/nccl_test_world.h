@@ -3,7 +3,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 #endif

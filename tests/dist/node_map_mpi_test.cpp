@@ -6,9 +6,9 @@
 
 #include <vector>
 
-#include "dist/node_map.h"
-#include "dist/parallel_grid.h"
-#include "dist/world.h"
+#include "dist/comm/node_map.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/world.h"
 #include "tests/dist/pretend_nodes.h"
 
 namespace nd::dist {

@@ -2,7 +2,7 @@
 // nodes (and none when tp divides the ranks per node), the header's placement line.
 #include <gtest/gtest.h>
 
-#include "dist/node_map.h"
+#include "dist/comm/node_map.h"
 
 namespace nd::dist {
 namespace {

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/parallel_grid.h"
-#include "dist/ring_comm.h"
-#include "dist/world.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/ring_comm.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "dist/local_comm.h"
-#include "dist/parallel_grid.h"
+#include "dist/comm/local_comm.h"
+#include "dist/parallel/parallel_grid.h"
 
 namespace nd::dist {
 namespace {

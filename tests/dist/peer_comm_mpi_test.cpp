@@ -7,9 +7,9 @@
 #include <cstdio>
 #include <fstream>
 
-#include "dist/parallel_grid.h"
-#include "dist/peer_comm.h"
-#include "dist/world.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/peer_comm.h"
+#include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
 
 namespace nd::dist {

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "dist/parallel_grid.h"
-#include "dist/peer_comm.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/peer_comm.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"

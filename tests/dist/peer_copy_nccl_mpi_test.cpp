@@ -1,4 +1,4 @@
-// The copy-engine reduce-scatter and all-gather of PeerComm (dist/peer_copy.h) on NCCL under
+// The copy-engine reduce-scatter and all-gather of PeerComm (dist/comm/peer_copy.h) on NCCL under
 // mpirun (one rank per GPU, one node), against the closed form: sizes from one element to the
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of gathers (one into a
@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "dist/flat_params.h"
-#include "dist/peer_comm.h"
+#include "dist/parallel/flat_params.h"
+#include "dist/comm/peer_comm.h"
 #include "tests/common/captured_graph.h"
 #include "tests/common/scoped_env.h"
 #include "tests/dist/collective_inputs.h"

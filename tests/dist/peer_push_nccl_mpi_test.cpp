@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/peer_comm.h"
+#include "dist/comm/peer_comm.h"
 #include "tensor/philox.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"

@@ -7,9 +7,9 @@
 #include <cmath>
 #include <memory>
 
-#include "dist/forwarding_comm.h"
-#include "dist/ring_allreduce.h"
-#include "dist/world.h"
+#include "dist/comm/forwarding_comm.h"
+#include "dist/comm/ring_allreduce.h"
+#include "dist/comm/world.h"
 #include "tensor/random.h"
 #include "tests/dist/collective_inputs.h"
 

@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "dist/parallel_grid.h"
-#include "dist/ring_comm.h"
-#include "dist/world.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/ring_comm.h"
+#include "dist/comm/world.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"

@@ -1,4 +1,4 @@
-// The pipelined ring's schedule (ring_transfer in dist/ring_schedule.h), which the GPU driver
+// The pipelined ring's schedule (ring_transfer in dist/comm/ring_schedule.h), which the GPU driver
 // follows, checked without a GPU: the pieces of all chunks, lanes and pipes tile the buffer once;
 // at every step each send meets the matching receive (same positions) on the rank it names; and
 // N simulated ranks that run the schedule, with every pipe in step or each pipe alone in turn,
@@ -7,7 +7,7 @@
 
 #include <vector>
 
-#include "dist/ring_schedule.h"
+#include "dist/comm/ring_schedule.h"
 
 namespace nd::dist::ring {
 namespace {

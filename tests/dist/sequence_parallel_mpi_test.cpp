@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
-#include "dist/sequence_parallel.h"
-#include "dist/world.h"
+#include "dist/parallel/sequence_parallel.h"
+#include "dist/comm/world.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"

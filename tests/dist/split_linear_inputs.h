@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
-#include "dist/sequence_parallel.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/two_halves_comm.h"
 #include "tests/nn/tp_test_util.h"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "dist/ring_comm.h"
-#include "dist/sequence_parallel.h"
+#include "dist/comm/ring_comm.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "kernels/cpu/gelu.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/op_test_util.h"
-#include "dist/tensor_shard.h"
+#include "dist/parallel/tensor_shard.h"
 
 namespace nd::dist {
 namespace {

@@ -6,8 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "autograd/ops.h"
-#include "dist/tp_mappings.h"
-#include "dist/world.h"
+#include "dist/parallel/tp_mappings.h"
+#include "dist/comm/world.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 #include "tests/dist/collective_inputs.h"

@@ -10,7 +10,7 @@
 #include <cmath>
 #include <vector>
 
-#include "dist/forwarding_comm.h"
+#include "dist/comm/forwarding_comm.h"
 
 namespace nd::test {
 

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dist/watchdog.h"
+#include "dist/comm/watchdog.h"
 
 namespace nd::dist {
 namespace {

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "cli/fault_guard_for.h"
-#include "dist/forwarding_comm.h"
-#include "dist/world.h"
+#include "dist/comm/forwarding_comm.h"
+#include "dist/comm/world.h"
 #include "experiment_fixture.h"
 #include "experiments/ablate.h"
 #include "tests/train/frozen_rank.h"

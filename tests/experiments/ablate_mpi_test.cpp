@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "experiments/ablate.h"
 #include "experiment_fixture.h"
 

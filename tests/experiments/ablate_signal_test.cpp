@@ -8,7 +8,7 @@
 
 #include "experiment_fixture.h"
 #include "tests/train/process_helpers.h"
-#include "train/exit_status.h"
+#include "train/run/exit_status.h"
 
 namespace nd::experiments {
 namespace {

@@ -8,7 +8,7 @@
 #include <map>
 #include <sstream>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "experiments/ablate.h"
 #include "experiments/unigram_baseline.h"
 #include "experiment_fixture.h"

@@ -7,7 +7,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "experiments/sweep.h"
 #include "experiment_fixture.h"
 

@@ -7,8 +7,8 @@
 
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
-#include "dist/local_comm.h"
-#include "dist/tp_mappings.h"
+#include "dist/comm/local_comm.h"
+#include "dist/parallel/tp_mappings.h"
 #include "kernels/cuda_test_util.h"
 
 namespace nd::test {

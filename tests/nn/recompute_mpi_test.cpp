@@ -7,7 +7,7 @@
 
 #include <cstring>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/gpt.h"
 #include "tests/dist/counting_comm.h"
 #include "tests/dist/mpi_test_world.h"

@@ -7,7 +7,7 @@
 // not divide is an nd::Error.
 #include <gtest/gtest.h>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "tests/dist/mpi_test_world.h"

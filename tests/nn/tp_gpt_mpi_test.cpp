@@ -7,7 +7,7 @@
 
 #include <map>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/gpt.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"

@@ -12,8 +12,8 @@
 #endif
 
 #include "autograd/ops.h"
-#include "dist/sequence_parallel.h"
-#include "dist/world.h"
+#include "dist/parallel/sequence_parallel.h"
+#include "dist/comm/world.h"
 #include "nn/gpt.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/nn/tp_test_util.h"

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "autograd/parallel_ops.h"
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/parallel_linear.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"

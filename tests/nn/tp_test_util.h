@@ -1,5 +1,5 @@
 // Helpers of the tensor-parallel tests: the tensor-parallel groups a world of N ranks can form
-// (the grid's, dist/parallel_grid.h, native and ring-decorated), a tiny GPT they split, and
+// (the grid's, dist/parallel/parallel_grid.h, native and ring-decorated), a tiny GPT they split, and
 // comparisons of a rank's shard or full tensor against the tp = 1 reference, counting mismatches
 // as |got - want| > atol + rtol |want|.
 #pragma once
@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "dist/parallel_grid.h"
-#include "dist/peer_comm.h"
-#include "dist/ring_comm.h"
-#include "dist/tensor_shard.h"
-#include "dist/tp_mappings.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/peer_comm.h"
+#include "dist/comm/ring_comm.h"
+#include "dist/parallel/tensor_shard.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "tensor/random.h"
 

@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "train/checkpoint.h"
-#include "train/checkpoint_part.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_part.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 #include "process_helpers.h"

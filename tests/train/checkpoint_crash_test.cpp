@@ -11,8 +11,8 @@
 
 #include "process_helpers.h"
 #include "resumed_run.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_part.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_part.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {

@@ -8,8 +8,8 @@
 #include <limits>
 
 #include "tensor/random.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_model.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_model.h"
 #include "train_fixture.h"
 
 namespace nd::train {

@@ -11,8 +11,8 @@
 
 #include "tensor/random.h"
 #include "tensor/tensor.h"
-#include "train/checkpoint_part.h"
-#include "train/hdf5_file.h"
+#include "train/ckpt/checkpoint_part.h"
+#include "train/ckpt/hdf5_file.h"
 #include "process_helpers.h"
 
 namespace nd::train::testing {

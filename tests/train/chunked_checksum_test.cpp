@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "tensor/random.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_index.h"
-#include "train/checkpoint_part.h"
-#include "train/checksum.h"
-#include "train/copy_on_write.h"
-#include "train/hdf5_file.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_index.h"
+#include "train/ckpt/checkpoint_part.h"
+#include "train/ckpt/checksum.h"
+#include "train/ckpt/copy_on_write.h"
+#include "train/ckpt/hdf5_file.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 #include "process_helpers.h"

@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 

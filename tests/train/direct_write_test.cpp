@@ -7,7 +7,7 @@
 #include <fstream>
 #include <memory>
 
-#include "train/direct_write.h"
+#include "train/ckpt/direct_write.h"
 #include "train/train_fixture.h"
 
 namespace nd::train {

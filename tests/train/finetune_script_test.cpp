@@ -8,7 +8,7 @@
 #include <fstream>
 
 #include "process_helpers.h"
-#include "train/exit_status.h"
+#include "train/run/exit_status.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "dist/flat_params.h"
+#include "dist/parallel/flat_params.h"
 #include "tensor/random.h"
 #include "train/unscale_grads.h"
 

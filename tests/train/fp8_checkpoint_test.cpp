@@ -1,4 +1,4 @@
-// The FP8 delayed-scaling state through a checkpoint (train/fp8_checkpoint.h), written and read the
+// The FP8 delayed-scaling state through a checkpoint (train/ckpt/fp8_checkpoint.h), written and read the
 // way a run's save and resume do (a part, the index, the reader): rings, positions and scales come
 // back identical and go on as an uninterrupted copy's; a checkpoint without the state, a run
 // without FP8, a history of another length, tensors the checkpoint lacks, a malformed record, a bad
@@ -11,9 +11,9 @@
 
 #include "nn/fp8_scaling.h"
 #include "tensor/error.h"
-#include "train/checkpoint_index.h"
-#include "train/fp8_checkpoint.h"
-#include "train/hdf5_file.h"
+#include "train/ckpt/checkpoint_index.h"
+#include "train/ckpt/fp8_checkpoint.h"
+#include "train/ckpt/hdf5_file.h"
 #include "train/train_fixture.h"
 
 namespace nd::train {

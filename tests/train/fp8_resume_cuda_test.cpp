@@ -1,15 +1,15 @@
 // A --fp8 run saved at step 4 (after an evaluation) and resumed gives the uninterrupted run's
 // losses and weights bit for bit: the checkpoint carries every quantised tensor's amax history and
-// scale (train/fp8_checkpoint.h), restored before the first step. Without them the resumed run
+// scale (train/ckpt/fp8_checkpoint.h), restored before the first step. Without them the resumed run
 // would quantise its first step at scale 1 (the saved scales are checked to be far from 1).
 // Needs compute capability 8.9+.
 #include <gtest/gtest.h>
 
 #include <sstream>
 
-#include "train/checkpoint.h"
-#include "train/fp8_checkpoint.h"
-#include "train/hdf5_file.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/fp8_checkpoint.h"
+#include "train/ckpt/hdf5_file.h"
 #include "train/fp8_run_fixture.h"
 
 

@@ -8,7 +8,7 @@
 
 #include "kernels/cuda_test_util.h"
 #include "tests/dist/nccl_test_world.h"
-#include "train/hdf5_file.h"
+#include "train/ckpt/hdf5_file.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "tensor/cuda_check.h"
-#include "train/host_arena.h"
+#include "train/ckpt/host_arena.h"
 
 namespace nd::train {
 namespace {

@@ -8,8 +8,8 @@
 #include <cstring>
 #include <vector>
 
-#include "train/direct_write.h"
-#include "train/host_arena.h"
+#include "train/ckpt/direct_write.h"
+#include "train/ckpt/host_arena.h"
 
 namespace nd::train {
 namespace {

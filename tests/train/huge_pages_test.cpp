@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "train/direct_write.h"
-#include "train/huge_pages.h"
+#include "train/ckpt/direct_write.h"
+#include "train/ckpt/huge_pages.h"
 
 namespace nd::train {
 namespace {

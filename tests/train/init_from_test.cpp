@@ -10,10 +10,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "train/checkpoint.h"
-#include "train/init_from.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/init_from.h"
 #include "data/json_value.h"
-#include "train/safetensors.h"
+#include "train/ckpt/safetensors.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
 

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
 

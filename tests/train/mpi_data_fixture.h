@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "dist/world.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_part.h"
+#include "dist/comm/world.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_part.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
 

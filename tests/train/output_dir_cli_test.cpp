@@ -12,8 +12,8 @@
 #include <fstream>
 
 #include "process_helpers.h"
-#include "train/checkpoint.h"
-#include "train/exit_status.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/run/exit_status.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {

@@ -4,7 +4,7 @@
 // (nn/fp8_scaling.h) unless the data-parallel replicas reduce it too.
 #include <gtest/gtest.h>
 
-#include "dist/world.h"
+#include "dist/comm/world.h"
 #include "nn/fp8_scaling.h"
 #include "train/loss_scaler.h"
 

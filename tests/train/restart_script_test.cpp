@@ -6,7 +6,7 @@
 #include <fstream>
 
 #include "process_helpers.h"
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {

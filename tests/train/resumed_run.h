@@ -10,7 +10,7 @@
 #include <string>
 
 #include "process_helpers.h"
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 
 namespace nd::train::testing {
 

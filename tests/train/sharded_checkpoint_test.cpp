@@ -8,11 +8,11 @@
 #include <fstream>
 #include <sstream>
 
-#include "dist/tensor_shard.h"
+#include "dist/parallel/tensor_shard.h"
 #include "tensor/random.h"
-#include "train/checkpoint.h"
-#include "train/checkpoint_index.h"
-#include "train/checkpoint_slices.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_index.h"
+#include "train/ckpt/checkpoint_slices.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
 #include "process_helpers.h"

@@ -8,8 +8,8 @@
 
 #include <memory>
 
-#include "dist/parallel_grid.h"
-#include "dist/world.h"
+#include "dist/parallel/parallel_grid.h"
+#include "dist/comm/world.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "data/json_value.h"
-#include "dist/forwarding_comm.h"
+#include "dist/comm/forwarding_comm.h"
 #include "tensor/op_trace.h"
 
 namespace nd::train::testing {

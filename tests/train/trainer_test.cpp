@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "data/token_file.h"
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
 

@@ -12,11 +12,11 @@
 #include <cmath>
 #include <string>
 
-#include "dist/data_parallel.h"
-#include "dist/parallel_grid.h"
+#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/parallel_grid.h"
 #include "tensor/random.h"
 #include "tests/dist/counting_comm.h"
-#include "train/checkpoint_index.h"
+#include "train/ckpt/checkpoint_index.h"
 #include "train/memory_plan.h"
 #include "train/optimizer.h"
 #include "train/zero_fixture.h"

@@ -13,7 +13,7 @@
 #include <cmath>
 #include <cstdlib>
 
-#include "dist/peer_comm.h"
+#include "dist/comm/peer_comm.h"
 #include "tests/common/scoped_env.h"
 #include "tests/dist/nccl_test_world.h"
 #include "train/mpi_data_fixture.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/data_parallel.h"
+#include "dist/parallel/data_parallel.h"
 #include "tensor/random.h"
 #include "tests/dist/accumulating_comm.h"
 #include "train/zero_fixture.h"

@@ -11,8 +11,8 @@
 #include <cmath>
 #include <string>
 
-#include "dist/data_parallel.h"
-#include "dist/parallel_grid.h"
+#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/parallel_grid.h"
 #include "tensor/random.h"
 #include "train/memory_plan.h"
 #include "train/optimizer.h"

@@ -1,0 +1,370 @@
+// NcclComm: NCCL on the comm's stream, MPI beside it for the unique id and host agreements.
+// Compiled only in CUDA builds.
+#include "dist/comm/nccl_comm.h"
+
+#if NANODIST_WITH_CUDA
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "dist/comm/mpi_check.h"
+#include "dist/comm/nccl_check.h"
+#include "dist/comm/world.h"
+#include "tensor/cuda_stream.h"
+#include "tensor/env.h"
+
+namespace nd::dist {
+
+namespace {
+
+ncclDataType_t nccl_reduce_type(DType dtype) {
+  switch (dtype) {
+    case DType::F32:
+      return ncclFloat32;
+    case DType::BF16:
+      return ncclBfloat16;
+    case DType::F16:
+      return ncclFloat16;
+    default:
+      ND_FAIL("NCCL reductions take f32, bf16 or f16, not " << dtype_name(dtype));
+  }
+}
+
+ncclRedOp_t nccl_op(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum:
+      return ncclSum;
+    case ReduceOp::Avg:
+      return ncclAvg;
+    case ReduceOp::Max:
+      return ncclMax;
+  }
+  ND_FAIL("unknown reduce op " << static_cast<int>(op));
+}
+
+// CTAs (channels) of the point-to-point communicator. NCCL spreads one send or recv over
+// p2p channels / nranks of them (more once a channel would carry over 16 MiB), and on 4 H200
+// it picks 32 p2p channels by itself; 64 (its most) doubles the bytes in flight per call: the
+// ring's all-reduce gained 10-20% at 64 MB..4 GB on 4 GPUs, 5-10% on 2.
+constexpr int kP2pCtas = 64;
+
+// A non-blocking communicator answers ncclInProgress while a call is still being carried out
+// (set-up, connections); the host polls until it is done and returns the call's real result.
+// A blocking communicator never answers it, so this costs nothing there.
+ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
+  while (rc == ncclInProgress) {
+    std::this_thread::yield();
+    ncclResult_t query = ncclCommGetAsyncError(comm, &rc);
+    if (query != ncclSuccess) return query;
+  }
+  return rc;
+}
+
+// The collectives' communicator is blocking. A non-blocking one (config.blocking = 0) hands every
+// ncclGroupEnd, and so every lone collective, to a thread NCCL starts for that call, and the host
+// polls it until the launch is done: tens of microseconds of host time per call, more than a
+// small all-reduce takes on the GPUs, so an eager loop of small collectives ran at the host's
+// pace (bench-comm read 43-48 us for NCCL's 8-byte all-reduce on 2 H100). Fault handling does
+// not need it: the watchdog reads ncclCommGetAsyncError and calls ncclCommAbort from its own
+// thread, both allowed on a blocking communicator, and ends the process after a bounded grace
+// whatever the main thread is doing (dist/parallel/fault_guard.h). NANODIST_NCCL_NONBLOCKING=1 brings the
+// non-blocking communicator back, to measure the difference.
+ncclConfig_t collectives_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = env_equals("NANODIST_NCCL_NONBLOCKING", "1") ? 0 : 1;
+  return config;
+}
+// The comm stream's priority: the highest the device has, so that when a collective is queued
+// beside a GEMM that fills every SM (tensor parallelism's overlapped all-gathers and
+// reduce-scatters), the block scheduler starts NCCL's CTAs as soon as GEMM blocks retire instead
+// of after the whole GEMM; otherwise the collective's "overlap" waits for the GEMM and comes out
+// exposed after it. NANODIST_COMM_PRIORITY=normal keeps the default priority, to measure the
+// difference.
+int comm_stream_priority() {
+  if (env_equals("NANODIST_COMM_PRIORITY", "normal")) return 0;
+  int least = 0, greatest = 0;
+  CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  return greatest;
+}
+// Events behind CommWorks in flight at once before one is reused (DDP's buckets of one step).
+constexpr size_t kWorkEvents = 64;
+
+// Data movement does not care about the element type: it moves bytes.
+size_t byte_count(const Tensor& t) { return t.nbytes(); }
+
+}  // namespace
+
+int select_local_gpu(MPI_Comm world) {
+  LocalPlace place = local_place(world);
+  int gpus = 0;
+  cudaError_t rc = cudaGetDeviceCount(&gpus);
+  if (rc != cudaSuccess) gpus = 0;
+  // Every rank learns whether any node is short of GPUs, so all raise together.
+  int short_here = place.size > gpus ? 1 : 0, short_anywhere = 0;
+  MPI_CHECK(MPI_Allreduce(&short_here, &short_anywhere, 1, MPI_INT, MPI_MAX, world));
+  ND_CHECK(!short_here, place.size << " ranks on this node but only " << gpus
+                                   << " visible GPU(s): start at most one rank per GPU (check CUDA_VISIBLE_DEVICES)");
+  ND_CHECK(!short_anywhere, "another node has more ranks than GPUs: start at most one rank per GPU");
+  CUDA_CHECK(cudaSetDevice(place.rank));
+  return place.rank;
+}
+
+NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_index_(device_index) {
+  MPI_CHECK(MPI_Comm_dup(parent, &mpi_));
+  MPI_CHECK(MPI_Comm_set_errhandler(mpi_, MPI_ERRORS_RETURN));
+  MPI_CHECK(MPI_Comm_rank(mpi_, &rank_));
+  MPI_CHECK(MPI_Comm_size(mpi_, &size_));
+  CUDA_CHECK(cudaSetDevice(device_index_));
+  ncclUniqueId id;
+  if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
+  ncclConfig_t config = collectives_config();
+  ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config);
+  NCCL_CHECK(settle(nccl_, rc));
+  if (wide_p2p) {
+    // Its own communicator (not a split: a split of a non-blocking parent handed back no handle
+    // on NCCL 2.28, and the parent may be non-blocking), blocking, with more CTAs for the ring's
+    // send/recv.
+    ncclUniqueId wide_id;
+    if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&wide_id));
+    MPI_CHECK(MPI_Bcast(&wide_id, sizeof(wide_id), MPI_BYTE, 0, mpi_));
+    ncclConfig_t wide = NCCL_CONFIG_INITIALIZER;
+    wide.minCTAs = wide.maxCTAs = kP2pCtas;
+    NCCL_CHECK(ncclCommInitRankConfig(&p2p_, size_, wide_id, rank_, &wide));
+  } else {
+    p2p_ = nccl_;
+  }
+  const int priority = comm_stream_priority();
+  CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+  CUDA_CHECK(cudaStreamCreateWithPriority(&side_stream_, cudaStreamNonBlocking, priority));
+  CUDA_CHECK(cudaEventCreateWithFlags(&compute_done_, cudaEventDisableTiming));
+}
+
+// A destructor must not throw, so its CUDA, NCCL and MPI calls are not checked.
+NcclComm::~NcclComm() {
+  cudaSetDevice(device_index_);
+  pipes_.reset();
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  scratch_.clear();
+  for (cudaEvent_t e : events_) cudaEventDestroy(e);
+  for (cudaEvent_t e : work_events_) cudaEventDestroy(e);
+  for (ncclComm_t c : {p2p_ != nccl_ ? p2p_ : nullptr, nccl_}) {
+    if (!c) continue;
+    settle(c, ncclCommFinalize(c));
+    ncclCommDestroy(c);
+  }
+  if (compute_done_) cudaEventDestroy(compute_done_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (stream_) cudaStreamDestroy(stream_);
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized && mpi_ != MPI_COMM_NULL) MPI_Comm_free(&mpi_);
+}
+
+void NcclComm::send(const Tensor& buffer, int peer) {
+  check_comm_buffer(*this, buffer, "send buffer");
+  check_peer(*this, peer, "send");
+  NCCL_CHECK(settle(p2p_, ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
+}
+
+void NcclComm::recv(Tensor& buffer, int peer) {
+  check_comm_buffer(*this, buffer, "recv buffer");
+  check_peer(*this, peer, "recv");
+  NCCL_CHECK(settle(p2p_, ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
+}
+
+void NcclComm::group_start() {
+  NCCL_CHECK(ncclGroupStart());
+  ++group_depth_;
+}
+
+void NcclComm::post_group() {
+  ND_CHECK(group_depth_ > 0, "group end without a group start");
+  --group_depth_;
+  ncclResult_t rc = ncclGroupEnd();
+  if (rc == ncclInProgress) rc = settle(p2p_, settle(nccl_, rc));
+  NCCL_CHECK(rc);
+}
+
+CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
+  check_comm_buffer(*this, buffer, "allreduce buffer");
+  ncclDataType_t type = nccl_reduce_type(buffer.dtype());
+  agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
+  order_after_compute();
+  NCCL_CHECK(settle(
+      nccl_, ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_)));
+  return record_work();
+}
+
+CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
+  check_comm_buffer(*this, input, "reduce_scatter input");
+  check_comm_buffer(*this, output, "reduce_scatter output");
+  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
+           "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
+  ncclDataType_t type = nccl_reduce_type(input.dtype());
+  agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
+  order_after_compute();
+  NCCL_CHECK(settle(nccl_, ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op),
+                                             nccl_, stream_)));
+  return record_work();
+}
+
+CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
+  check_comm_buffer(*this, input, "all_gather input");
+  check_comm_buffer(*this, output, "all_gather output");
+  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
+           "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  agree_on_layout(Collective::AllGather, input, 0);
+  order_after_compute();
+  NCCL_CHECK(
+      settle(nccl_, ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_)));
+  return record_work();
+}
+
+CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
+  check_comm_buffer(*this, buffer, "broadcast buffer");
+  check_peer(*this, root, "broadcast root");
+  agree_on_layout(Collective::Broadcast, buffer, root);
+  order_after_compute();
+  NCCL_CHECK(settle(
+      nccl_, ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_)));
+  return record_work();
+}
+
+CommWork NcclComm::all_to_all_async(const Tensor& input, Tensor& output) {
+  check_all_to_all(*this, input, output);
+  agree_on_layout(Collective::AllToAll, input, 0);
+  order_after_compute();
+  const size_t block = byte_count(input) / size_;
+  auto* in = static_cast<const char*>(input.raw_data());
+  auto* out = static_cast<char*>(output.raw_data());
+  if (block > 0) {
+    CUDA_CHECK(cudaMemcpyAsync(out + rank_ * block, in + rank_ * block, block, cudaMemcpyDeviceToDevice, stream_));
+    NCCL_CHECK(ncclGroupStart());
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      NCCL_CHECK(settle(nccl_, ncclSend(in + q * block, block, ncclUint8, q, nccl_, stream_)));
+      NCCL_CHECK(settle(nccl_, ncclRecv(out + q * block, block, ncclUint8, q, nccl_, stream_)));
+    }
+    NCCL_CHECK(settle(nccl_, ncclGroupEnd()));
+  }
+  return record_work();
+}
+
+void NcclComm::order_after_compute() {
+  CUDA_CHECK(cudaSetDevice(device_index_));
+  CUDA_CHECK(cudaEventRecord(compute_done_, compute_stream(device_index_)));
+  CUDA_CHECK(cudaStreamWaitEvent(stream_, compute_done_, 0));
+}
+
+void NcclComm::stream_copy(Tensor& dst, const Tensor& src) {
+  check_comm_buffer(*this, dst, "stream_copy destination");
+  check_comm_buffer(*this, src, "stream_copy source");
+  ND_CHECK(dst.dtype() == src.dtype() && dst.numel() == src.numel(),
+           "stream_copy: " << src.str() << " does not fit " << dst.str());
+  if (dst.numel() == 0) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst.raw_data(), src.raw_data(), src.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+}
+
+CommWork NcclComm::record_work() {
+  if (work_events_.size() < kWorkEvents) {
+    CUDA_CHECK(cudaSetDevice(device_index_));
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    work_events_.push_back(e);
+  }
+  cudaEvent_t event = work_events_[next_work_event_++ % work_events_.size()];
+  CUDA_CHECK(cudaEventRecord(event, stream_));
+  return CommWork(event, device_index_);
+}
+
+void NcclComm::barrier() {
+  synchronize();
+  MPI_CHECK(MPI_Barrier(mpi_));
+}
+
+std::unique_ptr<Comm> NcclComm::split(int color, int key) {
+  ND_CHECK(color >= 0, "split: color " << color << " must be >= 0");
+  MPI_Comm child;
+  MPI_CHECK(MPI_Comm_split(mpi_, color, key, &child));
+  auto result = std::make_unique<NcclComm>(child, device_index_, p2p_ != nccl_);
+  MPI_CHECK(MPI_Comm_free(&child));
+  return result;
+}
+
+void NcclComm::synchronize() {
+  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->synchronize();
+  CUDA_CHECK(cudaStreamSynchronize(side_stream_));
+  CUDA_CHECK(cudaStreamSynchronize(stream_));
+  synchronize_device_streams(device_index_);
+}
+
+void NcclComm::host_allreduce(int64_t* values, int n, HostReduce op) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_INT64_T, op == HostReduce::Sum ? MPI_SUM : MPI_MAX, mpi_));
+}
+
+void NcclComm::host_allreduce(double* values, int n, HostReduce op) {
+  MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op == HostReduce::Sum ? MPI_SUM : MPI_MAX, mpi_));
+}
+
+std::string NcclComm::async_error() {
+  if (aborted_) return "";
+  for (ncclComm_t c : {nccl_, p2p_}) {
+    ncclResult_t state = ncclSuccess;
+    if (c && ncclCommGetAsyncError(c, &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress)
+      return std::string(ncclGetErrorString(state)) + " " + ncclGetLastError(c);
+  }
+  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) return pipes->async_error();
+  return "";
+}
+
+// Called from the watchdog thread just before the process ends: in-flight kernels give up, so
+// the GPU is free at once. The communicators are not used again.
+void NcclComm::abort() {
+  if (aborted_.exchange(true)) return;
+  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->abort();
+  if (p2p_ && p2p_ != nccl_) ncclCommAbort(p2p_);
+  if (nccl_) ncclCommAbort(nccl_);
+}
+
+cudaEvent_t NcclComm::event(size_t i) {
+  while (events_.size() <= i) {
+    cudaEvent_t e;
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    events_.push_back(e);
+  }
+  return events_[i];
+}
+
+Tensor NcclComm::scratch(int64_t numel, DType dtype) {
+  Tensor& buffer = scratch_[dtype];
+  if (!buffer.defined() || buffer.numel() < numel) {
+    synchronize();  // queued work may still read the old buffer
+    buffer = Tensor();
+    buffer = Tensor::empty({numel}, dtype, device());
+  }
+  return buffer.narrow(0, numel);
+}
+
+std::shared_ptr<NcclPipes> NcclComm::current_pipes() {
+  std::lock_guard<std::mutex> lock(pipes_mutex_);
+  return pipes_;
+}
+
+NcclPipes& NcclComm::ring_pipes(int count, int ctas) {
+  if (pipes_ && pipes_->count() == count && pipes_->ctas() == ctas) return *pipes_;
+  if (pipes_) synchronize();  // queued work may still run on the old pipes
+  // Made outside the mutex: the watchdog must stay able to read errors while peers join.
+  auto fresh = std::make_shared<NcclPipes>(mpi_, rank_, size_, device_index_, count, ctas);
+  std::shared_ptr<NcclPipes> old;
+  {
+    std::lock_guard<std::mutex> lock(pipes_mutex_);
+    old = std::move(pipes_);
+    pipes_ = fresh;
+  }
+  return *fresh;
+}
+
+}  // namespace nd::dist
+#endif
