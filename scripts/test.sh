@@ -5,6 +5,37 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
 scripts/build.sh
+
+# The script smoke tests run `python3` from PATH, and the plot, export and tokenizer scripts need
+# these modules in it. apt's python3-* packages reach only Debian's own interpreter, which is often
+# not the python3 on PATH (pyenv, conda), so pip installs them into the interpreter that runs the
+# tests. An interpreter pip may not change (Debian's, PEP 668) gets a virtual environment in
+# build/python instead, which sees its packages and goes first on PATH.
+python_modules=(numpy matplotlib h5py safetensors)
+missing_modules() {
+  "$1" -c 'import importlib.util, sys; print(*(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))' \
+    "${python_modules[@]}"
+}
+pip_may_install() {
+  "$1" -m pip --version >/dev/null 2>&1 && "$1" -c 'import os, sys, sysconfig
+sys.exit(os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'
+}
+pip_install() {
+  "$1" -m pip install -q --disable-pip-version-check --root-user-action=ignore "${@:2}" >/dev/null
+}
+venv=$PWD/build/python
+[ -x "$venv/bin/python3" ] && export PATH="$venv/bin:$PATH"
+if command -v python3 >/dev/null && missing=$(missing_modules python3) && [ -n "$missing" ]; then
+  if ! pip_may_install python3; then
+    scripts/install_deps.sh python3-venv
+    python3 -m venv --system-site-packages "$venv"
+    export PATH="$venv/bin:$PATH"
+  fi
+  echo "installing with pip for $(command -v python3): $missing"
+  # shellcheck disable=SC2086  # one module a word
+  pip_install python3 $missing || echo "pip could not install $missing: the smoke tests that need them skip"
+fi
+
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 # Two tests run at once on two cores: one OpenMP thread each avoids oversubscribed spinning.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}

@@ -75,7 +75,7 @@ void expect_bias_close(const std::vector<double>& got, const std::vector<double>
 void compare_fused_with_unfused(int64_t M, int64_t C, int64_t H, bool biases, bool x_grad, int backwards) {
   SCOPED_TRACE(::testing::Message() << "M " << M << " C " << C << " H " << H << (biases ? " biases" : "")
                                     << (x_grad ? " x grad" : "") << " backwards " << backwards);
-  const Params p = make_params(M, C, H, biases, test::fresh_seed());
+  const Params p = make_params(M, C, H, biases, test::test_seed());
   Mlp fused(p, x_grad, true), unfused(p, x_grad, false);
   for (int step = 0; step < 2; ++step) {
     SCOPED_TRACE(::testing::Message() << "step " << step);
@@ -124,7 +124,7 @@ TEST(Fp8GeluMlpOp, WithoutGradientsGivesTheSameOutput) {
   ND_SKIP_WITHOUT_GPU();
 #if NANODIST_WITH_CUDA
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
-  const Params p = make_params(64, 64, 256, true, test::fresh_seed());
+  const Params p = make_params(64, 64, 256, true, test::test_seed());
   Mlp fused(p, true, true), unfused(p, true, false);
   NoGradGuard no_grad;
   EXPECT_EQ(host(fused.forward().data()), host(unfused.forward().data()));
@@ -139,7 +139,7 @@ TEST(Fp8GeluMlpOp, MlpWithBothLinearsInFp8UsesItWithTheSameResults) {
 #if NANODIST_WITH_CUDA
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const nn::BlockShape shape{64, 4, 2, /*bias=*/true, /*dropout=*/0.0f};
-  const Params p = make_params(64, 64, 256, true, test::fresh_seed());
+  const Params p = make_params(64, 64, 256, true, test::test_seed());
   struct Run {
     std::vector<double> y, dx, dfc_w, dproj_w;
   };

@@ -28,7 +28,7 @@ TEST(Fp8LinearNoRows, GivesAnEmptyOutputAndZeroGradients) {
 #if NANODIST_WITH_CUDA
   if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const int64_t K = 32, N = 48;
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   Variable w = gpu_param({N, K}, gen, 0.1), b = gpu_param({N}, gen, 0.1);
   Variable x(empty_rows(K), true);
   nn::Fp8LinearScaling scaling(Device::cuda(0), 1);
@@ -53,7 +53,7 @@ TEST(Fp8LinearNoRows, LeavesAnAccumulatedGradientAsItWas) {
 #if NANODIST_WITH_CUDA
   if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const int64_t M = 32, K = 32, N = 48;
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   Variable w = gpu_param({N, K}, gen, 0.1), b = gpu_param({N}, gen, 0.1), x = gpu_param({M, K}, gen, 1.0);
   nn::Fp8LinearScaling scaling(Device::cuda(0), 1);
   Tensor scalars = scaling.add("fc", {});
@@ -70,7 +70,7 @@ TEST(Fp8GeluMlpNoRows, GivesAnEmptyOutputAndZeroGradients) {
 #if NANODIST_WITH_CUDA
   if (!test::has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const int64_t C = 32, H = 128;
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   Variable fc_w = gpu_param({H, C}, gen, 0.1), fc_b = gpu_param({H}, gen, 0.1);
   Variable proj_w = gpu_param({C, H}, gen, 0.05), proj_b = gpu_param({C}, gen, 0.1);
   Variable x(empty_rows(C), true);

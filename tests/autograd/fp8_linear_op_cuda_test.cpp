@@ -41,7 +41,7 @@ TEST(Fp8LinearOp, MatchesTheExactProductWithinTheFormatsBounds) {
 #if NANODIST_WITH_CUDA
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const int64_t B = 4, T = 16, K = 64, N = 96, M = B * T;
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   Tensor x = test::random_input({B, T, K}, gen, DType::BF16), w = test::random_input({N, K}, gen, DType::BF16, 0.05);
   Tensor b = test::random_input({N}, gen, DType::BF16), g = test::random_input({B, T, N}, gen, DType::BF16, 1e-3);
   const std::vector<double> hx = x.to_double_vector(), hw = w.to_double_vector(), hb = b.to_double_vector(),
@@ -100,7 +100,7 @@ TEST(Fp8LinearOp, GradientsOfOnlyWhatNeedsOneAreThoseOfTheFullRun) {
 #if NANODIST_WITH_CUDA
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
   const int64_t M = 48, K = 80, N = 64;
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   const Tensor x = test::on_gpu(test::random_input({M, K}, gen, DType::BF16), DType::BF16);
   const Tensor w = test::on_gpu(test::random_input({N, K}, gen, DType::BF16, 0.05), DType::BF16);
   const Tensor b = test::on_gpu(test::random_input({N}, gen, DType::BF16), DType::BF16);

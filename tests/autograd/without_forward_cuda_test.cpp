@@ -70,7 +70,7 @@ struct MlpInputs {
 };
 
 MlpInputs mlp_inputs(int64_t M, int64_t C, int64_t H) {
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   auto gpu = [&](const Shape& s, double scale) {
     return test::on_gpu(test::random_input(s, gen, DType::BF16, scale), DType::BF16);
   };

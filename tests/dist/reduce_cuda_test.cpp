@@ -1,4 +1,4 @@
-// The CUDA reduce kernels against the CPU ones (the reference) on fresh random inputs, including
+// The CUDA reduce kernels against the CPU ones (the reference) on random inputs from fixed seeds, including
 // unaligned pointers and lengths that are not whole vectors. Skips without a GPU.
 #include <gtest/gtest.h>
 

@@ -56,14 +56,14 @@ TEST(AblateFault, AFrozenRankEndsTheAblationPastCommTimeoutWithTrainsLine) {
   job.also_clean_up(rank);
   const auto stopped_at = Clock::now();
   ::kill(rank, SIGSTOP);
-  const bool ended = job.wait(35.0);
+  const bool ended = job.wait(train::testing::kHangSeconds);
   FrozenRankOutcome outcome;
   outcome.seconds = seconds_since(stopped_at);
   ASSERT_TRUE(ended) << "the ablation still runs " << outcome.seconds << " s after rank 1 froze";
   outcome.exit_code = job.exit_code();
   outcome.err = job.err();
   std::printf("  ablate, rank 1 frozen: job ended after %.1f s, exit %d\n", outcome.seconds, outcome.exit_code);
-  train::testing::expect_fault_line(outcome, /*frozen=*/1, "training step", 30.0);
+  train::testing::expect_fault_line(outcome, /*frozen=*/1, "training step");
   EXPECT_EQ(outcome.exit_code, dist::kFaultExitStatus) << outcome.err;
   EXPECT_GE(outcome.seconds, 9.5) << "the watchdog fired before --comm-timeout 10";
 }
@@ -151,8 +151,9 @@ TEST(AblateFault, AGridCommsErrorEndsTheAblationWithTrainsLine) {
       << "rank 1 reached no 60th grid collective within 120 s\n"
       << job.out() << job.err();
   const auto injected_at = Clock::now();
-  // The guard polls at least every second and gives the aborts 10 s.
-  const bool ended = job.wait(15.0);
+  // The guard polls at least every second and gives the aborts 10 s; how soon the job ends after
+  // that depends on the machine's load, so only a hang fails the wait.
+  const bool ended = job.wait(train::testing::kHangSeconds);
   const double seconds = seconds_since(injected_at);
   ASSERT_TRUE(ended) << "the ablation still runs " << seconds << " s after a grid comm failed\n" << job.err();
   std::printf("  ablate, rank 1's grid comm failed: job ended after %.1f s, exit %d\n", seconds, job.exit_code());

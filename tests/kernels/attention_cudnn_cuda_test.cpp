@@ -23,7 +23,7 @@ using ops::AttentionKernel;
 
 // cuDNN on the GPU, the reference kernel on the CPU (f32 from the same bf16-rounded inputs).
 void check_against_cpu(int64_t B, int64_t T, int64_t NH, int64_t hs, bool seed_grads) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   auto op = [NH](const std::vector<Variable>& v, Device device) {
     return ops::attention(v[0], static_cast<int>(NH), 0.0f, nullptr, true, 0, 0,
                           device.is_cuda() ? AttentionKernel::Cudnn : AttentionKernel::Ours);
@@ -49,7 +49,7 @@ TEST(AttentionCudnnCuda, MatchesCpuReference) {
 // The log-sum-exp each saves for its backward is the same quantity.
 TEST(AttentionCudnnCuda, LogSumExpMatchesOurKernel) {
   ND_SKIP_WITHOUT_CUDNN();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t B = 2, T = 96, NH = 2, hs = 64, C = NH * hs;
   Tensor qkv = on_gpu(random_input({B, T, 3 * C}, gen, DType::BF16), DType::BF16);
   Tensor out[2], lse[2];
@@ -93,7 +93,7 @@ std::vector<double> probabilities(const std::vector<double>& qkv, int64_t B, int
 // dv = Dᵀ dout, dP = dout vᵀ, dS = D ∘ dP - P ∘ rowsum(D ∘ dP), dq = dS k / sqrt(hs), dk = dSᵀ q / sqrt(hs).
 TEST(AttentionCudnnCuda, DropoutMaskIsSharedByForwardAndBackward) {
   ND_SKIP_WITHOUT_CUDNN();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t B = 2, T = 48, NH = 2, hs = 64, C = NH * hs;
   const float p = 0.25f;
   // Small q and k: probabilities near 1 / (i + 1), far above bf16's resolution.
@@ -176,7 +176,7 @@ TEST(AttentionCudnnCuda, DropoutMaskIsSharedByForwardAndBackward) {
 // over the same input and output gradient give the same bits, as our kernel's do.
 TEST(AttentionCudnnCuda, BackwardRepeatsBitForBitAtGpt2Shape) {
   ND_SKIP_WITHOUT_CUDNN();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t B = 4, T = 1024, NH = 12, C = NH * 64;
   const Tensor qkv_in = on_gpu(random_input({B, T, 3 * C}, gen, DType::BF16), DType::BF16);
   const Tensor dout = on_gpu(random_input({B, T, C}, gen, DType::BF16), DType::BF16);
@@ -201,7 +201,7 @@ TEST(AttentionCudnnCuda, BackwardRepeatsBitForBitAtGpt2Shape) {
 // cuDNN's attention against the same model with ours.
 TEST(AttentionCudnnCuda, GptLossMatchesOurKernel) {
   ND_SKIP_WITHOUT_CUDNN();
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test_seed();
   nn::GPTConfig config;
   config.n_layer = 2;
   config.n_head = 2;

@@ -1,10 +1,14 @@
-// Helpers for the GPU tests: fresh random seeds, CPU/GPU copies in a dtype, poisoned allocations,
-// the |d| <= atol + rtol |ref| comparison that prints the first mismatches, and a harness that runs
-// one op forward and backward on the CPU (f32 reference) and on the GPU and compares everything.
+// Helpers for the GPU tests: fixed seeds, CPU/GPU copies in a dtype, poisoned allocations, the
+// |d| <= atol + rtol |ref| and one-ulp comparisons that print the first mismatches, and a harness
+// that runs one op forward and backward on the CPU (f32 reference) and on the GPU and compares
+// everything.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <optional>
 #include <random>
@@ -26,12 +30,31 @@ namespace nd::test {
 #define ND_SKIP_WITHOUT_GPU() \
   if (!::nd::cuda_available()) GTEST_SKIP() << "no CUDA device"
 
-// A new seed every run; printed so a failure can be reproduced.
-inline uint64_t fresh_seed() {
-  std::random_device rd;
-  uint64_t seed = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+// The seed of a randomized test: fixed, never drawn afresh, so a run repeats the last one (a test
+// that fails one run in 30 must fail every run). It is a hash of the running test's name and of how
+// many seeds that test took before, so tests, and the calls within one test, draw different inputs.
+// Printed so a failure names it.
+inline uint64_t test_seed() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "";
+  static std::string last_test;
+  static int calls = 0;
+  if (name != last_test) {
+    last_test = name;
+    calls = 0;
+  }
+  uint64_t seed = 14695981039346656037ull;  // FNV-1a
+  for (char c : name + "#" + std::to_string(calls++)) seed = (seed ^ static_cast<unsigned char>(c)) * 1099511628211ull;
   std::printf("[ seed     ] %llu\n", static_cast<unsigned long long>(seed));
   return seed;
+}
+
+// Runs `check` once with each of several fixed seeds, each failure naming its seed.
+inline void for_each_seed(const std::function<void(uint64_t)>& check) {
+  for (uint64_t seed : {1, 2, 3, 4, 5}) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    check(seed);
+  }
 }
 
 // Normal(0, scale) values as an f32 CPU tensor, already rounded to `dtype` (so CPU and GPU start
@@ -89,6 +112,36 @@ inline int64_t expect_close(const Tensor& actual, const Tensor& expected, double
   }
   if (bad)
     ADD_FAILURE() << what << ": " << bad << " of " << a.size() << " elements differ (max |ref| " << max_abs << ")";
+  return bad;
+}
+
+// One unit in the last place of `dtype` at magnitude |x|: the gap between the two values of
+// dtype around x (the subnormal gap below dtype's smallest normal).
+inline double ulp_of(DType dtype, double x) {
+  const int mantissa_bits = dtype == DType::BF16 ? 7 : dtype == DType::F16 ? 10 : 23;
+  const int min_exponent = dtype == DType::F16 ? -14 : -126;
+  int exponent = min_exponent + 1;
+  if (x != 0) std::frexp(x, &exponent);  // |x| = f 2^exponent, f in [0.5, 1)
+  return std::ldexp(1.0, std::max(exponent - 1, min_exponent) - mantissa_bits);
+}
+
+// Every element of `actual` (values of `dtype`) at most one ulp of dtype from `expected`, taken at
+// the larger magnitude of the two: for results that CPU and GPU round to dtype from f32 values that
+// agree closely but not bit for bit, so that a value next to a rounding boundary may land on either
+// side of it. Prints the first mismatches; returns their count.
+inline int64_t expect_within_one_ulp(const Tensor& actual, const Tensor& expected, DType dtype,
+                                     const std::string& what) {
+  EXPECT_EQ(actual.shape(), expected.shape()) << what;
+  if (actual.shape() != expected.shape()) return 1;
+  std::vector<double> a = actual.to_double_vector(), e = expected.to_double_vector();
+  int64_t bad = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double d = std::abs(a[i] - e[i]), ulp = ulp_of(dtype, std::max(std::abs(a[i]), std::abs(e[i])));
+    if (!(d <= ulp) && ++bad <= 5)
+      ADD_FAILURE() << what << ": element " << i << " gpu " << a[i] << " cpu " << e[i] << " |d| " << d << " > one ulp "
+                    << ulp;
+  }
+  if (bad) ADD_FAILURE() << what << ": " << bad << " of " << a.size() << " elements differ by more than one ulp";
   return bad;
 }
 

@@ -24,7 +24,7 @@ namespace {
 constexpr DType kF16 = DType::F16;
 
 void check_linear(const Shape& x_shape, int64_t N, bool bias) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t K = x_shape.back();
   std::vector<Tensor> inputs = {random_input(x_shape, gen, kF16), random_input({N, K}, gen, kF16, 0.3)};
   if (bias) inputs.push_back(random_input({N}, gen, kF16));
@@ -44,7 +44,7 @@ TEST(F16KernelsCuda, GeluMlp) {
   ND_SKIP_WITHOUT_GPU();
   for (bool seed_grads : {false, true}) {
     for (int64_t H : {256, 36}) {  // 36: H % 8 != 0, no epilogue
-      Generator gen(fresh_seed());
+      Generator gen(test_seed());
       const int64_t C = 64;
       std::vector<Tensor> inputs = {random_input({2, 9, C}, gen, kF16), random_input({H, C}, gen, kF16, 0.3),
                                     random_input({C, H}, gen, kF16, 0.3), random_input({H}, gen, kF16),
@@ -59,7 +59,7 @@ TEST(F16KernelsCuda, GeluMlp) {
 TEST(F16KernelsCuda, Layernorm) {
   ND_SKIP_WITHOUT_GPU();
   for (Shape shape : {Shape{4, 9, 96}, Shape{5, 33}}) {
-    Generator gen(fresh_seed());
+    Generator gen(test_seed());
     const int64_t C = shape.back();
     check_op_against_cpu([](const std::vector<Variable>& v, Device) { return ops::layernorm(v[0], v[1], v[2]); },
                          {random_input(shape, gen, kF16, 2.0), random_input({C}, gen, kF16),
@@ -69,7 +69,7 @@ TEST(F16KernelsCuda, Layernorm) {
 }
 
 void check_attention(int64_t B, int64_t T, int64_t NH, int64_t hs, float dropout) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t C = NH * hs;
   const uint64_t mask_seed = gen.next_u64();
   auto op = [NH, dropout, mask_seed](const std::vector<Variable>& v, Device) {
@@ -95,7 +95,7 @@ TEST(F16KernelsCuda, CudnnAttention) {
   if (!cudnn::attention_available(&why)) GTEST_SKIP() << why;
   for (bool seed_grads : {false, true}) {
     for (int64_t hs : {64, 128}) {
-      Generator gen(fresh_seed());
+      Generator gen(test_seed());
       const int64_t NH = 2;
       auto op = [NH](const std::vector<Variable>& v, Device device) {
         return ops::attention(v[0], static_cast<int>(NH), 0.0f, nullptr, true, 0, 0,
@@ -108,7 +108,7 @@ TEST(F16KernelsCuda, CudnnAttention) {
 }
 
 void check_cross_entropy(int64_t B, int64_t T, int64_t Vp, int64_t V, bool seed_grads) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   std::vector<int32_t> t(B * T);
   for (size_t i = 0; i < t.size(); ++i) t[i] = i % 5 == 3 ? -1 : static_cast<int32_t>(gen.next_u64() % V);
   Tensor targets = Tensor::from_vector(t, {B, T});
@@ -130,7 +130,7 @@ TEST(F16KernelsCuda, CrossEntropy) {
 
 TEST(F16KernelsCuda, EmbeddingGeluAdd) {
   ND_SKIP_WITHOUT_GPU();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t B = 2, T = 33, V = 65, C = 64;
   std::vector<int32_t> ids(B * T);
   for (auto& id : ids) id = static_cast<int32_t>(gen.next_u64() % V);
@@ -170,7 +170,7 @@ TEST(F16KernelsCuda, GemmAccumulatesInF32) {
   ND_SKIP_WITHOUT_GPU();
 #if NANODIST_WITH_CUDA
   const int64_t m = 64, n = 48, k = 1024;
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   Tensor a = random_input({m * k}, gen, kF16), b = random_input({k * n}, gen, kF16);
   const std::vector<double> want = column_major_product(a.to_double_vector(), b.to_double_vector(), m, n, k);
   Tensor expected = Tensor::from_vector(want, {m * n});
@@ -194,7 +194,7 @@ TEST(F16KernelsCuda, GemmAccumulatesInF32) {
 
 TEST(F16KernelsCuda, GptLossMatchesTheF32Cpu) {
   ND_SKIP_WITHOUT_GPU();
-  const uint64_t seed = fresh_seed();
+  const uint64_t seed = test_seed();
   nn::GPTConfig c;
   c.n_layer = 2;
   c.n_head = 2;

@@ -98,7 +98,7 @@ struct Buffers {
 void check_gelu_forward(Shape2 s, Fp8Format format, Outputs outputs) {
   SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " format " << static_cast<int>(format)
                                     << " outputs " << static_cast<int>(outputs));
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   const Tensor h = gpu_input(s, gen, 2.0);
   // The unfused path: the GELU kernel's bf16 output.
   Tensor y = Tensor::empty(h.shape(), DType::BF16, Device::cuda(0));
@@ -113,7 +113,7 @@ void check_gelu_forward(Shape2 s, Fp8Format format, Outputs outputs) {
 void check_gelu_backward(Shape2 s, Outputs outputs, bool accumulate) {
   SCOPED_TRACE(::testing::Message() << s.rows << "x" << s.cols << " outputs " << static_cast<int>(outputs)
                                     << (accumulate ? " accumulating" : ""));
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   const Tensor h = gpu_input(s, gen, 2.0), dg = gpu_input(s, gen, 1e-3);
   // The unfused path: the GELU backward kernel's bf16 gradient.
   Tensor dh = Tensor::empty(h.shape(), DType::BF16, Device::cuda(0));

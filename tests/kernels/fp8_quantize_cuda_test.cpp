@@ -60,7 +60,7 @@ struct DeviceInput {
 };
 
 void check_against_cpu(int64_t n, DType dtype, Fp8Format format, bool with_nan, bool misalign) {
-  std::vector<float> x = spread_input(n, test::fresh_seed());
+  std::vector<float> x = spread_input(n, test::test_seed());
   if (with_nan) x[n / 2] = NAN;
   Tensor host = Tensor::from_vector(x, {n});
   if (dtype == DType::BF16) host = host.to(DType::BF16).to(DType::F32);  // the values the GPU reads
@@ -107,7 +107,7 @@ void check_transpose_against_cpu(Shape2 shape, DType dtype, Fp8Format format, Ou
   const int64_t rows = shape.rows, cols = shape.cols, n = rows * cols;
   SCOPED_TRACE(::testing::Message() << rows << "x" << cols << " " << dtype_name(dtype) << " outputs "
                                     << static_cast<int>(outputs) << (misalign ? " misaligned" : ""));
-  std::vector<float> x = spread_input(n, test::fresh_seed());
+  std::vector<float> x = spread_input(n, test::test_seed());
   if (with_nan) x[n / 2 + 1] = NAN;
   Tensor host = Tensor::from_vector(x, {n});
   if (dtype == DType::BF16) host = host.to(DType::BF16).to(DType::F32);  // the values the GPU reads

@@ -12,7 +12,7 @@ namespace nd::test {
 namespace {
 
 void check_gelu_mlp(DType dtype, const Shape& x_shape, int64_t H, bool fc_bias, bool proj_bias, bool seed_grads) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t C = x_shape.back();
   std::vector<Tensor> inputs = {random_input(x_shape, gen, dtype), random_input({H, C}, gen, dtype, 0.3),
                                 random_input({C, H}, gen, dtype, 0.3), random_input({H}, gen, dtype),
@@ -60,7 +60,7 @@ MlpBuffers random_buffers(DType dtype, int64_t M, int64_t K, int64_t H, int64_t 
 // backward + a column sum; returns whether the forward ran in cuBLASLt's epilogue.
 template <typename T>
 bool fused_matches_unfused(DType dtype, int64_t M, int64_t K, int64_t H, int64_t N) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const MlpBuffers in = random_buffers(dtype, M, K, H, N, gen);
   const Device gpu = Device::cuda(0);
   const Tolerance tol = tolerance_for(dtype);

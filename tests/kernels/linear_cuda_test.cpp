@@ -6,7 +6,7 @@ namespace nd::test {
 namespace {
 
 void check_linear(DType dtype, const Shape& x_shape, int64_t N, bool bias) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   int64_t K = x_shape.back();
   std::vector<Tensor> inputs = {random_input(x_shape, gen, dtype), random_input({N, K}, gen, dtype, 0.3)};
   if (bias) inputs.push_back(random_input({N}, gen, dtype));

@@ -77,7 +77,7 @@ const int kCounts[] = {1, 2, 3, 8};
 
 template <typename TIn>
 void expect_host_bits(bool accumulate) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   int64_t wrong = 0;
   for (int64_t n : kSizes)
     for (int count : kCounts)

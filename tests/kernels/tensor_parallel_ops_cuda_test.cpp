@@ -25,7 +25,7 @@ Tensor ids_in(const Shape& shape, int64_t vocab, Generator& gen, bool with_ignor
 
 // A rank holding columns [vocab_start, vocab_start + Vl) of a vocabulary of V.
 void check_vocab_cross_entropy(DType dtype, int64_t N, int64_t Vl, int64_t vocab_start, int64_t V, bool seed_grads) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   Tensor targets = ids_in({N}, V, gen, true);
   Tensor targets_gpu = targets.to(Device::cuda(0));
   check_op_against_cpu(
@@ -49,7 +49,7 @@ TEST(TensorParallelOpsCuda, VocabParallelCrossEntropy) {
 
 TEST(TensorParallelOpsCuda, VocabParallelCrossEntropyOnOneRankIsTheFusedOne) {
   ND_SKIP_WITHOUT_GPU();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   dist::LocalComm one(Device::cuda(0));
   Tensor targets = ids_in({3, 6}, 200, gen, true).to(Device::cuda(0));
   Tensor logits = on_gpu(random_input({3, 6, 256}, gen, DType::F32, 3.0), DType::F32);
@@ -63,7 +63,7 @@ TEST(TensorParallelOpsCuda, VocabParallelCrossEntropyOnOneRankIsTheFusedOne) {
 }
 
 void check_vocab_embedding(DType dtype, int64_t B, int64_t T, int64_t Vl, int64_t vocab_start, int64_t C) {
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t vocab_rows = vocab_start + 2 * Vl;
   Tensor idx = ids_in({B, T}, vocab_rows, gen, false);
   Tensor idx_gpu = idx.to(Device::cuda(0));
@@ -85,7 +85,7 @@ TEST(TensorParallelOpsCuda, VocabParallelEmbedding) {
 
 TEST(TensorParallelOpsCuda, VocabParallelEmbeddingBackwardIsBitwiseDeterministic) {
   ND_SKIP_WITHOUT_GPU();
-  Generator gen(fresh_seed());
+  Generator gen(test_seed());
   const int64_t B = 8, T = 128, Vl = 7, C = 96;
   Tensor idx = ids_in({B, T}, 3 * Vl, gen, false).to(Device::cuda(0));
   Tensor wte = on_gpu(random_input({Vl, C}, gen, DType::F32), DType::F32);
@@ -106,7 +106,7 @@ TEST(TensorParallelOpsCuda, VocabParallelEmbeddingBackwardIsBitwiseDeterministic
 TEST(TensorParallelOpsCuda, AddBiasAndPositions) {
   ND_SKIP_WITHOUT_GPU();
   for (DType dtype : {DType::F32, DType::BF16}) {
-    Generator gen(fresh_seed());
+    Generator gen(test_seed());
     const std::string name = dtype_name(dtype);
     check_op_against_cpu([](const std::vector<Variable>& v, Device) { return ops::add_bias(v[0], v[1]); },
                          {random_input({4, 7, 64}, gen, dtype), random_input({64}, gen, dtype)}, {true, true}, dtype,
@@ -125,7 +125,7 @@ TEST(TensorParallelOpsCuda, AttentionDropoutAtAHeadOffset) {
   ND_SKIP_WITHOUT_GPU();
   for (DType dtype : {DType::F32, DType::BF16}) {
     for (int64_t hs : {16, 64}) {
-      Generator gen(fresh_seed());
+      Generator gen(test_seed());
       const uint64_t drop_seed = gen.next_u64();
       const int64_t B = 2, T = 37, NH = 2, C = NH * hs;
       check_op_against_cpu(

@@ -14,7 +14,7 @@ using dist::ShardSpec;
 
 TEST(InitCuda, KernelDrawMatchesTheCpuDraw) {
   ND_SKIP_WITHOUT_GPU();
-  const uint64_t seed = test::fresh_seed();
+  const uint64_t seed = test::test_seed();
   const Shape shape{333, 129};  // odd sizes: no element count a multiple of a block
   Generator cpu_gen(seed), gpu_gen(seed);
   cpu_gen.advance(77);
@@ -32,7 +32,7 @@ TEST(InitCuda, KernelDrawMatchesTheCpuDraw) {
 
 TEST(InitCuda, ASliceIsTheFullDrawSlicedBitForBit) {
   ND_SKIP_WITHOUT_GPU();
-  const uint64_t seed = test::fresh_seed();
+  const uint64_t seed = test::test_seed();
   for (DType dtype : {DType::F32, DType::BF16}) {
     const Placement gpu{Device::cuda(0), dtype};
     for (ShardSpec spec : {ShardSpec{0, 1}, ShardSpec{0, 3}, ShardSpec{1, 1}, ShardSpec{}}) {
@@ -66,7 +66,7 @@ TEST(InitCuda, FillAndConvertStayOnTheDevice) {
     ones.fill_(-3.0);
     EXPECT_EQ(ones.to_double_vector(), std::vector<double>(1001, -3.0)) << dtype_name(dtype);
   }
-  Generator gen(test::fresh_seed());
+  Generator gen(test::test_seed());
   const Tensor cpu = Tensor::randn({4097}, gen, 0.0, 3.0, DType::F64);
   for (DType from : {DType::F64, DType::F32, DType::BF16}) {
     for (DType to : {DType::F64, DType::F32, DType::BF16}) {
