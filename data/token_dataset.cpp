@@ -195,6 +195,19 @@ TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, Da
   return open_llmc_shards(shards, dir, vocab_size, splits);
 }
 
+// --data naming a file: a token file is one of a directory's files, anything else is taken for
+// the raw text that prepare turns into such a directory.
+[[noreturn]] void refuse_file(const std::string& data) {
+  const int32_t magic = peek_magic(data);
+  if (magic == kTokenFileMagic || is_llmc_magic(magic) || fs::path(data).extension() == ".bin") {
+    std::string dir = fs::path(data).parent_path().string();
+    ND_FAIL_INPUT("--data " << data << " is a file; --data names the directory that holds it (" << data << " -> "
+                            << (dir.empty() ? "." : dir) << "), or a glob of llm.c shards");
+  }
+  ND_FAIL_INPUT("--data " << data << " is a text file, not token data: tokenize it first with `nanodist prepare "
+                          << "--input " << data << " --out DIR`, then train with --data DIR");
+}
+
 }  // namespace
 
 bool records_vocab_size(const std::string& data) {
@@ -206,9 +219,7 @@ TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size, Dat
   ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
   if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size, splits);
   std::error_code ec;
-  ND_CHECK_INPUT(!fs::exists(data, ec) || fs::is_directory(data, ec),
-                 "--data " << data << " is a file; --data names the directory that holds it (" << data
-                           << " -> " << fs::path(data).parent_path().string() << "), or a glob of llm.c shards");
+  if (fs::exists(data, ec) && !fs::is_directory(data, ec)) refuse_file(data);
   ND_CHECK_INPUT(fs::is_directory(data, ec),
            "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
                              << ", or point --data at llm.c shards)");
