@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <new>
 
 #include "tensor/error.h"
 
@@ -25,6 +26,10 @@ std::string error_line(const std::exception& error, bool verbose) {
     if (e->is_input() && !verbose) return prefix + e->message();
     return prefix + e->message() + " (" + e->where() + ")";
   }
+  // An allocation outside nanodist's own buffers (a std::vector, a string) that did not fit.
+  if (dynamic_cast<const std::bad_alloc*>(&error) != nullptr)
+    return prefix + "out of host memory (std::bad_alloc): the run's sizes do not fit this machine; " +
+           "a smaller --batch-size, --block-size or model would";
   return prefix + error.what() + " (an exception outside nanodist's checks)";
 }
 

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/subcommand.h"
+#include "cli/threads.h"
 #include "data/prepare.h"
 #include "tensor/error.h"
 #include "train/ckpt/init_from.h"
@@ -10,11 +11,18 @@
 namespace nd::cli {
 namespace {
 
+// The defaults below, spelled as flag text.
+static_assert(kDefaultShardTokens == 1000000000 && kDefaultBpeSampleBytes == int64_t{32} << 20);
+
 FlagSet prepare_flags() {
   FlagSet set("prepare",
-              "(--input FILE [--input FILE ...] | --corpus kjv|shakespeare | --random-tokens N --vocab-size V) "
+              "(--input FILE|GLOB|DIR [--input ...] | --corpus kjv|shakespeare | --random-tokens N --vocab-size V) "
               "--out DIR [flags]");
-  set.add(flag("input", "", "text file to tokenize (several are concatenated)", FlagType::String, true))
+  set.add(flag("input", "",
+               "text to tokenize: a file, a quoted glob ('books/*.txt') or a directory of files (several are "
+               "concatenated in order; any size: encoded on all cores with bounded memory, and an interrupted run "
+               "goes on from where it stopped when run again)",
+               FlagType::String, true))
       .add(flag("corpus", "", "named corpus to tokenize instead of --input: kjv or shakespeare"))
       .add(flag("out", "", "directory for train.bin, val.bin, tokenizer.txt (required)"))
       .add(flag("tokenizer", "char", "char or bpe"))
@@ -24,6 +32,11 @@ FlagSet prepare_flags() {
       .add(flag("vocab-size", "0", "bpe vocabulary size, >= 256 (0 = 2048); with --random-tokens the id vocabulary",
                 FlagType::Int))
       .add(flag("val-fraction", "0.1", "share of the tokens that goes to val.bin", FlagType::Float))
+      .add(flag("shard-tokens", "1000000000",
+                "most tokens in one file: a larger split is written as train_000000.bin, train_000001.bin, ...",
+                FlagType::Int))
+      .add(flag("bpe-sample-mb", "32",
+                "MiB of the text, spread over all of it, that a bpe vocabulary is learned from", FlagType::Int))
       .add(flag("random-tokens", "0",
                 "benchmark data: N uniform random ids in train.bin, N/10 in val.bin, an ids tokenizer (0 = off)",
                 FlagType::Int))
@@ -62,6 +75,11 @@ int run_prepare(const ParsedFlags& flags) {
   }
   options.vocab_size = flags.get_int("vocab-size");
   options.val_fraction = flags.get_double("val-fraction");
+  options.shard_tokens = flags.get_int("shard-tokens");
+  const int64_t sample_mb = flags.get_int("bpe-sample-mb");
+  ND_CHECK_INPUT(sample_mb >= 1 && sample_mb <= (int64_t{1} << 30), "--bpe-sample-mb must be >= 1, got " << sample_mb);
+  options.bpe_sample_bytes = sample_mb << 20;
+  options.threads = apply_thread_count(flags.threads);
   options.progress = tenths_printer();
   options.random_tokens = flags.get_int("random-tokens");
   ND_CHECK_INPUT(options.random_tokens >= 0, "--random-tokens must be >= 0 (0 = off), got " << options.random_tokens);
@@ -70,6 +88,8 @@ int run_prepare(const ParsedFlags& flags) {
   ND_CHECK_INPUT(flags.get_int("seed") >= 0, "--seed must be >= 0, got " << flags.get_int("seed"));
   options.seed = static_cast<uint64_t>(flags.get_int("seed"));
   PrepareStats s = prepare(options);
+  if (s.resumed_at >= 0)
+    std::printf("resumed an unfinished prepare at byte %lld of the text\n", static_cast<long long>(s.resumed_at));
   if (options.random_tokens > 0) {
     std::printf("source %s | %lld tokens | vocab %lld\n", s.source.c_str(), static_cast<long long>(s.tokens),
                 static_cast<long long>(s.vocab_size));
@@ -78,9 +98,12 @@ int run_prepare(const ParsedFlags& flags) {
                 static_cast<long long>(s.chars), static_cast<long long>(s.tokens),
                 static_cast<long long>(s.vocab_size), s.chars_per_token);
   }
-  std::printf("wrote %s (%lld tokens), %s (%lld tokens), %s\n", s.train_path.c_str(),
-              static_cast<long long>(s.train_tokens), s.val_path.c_str(), static_cast<long long>(s.val_tokens),
-              s.tokenizer_path.c_str());
+  auto files = [](const std::string& first, int64_t count) {
+    return count == 1 ? first : first + " and " + std::to_string(count - 1) + " more";
+  };
+  std::printf("wrote %s (%lld tokens), %s (%lld tokens), %s\n", files(s.train_path, s.train_files).c_str(),
+              static_cast<long long>(s.train_tokens), files(s.val_path, s.val_files).c_str(),
+              static_cast<long long>(s.val_tokens), s.tokenizer_path.c_str());
   return 0;
 }
 

@@ -1,4 +1,4 @@
-// Reading text files and running the programs that produce the named corpora.
+// Running the programs that produce the named corpora.
 #include "data/corpus.h"
 
 #include <sys/wait.h>
@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "data/atomic_file.h"
 #include "tensor/error.h"
 
 namespace nd {
@@ -45,13 +44,6 @@ std::string run_and_capture(const std::string& command, const std::string& what)
 }
 
 }  // namespace
-
-std::string read_text_files(const std::vector<std::string>& paths) {
-  ND_CHECK_INPUT(!paths.empty(), "no input files given");
-  std::string text;
-  for (const std::string& path : paths) text += read_whole_file(path);
-  return text;
-}
 
 std::string read_named_corpus(const std::string& name) {
   if (name == "kjv") {

@@ -1,13 +1,9 @@
-// Where prepare's text comes from: text files, or a named corpus ("kjv" from Debian's
-// bible-kjv package, "shakespeare" downloaded with curl).
+// The named corpora prepare can read instead of files ("kjv" from Debian's bible-kjv package,
+// "shakespeare" downloaded with curl); files are read by text_stream.h.
 #pragma once
 #include <string>
-#include <vector>
 
 namespace nd {
-
-// The files' bytes, concatenated in order, unchanged. nd::Error naming a missing file.
-std::string read_text_files(const std::vector<std::string>& paths);
 
 // "kjv": the output of `bible -f "Gen1:1-Rev22:21"` (lines like "Ge1:1 In the beginning ..."),
 // kept as printed. "shakespeare": TinyShakespeare from karpathy/char-rnn, via curl.

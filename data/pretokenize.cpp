@@ -63,4 +63,8 @@ std::vector<std::string_view> split_into_chunks(std::string_view text) {
   return chunks;
 }
 
+bool is_split_point(std::string_view text, size_t p) {
+  return p > 0 && p < text.size() && class_at(text, p - 1) != ByteClass::Space && class_at(text, p) == ByteClass::Space;
+}
+
 }  // namespace nd

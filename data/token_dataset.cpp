@@ -11,6 +11,8 @@
 #include "data/foreign_token_files.h"
 #include "data/gpt2_tokenizer.h"
 #include "data/nanogpt_meta.h"
+#include "data/prepare.h"
+#include "data/prepare_finish.h"
 #include "data/tokenizer.h"
 #include "tensor/error.h"
 
@@ -89,17 +91,55 @@ TokenDataset open_llmc_shards(const std::vector<std::string>& files, const std::
   return data;
 }
 
+// A hint for a directory whose prepare has not finished, or "".
+std::string unfinished_hint(const std::string& dir) {
+  std::error_code ec;
+  const fs::path work = fs::path(dir) / kPrepareWorkDir;
+  if (!fs::exists(work, ec)) return "";
+  return " (" + work.string() + " holds an unfinished nanodist prepare: rerun its command to finish it)";
+}
+
+// DIR/<split>.bin, else DIR/<split>_000000.bin, ... in name order, as prepare writes them.
+std::vector<std::string> nanodist_split_files(const std::string& dir, const std::string& split) {
+  const std::string single = dir + "/" + split + ".bin";
+  std::error_code ec;
+  if (fs::exists(single, ec)) return {single};
+  std::vector<std::string> shards;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.path().filename().string() != split + ".bin" && is_prepared_split_name(e.path().filename().string(), split))
+      shards.push_back(e.path().string());
+  std::sort(shards.begin(), shards.end());
+  const std::string hint = unfinished_hint(dir);
+  ND_CHECK_INPUT(!shards.empty() || hint.empty(), "cannot open token file " << single << " (missing or not a file)"
+                                                                            << hint);
+  return shards.empty() ? std::vector<std::string>{single} : shards;  // opening it names what is wrong
+}
+
+// One split of a prepared directory, mapped; every file must record the same vocabulary.
+std::shared_ptr<const TokenSource> open_nanodist_split(const std::string& dir, const std::string& split) {
+  std::vector<TokenShard> shards;
+  int64_t vocab = 0;
+  std::string first;
+  for (const std::string& path : nanodist_split_files(dir, split)) {
+    int64_t v = 0;
+    shards.push_back(map_token_file(path, &v));
+    if (first.empty()) vocab = v, first = path;
+    ND_CHECK_INPUT(v == vocab, "vocabulary mismatch: " << path << " has " << v << " tokens, " << first << " has " << vocab);
+  }
+  return std::make_shared<const TokenSource>(std::move(shards), vocab);
+}
+
 TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size, DatasetSplits splits) {
   TokenDataset data;
-  if (splits != DatasetSplits::Val) data.train = TokenSource::of(TokenFile::open_shared(dir + "/train.bin"));
-  if (splits != DatasetSplits::Train) data.val = TokenSource::of(TokenFile::open_shared(dir + "/val.bin"));
+  if (splits != DatasetSplits::Val) data.train = open_nanodist_split(dir, "train");
+  if (splits != DatasetSplits::Train) data.val = open_nanodist_split(dir, "val");
   data.tokenizer_text = read_whole_file(dir + "/tokenizer.txt");
   std::unique_ptr<Tokenizer> tokenizer = Tokenizer::from_text(data.tokenizer_text, dir + "/tokenizer.txt");
-  const std::string first = dir + (data.train ? "/train.bin" : "/val.bin");
+  const std::string first = (data.train ? data.train : data.val)->name();
   data.vocab_size = (data.train ? data.train : data.val)->vocab_size();
   ND_CHECK_INPUT(!data.train || !data.val || data.val->vocab_size() == data.vocab_size,
-           "vocabulary mismatch: " << dir << "/train.bin has " << data.vocab_size << " tokens, val.bin has "
-                                   << data.val->vocab_size());
+           "vocabulary mismatch: " << data.train->name() << " has " << data.vocab_size << " tokens, "
+                                   << data.val->name() << " has " << data.val->vocab_size());
   ND_CHECK_INPUT(tokenizer->vocab_size() == data.vocab_size, "vocabulary mismatch: " << first << " has "
                                                                                << data.vocab_size
                                                                                << " tokens, tokenizer.txt has "
@@ -108,6 +148,8 @@ TokenDataset open_nanodist(const std::string& dir, int64_t vocab_size, DatasetSp
            "--vocab-size " << vocab_size << " disagrees with " << first << ", whose header says "
                            << data.vocab_size << " (leave --vocab-size at 0 for nanodist data)");
   data.format = "nanodist " + tokenizer->kind();
+  if (data.train && data.train->shards().size() > 1)
+    data.format += " (" + std::to_string(data.train->shards().size()) + " train files)";
   return data;
 }
 
@@ -191,8 +233,21 @@ TokenDataset open_directory_files(const std::string& dir, int64_t vocab_size, Da
   for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
     if (e.path().extension() == ".bin") shards.push_back(e.path().string());
   ND_CHECK_INPUT(!shards.empty(), dir << " holds no token files: expected train.bin + val.bin (nanodist prepare or "
-                                << "nanoGPT) or llm.c shards *_train_*.bin + *_val_*.bin");
+                                << "nanoGPT) or llm.c shards *_train_*.bin + *_val_*.bin" << unfinished_hint(dir));
   return open_llmc_shards(shards, dir, vocab_size, splits);
+}
+
+// --data naming a file: a token file is one of a directory's files, anything else is taken for
+// the raw text that prepare turns into such a directory.
+[[noreturn]] void refuse_file(const std::string& data) {
+  const int32_t magic = peek_magic(data);
+  if (magic == kTokenFileMagic || is_llmc_magic(magic) || fs::path(data).extension() == ".bin") {
+    std::string dir = fs::path(data).parent_path().string();
+    ND_FAIL_INPUT("--data " << data << " is a file; --data names the directory that holds it (" << data << " -> "
+                            << (dir.empty() ? "." : dir) << "), or a glob of llm.c shards");
+  }
+  ND_FAIL_INPUT("--data " << data << " is a text file, not token data: tokenize it first with `nanodist prepare "
+                          << "--input " << data << " --out DIR`, then train with --data DIR");
 }
 
 }  // namespace
@@ -206,9 +261,7 @@ TokenDataset open_token_dataset(const std::string& data, int64_t vocab_size, Dat
   ND_CHECK_INPUT(vocab_size >= 0, "--vocab-size must be >= 0 (0 = from the data), got " << vocab_size);
   if (data.find_first_of("*?[") != std::string::npos) return open_glob(data, vocab_size, splits);
   std::error_code ec;
-  ND_CHECK_INPUT(!fs::exists(data, ec) || fs::is_directory(data, ec),
-                 "--data " << data << " is a file; --data names the directory that holds it (" << data
-                           << " -> " << fs::path(data).parent_path().string() << "), or a glob of llm.c shards");
+  if (fs::exists(data, ec) && !fs::is_directory(data, ec)) refuse_file(data);
   ND_CHECK_INPUT(fs::is_directory(data, ec),
            "data directory " << data << " does not exist (make it with nanodist prepare --out " << data
                              << ", or point --data at llm.c shards)");

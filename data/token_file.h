@@ -19,6 +19,18 @@ int token_width_for_vocab(int64_t vocab_size);
 // Writes atomically (temporary name, fsync, rename). Every token must lie in [0, vocab_size).
 void write_token_file(const std::string& path, const std::vector<int32_t>& tokens, int64_t vocab_size);
 
+// What a token file's header says, validated against the file's length (magic, version, vocab,
+// width, count); nd::Error naming the file on anything TokenFile::open would refuse but the ids.
+struct TokenFileHeader {
+  int64_t vocab_size = 0;
+  int width = 2;
+  int64_t count = 0;
+};
+// The kTokenFileHeaderInts * 4 header bytes of a file of `count` tokens.
+std::vector<unsigned char> token_file_header_bytes(int64_t vocab_size, int64_t count);
+TokenFileHeader parse_token_file_header(const unsigned char* header, int64_t file_bytes, const std::string& path);
+TokenFileHeader read_token_file_header(const std::string& path);
+
 class TokenFile {
  public:
   // Reads and validates the whole file; nd::Error naming the file on a missing file, a short

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "data/mapped_file.h"
 #include "tensor/error.h"
 
 namespace nd {
@@ -75,6 +76,22 @@ std::shared_ptr<const TokenSource> TokenSource::of(std::shared_ptr<const TokenFi
   const uint32_t probe = 1;
   ND_CHECK(*reinterpret_cast<const unsigned char*>(&probe) == 1, "in-memory token streams need a little-endian host");
   return std::shared_ptr<const TokenSource>(new TokenSource({std::move(shard)}, vocab, Checked{}));
+}
+
+TokenShard map_token_file(const std::string& path, int64_t* vocab_size) {
+  // The header is read and checked as TokenFile::open does (the same errors), then the file mapped.
+  const TokenFileHeader h = read_token_file_header(path);
+  auto file = std::make_shared<const MappedFile>(path);
+  const int64_t header_bytes = kTokenFileHeaderInts * 4;
+  ND_CHECK_INPUT(file->size() == header_bytes + h.count * h.width, path << " changed while it was opened");
+  if (vocab_size) *vocab_size = h.vocab_size;
+  TokenShard shard;
+  shard.name = path;
+  shard.bytes = file->bytes() + header_bytes;
+  shard.width = h.width;
+  shard.count = h.count;
+  shard.owner = std::move(file);
+  return shard;
 }
 
 std::string TokenSource::name() const {

@@ -19,6 +19,10 @@ struct TokenShard {
   int64_t count = 0;                  // tokens
 };
 
+// One of our token files (token_file.h) mapped as a shard, its header checked; `vocab_size`
+// receives the vocabulary it records. Its ids are checked by TokenSource.
+TokenShard map_token_file(const std::string& path, int64_t* vocab_size);
+
 class TokenSource {
  public:
   // Reads every token once: nd::Error naming the shard and position of the first token outside

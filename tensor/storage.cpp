@@ -35,7 +35,9 @@ Storage::Storage(size_t nbytes, Device device) : nbytes_(nbytes), device_(device
     const size_t align = nbytes >= kPageAlignment ? kPageAlignment : kHostAlignment;
     size_t rounded = (nbytes + align - 1) / align * align;
     data_ = std::aligned_alloc(align, rounded);
-    ND_CHECK(data_ != nullptr, "out of host memory allocating " << nbytes << " bytes");
+    if (data_ == nullptr)
+      ND_FAIL("out of host memory: " << static_cast<double>(nbytes) / 1e9 << " GB (" << nbytes
+                                     << " bytes) did not fit");
     count_host_alloc(nbytes);
   } else {
     data_ = device_alloc(nbytes, device.index);

@@ -85,7 +85,16 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.numel_ = shape_numel(shape);
   t.dtype_ = dtype;
   t.device_ = device;
-  t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
+  if (!device.is_cpu()) {
+    t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
+    return t;
+  }
+  // Host memory running out is the user's sizes meeting the machine: say which tensor it was.
+  try {
+    t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
+  } catch (const Error& e) {
+    ND_FAIL(e.message() << " allocating a " << shape_str(shape) << " " << dtype_name(dtype) << " tensor");
+  }
   return t;
 }
 

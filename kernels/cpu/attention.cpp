@@ -1,14 +1,17 @@
 // CPU causal self-attention, forward and backward, parallel over (batch, head) pairs: each pair
 // reads and writes its own columns of qkv / out / dqkv, so the threads never share an output.
+// Each thread's scratch is taken before the parallel region (scratch.h).
 // The products run on the shared GEMM (kernels/cpu/matmul.h) over per-head contiguous copies.
 // Dropout multiplies the probabilities by a (T, T) matrix of 0 or 1 / (1 - p) drawn per head.
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
-#include <vector>
+#include <string>
 
 #include "kernels/cpu/matmul.h"
+#include "kernels/cpu/scratch.h"
 #include "tensor/error.h"
 
 namespace nd::cpu {
@@ -19,6 +22,15 @@ void check_attention_dims(int64_t B, int64_t T, int64_t C, int64_t NH) {
   ND_CHECK(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0,
            "attention kernel: B " << B << ", T " << T << ", C " << C << ", NH " << NH
                                   << " (C must be a positive multiple of NH)");
+  // The per-head GEMMs take int dimensions; checked here because the GEMM's own check would
+  // throw inside the parallel region.
+  ND_CHECK(T <= INT_MAX, "attention kernel: T " << T << " exceeds the GEMM's int dimensions");
+}
+
+// What the scratch of one (batch, head) pair holds, for the out-of-memory message.
+std::string scratch_what(const char* pass, int64_t T) {
+  return std::string("attention ") + pass + " (sequence length " + std::to_string(T) +
+         ": a T x T score matrix per thread)";
 }
 
 // Copies one head's rows, src (T, row_stride) at column offset already applied -> dst (T, hs).
@@ -82,10 +94,11 @@ void attention_forward(const Float* qkv, Float* out, StatType<Float>* lse, int64
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
-#pragma omp parallel
+  const double per_pair = 4.0 * T * hs + (drop ? 3.0 : 1.0) * T * T;
+  const PerThreadScratch<Float> scratch(per_pair, region_threads(B * NH), scratch_what("forward", T));
+#pragma omp parallel num_threads(scratch.threads())
   {
-    std::vector<Float> scratch(static_cast<size_t>(4 * T * hs + T * T + (drop ? 2 * T * T : 0)));
-    Float* q = scratch.data();
+    Float* q = scratch.slice(omp_get_thread_num());
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* o = v + T * hs;
@@ -146,10 +159,11 @@ void attention_backward(const Float* dout, const Float* qkv, const Float* out, c
   const int64_t hs = C / NH;
   const int64_t C3 = 3 * C;
   const Float scale = Float(1) / std::sqrt(static_cast<Float>(hs));
-#pragma omp parallel
+  const double per_pair = 5.0 * T * hs + (drop ? 4.0 : 2.0) * T * T + T;
+  const PerThreadScratch<Float> scratch(per_pair, region_threads(B * NH), scratch_what("backward", T));
+#pragma omp parallel num_threads(scratch.threads())
   {
-    std::vector<Float> scratch(static_cast<size_t>(5 * T * hs + 2 * T * T + T + (drop ? 2 * T * T : 0)));
-    Float* q = scratch.data();
+    Float* q = scratch.slice(omp_get_thread_num());
     Float* k = q + T * hs;
     Float* v = k + T * hs;
     Float* dout_head = v + T * hs;

@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include "kernels/cpu/scratch.h"
 
 namespace nd::cpu {
 
@@ -28,17 +31,20 @@ void tensor_stats(const std::vector<StatSlot<T>>& slots, double* out) {
   }
 }
 
+// Each thread's row of scores (T_ doubles) is taken before the parallel region (scratch.h).
 template <typename T>
 void attention_entropy(const T* qkv, int64_t B, int64_t T_, int64_t C, int64_t NH, double* out) {
   const int64_t hs = C / NH;
   const double scale = 1.0 / std::sqrt(static_cast<double>(hs));
+  const PerThreadScratch<double> scores(static_cast<double>(T_), region_threads(B * T_),
+                                        "attention entropy (a row of " + std::to_string(T_) + " scores per thread)");
   for (int64_t h = 0; h < NH; ++h) {
     double total = 0.0;
-#pragma omp parallel for collapse(2) reduction(+ : total) schedule(static)
+#pragma omp parallel for collapse(2) reduction(+ : total) schedule(static) num_threads(scores.threads())
     for (int64_t b = 0; b < B; ++b) {
       for (int64_t t = 0; t < T_; ++t) {
         const T* q = qkv + (b * T_ + t) * 3 * C + h * hs;
-        std::vector<double> s(t + 1);
+        double* s = scores.slice(omp_get_thread_num());
         double max = -INFINITY;
         for (int64_t j = 0; j <= t; ++j) {
           const T* k = qkv + (b * T_ + j) * 3 * C + C + h * hs;

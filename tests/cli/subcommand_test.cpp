@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -129,6 +130,12 @@ TEST(ErrorLine, InternalErrorsAlwaysNameTheCheck) {
   EXPECT_NE(error_line(failed, false).find("(tests/cli/subcommand_test.cpp:"), std::string::npos);
   std::runtime_error other("std failure");
   EXPECT_EQ(error_line(other, false).rfind("nanodist: error: std failure (", 0), 0u);
+}
+
+TEST(ErrorLine, AFailedAllocationSaysTheHostIsOutOfMemory) {
+  EXPECT_EQ(error_line(std::bad_alloc(), false),
+            "nanodist: error: out of host memory (std::bad_alloc): the run's sizes do not fit this machine; a smaller "
+            "--batch-size, --block-size or model would");
 }
 
 TEST(ErrorLine, VerboseFromTheFlagOrTheEnvironment) {

@@ -92,7 +92,8 @@ TEST(Prepare, InvalidOptionsAreErrors) {
   EXPECT_THROW(prepare(with([](PrepareOptions& p) { p.tokenizer = "bpe", p.vocab_size = 100; })), Error);
   EXPECT_THROW(prepare(with([&](PrepareOptions& p) { p.inputs = {dir.file("empty.txt")}; })), Error);
   EXPECT_THROW(prepare(with([&](PrepareOptions& p) { p.inputs = {dir.file("missing.txt")}; })), Error);
-  EXPECT_THROW(prepare(with([&](PrepareOptions& p) { p.inputs = {dir.path.string()}; })), Error);
+  std::filesystem::create_directories(dir.file("no_text"));  // a directory is read for its files: none here
+  EXPECT_THROW(prepare(with([&](PrepareOptions& p) { p.inputs = {dir.file("no_text")}; })), Error);
   EXPECT_THROW(prepare(with([](PrepareOptions& p) { p.out_dir = ""; })), Error);
   EXPECT_THROW(prepare(with([](PrepareOptions& p) { p.inputs.clear(), p.corpus = "nope"; })), Error);
   // Too short to give both splits a token.

@@ -68,5 +68,34 @@ TEST(Pretokenize, ChunksConcatenateToTheInput) {
   EXPECT_TRUE(split_into_chunks("").empty());
 }
 
+// Random texts over the bytes every rule of the scanner looks at (spaces of each kind, a quote
+// and the contraction letters, digits, punctuation, bytes above 0x7f): at every split point the
+// chunks of the two halves are the chunks of the whole, as the encoder in pieces relies on.
+TEST(Pretokenize, HalvesAtASplitPointChunkAsTheWhole) {
+  const std::string alphabet = std::string("  \n\t\r\v\f'srtldvemab9.,!-") + "\xc3\xa9\xe2\x80\x99";
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u}) {
+    uint32_t state = seed;
+    auto next = [&] { return state = state * 1664525u + 1013904223u; };
+    std::string text;
+    for (int i = 0; i < 3000; ++i) text += alphabet[(next() >> 8) % alphabet.size()];
+    const Chunks whole = split(text);
+    int points = 0;
+    for (size_t p = 0; p <= text.size(); ++p) {
+      if (!is_split_point(text, p)) continue;
+      ++points;
+      Chunks halves = split(text.substr(0, p));
+      const Chunks tail = split(text.substr(p));
+      halves.insert(halves.end(), tail.begin(), tail.end());
+      ASSERT_EQ(halves, whole) << "seed " << seed << ", split at " << p;
+    }
+    EXPECT_GT(points, 100) << "seed " << seed;
+  }
+  EXPECT_FALSE(is_split_point("a b", 0));
+  EXPECT_FALSE(is_split_point("a b", 3));
+  EXPECT_TRUE(is_split_point("a b", 1));
+  EXPECT_FALSE(is_split_point("a  b", 2));  // inside a run of spaces
+  EXPECT_FALSE(is_split_point("a b", 2));   // before a non-space
+}
+
 }  // namespace
 }  // namespace nd

@@ -154,6 +154,50 @@ TEST(TokenDataset, OneSplitAloneNeedsOnlyItsOwnFiles) {
   expect_error_containing([&] { open_token_dataset(llmc.path.string()); }, "no validation shards");
 }
 
+// Runs `f` with the working directory at `dir`, so that a bare file name is what a user types.
+template <typename F>
+void in_directory(const std::filesystem::path& dir, F&& f) {
+  const std::filesystem::path before = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  try {
+    f();
+  } catch (...) {
+    std::filesystem::current_path(before);
+    throw;
+  }
+  std::filesystem::current_path(before);
+}
+
+TEST(TokenDataset, TextFileAsDataSuggestsPrepare) {
+  TempDir dir;
+  write_bytes(dir.file("tinyshakespeare.txt"), "First Citizen:\nBefore we proceed any further, hear me speak.\n");
+  const std::string advice = "is a text file, not token data: tokenize it first with `nanodist prepare --input ";
+  expect_error_containing([&] { open_token_dataset(dir.file("tinyshakespeare.txt")); },
+                          advice + dir.file("tinyshakespeare.txt") + " --out DIR`");
+  in_directory(dir.path, [&] {
+    expect_error_containing([] { open_token_dataset("tinyshakespeare.txt"); },
+                            "--data tinyshakespeare.txt " + advice + "tinyshakespeare.txt --out DIR`, then train with "
+                                                                     "--data DIR");
+  });
+}
+
+TEST(TokenDataset, TokenFileAsDataNamesItsDirectory) {
+  TempDir dir;
+  PrepareOptions options;
+  options.out_dir = dir.path.string();
+  prepare_text("the king and the queen of rome shall speak now to thee\n", "tiny", options);
+  expect_error_containing([&] { open_token_dataset(dir.file("train.bin")); },
+                          "is a file; --data names the directory that holds it (" + dir.file("train.bin") + " -> " +
+                              dir.path.string() + ")");
+  in_directory(dir.path, [] {
+    expect_error_containing([] { open_token_dataset("val.bin"); },
+                            "--data val.bin is a file; --data names the directory that holds it (val.bin -> .)");
+  });
+  TempDir llmc;  // an llm.c shard, whatever its name
+  testing::write_gpt2_shard(llmc.file("shard.data"), some_tokens(300, 50257, 1));
+  expect_error_containing([&] { open_token_dataset(llmc.file("shard.data")); }, "--data names the directory");
+}
+
 TEST(TokenSource, WindowsAcrossShardBoundariesMatchTheConcatenation) {
   TempDir dir;
   auto a = some_tokens(20, 50257, 11), b = some_tokens(17, 50257, 12), c = some_tokens(25, 50257, 13);

@@ -7,6 +7,7 @@
 #include "tensor/philox.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
+#include "tests/common/address_space_cap.h"
 
 namespace nd {
 namespace {
@@ -65,6 +66,18 @@ TEST(Tensor, BadViewsNameTheShapes) {
   EXPECT_THROW(t.narrow(1, 2), Error);
   EXPECT_THROW(t.data<double>(), Error);
   EXPECT_THROW(t.item(), Error);
+}
+
+TEST(Tensor, OutOfHostMemoryNamesTheTensor) {
+  test::AddressSpaceCap cap(size_t(1) << 30);
+  ASSERT_TRUE(cap.applied());
+  try {
+    Tensor::empty({1000, 1000, 1000}, DType::F32);
+    FAIL() << "4 GB under a 1 GB cap must throw";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.message(), "out of host memory: 4 GB (4000000000 bytes) did not fit allocating a [1000, 1000, 1000] "
+                           "f32 tensor");
+  }
 }
 
 TEST(Tensor, CloneIsDeep) {
