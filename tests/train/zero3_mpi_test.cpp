@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "dist/parallel/data_parallel.h"
@@ -142,19 +143,19 @@ TEST_F(Zero3Test, PersistentStatePerRankFollowsThePlan) {
   auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, n, named));
   dist::DataParallelOptions options;
   options.zero = 3;
-  dist::DataParallel engine(*comm_, *flat, options);
-  AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get(), engine.param_shard()};
+  std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);
+  AdamWShard shard{engine->owned(), engine->shard_numel(), engine->shard_grads(), comm_.get(), engine->param_shard()};
   AdamW adamw(flat, AdamWOptions{}, &shard);
   EXPECT_FALSE(flat->params().defined()) << "the full-size parameters are released";
   EXPECT_FALSE(flat->full_grads());
-  const int64_t bytes = engine.buffer_bytes() + adamw.state_bytes();
+  const int64_t bytes = engine->buffer_bytes() + adamw.state_bytes();
   const MemoryPlan plan = memory_plan(3, n, DType::F32, DType::F32);
-  EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
+  EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine->staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
   EXPECT_DOUBLE_EQ(plan.total(), 16.0 / n);
   EXPECT_DOUBLE_EQ(plan.paper, 16.0 / n);
   const int64_t unit = flat->alignment() * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
   EXPECT_EQ(flat->numel(), 4 * block + rest);
-  EXPECT_EQ(engine.staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
+  EXPECT_EQ(engine->staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
   // bf16 with f32 masters: 2 of parameters, 4 of the f32 gradient shard, 12 of masters, m and v,
   // over N (the paper's 16/N keeps a bf16 gradient shard).
   EXPECT_DOUBLE_EQ(memory_plan(3, n, DType::BF16, DType::BF16).total(), 18.0 / n);
@@ -174,10 +175,10 @@ TEST_F(Zero3Test, GatheredBlocksHoldTheDrawnWeights) {
   auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, comm_->size(), named));
   dist::DataParallelOptions options;
   options.zero = 3;
-  dist::DataParallel engine(*comm_, *flat, options);
-  engine.broadcast_parameters();
+  std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);
+  engine->broadcast_parameters();
   for (int i : {2, 0, 1}) {
-    engine.gather_for_read(i);
+    engine->gather_for_read(i);
     EXPECT_EQ(named[static_cast<size_t>(i)].second.data().to_double_vector(), drawn[static_cast<size_t>(i)].to_double_vector())
         << "block " << i;
   }
