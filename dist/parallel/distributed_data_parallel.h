@@ -21,8 +21,6 @@ class DistributedDataParallel final : public DataParallelEngine {
  public:
   // `flat` built with full-size gradients, and (ZeRO 1) for comm.size() shards.
   DistributedDataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options = {});
-  DistributedDataParallel(const DistributedDataParallel&) = delete;
-  DistributedDataParallel& operator=(const DistributedDataParallel&) = delete;
 
   void broadcast_parameters() override;
   void prepare_backward(bool first, bool last) override;

@@ -32,8 +32,6 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   // `flat` built for comm.size() shards without full-size gradients, with units for the blocks
   // (without, every parameter keeps a staging buffer: correct, no memory saved).
   FullyShardedDataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options);
-  FullyShardedDataParallel(const FullyShardedDataParallel&) = delete;
-  FullyShardedDataParallel& operator=(const FullyShardedDataParallel&) = delete;
 
   void broadcast_parameters() override;
   // Every micro-batch's gradients are reduce-scattered into the shard: `last` changes nothing.

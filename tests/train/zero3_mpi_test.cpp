@@ -2,9 +2,10 @@
 // backend): each trains with the losses of --zero 0 on the same ranks (f32, relative 1e-6, 20 steps
 // with active clipping, grad-accum 2 and evaluations between), reaches its validation loss and ends
 // with its final weights (read back from the final checkpoints, to f32 reduction-order tolerance),
-// also with --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint
-// resumes at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the
-// uninterrupted losses; a step's all-gathers are one per block and pass, less the blocks still
+// zero 3 with exactly zero 2's losses and weights (its gathers change no bit), also with
+// --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint resumes
+// at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the uninterrupted
+// losses; a step's all-gathers are one per block and pass, less the blocks still
 // held; the persistent state per rank is what the memory plan says (16/N bytes per parameter in
 // f32 beside a fixed amount of unit buffers).
 #include <gtest/gtest.h>
@@ -61,7 +62,7 @@ class Zero3Test : public testing::ZeroFixture {
     c.collectives = collectives;
     c.recompute = recompute;
     c.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
-    TrainResult reference = train(c);
+    TrainResult reference = train(c), stage_two;
     for (int zero : {2, 3}) {
       SCOPED_TRACE("zero " + std::to_string(zero) + tag);
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
@@ -75,6 +76,13 @@ class Zero3Test : public testing::ZeroFixture {
       dist::ParallelGrid grid(*comm_, tp);
       EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas hold other parameters";
       expect_same_weights(root_ + "/zero" + std::to_string(zero) + tag, root_ + "/zero0" + tag);
+      if (zero == 2) {
+        stage_two = r;
+      } else {  // gathering the blocks changes no bit: zero 2's parameters stay whole
+        EXPECT_EQ(r.step_losses, stage_two.step_losses);
+        EXPECT_EQ(r.last_val_loss, stage_two.last_val_loss);
+        EXPECT_EQ(r.params_hash, stage_two.params_hash);
+      }
     }
   }
 };
