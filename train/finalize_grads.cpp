@@ -3,7 +3,7 @@
 
 namespace nd::train {
 
-void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat,
+void finalize_grads(const nn::GPT& model, dist::DataParallelEngine& data_parallel, dist::FlatParams& flat,
                     dist::Comm* embedding) {
   data_parallel.finish_gradient_sync();
   model.sum_sequence_parallel_gradients(&flat);

@@ -12,7 +12,7 @@
 namespace nd::train {
 
 // `embedding`: the grid's embedding group (null or one rank: nothing to sum).
-void finalize_grads(const nn::GPT& model, dist::DataParallel& data_parallel, dist::FlatParams& flat,
+void finalize_grads(const nn::GPT& model, dist::DataParallelEngine& data_parallel, dist::FlatParams& flat,
                     dist::Comm* embedding = nullptr);
 
 }  // namespace nd::train

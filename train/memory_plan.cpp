@@ -15,7 +15,7 @@ MemoryPlan memory_plan(int zero, int dp, DType param, DType grad) {
   plan.grads = p + (grad != param ? g : 0.0);
   // ZeRO 2: no full-size gradients, only the f32 gradient shard; the staging buffers (with the
   // reduce-scatters' landing places, where the comm cannot add into the shard itself) are a fixed
-  // amount, not per parameter (memory_plan_line's `buffers`: DataParallel::staging_bytes).
+  // amount, not per parameter (memory_plan_line's `buffers`: DataParallelEngine::staging_bytes).
   if (zero >= 2) plan.grads = 4.0 / n;
   // ZeRO 3: only the parameter shard; the gathered blocks and the whole parameters outside the
   // blocks are a fixed amount too.

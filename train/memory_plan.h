@@ -22,8 +22,8 @@ MemoryPlan memory_plan(int zero, int dp, DType param, DType grad);
 
 // "zero 1 over dp 2: params 2 + grads 5 + optimizer 6 = 13 B/param (ZeRO paper 10), 1.23 GiB per
 // rank for 98.3M parameters"; `numel` is the flat buffers' length (padding included); `buffers`
-// (bytes, ZeRO 2 and 3's staging and gathered buffers, dist::DataParallel::staging_bytes) is added
-// when not zero.
+// (bytes, ZeRO 2 and 3's staging and gathered buffers, dist::DataParallelEngine::staging_bytes) is
+// added when not zero.
 std::string memory_plan_line(const MemoryPlan& plan, int zero, int dp, int64_t numel, int64_t buffers = 0);
 
 }  // namespace nd::train

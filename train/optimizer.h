@@ -78,7 +78,7 @@ struct FlatRun {
   int64_t param = 0;    // where in FlatOptimizerState::params (begin, or local under ZeRO 3)
 };
 
-// ZeRO's part of the optimizer on this rank (dist::DataParallel's owned(), shard_numel(),
+// ZeRO's part of the optimizer on this rank (dist::DataParallelEngine's owned(), shard_numel(),
 // shard_grads() and its group).
 struct AdamWShard {
   std::vector<dist::ShardSlice> owned;

@@ -129,7 +129,7 @@ void PipelineSchedule::backward(const PipeAction& a, MicroBatches& batches) {
   f.output = Variable();  // the graph goes; the input (and its gradient, to be sent) stays
 }
 
-void PipelineSchedule::run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches,
+void PipelineSchedule::run(nn::GPT& model, dist::DataParallelEngine& data_parallel, MicroBatches& batches,
                            Generator& dropout_gen) {
   ND_CHECK(&model == &model_, "pipeline: run on another model than its own");
   ND_CHECK(static_cast<int>(batches.inputs.size()) == options_.shape.micro,

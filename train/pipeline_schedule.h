@@ -42,7 +42,7 @@ class PipelineSchedule : public Schedule {
   // `model`: this rank's blocks, V chunks of them in order (chunk c is global stage c P + rank),
   // outliving the schedule; `pp` the pipeline group (rank = pipeline rank).
   PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptions options);
-  void run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches, Generator& dropout_gen) override;
+  void run(nn::GPT& model, dist::DataParallelEngine& data_parallel, MicroBatches& batches, Generator& dropout_gen) override;
 
  private:
   struct InFlight {

@@ -5,7 +5,7 @@
 
 namespace nd::train {
 
-void NoPipelining::run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches,
+void NoPipelining::run(nn::GPT& model, dist::DataParallelEngine& data_parallel, MicroBatches& batches,
                        Generator& dropout_gen) {
   const int count = static_cast<int>(batches.inputs.size());
   for (int micro = 0; micro < count; ++micro) {

@@ -24,15 +24,15 @@ class Schedule {
  public:
   virtual ~Schedule() = default;
   // Queues every forward and backward of the step; gradients end in the flat buffers, the data-
-  // parallel reduction launched (dist::DataParallel::prepare_backward), not yet waited for.
-  virtual void run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches,
+  // parallel reduction launched (dist::DataParallelEngine::prepare_backward), not yet waited for.
+  virtual void run(nn::GPT& model, dist::DataParallelEngine& data_parallel, MicroBatches& batches,
                    Generator& dropout_gen) = 0;
 };
 
 // Forward and backward of each micro-batch in turn (gradient accumulation).
 class NoPipelining : public Schedule {
  public:
-  void run(nn::GPT& model, dist::DataParallel& data_parallel, MicroBatches& batches, Generator& dropout_gen) override;
+  void run(nn::GPT& model, dist::DataParallelEngine& data_parallel, MicroBatches& batches, Generator& dropout_gen) override;
 };
 
 }  // namespace nd::train

@@ -36,7 +36,7 @@ Tensor offset_words(uint64_t offset) {
 
 }  // namespace
 
-TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_parallel, dist::Comm* world,
+TrainStep::TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallelEngine& data_parallel, dist::Comm* world,
                      const StepOptions& options)
     : model_(model),
       optimizer_(optimizer),

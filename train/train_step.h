@@ -50,7 +50,7 @@ class TrainStep {
   // `data_parallel` over the optimizer's flat buffers (one rank: it only accumulates). `world`
   // (null = one rank) decides together with every rank whether a capture succeeded: a graph
   // holds its rank's share of the collectives, so every rank replays or none does.
-  TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallel& data_parallel, dist::Comm* world,
+  TrainStep(nn::GPT& model, AdamW& optimizer, dist::DataParallelEngine& data_parallel, dist::Comm* world,
             const StepOptions& options);
 
   // A pipeline's schedule in place of NoPipelining, and the grid's embedding group whose ranks
@@ -72,7 +72,7 @@ class TrainStep {
 
   nn::GPT& model_;
   AdamW& optimizer_;
-  dist::DataParallel& data_parallel_;
+  dist::DataParallelEngine& data_parallel_;
   std::unique_ptr<Schedule> schedule_;
   dist::Comm* embedding_ = nullptr;
   dist::Comm* world_;

@@ -159,8 +159,8 @@ class Trainer {
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
     dp_options.zero = c_.zero;
-    data_parallel_ = std::make_unique<dist::DataParallel>(*dp_, *flat_, dp_options);
-    if (c_.zero >= 2) model_->set_unit_hooks(data_parallel_.get());  // the blocks' staging (and gathers)
+    data_parallel_ = dist::make_data_parallel(*dp_, *flat_, dp_options);
+    model_->set_unit_hooks(data_parallel_->unit_hooks());  // FSDP: the blocks' staging (and gathers)
     if (dp_size > 1) {
       auto watched = watch("the parameter broadcast from rank 0");
       data_parallel_->broadcast_parameters();
@@ -570,7 +570,7 @@ class Trainer {
   int rank_ = 0;
   PrecisionPolicy precision_;
   std::shared_ptr<dist::FlatParams> flat_;
-  std::unique_ptr<dist::DataParallel> data_parallel_;
+  std::unique_ptr<dist::DataParallelEngine> data_parallel_;
   nn::GPTConfig model_config_;
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;

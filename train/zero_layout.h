@@ -1,7 +1,7 @@
 // How a run's ZeRO stage lays out the flat buffers (dist::FlatOptions): shards for the dp ranks
 // from stage 1 on, and from stage 2 on one unit per transformer block (its parameters named
 // transformer.h.<i>.*) and no full-size gradient buffers, so the data-parallel engine stages a
-// block's gradients on its own (dist/parallel/data_parallel.h).
+// block's gradients on its own (dist/parallel/fully_sharded_data_parallel.h).
 #pragma once
 #include <string>
 #include <utility>

@@ -96,7 +96,7 @@ int64_t flat_numel(const PlanShape& s) {
 
 namespace {
 
-// The buckets' lengths and the index of each one's last entry (dist/parallel/data_parallel.h's rule).
+// The buckets' lengths and the index of each one's last entry (dist/parallel/gradient_buckets.h's entry_buckets).
 void bucket_layout(const PlanShape& s, std::vector<int64_t>* lengths, std::vector<size_t>* last_entries) {
   std::vector<int64_t> entries = flat_entry_sizes(s), begins;
   std::vector<int64_t> offsets;
@@ -158,8 +158,8 @@ double entry_ready_us(const PlanShape& s, size_t k, const BackwardTimes& b) {
 }
 
 // The kernel a bucket whose last entry is `k` waits for when it is issued to an idle comm stream:
-// the kernel after the op whose gradient hook made the bucket complete (dist::DataParallel issues
-// the all-reduce from that hook, behind an event after that op), which starts on the compute
+// the kernel after the op whose gradient hook made the bucket complete (DistributedDataParallel
+// issues the all-reduce from that hook, behind an event after that op), which starts on the compute
 // stream as the collective is released and holds the SMs until it ends. In a block (layout order:
 // mlp.c_proj, mlp.c_fc, ln_2, attn.c_proj, attn.c_attn, ln_1): after the fused MLP's backward and
 // after the qkv linear's comes a LayerNorm's backward; after a LayerNorm's (ln_2, ln_1, and ln_f

@@ -75,8 +75,8 @@ struct StepPlan {
 // total (dist/parallel/flat_params.h: every entry at a kFlatAlignBytes (a page) boundary).
 std::vector<int64_t> flat_entry_sizes(const PlanShape& shape);
 int64_t flat_numel(const PlanShape& shape);
-// The data-parallel buckets' lengths in elements (dist/parallel/data_parallel.h's rule: the first up to
-// first_bucket_mb, then bucket_mb, in layout order, the last to the buffer's end).
+// The data-parallel buckets' lengths in elements (dist/parallel/gradient_buckets.h's entry_buckets:
+// the first up to first_bucket_mb, then bucket_mb, in layout order, the last to the buffer's end).
 std::vector<int64_t> bucket_lengths(const PlanShape& shape);
 
 // For each bucket of bucket_lengths, the index (in flat_entry_sizes) of its last entry.

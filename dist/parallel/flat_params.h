@@ -46,7 +46,7 @@ struct FlatSegment {
 
 struct FlatOptions {
   // The buffers' length is padded to a multiple of shards x the alignment, so ZeRO can cut them
-  // into that many aligned equal parts (dist/parallel/data_parallel.h).
+  // into that many aligned equal parts (dist/parallel/gradient_buckets.h).
   int shards = 1;
   // One unit id per parameter (registration order), empty = none: each maximal run of one unit in
   // the layout becomes a segment padded to shards x the alignment at both ends, so ZeRO 2 and 3
@@ -65,7 +65,7 @@ class FlatParams {
   // carried over, the others start as "no gradient yet" (the first contribution overwrites).
   // grad_dtype: the parameters' dtype, or F32 (an f32 accumulation buffer beside bf16 ones).
   // shards: the buffers' length is padded to a multiple of shards x the alignment, so ZeRO can cut
-  // them into that many aligned equal parts (dist/parallel/data_parallel.h).
+  // them into that many aligned equal parts (dist/parallel/gradient_buckets.h).
   FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, int shards = 1);
   FlatParams(const std::vector<std::pair<std::string, Variable>>& params, DType grad_dtype, const FlatOptions& options);
   FlatParams(const FlatParams&) = delete;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/distributed_data_parallel.h"
 #include "dist/parallel/parallel_grid.h"
 #include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
@@ -39,7 +39,7 @@ TEST(DDPOverGrid, AveragesOverTheDataParallelGroupOnly) {
       DataParallelOptions options;
       options.first_bucket_mb = options.bucket_mb = 1e-6;  // one parameter per bucket
       FlatParams flat({{"a", a}, {"b", b}, {"unused", unused}}, DType::F32);
-      DataParallel ddp(grid.dp(), flat, options);
+      DistributedDataParallel ddp(grid.dp(), flat, options);
       EXPECT_EQ(ddp.bucket_count(), 3u);
       ddp.broadcast_parameters();
 
@@ -77,7 +77,7 @@ TEST(DataParallel, MainGradientsAddMicroBatchesInF32) {
   ASSERT_TRUE(flat.separate_grads());
   DataParallelOptions options;
   options.first_bucket_mb = options.bucket_mb = 1e-6;
-  DataParallel ddp(grid.dp(), flat, options);
+  DistributedDataParallel ddp(grid.dp(), flat, options);
   const double small = 1.0 / 512;
   for (int step = 0; step < 2; ++step) {  // the second step must not see the first one's sums
     flat.zero_grad();

@@ -2,14 +2,16 @@
 // backend): each trains with the losses of --zero 0 on the same ranks (f32, relative 1e-6, 20 steps
 // with active clipping, grad-accum 2 and evaluations between), reaches its validation loss and ends
 // with its final weights (read back from the final checkpoints, to f32 reduction-order tolerance),
-// also with --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint
-// resumes at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the
-// uninterrupted losses; a step's all-gathers are one per block and pass, less the blocks still
+// zero 3 with exactly zero 2's losses and weights (its gathers change no bit), also with
+// --recompute block, with the ring's collectives and at tp 2 x dp 2; a zero 3 checkpoint resumes
+// at zero 0 on one rank and a one-rank checkpoint at zero 3 on all ranks, with the uninterrupted
+// losses; a step's all-gathers are one per block and pass, less the blocks still
 // held; the persistent state per rank is what the memory plan says (16/N bytes per parameter in
 // f32 beside a fixed amount of unit buffers).
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "dist/parallel/data_parallel.h"
@@ -60,7 +62,7 @@ class Zero3Test : public testing::ZeroFixture {
     c.collectives = collectives;
     c.recompute = recompute;
     c.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
-    TrainResult reference = train(c);
+    TrainResult reference = train(c), stage_two;
     for (int zero : {2, 3}) {
       SCOPED_TRACE("zero " + std::to_string(zero) + tag);
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
@@ -74,6 +76,13 @@ class Zero3Test : public testing::ZeroFixture {
       dist::ParallelGrid grid(*comm_, tp);
       EXPECT_TRUE(same_everywhere(r.params_hash, grid.dp())) << "data-parallel replicas hold other parameters";
       expect_same_weights(root_ + "/zero" + std::to_string(zero) + tag, root_ + "/zero0" + tag);
+      if (zero == 2) {
+        stage_two = r;
+      } else {  // gathering the blocks changes no bit: zero 2's parameters stay whole
+        EXPECT_EQ(r.step_losses, stage_two.step_losses);
+        EXPECT_EQ(r.last_val_loss, stage_two.last_val_loss);
+        EXPECT_EQ(r.params_hash, stage_two.params_hash);
+      }
     }
   }
 };
@@ -142,19 +151,19 @@ TEST_F(Zero3Test, PersistentStatePerRankFollowsThePlan) {
   auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, n, named));
   dist::DataParallelOptions options;
   options.zero = 3;
-  dist::DataParallel engine(*comm_, *flat, options);
-  AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get(), engine.param_shard()};
+  std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);
+  AdamWShard shard{engine->owned(), engine->shard_numel(), engine->shard_grads(), comm_.get(), engine->param_shard()};
   AdamW adamw(flat, AdamWOptions{}, &shard);
   EXPECT_FALSE(flat->params().defined()) << "the full-size parameters are released";
   EXPECT_FALSE(flat->full_grads());
-  const int64_t bytes = engine.buffer_bytes() + adamw.state_bytes();
+  const int64_t bytes = engine->buffer_bytes() + adamw.state_bytes();
   const MemoryPlan plan = memory_plan(3, n, DType::F32, DType::F32);
-  EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
+  EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine->staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
   EXPECT_DOUBLE_EQ(plan.total(), 16.0 / n);
   EXPECT_DOUBLE_EQ(plan.paper, 16.0 / n);
   const int64_t unit = flat->alignment() * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
   EXPECT_EQ(flat->numel(), 4 * block + rest);
-  EXPECT_EQ(engine.staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
+  EXPECT_EQ(engine->staging_bytes(), (2 * block + 3 * block + 2 * rest + (2 * block + rest) / n) * 4);
   // bf16 with f32 masters: 2 of parameters, 4 of the f32 gradient shard, 12 of masters, m and v,
   // over N (the paper's 16/N keeps a bf16 gradient shard).
   EXPECT_DOUBLE_EQ(memory_plan(3, n, DType::BF16, DType::BF16).total(), 18.0 / n);
@@ -174,10 +183,10 @@ TEST_F(Zero3Test, GatheredBlocksHoldTheDrawnWeights) {
   auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(3, comm_->size(), named));
   dist::DataParallelOptions options;
   options.zero = 3;
-  dist::DataParallel engine(*comm_, *flat, options);
-  engine.broadcast_parameters();
+  std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);
+  engine->broadcast_parameters();
   for (int i : {2, 0, 1}) {
-    engine.gather_for_read(i);
+    engine->gather_for_read(i);
     EXPECT_EQ(named[static_cast<size_t>(i)].second.data().to_double_vector(), drawn[static_cast<size_t>(i)].to_double_vector())
         << "block " << i;
   }

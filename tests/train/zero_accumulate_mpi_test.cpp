@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/parallel/data_parallel.h"
+#include "dist/parallel/fully_sharded_data_parallel.h"
 #include "tensor/random.h"
 #include "tests/dist/accumulating_comm.h"
 #include "train/zero_fixture.h"
@@ -100,7 +100,7 @@ TEST_F(ZeroAccumulate, NoLandingPlacesWhereTheCommAccumulates) {
       dist::FlatParams flat(named, DType::F32, zero_flat_options(zero, n, named));
       dist::DataParallelOptions options;
       options.zero = zero;
-      dist::DataParallel engine(*comm, flat, options);
+      dist::FullyShardedDataParallel engine(*comm, flat, options);
       EXPECT_EQ(engine.accumulates_in_shard(), accumulates);
       const int64_t unit = flat.alignment() * n, block = (5100 + unit - 1) / unit * unit;
       const int64_t rest = (301 + unit - 1) / unit * unit, staged = 2 * block + rest;

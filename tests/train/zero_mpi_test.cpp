@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <string>
 
 #include "dist/parallel/data_parallel.h"
@@ -95,13 +96,13 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
     auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(zero, n, named));
     dist::DataParallelOptions options;
     options.zero = zero;
-    dist::DataParallel engine(*comm_, *flat, options);
-    AdamWShard shard{engine.owned(), engine.shard_numel(), engine.shard_grads(), comm_.get(), Tensor()};
+    std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);
+    AdamWShard shard{engine->owned(), engine->shard_numel(), engine->shard_grads(), comm_.get(), Tensor()};
     AdamW adamw(flat, AdamWOptions{}, zero > 0 ? &shard : nullptr);
     const int64_t grads = flat->full_grads() ? flat->grads().numel() * 4 : 0;
-    const int64_t bytes = flat->numel() * 4 + grads + engine.buffer_bytes() + adamw.state_bytes();
+    const int64_t bytes = flat->numel() * 4 + grads + engine->buffer_bytes() + adamw.state_bytes();
     const MemoryPlan plan = memory_plan(zero, n, DType::F32, DType::F32);
-    EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine.staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
+    EXPECT_DOUBLE_EQ(static_cast<double>(bytes - engine->staging_bytes()), plan.total() * static_cast<double>(flat->numel()));
     const double paper[3] = {16.0, 8.0 + 8.0 / n, 4.0 + 12.0 / n};
     EXPECT_DOUBLE_EQ(plan.paper, paper[zero]);
     if (zero > 0) {
@@ -110,10 +111,10 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
     if (zero == 2) {  // segments padded to n x the alignment: the blocks' 5100 elements and b's 301
       const int64_t unit = flat->alignment() * n, block = (5100 + unit - 1) / unit * unit, rest = (301 + unit - 1) / unit * unit;
       EXPECT_EQ(flat->numel(), 3 * block + rest);
-      EXPECT_EQ(engine.staging_bytes(), (2 * block + rest + (2 * block + rest) / n) * 4);  // with landing places
-      EXPECT_EQ(engine.bucket_count(), 4u);
+      EXPECT_EQ(engine->staging_bytes(), (2 * block + rest + (2 * block + rest) / n) * 4);  // with landing places
+      EXPECT_EQ(engine->bucket_count(), 4u);
     } else {
-      EXPECT_EQ(engine.staging_bytes(), 0);
+      EXPECT_EQ(engine->staging_bytes(), 0);
     }
   }
   // bf16 with f32 masters, the paper's case: zero 0 and 1 allocate exactly its 16 and 4 + 12/N; zero 2
