@@ -52,8 +52,6 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
   flat_state_.params = params_in_shard_ ? shard->params : flat_->params();
   if (!sharded_) flat_state_.grads = flat_->grads();
   const std::vector<dist::FlatEntry>& entries = flat_->entries();
-  ND_CHECK(options.decay.empty() || options.decay.size() == entries.size(),
-           "AdamW: " << options.decay.size() << " weight-decay choices for " << entries.size() << " parameters");
   // The states in registration order (the layout is its reverse), as checkpoints list them.
   for (size_t k = entries.size(); k-- > 0;) {
     const dist::FlatEntry& e = entries[k];
@@ -66,7 +64,9 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
       s.v = flat_->view_of(flat_state_.v, e);
       if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
     }
-    s.decay = options.decay.empty() ? in_decay_group(e.param.data()) : options.decay.at(k);
+    const auto decay = options.decay.find(e.name);
+    ND_CHECK(options.decay.empty() || decay != options.decay.end(), "AdamW: no weight-decay choice for " << e.name);
+    s.decay = options.decay.empty() ? in_decay_group(e.param.data()) : decay->second;
     states_.push_back(std::move(s));
   }
 }

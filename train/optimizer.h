@@ -5,6 +5,7 @@
 // flat runs (contiguous ranges with one weight-decay and sharding class), not tensor by tensor,
 // so a ZeRO shard, a range cutting across tensors, is the same kind of work. Clips by global norm.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,9 +25,9 @@ struct AdamWOptions {
   // f32 master weights beside lower-precision parameters; false updates them in place (each step
   // rounded to the parameter's dtype, so updates below its resolution are lost: an ablation).
   bool master_weights = true;
-  // Which parameters (in registration order) take weight decay: the model's nn::ParamInfo::decay.
-  // Empty: those of two or more dimensions (in_decay_group), for parameters without a model.
-  std::vector<bool> decay;
+  // Whether each parameter, by name, takes weight decay: the model's nn::ParamInfo::decay. Empty:
+  // those of two or more dimensions (in_decay_group), for parameters without a model.
+  std::map<std::string, bool> decay;
 };
 
 struct ParamState {

@@ -170,7 +170,7 @@ class Trainer {
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
     options.master_weights = precision_.master == DType::F32;
-    for (const auto& [name, info] : model_->named_param_infos()) options.decay.push_back(info.decay);
+    for (const auto& [name, info] : model_->named_param_infos()) options.decay[name] = info.decay;
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
                      data_parallel_->param_shard()};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);

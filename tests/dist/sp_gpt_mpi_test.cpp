@@ -2,7 +2,7 @@
 // in two groups), at micro-batches of 1 and 3 sequences, with the split (overlapping) collectives
 // and unsplit: with dropout, its loss, its gradients (gathered over the group, the replicated ones
 // summed by dist::sum_sequence_parallel_gradients) and its parameters after AdamW steps with clipping
-// active equal the tp = 1 model's (f32, as tests/nn/tp_gpt_mpi_test.cpp); it keeps fewer
+// active equal the tp = 1 model's (f32, as tests/dist/tp_gpt_mpi_test.cpp); it keeps fewer
 // activation bytes for backward than plain tensor parallelism; a sequence length the group does
 // not divide is an nd::Error.
 #include <gtest/gtest.h>
