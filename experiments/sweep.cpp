@@ -85,8 +85,10 @@ int64_t non_embedding_params(const nn::GPTConfig& model) {
   Generator gen(0);
   nn::GPT gpt(model, gen, Device::cpu(), DType::F32);
   int64_t n = 0;
-  for (const auto& [name, p] : gpt.named_parameters())
-    if (name != "transformer.wte.weight" && name != "transformer.wpe.weight") n += p.data().numel();
+  const nn::NamedParameters params = gpt.named_parameters();
+  const nn::NamedParamInfos infos = gpt.named_param_infos();
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!infos[i].second.embedding) n += params[i].second.data().numel();
   return n;
 }
 

@@ -39,7 +39,7 @@ void Fp8LinearScaling::edit_scalars(const std::function<void(float* records)>& e
   scalars_.copy_from(host);
 }
 
-void Fp8LinearScaling::end_step(dist::Comm* tp, dist::Comm* replicas) {
+void Fp8LinearScaling::end_step(const MaxOverGroup& tp, const MaxOverGroup& replicas) {
   edit_scalars([&](float* v) {
     for (int t = 0; t < scaling_.size(); ++t) scaling_.record_amax(t, v[kR * t + ops::kFp8Amax]);
     scaling_.update(tp, replicas);

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm/comm.h"
 #include "nn/fp8_scaling.h"
 #include "tensor/tensor.h"
 
@@ -31,9 +30,9 @@ class Fp8LinearScaling {
   int layers() const { return layers_; }
 
   // After a step: reads every amax (one copy), reduces them over `replicas` and the sharded ones
-  // over `tp` (null: none; DelayedScaling::update), pushes them into the histories, writes the
+  // over `tp` (empty: none; DelayedScaling::update), pushes them into the histories, writes the
   // next scales and zeroes the amaxes (one copy).
-  void end_step(dist::Comm* tp, dist::Comm* replicas = nullptr);
+  void end_step(const MaxOverGroup& tp, const MaxOverGroup& replicas = nullptr);
 
   // After scaling()'s state was set from elsewhere (a checkpoint at resume): the device scales
   // (and their inverses) become its scales, the amaxes zero, as after an end_step.

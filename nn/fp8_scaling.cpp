@@ -78,21 +78,21 @@ void DelayedScaling::record_amax(int index, float amax) {
   }
 }
 
-void DelayedScaling::reduce_step_amaxes(dist::Comm& group, bool only_sharded) {
+void DelayedScaling::reduce_step_amaxes(const MaxOverGroup& group, bool only_sharded) {
   std::vector<double> amaxes;
   for (const Fp8TensorScaling& t : tensors_)
     if (!only_sharded || t.sharded)
       amaxes.push_back(std::isnan(t.step_amax) ? std::numeric_limits<double>::infinity() : t.step_amax);
   if (amaxes.empty()) return;
-  group.host_allreduce(amaxes.data(), static_cast<int>(amaxes.size()), dist::HostReduce::Max);
+  group(amaxes);
   size_t k = 0;
   for (Fp8TensorScaling& t : tensors_)
     if (!only_sharded || t.sharded) t.step_amax = static_cast<float>(amaxes[k++]);
 }
 
-void DelayedScaling::update(dist::Comm* tp, dist::Comm* replicas) {
-  if (replicas != nullptr && replicas->size() > 1) reduce_step_amaxes(*replicas, /*only_sharded=*/false);
-  if (tp != nullptr && tp->size() > 1) reduce_step_amaxes(*tp, /*only_sharded=*/true);
+void DelayedScaling::update(const MaxOverGroup& tp, const MaxOverGroup& replicas) {
+  if (replicas) reduce_step_amaxes(replicas, /*only_sharded=*/false);
+  if (tp) reduce_step_amaxes(tp, /*only_sharded=*/true);
   for (Fp8TensorScaling& t : tensors_) {
     if (std::isfinite(t.step_amax)) t.history.push(t.step_amax);
     t.scale = static_cast<float>(delayed_scale(fp8_max(t.format), t.history.max(), options_.margin, t.scale));

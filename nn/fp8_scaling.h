@@ -5,10 +5,10 @@
 // and records its own amax, which joins the history when the step ends. Tensors sharded over the
 // tensor-parallel group agree on one amax (max over the group) so every shard uses one scale.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
-#include "dist/comm/comm.h"
 #include "kernels/fp8_format.h"
 
 namespace nd::nn {
@@ -17,6 +17,10 @@ struct DelayedScalingOptions {
   int history_length = 1024;
   int margin = 0;  // a power of two of headroom below the format's max
 };
+
+// Replaces each value by its max over a group of ranks, the same on every rank after (the caller's
+// communicator: dist::max_over); empty for a group of one rank.
+using MaxOverGroup = std::function<void(std::vector<double>& values)>;
 
 // (fp8_max / amax) / 2^margin; `previous` when amax is zero or not finite (nothing to scale by).
 double delayed_scale(double fp8_max, double amax, int margin, double previous);
@@ -71,18 +75,18 @@ class DelayedScaling {
 
   // Ends the step: every tensor's amax is reduced (max) over `replicas` (the data-parallel group:
   // the replicas quantise with one scale, so their histories are one, and a checkpoint's one copy
-  // resumes every rank) and the sharded tensors' over `tp`, one all-reduce each (null or one
-  // rank: none); every finite amax joins its history, and the scales are recomputed.
+  // resumes every rank) and the sharded tensors' over `tp`, one reduction each (empty: none);
+  // every finite amax joins its history, and the scales are recomputed.
   // A non-finite amax (an overflowing step, skipped by the optimizer) is left out of the history,
   // so it cannot freeze the scale for a whole window.
-  void update(dist::Comm* tp, dist::Comm* replicas = nullptr);
+  void update(const MaxOverGroup& tp, const MaxOverGroup& replicas = nullptr);
 
   const DelayedScalingOptions& options() const { return options_; }
 
  private:
   // The step amaxes of every tensor (or only the tp-sharded ones) replaced by their max over
   // `group`'s ranks; a NaN counts as inf there, so the max is defined and agreed.
-  void reduce_step_amaxes(dist::Comm& group, bool only_sharded);
+  void reduce_step_amaxes(const MaxOverGroup& group, bool only_sharded);
 
   DelayedScalingOptions options_;
   std::vector<Fp8TensorScaling> tensors_;

@@ -1,28 +1,19 @@
 #include "nn/gpt.h"
 
-#include <set>
-
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
-#include "autograd/ops/fp8_linear.h"
-#include "autograd/ops/positions_share.h"
-#include "autograd/parallel_ops.h"
 #include "autograd/without_forward.h"
-#include "dist/parallel/sequence_parallel.h"
-#include "nn/fp8_linear_scaling.h"
 
 namespace nd::nn {
 
 namespace {
 
 // A Module that only holds a weight under ".weight", so names read like nanoGPT's
-// (transformer.wte.weight), which the PyTorch tools rely on.
+// (transformer.wpe.weight), which the PyTorch tools rely on.
 class WeightHolder : public Module {
  public:
-  explicit WeightHolder(Tensor init, dist::ShardSpec spec = {}) {
-    weight = register_parameter("weight", std::move(init), spec);
-  }
+  WeightHolder(Tensor init, const ParamInfo& info) { weight = register_parameter("weight", std::move(init), info); }
   Variable weight;
 };
 
@@ -38,9 +29,6 @@ class Group : public Module {
 BlockShape block_shape(const GPTConfig& c) {
   return BlockShape{c.n_embd, c.n_head, c.n_layer, c.bias, c.dropout, c.attention, c.recompute};
 }
-
-// The token embedding is split by vocabulary rows.
-constexpr dist::ShardSpec kVocabRows{0, 1};
 
 }  // namespace
 
@@ -74,17 +62,13 @@ void GPTConfig::validate(FieldNames names) const {
   ND_CHECK_INPUT(dropout >= 0.0f && dropout < 1.0f, name("dropout") << " must be in [0, 1), got " << dropout);
 }
 
-Block::Block(const GPTConfig& c, Generator& gen, Placement at, const dist::TensorParallel& tp, int layer)
+Block::Block(const GPTConfig& c, Generator& gen, Placement at, int layer, const LayerBuilder& layers)
     : use_residual_(c.use_residual), recompute_(c.recompute == Recompute::Block), layer_(layer) {
   ln_1_ = register_module("ln_1", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
-  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, tp));
+  attn_ = register_module("attn", std::make_shared<CausalSelfAttention>(block_shape(c), gen, at, layers));
   ln_2_ = register_module("ln_2", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at));
-  mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at, tp));
-}
-
-void Block::use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp) {
-  if (attn) attn_->use_fp8(scaling, prefix + ".attn");
-  if (mlp) mlp_->use_fp8(scaling, prefix + ".mlp");
+  mlp_ = register_module("mlp", std::make_shared<MLP>(block_shape(c), gen, at, layers));
+  assign_block(layer);
 }
 
 Variable Block::forward(const Variable& x, Generator& dropout_gen) const {
@@ -108,7 +92,8 @@ Variable Block::run(const Variable& x, Generator& dropout_gen, bool output_read)
     WithoutForward tail(skip_tail);
     out = use_residual_ ? ops::add(h, m) : m;
   }
-  if (observer_ && output_read) observer_->on_block({layer_, n1.data(), a.data(), n2.data(), m.data(), out.data()});
+  if (observer_ && output_read)
+    observer_->on_block({layer_, *this, n1.data(), a.data(), n2.data(), m.data(), out.data()});
   return out;
 }
 
@@ -116,17 +101,11 @@ void GPT::set_block_observer(BlockObserver* observer) {
   for (auto& block : blocks_) block->set_observer(observer);
 }
 
-GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const dist::TensorParallel& tp,
-         const GPTStage& stage)
-    : config_(config), at_{device, dtype}, tp_(tp), first_block_(stage.first_block) {
+GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, const GPTStage& stage,
+         const LayerBuilder& layers)
+    : config_(config), at_{device, dtype}, first_block_(stage.first_block) {
   config_.validate();
   const GPTConfig& c = config_;
-  check_tensor_parallel_shape(c.n_embd, c.n_head, tp.size());
-  ND_CHECK(c.vocab_rows() % tp.size() == 0,
-           "tensor-parallel size " << tp.size() << " does not divide the " << c.vocab_rows()
-                                   << " vocabulary rows (vocab_size " << c.vocab_size << ", padded_vocab_size "
-                                   << c.padded_vocab_size << "); pad to "
-                                   << padded_vocab_rows(c.vocab_size, tp.size(), false));
   std::vector<std::pair<int, int>> ranges = stage.chunks;
   if (ranges.empty()) ranges.push_back({stage.first_block, stage.end_block < 0 ? c.n_layer : stage.end_block});
   for (size_t k = 0; k < ranges.size(); ++k)
@@ -140,14 +119,16 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   // Padding rows are never looked up nor predicted: zeros keep them inert under weight decay, and
   // drawing only the real rows gives the same initial model with or without padding.
   if (first || last) {
-    Tensor wte = padded_rows_shard(c.vocab_rows(), c.vocab_size, c.n_embd, 0.0, 0.02, gen, at_, tp.rank(), tp.size());
-    wte_ = transformer->add("wte", std::make_shared<WeightHolder>(wte, kVocabRows))->weight;
+    wte_ = transformer->add("wte", layers.token_embedding({c.vocab_rows(), c.vocab_size, c.n_embd, 0.02}, gen, at_));
   } else {
     gen.advance(static_cast<uint64_t>(c.vocab_size) * c.n_embd);
   }
   if (first) {
+    ParamInfo info;
+    info.embedding = true;
+    info.decay = true;
     Tensor wpe = normal_shard({c.block_size, c.n_embd}, 0.0, 0.02, gen, at_);
-    wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(wpe))->weight;
+    wpe_ = transformer->add("wpe", std::make_shared<WeightHolder>(wpe, info))->weight;
   } else {
     gen.advance(static_cast<uint64_t>(c.block_size) * c.n_embd);
   }
@@ -158,11 +139,12 @@ GPT::GPT(const GPTConfig& config, Generator& gen, Device device, DType dtype, co
   for (const auto& [begin, end] : ranges) {
     gen.advance(block_draws * static_cast<uint64_t>(begin - drawn));
     for (int i = begin; i < end; ++i)
-      blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, tp, i)));
+      blocks_.push_back(h->add(std::to_string(i), std::make_shared<Block>(c, gen, at_, i, layers)));
     drawn = end;
   }
   gen.advance(block_draws * static_cast<uint64_t>(c.n_layer - drawn));
   if (last) ln_f_ = transformer->add("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, c.use_layernorm, at_));
+  dropout_ = layers.dropout();
 }
 
 GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
@@ -173,35 +155,12 @@ GPT::Output GPT::forward(const Tensor& idx, const Tensor* targets, Generator& dr
   return out;
 }
 
-// Under tp the position embedding is added after the all-reduce of the token rows, so once; from
-// there to ln_f everything is replicated (the same values and the same dropout draws on every rank
-// of the group). Under sequence parallelism the token rows are reduce-scattered instead, and from
-// there to ln_f each rank holds its share of the tokens (B, T / tp, C), taking the positions and
-// drawing the dropout masks of that share.
 Variable GPT::embed(const Tensor& idx, Generator& dropout_gen) const {
   ND_CHECK(is_first_stage(), "GPT::embed on a stage without the embeddings (first block " << first_block_ << ")");
   ND_CHECK(idx.ndim() == 2, "GPT input must be (B, T) token ids, got " << idx.str());
   ND_CHECK_INPUT(idx.size(1) <= config_.block_size,
                  "sequence length " << idx.size(1) << " exceeds block_size " << config_.block_size);
-  ND_CHECK_INPUT(!tp_.splits_tokens() || idx.size(1) % tp_.size() == 0,
-                 "sequence parallelism: tensor-parallel size " << tp_.size()
-                                                               << " does not divide the sequence length of "
-                                                               << idx.size(1));
-  Variable x;
-  if (tp_.splits_tokens()) {
-    const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
-    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
-    const int64_t share = idx.numel() / tp_.size();  // tokens [rank * share, (rank + 1) * share)
-    x = ops::add_positions_share(dist::leave_tp_region(own_rows, tp_), wpe_, tp_.rank() * share, idx.size(1));
-  } else if (tp_.active()) {
-    // This rank's vocabulary rows; leave_tp_region sums (or reduce-scatters) them over the group.
-    const int64_t vocab_start = static_cast<int64_t>(tp_.rank()) * wte_.shape()[0];
-    Variable own_rows = ops::vocab_parallel_embedding(idx, wte_, vocab_start, config_.vocab_rows());
-    x = ops::add_positions(dist::leave_tp_region(own_rows, tp_), wpe_);
-  } else {
-    x = ops::embedding(idx, wte_, wpe_);  // every row is this rank's: one fused lookup with positions
-  }
-  return dist::token_dropout(x, config_.dropout, dropout_gen, training(), tp_);
+  return dropout_->forward(wte_->embed(idx, wpe_), config_.dropout, dropout_gen, training());
 }
 
 Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) const {
@@ -209,65 +168,35 @@ Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) co
   ND_CHECK(0 <= first && first <= end && end <= static_cast<int>(blocks_.size()),
            "GPT::blocks: range [" << first << ", " << end << ") of " << blocks_.size() << " blocks");
   for (int i = first; i < end; ++i) {
-    if (unit_hooks_ == nullptr) {
+    if (block_hooks_ == nullptr) {
       x = blocks_[i]->forward(x, dropout_gen);
       continue;
     }
-    const int unit = first_block_ + i;
-    dist::UnitHooks* hooks = unit_hooks_;
-    hooks->before_forward(unit);
+    const int index = first_block_ + i;
+    BlockHooks* hooks = block_hooks_;
+    hooks->before_forward(index);
     x = blocks_[i]->forward(x, dropout_gen);
-    hooks->after_forward(unit);
-    x = ops::on_backward(x, [hooks, unit] { hooks->before_backward(unit); });
+    hooks->after_forward(index);
+    x = ops::on_backward(x, [hooks, index] { hooks->before_backward(index); });
   }
   return x;
-}
-
-void GPT::use_fp8(Fp8LinearScaling& scaling, bool attn, bool mlp, bool head) {
-  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
-  for (size_t i = 0; i < blocks_.size(); ++i)
-    blocks_[i]->use_fp8(scaling, "transformer.h." + std::to_string(first_block_ + static_cast<int>(i)), attn, mlp);
-  if (head && is_last_stage()) head_fp8_ = scaling.add("lm_head", {});
 }
 
 GPT::Output GPT::head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient) const {
   ND_CHECK(!loss_gradient || targets, "GPT::head: a loss_gradient without targets (no loss to seed)");
   ND_CHECK(is_last_stage(), "GPT::head on a stage without the head (its blocks end before the last)");
   Output out;
-  out.logits = head_fp8_.defined() ? ops::fp8_linear(ln_f_->forward(x), wte_, Variable(), head_fp8_)
-                                   : dist::column_parallel_linear(ln_f_->forward(x), wte_, Variable(), tp_);
-  if (!targets) return out;
-  if (tp_.active())
-    out.loss = dist::vocab_parallel_cross_entropy(out.logits, *targets, config_.vocab_size, tp_, loss_gradient);
-  else if (loss_gradient)
-    out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size, *loss_gradient);
-  else
-    out.loss = ops::cross_entropy(out.logits, *targets, config_.vocab_size);
+  out.logits = wte_->logits(ln_f_->forward(x));
+  if (targets) out.loss = wte_->loss(out.logits, *targets, loss_gradient);
   return out;
 }
 
-void GPT::sum_sequence_parallel_gradients(dist::FlatParams* flat) const {
-  if (!tp_.splits_tokens()) return;
-  std::set<std::string> sharded;
-  for (const auto& [name, spec] : named_shard_specs())
-    if (spec.sharded()) sharded.insert(name);
-  std::vector<Tensor> replicated;
-  if (flat) {
-    for (const dist::FlatEntry& e : flat->entries())
-      if (!sharded.count(e.name)) replicated.push_back(flat->grad_of(e));
-  } else {
-    for (const auto& [name, p] : named_parameters())
-      if (!sharded.count(name) && p.has_grad()) replicated.push_back(p.grad());
-  }
-  dist::sum_gradients_over_tp(std::move(replicated), tp_);
-}
-
 double GPT::flops_per_token(int T) const {
-  double N = 0;  // parameters of the unsplit model: a shard counts tp times
+  double N = 0;  // parameters of the unsplit model: a piece counts as many times as there are pieces
   const NamedParameters params = named_parameters();
-  const NamedShardSpecs specs = named_shard_specs();
+  const NamedParamInfos infos = named_param_infos();
   for (size_t i = 0; i < params.size(); ++i)
-    N += static_cast<double>(params[i].second.data().numel()) * (specs[i].second.sharded() ? tp_.size() : 1);
+    N += static_cast<double>(params[i].second.data().numel()) * infos[i].second.shards;
   return 6.0 * N + 12.0 * config_.n_layer * config_.n_embd * static_cast<double>(T);
 }
 

@@ -1,16 +1,15 @@
 // GPT: token + position embedding, n_layer pre-norm blocks, a final LayerNorm, and an output head
 // tied to the token embedding. Two ablation switches: use_layernorm (off: identity in place of
 // every LayerNorm) and use_residual (off: each sublayer's output replaces x instead of adding).
-// Under tensor parallelism (a dist::TensorParallel group of tp ranks) the blocks are split as in
-// nn/layers.h, and the token embedding and the tied head are vocabulary-parallel: each rank holds
-// vocab_rows() / tp rows of wte, and the loss is the vocabulary-parallel cross-entropy, so the
-// full logits never exist. Every parameter keeps its nanoGPT name and holds its shard; its
-// ShardSpec (Module::named_shard_specs) says how. With sequence parallelism (tp.sequence_parallel)
-// the token-wise regions run on each rank's share of the tokens (dist/parallel/sequence_parallel.h); tp must
-// divide the sequence length. At tp = 1 this is exactly the unsplit model.
+// The model knows no parallelism: its linears, token embedding (with the tied head and the loss)
+// and dropouts come from a LayerBuilder (nn/layer_builder.h), plain by default; a parallel plan
+// (dist/parallel/parallelize.h) builds it with layers that hold pieces of the weights and
+// communicate inside their forward. Every parameter keeps its nanoGPT name and carries its
+// ParamInfo (how it splits, which block holds it, whether it is the tied embedding). A pipeline
+// stage (GPTStage) is a part of the model: some of its blocks, with or without the embeddings and
+// the head.
 #pragma once
-#include "dist/parallel/flat_params.h"
-#include "dist/parallel/unit_hooks.h"
+#include "nn/block_hooks.h"
 #include "nn/layers.h"
 
 namespace nd::nn {
@@ -43,10 +42,14 @@ struct GPTConfig {
 // the CPU at tp = 1.
 int padded_vocab_rows(int vocab_size, int tp, bool on_cuda);
 
+class Block;
+
 // What a block shows an observer in its forward (the per-layer statistics, train/layer_stats.h):
-// each tensor (B, T, C), or this rank's (B, T / tp, C) under sequence parallelism.
+// each tensor (B, T, C), or the share of the tokens the layers keep between them (sequence
+// parallelism), and the block itself, whose linears the observer may apply again.
 struct BlockActivations {
   int layer;            // the block's global index
+  const Block& block;
   const Tensor& ln_1;   // attention input (ln_1's output)
   const Tensor& attn;   // attention output (after c_proj and dropout)
   const Tensor& ln_2;   // MLP input (ln_2's output)
@@ -61,13 +64,15 @@ class BlockObserver {
 
 class Block : public Module {
  public:
-  Block(const GPTConfig& config, Generator& gen, Placement at, const dist::TensorParallel& tp = {}, int layer = 0);
+  // Block `layer` (its global index, every parameter's ParamInfo::block).
+  Block(const GPTConfig& config, Generator& gen, Placement at, int layer = 0,
+        const LayerBuilder& layers = plain_layers());
   // With Recompute::Block the block is an ops::checkpoint: only x is kept for backward, and the
   // rerun skips the work whose values backward does not read (the MLP's c_proj on, the residual add).
   Variable forward(const Variable& x, Generator& dropout_gen) const;
   void set_observer(BlockObserver* observer) { observer_ = observer; }
-  // The attention's and/or the MLP's linears in FP8 (CausalSelfAttention::use_fp8, MLP::use_fp8).
-  void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool attn, bool mlp);
+  CausalSelfAttention& attention() const { return *attn_; }
+  MLP& mlp() const { return *mlp_; }
 
  private:
   // output_read false: ops::checkpoint's rerun, which skips the block's tail (MLP::forward).
@@ -89,7 +94,7 @@ class Block : public Module {
 // of wte for the head (as Megatron's), whose gradient the pipeline sums with the first stage's over
 // the grid's embedding group. Every stage draws exactly the weights the whole model would give
 // those parameters (the generator advances past the others), and blocks keep their global names
-// (transformer.h.<i>). The default is the whole model.
+// and indices. The default is the whole model.
 // Under an interleaved pipeline a rank holds several ranges (chunks): `chunks` lists them in
 // order, [first, end) each, and replaces first_block/end_block; blocks() then takes local indices
 // (the chunks' blocks one after another).
@@ -101,77 +106,66 @@ struct GPTStage {
 
 class GPT : public Module {
  public:
-  // Under tp > 1, every rank of the group must pass the same config and an init_gen of the same
-  // seed: it draws each full tensor and keeps its shard. tp must divide n_head, n_embd and
-  // vocab_rows() (see padded_vocab_rows); an nd::Error names the numbers otherwise.
+  // The layers come from `layers`; every builder draws the same full tensors from an init_gen of
+  // the same seed.
   GPT(const GPTConfig& config, Generator& init_gen, Device device = Device::cpu(), DType dtype = DType::F32,
-      const dist::TensorParallel& tp = {}, const GPTStage& stage = {});
+      const GPTStage& stage = {}, const LayerBuilder& layers = plain_layers());
 
   bool is_first_stage() const { return first_block_ == 0; }
   bool is_last_stage() const { return last_end_ == config_.n_layer; }
 
   struct Output {
-    // (B, T, vocab_rows / tp): this rank's columns [rank, rank + 1) * vocab_rows / tp; undefined
-    // when the loss_gradient asked for the logits to be overwritten by their gradient.
+    // (B, T, vocab_rows), or the columns of the vocabulary the head holds; undefined when the
+    // loss_gradient asked for the logits to be overwritten by their gradient.
     Variable logits;
     Variable loss;    // scalar mean cross-entropy, the same on every rank; undefined without targets
   };
   // The whole model, one stage: head(blocks(embed(idx))). idx (B, T) i32 on the model's device;
   // targets (B, T) i32 (-1 = ignore) or nullptr. loss_gradient (with targets only; null = none):
   // the loss's backward seed, told in advance so that the loss writes the logits' gradient in its
-  // forward (ops::cross_entropy or the vocabulary-parallel loss with a LossGradient). With
-  // overwrite_logits the gradient may be written over the logits and Output::logits is undefined.
+  // forward (TokenEmbedding::loss with a LossGradient). With overwrite_logits the gradient may be
+  // written over the logits and Output::logits is undefined.
   Output forward(const Tensor& idx, const Tensor* targets, Generator& dropout_gen,
                  const ops::LossGradient* loss_gradient = nullptr) const;
 
-  // The stages of the forward, one path for every tp (the tensor-parallel mappings are identities
-  // at tp = 1). A pipeline stage runs embed on the first stage, blocks on its range of blocks, and
-  // head on the last; each takes and returns the hidden state (B, T, C), or (B, T / tp, C) where
-  // tp splits tokens (a contiguous range of the tokens, dist/parallel/sequence_parallel.h).
-  // Token + position embedding and dropout: vocabulary-parallel under tp, the fused lookup at tp 1.
+  // The stages of the forward. A pipeline stage runs embed on the first stage, blocks on its range
+  // of blocks, and head on the last; each takes and returns the hidden state (B, T, C), or the
+  // share of the tokens the layers keep between them.
+  // Token + position embedding and dropout.
   Variable embed(const Tensor& idx, Generator& dropout_gen) const;
   // Blocks [first, last) of this stage's blocks (last = -1: to its end).
   Variable blocks(Variable x, Generator& dropout_gen, int first = 0, int last = -1) const;
-  // Final LayerNorm, the tied head (column-parallel over the vocabulary) and, with targets, the loss.
+  // Final LayerNorm, the tied head and, with targets, the loss.
   Output head(const Variable& x, const Tensor* targets, const ops::LossGradient* loss_gradient = nullptr) const;
 
   const GPTConfig& config() const { return config_; }
   Device device() const { return at_.device; }
   DType dtype() const { return at_.dtype; }
-  const dist::TensorParallel& tensor_parallel() const { return tp_; }
-  // Under sequence parallelism (tp_.splits_tokens()) the replicated parameters (LayerNorms,
-  // row-parallel biases, wpe) saw only this rank's tokens: after backward, this sums their
-  // gradients over the group in one all-reduce, so they equal the tp = 1 gradients. A no-op
-  // otherwise. Call it on every rank of the group, before clipping. With `flat` the gradients
-  // summed are the flat buffers' (dist::FlatParams::grad_of: f32 main gradients where they exist).
-  void sum_sequence_parallel_gradients(dist::FlatParams* flat = nullptr) const;
   // Training FLOPs per token of the whole (unsplit) model: 6N for the weights plus 12 L C T for
-  // attention scores and values. Under tp each rank does 1 / tp of them.
+  // attention scores and values. A model of pieces does 1 / shards of them on each rank.
   double flops_per_token(int T) const;
   // Every block of this stage reports its activations to `observer` in forward (nullptr: none).
   void set_block_observer(BlockObserver* observer);
-  // Every block of this stage calls `hooks` with its global index as the unit (nullptr: none):
-  // before and after its forward, and from backward before its backward (ZeRO 2 and 3).
-  void set_unit_hooks(dist::UnitHooks* hooks) { unit_hooks_ = hooks; }
+  // Every block of this stage calls `hooks` with its global index (nullptr: none): before and after
+  // its forward, and from backward before its backward.
+  void set_block_hooks(BlockHooks* hooks) { block_hooks_ = hooks; }
   int first_block() const { return first_block_; }
   int num_blocks() const { return static_cast<int>(blocks_.size()); }
-  // Which linears run their GEMMs in FP8 (ops::fp8_linear, tp 1, bf16 on a GPU with FP8 tensor
-  // cores): the blocks' attention and MLP linears and the tied head, registered with `scaling`
-  // under their parameter names' module prefixes (transformer.h.3.mlp.c_fc, lm_head).
-  void use_fp8(Fp8LinearScaling& scaling, bool attn, bool mlp, bool head);
+  Block& block(int i) const { return *blocks_.at(static_cast<size_t>(i)); }  // of this stage's, local index
+  // The token embedding with the tied head: null on a stage with neither.
+  TokenEmbedding* token_embedding() const { return wte_.get(); }
 
  private:
   GPTConfig config_;
   Placement at_;
-  dist::TensorParallel tp_;
   int first_block_ = 0;  // the global index of blocks_[0]
   int last_end_ = 0;     // one past the global index of the last block
-  Variable wte_;
+  std::shared_ptr<TokenEmbedding> wte_;
   Variable wpe_;
   std::vector<std::shared_ptr<Block>> blocks_;
   std::shared_ptr<LayerNorm> ln_f_;
-  Tensor head_fp8_;  // the head's FP8 scalars when it runs in FP8
-  dist::UnitHooks* unit_hooks_ = nullptr;
+  std::shared_ptr<const Dropout> dropout_;
+  BlockHooks* block_hooks_ = nullptr;
 };
 
 }  // namespace nd::nn

@@ -20,10 +20,10 @@ void normal_fill(const Tensor& out, const ElementSlice& slice, const PhiloxCount
 }
 
 Tensor normal_shard(const Shape& full_shape, double mean, double std, Generator& gen, Placement at,
-                    const dist::ShardSpec& spec, int rank, int tp) {
-  const ElementSlice slice = dist::shard_elements(full_shape, spec, rank, tp);
+                    const ShardSpec& spec, int rank, int tp) {
+  const ElementSlice slice = shard_elements(full_shape, spec, rank, tp);
   const PhiloxCounters counters = gen.reserve(static_cast<uint64_t>(shape_numel(full_shape)));
-  Tensor out = Tensor::empty(dist::shard_shape(full_shape, spec, tp), at.dtype, at.device);
+  Tensor out = Tensor::empty(shard_shape(full_shape, spec, tp), at.dtype, at.device);
   normal_fill(out, slice, counters, mean, std);
   return out;
 }
@@ -33,7 +33,7 @@ Tensor padded_rows_shard(int64_t rows, int64_t drawn_rows, int64_t cols, double 
   ND_CHECK(drawn_rows >= 0 && drawn_rows <= rows && cols >= 0 && rank >= 0 && rank < tp,
            "padded_rows_shard: " << drawn_rows << " drawn rows of " << rows << " x " << cols << ", rank " << rank
                                  << " of " << tp);
-  const Shape shard = dist::shard_shape({rows, cols}, dist::ShardSpec{0, 1}, tp);
+  const Shape shard = shard_shape({rows, cols}, ShardSpec{0, 1}, tp);
   const int64_t first_row = rank * shard[0];
   const int64_t drawn = std::clamp<int64_t>(drawn_rows - first_row, 0, shard[0]);  // of this rank's rows
   const PhiloxCounters counters = gen.reserve(static_cast<uint64_t>(drawn_rows * cols));

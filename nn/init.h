@@ -3,7 +3,7 @@
 // generator advances by the whole count on every rank. So any tp starts from the tp = 1 weights
 // (bit for bit on one device), and nothing is staged on the host or materialised in full.
 #pragma once
-#include "dist/parallel/tensor_shard.h"
+#include "nn/shard_spec.h"
 #include "tensor/random.h"
 
 namespace nd::nn {
@@ -21,10 +21,10 @@ struct Placement {
 void normal_fill(const Tensor& out, const ElementSlice& slice, const PhiloxCounters& counters, double mean,
                  double std);
 
-// Rank `rank` of `tp`'s shard (dist::shard_of's layout) of a `full_shape` N(mean, std) draw from
+// Rank `rank` of `tp`'s shard (shard_of's layout) of a `full_shape` N(mean, std) draw from
 // `gen`: shard_of(Tensor::randn(full_shape, gen, mean, std), spec, rank, tp), placed at `at`.
 Tensor normal_shard(const Shape& full_shape, double mean, double std, Generator& gen, Placement at,
-                    const dist::ShardSpec& spec = {}, int rank = 0, int tp = 1);
+                    const ShardSpec& spec = {}, int rank = 0, int tp = 1);
 
 // A (rows, cols) tensor split by rows over tp, of which rows [0, drawn_rows) are an N(mean, std)
 // draw from `gen` (drawn_rows * cols counters) and the rest zeros: rank `rank`'s rows of it. For an

@@ -13,15 +13,27 @@ void Module::collect(const std::string& prefix, NamedParameters& out) const {
   for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
 }
 
-NamedShardSpecs Module::named_shard_specs() const {
-  NamedShardSpecs out;
-  collect_specs("", out);
+NamedParamInfos Module::named_param_infos() const {
+  NamedParamInfos out;
+  collect_infos("", out);
   return out;
 }
 
-void Module::collect_specs(const std::string& prefix, NamedShardSpecs& out) const {
-  for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(prefix + params_[i].first, specs_[i]);
-  for (const auto& [name, child] : children_) child->collect_specs(prefix + name + ".", out);
+void Module::collect_infos(const std::string& prefix, NamedParamInfos& out) const {
+  for (size_t i = 0; i < params_.size(); ++i) out.emplace_back(prefix + params_[i].first, infos_[i]);
+  for (const auto& [name, child] : children_) child->collect_infos(prefix + name + ".", out);
+}
+
+std::vector<std::pair<std::string, const Module*>> Module::named_modules() const {
+  std::vector<std::pair<std::string, const Module*>> out;
+  collect_modules("", out);
+  return out;
+}
+
+void Module::collect_modules(const std::string& name, std::vector<std::pair<std::string, const Module*>>& out) const {
+  out.emplace_back(name, this);
+  for (const auto& [child_name, child] : children_)
+    child->collect_modules(name.empty() ? child_name : name + "." + child_name, out);
 }
 
 std::vector<Variable> Module::parameters() const {
@@ -45,11 +57,16 @@ void Module::zero_grad() {
   for (auto& [name, p] : named_parameters()) p.zero_grad();
 }
 
-Variable Module::register_parameter(const std::string& name, Tensor init, dist::ShardSpec spec) {
+Variable Module::register_parameter(const std::string& name, Tensor init, const ParamInfo& info) {
   Variable v(std::move(init), true);
   params_.emplace_back(name, v);
-  specs_.push_back(spec);
+  infos_.push_back(info);
   return v;
+}
+
+void Module::assign_block(int block) {
+  for (ParamInfo& info : infos_) info.block = block;
+  for (auto& [name, child] : children_) child->assign_block(block);
 }
 
 }  // namespace nd::nn

@@ -1,7 +1,7 @@
 // Module: ordered, named parameters and submodules. named_parameters() walks the tree in
-// registration order, so names and order are stable (checkpoints and DDP buckets rely on it).
-// Each parameter also says how tensor parallelism splits it (replicated unless registered with a
-// ShardSpec), so checkpoints can gather full tensors and slice them again.
+// registration order, so names and order are stable (checkpoints and the flat buffers rely on it).
+// Each parameter is registered with its ParamInfo (nn/param_info.h): how it splits, which block
+// holds it, whether it is a (tied) embedding or takes weight decay.
 #pragma once
 #include <memory>
 #include <string>
@@ -9,22 +9,24 @@
 #include <vector>
 
 #include "autograd/variable.h"
-#include "dist/parallel/tensor_shard.h"
+#include "nn/param_info.h"
 
 namespace nd::nn {
 
 using NamedParameters = std::vector<std::pair<std::string, Variable>>;
-using NamedShardSpecs = std::vector<std::pair<std::string, dist::ShardSpec>>;
+using NamedParamInfos = std::vector<std::pair<std::string, ParamInfo>>;
 
 class Module {
  public:
   virtual ~Module() = default;
 
   NamedParameters named_parameters() const;
-  // The parameters' shard specs, in the order and with the names of named_parameters().
-  NamedShardSpecs named_shard_specs() const;
+  // The parameters' infos, in the order and with the names of named_parameters().
+  NamedParamInfos named_param_infos() const;
   std::vector<Variable> parameters() const;
   int64_t num_parameters() const;
+  // Every module of the tree under its dotted name (this one as ""), parents before children.
+  std::vector<std::pair<std::string, const Module*>> named_modules() const;
 
   // Training mode turns dropout on; it applies to the whole subtree.
   void set_training(bool training);
@@ -33,19 +35,22 @@ class Module {
   void zero_grad();
 
  protected:
-  Variable register_parameter(const std::string& name, Tensor init, dist::ShardSpec spec = {});
+  Variable register_parameter(const std::string& name, Tensor init, const ParamInfo& info = {});
   template <typename M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     children_.emplace_back(name, module);
     return module;
   }
+  // Every parameter of this subtree belongs to block `block` (ParamInfo::block).
+  void assign_block(int block);
 
  private:
   void collect(const std::string& prefix, NamedParameters& out) const;
-  void collect_specs(const std::string& prefix, NamedShardSpecs& out) const;
+  void collect_infos(const std::string& prefix, NamedParamInfos& out) const;
+  void collect_modules(const std::string& name, std::vector<std::pair<std::string, const Module*>>& out) const;
 
   NamedParameters params_;
-  std::vector<dist::ShardSpec> specs_;  // one per entry of params_
+  std::vector<ParamInfo> infos_;  // one per entry of params_
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

@@ -7,12 +7,14 @@
 #pragma once
 #include "dist/parallel/data_parallel.h"
 #include "dist/parallel/flat_params.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 
 namespace nd::train {
 
-// `embedding`: the grid's embedding group (null or one rank: nothing to sum).
-void finalize_grads(const nn::GPT& model, dist::DataParallelEngine& data_parallel, dist::FlatParams& flat,
-                    dist::Comm* embedding = nullptr);
+// `tp`: the model's tensor-parallel group; `embedding`: the grid's embedding group (null or one
+// rank: nothing to sum).
+void finalize_grads(const nn::GPT& model, const dist::TensorParallel& tp, dist::DataParallelEngine& data_parallel,
+                    dist::FlatParams& flat, dist::Comm* embedding = nullptr);
 
 }  // namespace nd::train

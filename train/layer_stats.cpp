@@ -35,9 +35,9 @@ struct LayerStats::Impl {
   AdamW& optimizer;
   LayerStatsRanks ranks;
   std::vector<std::pair<std::string, Variable>> params;
-  std::map<std::string, Variable> by_name;
   std::vector<size_t> entry_of;    // params[i]'s index in the flat layout
   std::vector<bool> counted;       // params[i]'s sums added on this rank
+  std::vector<int> block_of;       // params[i]'s block, -1 outside the blocks
   int n_layer = 0, n_head = 0, tp_rank = 0, tp_size = 1;
   bool splits_tokens = false;
   int64_t block_base = 0, device_sums = 0;
@@ -48,8 +48,8 @@ struct LayerStats::Impl {
 
   Impl(nn::GPT& m, AdamW& o, const LayerStatsRanks& r) : model(m), optimizer(o), ranks(r) {
     params = model.named_parameters();
-    const auto specs = model.named_shard_specs();
-    const auto& tp = model.tensor_parallel();
+    const auto infos = model.named_param_infos();
+    const dist::TensorParallel& tp = ranks.tp;
     tp_rank = tp.rank();
     tp_size = tp.size();
     splits_tokens = tp.splits_tokens();
@@ -59,11 +59,11 @@ struct LayerStats::Impl {
     const auto& entries = optimizer.flat().entries();
     for (size_t e = 0; e < entries.size(); ++e) entry_index[entries[e].name] = e;
     for (size_t i = 0; i < params.size(); ++i) {
-      by_name[params[i].first] = params[i].second;
       auto it = entry_index.find(params[i].first);
       ND_CHECK(it != entry_index.end(), "layer statistics: " << params[i].first << " is not in the flat buffers");
       entry_of.push_back(it->second);
-      counted.push_back(ranks.dp_rank == 0 && (specs.at(i).second.sharded() || tp_rank == 0));
+      counted.push_back(ranks.dp_rank == 0 && (infos.at(i).second.split.sharded() || tp_rank == 0));
+      block_of.push_back(infos.at(i).second.block);
     }
     block_base = static_cast<int64_t>(params.size()) * kTensorSums;
     device_sums = block_base + static_cast<int64_t>(n_layer) * (kEntropy + n_head);
@@ -90,10 +90,6 @@ struct LayerStats::Impl {
   int64_t block_at(int layer) const { return block_base + static_cast<int64_t>(layer) * (kEntropy + n_head); }
   double& count(int layer, int k) { return counts[static_cast<size_t>(layer) * kBlockCounts + k]; }
 
-  Variable param(const std::string& name) const {
-    auto it = by_name.find(name);
-    return it == by_name.end() ? Variable() : it->second;
-  }
 };
 
 LayerStats::LayerStats(nn::GPT& model, AdamW& optimizer, const LayerStatsRanks& ranks)
@@ -149,12 +145,12 @@ void LayerStats::on_block(const nn::BlockActivations& a) {
   // rank's columns of c_fc and c_attn (its heads): each rank adds its own part. Under sequence
   // parallelism a rank holds other tokens than its columns see, so they are left out.
   if (s.splits_tokens) return;
-  const std::string prefix = "transformer.h." + std::to_string(a.layer) + ".";
-  Tensor pre = ops::linear(Variable(a.ln_2), s.param(prefix + "mlp.c_fc.weight"), s.param(prefix + "mlp.c_fc.bias")).data();
+  const nn::Linear& c_fc = a.block.mlp().c_fc();
+  Tensor pre = ops::linear(Variable(a.ln_2), c_fc.weight, c_fc.bias).data();
   add_tensor_stats(pre, nullptr, s.sums, base + kGelu);
   s.count(a.layer, 1) += static_cast<double>(pre.numel());
-  Tensor qkv =
-      ops::linear(Variable(a.ln_1), s.param(prefix + "attn.c_attn.weight"), s.param(prefix + "attn.c_attn.bias")).data();
+  const nn::Linear& c_attn = a.block.attention().c_attn();
+  Tensor qkv = ops::linear(Variable(a.ln_1), c_attn.weight, c_attn.bias).data();
   const int local_heads = s.n_head / s.tp_size;
   add_attention_entropy(qkv, local_heads, s.sums, base + kEntropy + static_cast<int64_t>(s.tp_rank) * local_heads);
   if (s.tp_rank == 0) s.count(a.layer, 2) += static_cast<double>(qkv.size(0) * qkv.size(1));
@@ -188,11 +184,8 @@ LayerStatsResult LayerStats::after_step(int64_t step) {
     ts.weight_norm = std::sqrt(t[kStatsPerSlot + kSumOfSquares]);
     ts.update_ratio = ratio(std::sqrt(t[2 * kStatsPerSlot + kSumOfSquares]), ts.weight_norm);
     r.tensors.push_back(ts);
-    const std::string prefix = "transformer.h.";
-    if (has_grad && ts.name.rfind(prefix, 0) == 0) {
-      const int layer = std::stoi(ts.name.substr(prefix.size()));
-      if (layer >= 0 && layer < s.n_layer) block_grad_sq[layer] += t[kSumOfSquares];
-    }
+    const int layer = s.block_of[i];
+    if (has_grad && layer >= 0 && layer < s.n_layer) block_grad_sq[layer] += t[kSumOfSquares];
   }
   for (int l = 0; l < s.n_layer; ++l) {
     const double* b = sum + s.block_at(l);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dist/comm/comm.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "train/optimizer.h"
 
@@ -29,6 +30,7 @@ constexpr int64_t kProbeRows = 4;
 struct LayerStatsRanks {
   dist::Comm* world = nullptr;  // every rank: the sums are added over it (host all-reduce)
   int dp_rank = 0;              // parameters count once: on data-parallel rank 0
+  dist::TensorParallel tp;      // the model's tensor-parallel group (dist::parallelize's plan)
 };
 
 // Everything one statistics step measured, after the sums over the ranks (tests read it; the

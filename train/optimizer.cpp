@@ -64,7 +64,9 @@ AdamW::AdamW(std::shared_ptr<dist::FlatParams> flat, AdamWOptions options, const
       s.v = flat_->view_of(flat_state_.v, e);
       if (flat_state_.master.defined()) s.master = flat_->view_of(flat_state_.master, e);
     }
-    s.decay = in_decay_group(e.param.data());
+    const auto decay = options.decay.find(e.name);
+    ND_CHECK(options.decay.empty() || decay != options.decay.end(), "AdamW: no weight-decay choice for " << e.name);
+    s.decay = options.decay.empty() ? in_decay_group(e.param.data()) : decay->second;
     states_.push_back(std::move(s));
   }
 }

@@ -5,6 +5,7 @@
 // flat runs (contiguous ranges with one weight-decay and sharding class), not tensor by tensor,
 // so a ZeRO shard, a range cutting across tensors, is the same kind of work. Clips by global norm.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,9 @@ struct AdamWOptions {
   // f32 master weights beside lower-precision parameters; false updates them in place (each step
   // rounded to the parameter's dtype, so updates below its resolution are lost: an ablation).
   bool master_weights = true;
+  // Whether each parameter, by name, takes weight decay: the model's nn::ParamInfo::decay. Empty:
+  // those of two or more dimensions (in_decay_group), for parameters without a model.
+  std::map<std::string, bool> decay;
 };
 
 struct ParamState {
@@ -46,7 +50,7 @@ struct ParamState {
 
 struct DeviceOptimizerState;  // per-device launch data, built on the first GPU step
 
-// True for the tensors nanoGPT decays: dim >= 2.
+// nanoGPT's rule for tensors without a model's ParamInfo: dim >= 2 decays.
 bool in_decay_group(const Tensor& param);
 
 // The flat optimizer state: m, v and (for bf16 parameters) the f32 masters, numel() each, or under

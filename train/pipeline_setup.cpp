@@ -51,9 +51,9 @@ double pipeline_eval(const TrainConfig& c, const nn::GPT& model, const EvalReade
 
 void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::ParallelGrid& grid) {
   std::vector<std::string> counted, not_counted;
-  for (const auto& [name, spec] : model.named_shard_specs()) {
-    const bool tied_copy = name == "transformer.wte.weight" && !model.is_first_stage();
-    const bool tp_copy = !spec.sharded() && grid.tp_rank() > 0;
+  for (const auto& [name, info] : model.named_param_infos()) {
+    const bool tied_copy = info.tied && !model.is_first_stage();
+    const bool tp_copy = !info.split.sharded() && grid.tp_rank() > 0;
     (tied_copy || tp_copy ? not_counted : counted).push_back(name);
   }
   optimizer.set_tensor_parallel(&grid.model_parallel(), counted, not_counted);
@@ -62,9 +62,12 @@ void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::Paral
 int64_t whole_model_count(int64_t stage_count, const nn::GPT& model, const dist::ParallelGrid& grid) {
   if (grid.pp_size() == 1) return stage_count;
   int64_t n = stage_count;
-  if (!model.is_first_stage())
-    for (const auto& [name, p] : model.named_parameters())
-      if (name == "transformer.wte.weight") n -= p.data().numel() * grid.tp_size();
+  if (!model.is_first_stage()) {
+    const nn::NamedParameters params = model.named_parameters();
+    const nn::NamedParamInfos infos = model.named_param_infos();
+    for (size_t i = 0; i < params.size(); ++i)
+      if (infos[i].second.tied) n -= params[i].second.data().numel() * infos[i].second.shards;
+  }
   grid.pp().host_allreduce(&n, 1, dist::HostReduce::Sum);
   return n;
 }

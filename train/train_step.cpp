@@ -87,7 +87,7 @@ void TrainStep::enqueue(Generator& dropout_gen) {
   }
   MicroBatches batches{inputs_, targets_, losses_, loss_scale_, loss_gradient_};
   schedule_->run(model_, data_parallel_, batches, dropout_gen);
-  finalize_grads(model_, data_parallel_, optimizer_.flat(), embedding_);
+  finalize_grads(model_, options_.tp, data_parallel_, optimizer_.flat(), embedding_);
   // The gradients the optimizer reads: the flat buffer, or under ZeRO 2 this rank's shard.
   if (options_.loss_scaling) unscale_grads(optimizer_.flat_state().grads, inverse_loss_scale_);
   if (op_timer::enabled()) op_timer::note_next({0.0, 0.0, "clip + AdamW, all parameters"});

@@ -18,6 +18,7 @@
 #include "data/loader.h"
 #include "dist/comm/comm.h"
 #include "dist/parallel/data_parallel.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "train/optimizer.h"
 #include "train/schedule.h"
@@ -35,6 +36,9 @@ struct StepOptions {
   // Loss scaling (train/loss_scaler.h): the backward seed is scale/accum and the gradients are
   // divided by the scale after finalize_grads, before the norm; set_loss_scale picks the scale.
   bool loss_scaling = false;
+  // The model's tensor-parallel group: finalize_grads sums the replicated parameters' gradients
+  // over it under sequence parallelism.
+  dist::TensorParallel tp;
 };
 
 struct StepResult {

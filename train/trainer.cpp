@@ -18,6 +18,7 @@
 #include "dist/parallel/fault_guard.h"
 #include "dist/comm/local_comm.h"
 #include "dist/parallel/parallel_grid.h"
+#include "dist/parallel/parallelize.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
@@ -90,12 +91,11 @@ TrainConfig resolved(TrainConfig config) {
 }
 
 // Parameters of the whole model, not this rank's shards (padding rows of the embedding included).
-int64_t full_parameter_count(const nn::GPT& model, int tp) {
+int64_t full_parameter_count(const nn::GPT& model) {
   int64_t n = 0;
-  const auto specs = model.named_shard_specs();
+  const auto infos = model.named_param_infos();
   const auto params = model.named_parameters();
-  for (size_t i = 0; i < params.size(); ++i)
-    n += params[i].second.data().numel() * (specs.at(i).second.sharded() ? tp : 1);
+  for (size_t i = 0; i < params.size(); ++i) n += params[i].second.data().numel() * infos.at(i).second.shards;
   return n;
 }
 
@@ -140,11 +140,11 @@ class Trainer {
 
     model_config_ = model_config_for(c_, data_.vocab_size);
     Generator init_gen(c_.seed);
-    // Every rank of a tp group draws the same full tensors (same seed) and keeps its shard.
-    // A pipeline stage draws exactly the whole model's weights for its blocks.
-    model_ = std::make_unique<nn::GPT>(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
-                                       dist::TensorParallel{&grid_->tp(), c_.sequence_parallel, c_.tp_overlap},
-                                       pipeline_stage(c_, *grid_));
+    // The plain model made parallel: every rank of a tp group draws the same full tensors (same
+    // seed) and keeps its shard; a pipeline stage draws exactly the whole model's weights for its blocks.
+    tp_ = dist::TensorParallel{&grid_->tp(), c_.sequence_parallel, c_.tp_overlap};
+    model_ = dist::parallelize(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
+                               dist::ParallelPlan{tp_, pipeline_stage(c_, *grid_)});
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
@@ -152,15 +152,16 @@ class Trainer {
       nn::DelayedScalingOptions fp8_options;
       fp8_options.history_length = c_.fp8_amax_history;
       fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1, fp8_options);
-      model_->use_fp8(*fp8_scaling_, precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head);
+      dist::use_fp8(*model_, *fp8_scaling_, {precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head});
     }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
-                                               zero_flat_options(c_.zero, dp_size, model_->named_parameters()));
+                                               zero_flat_options(c_.zero, dp_size, block_units(model_->named_param_infos())));
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.bucket_mb;
     dp_options.zero = c_.zero;
     data_parallel_ = dist::make_data_parallel(*dp_, *flat_, dp_options);
-    model_->set_unit_hooks(data_parallel_->unit_hooks());  // FSDP: the blocks' staging (and gathers)
+    // FSDP: the blocks' staging (and gathers); DDP has no unit hooks.
+    if (dist::UnitHooks* hooks = data_parallel_->unit_hooks()) dist::fully_shard(*model_, hooks);
     if (dp_size > 1) {
       auto watched = watch("the parameter broadcast from rank 0");
       data_parallel_->broadcast_parameters();
@@ -170,6 +171,7 @@ class Trainer {
     options.beta2 = c_.beta2;
     options.weight_decay = c_.weight_decay;
     options.master_weights = precision_.master == DType::F32;
+    for (const auto& [name, info] : model_->named_param_infos()) options.decay[name] = info.decay;
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
                      data_parallel_->param_shard()};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);
@@ -181,8 +183,8 @@ class Trainer {
       set_pipeline_norm(*optimizer_, *model_, *grid_);
     } else if (grid_->model_parallel().size() > 1) {
       std::vector<std::string> sharded;
-      for (const auto& [name, spec] : model_->named_shard_specs())
-        if (spec.sharded()) sharded.push_back(name);
+      for (const auto& [name, info] : model_->named_param_infos())
+        if (info.split.sharded()) sharded.push_back(name);
       optimizer_->set_tensor_parallel(&grid_->model_parallel(), sharded);
     }
     schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
@@ -201,7 +203,7 @@ class Trainer {
     if (precision_.loss_scaling) loss_scaler_ = std::make_unique<LossScaler>(precision_.loss_scaler);
     const bool resumed = c_.resume && resume();
     if (!resumed && !c_.init_from.empty())
-      say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_) +
+      say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_, tp_) +
           " (--init-from: its weights, a fresh optimizer, step 0)");
     saver_->prepare(run_parts());
     if (is_logger())
@@ -216,6 +218,7 @@ class Trainer {
     std::string why = why_no_cuda_graph(c_);
     step.cuda_graph = why.empty();
     step.loss_scaling = precision_.loss_scaling;
+    step.tp = tp_;
     if (!step.cuda_graph) say("cuda graph: off (" + why + "); the step runs eagerly");
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
     if (grid_->pp_size() > 1)
@@ -225,7 +228,8 @@ class Trainer {
       step_trace_ = std::make_unique<StepTrace>(c_.trace, first, last, *world_,
                                                 model_->device().is_cuda() ? model_->device().index : -1);
     }
-    if (c_.layer_stats > 0) layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank});
+    if (c_.layer_stats > 0)
+      layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank, tp_});
     if (loss_scaler_) step_->set_loss_scale(loss_scaler_->scale());
     if (loss_scaler_ || fp8_scaling_) say("precision: " + precision_.str());
   }
@@ -233,7 +237,7 @@ class Trainer {
   TrainResult run() {
     TrainResult result;
     result.first_step = counters_.step;
-    result.params = whole_model_count(full_parameter_count(*model_, grid_->tp_size()), *model_, *grid_);
+    result.params = whole_model_count(full_parameter_count(*model_), *model_, *grid_);
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
     if (c_.max_seconds > 0)
@@ -367,12 +371,11 @@ class Trainer {
 
   uint64_t parameters_hash(bool replicated_only) const {
     uint64_t h = 1469598103934665603ull;
-    auto specs = model_->named_shard_specs();
+    auto infos = model_->named_param_infos();
     auto named = model_->named_parameters();
-    const std::vector<int> units = block_units(named);
     for (size_t i = 0; i < named.size(); ++i) {
-      if (replicated_only && specs.at(i).second.sharded()) continue;
-      data_parallel_->gather_for_read(units[i]);  // ZeRO 3: a block's parameters exist only gathered
+      if (replicated_only && infos.at(i).second.split.sharded()) continue;
+      data_parallel_->gather_for_read(infos.at(i).second.block);  // ZeRO 3: a block's parameters exist only gathered
       Tensor host = named[i].second.data().to(Device::cpu());
       const auto* bytes = static_cast<const unsigned char*>(host.raw_data());
       for (size_t i = 0; i < host.nbytes(); ++i) h = (h ^ bytes[i]) * 1099511628211ull;
@@ -385,7 +388,7 @@ class Trainer {
   }
 
   RunParts run_parts() {
-    return RunParts{c_, model_config_, *model_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
+    return RunParts{c_, model_config_, *model_, tp_, *optimizer_, *train_loader_, dropout_gen_, data_.tokenizer_text,
                     world_->size(), loss_scaler_.get(), fp8_scaling_.get()};
   }
 
@@ -404,7 +407,7 @@ class Trainer {
     if (step_trace_)
       for (const std::string& line : step_trace_->after_step(counters_.step + 1)) say(line);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
-    if (fp8_scaling_) fp8_scaling_->end_step(nullptr, dp_);  // this step's amaxes -> the next step's scales
+    if (fp8_scaling_) fp8_scaling_->end_step(nullptr, dist::max_over(dp_));  // this step's amaxes -> the next step's scales
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
     if (loss_scaler_) {
@@ -572,6 +575,7 @@ class Trainer {
   std::shared_ptr<dist::FlatParams> flat_;
   std::unique_ptr<dist::DataParallelEngine> data_parallel_;
   nn::GPTConfig model_config_;
+  dist::TensorParallel tp_;  // the model's tensor-parallel group (parallelize's plan)
   std::unique_ptr<nn::GPT> model_;
   std::unique_ptr<AdamW> optimizer_;
   std::unique_ptr<TrainStep> step_;

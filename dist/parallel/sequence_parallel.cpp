@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <set>
+#include <string>
 
 #include "autograd/dispatch.h"
 #include "autograd/ops.h"
@@ -237,6 +239,22 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) 
   copy_each_on_stream(slices, views);
   allreduce_for_tp(*tp.comm, flat, ReduceOp::Sum);
   copy_each_on_stream(views, slices);
+}
+
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp, FlatParams* flat) {
+  if (!tp.splits_tokens()) return;
+  std::set<std::string> split;
+  for (const auto& [name, info] : model.named_param_infos())
+    if (info.split.sharded()) split.insert(name);
+  std::vector<Tensor> replicated;
+  if (flat) {
+    for (const FlatEntry& e : flat->entries())
+      if (!split.count(e.name)) replicated.push_back(flat->grad_of(e));
+  } else {
+    for (const auto& [name, p] : model.named_parameters())
+      if (!split.count(name) && p.has_grad()) replicated.push_back(p.grad());
+  }
+  sum_gradients_over_tp(std::move(replicated), tp);
 }
 
 }  // namespace nd::dist

@@ -13,7 +13,9 @@
 #include <vector>
 
 #include "autograd/ops/split_linear.h"
+#include "dist/parallel/flat_params.h"
 #include "dist/parallel/tp_mappings.h"
+#include "nn/module.h"
 
 namespace nd::dist {
 
@@ -71,5 +73,13 @@ int split_chunks(bool overlap, int64_t share_bytes);
 void sum_gradients_over_tp(const std::vector<Variable>& params, const TensorParallel& tp);
 // The same over gradient tensors (e.g. the f32 main gradients of the flat buffers), one dtype.
 void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp);
+
+// Under sequence parallelism (tp.splits_tokens()) the replicated parameters of `model` (those whose
+// ParamInfo does not split them: LayerNorms, row-parallel biases, wpe) saw only this rank's tokens:
+// after backward, this sums their gradients over the group in one all-reduce, so they equal the
+// tp = 1 gradients. A no-op otherwise. Call it on every rank of the group, before clipping (it is
+// part of finalize_grads). With `flat` the gradients summed are the flat buffers'
+// (FlatParams::grad_of: f32 main gradients where they exist).
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp, FlatParams* flat = nullptr);
 
 }  // namespace nd::dist

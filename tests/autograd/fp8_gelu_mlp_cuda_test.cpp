@@ -148,9 +148,10 @@ TEST(Fp8GeluMlpOp, MlpWithBothLinearsInFp8UsesItWithTheSameResults) {
     f.fp8_gelu_mlp = fused;
     ScopedFusions scoped(f);
     Generator init(7), drop(8);
-    nn::MLP mlp(shape, init, nn::Placement{Device::cuda(0), DType::BF16}, dist::TensorParallel{});
+    nn::MLP mlp(shape, init, nn::Placement{Device::cuda(0), DType::BF16});
     nn::Fp8LinearScaling scaling(Device::cuda(0), 2);
-    mlp.use_fp8(scaling, "mlp");
+    mlp.c_fc().use_fp8(scaling.add("mlp.c_fc", {}));
+    mlp.c_proj().use_fp8(scaling.add("mlp.c_proj", {}));
     Variable x(p.x, true);
     Variable y = mlp.forward(x, drop);
     y.backward(p.g);

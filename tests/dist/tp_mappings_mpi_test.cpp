@@ -74,8 +74,8 @@ TEST(TensorParallelMappings, VocabParallelCrossEntropyEqualsTheFusedOne) {
       Variable reference(full.clone(), true);
       Variable want = ops::cross_entropy(reference, targets, V);
       want.backward();
-      const ShardSpec columns{2, 1};
-      Variable mine(shard_of(full, columns, group.rank(), tp), true);
+      const nn::ShardSpec columns{2, 1};
+      Variable mine(nn::shard_of(full, columns, group.rank(), tp), true);
       Variable loss = vocab_parallel_cross_entropy(mine, targets, V, TensorParallel{&group});
       EXPECT_NEAR(loss.data().item(), want.data().item(), 1e-5 * std::fabs(want.data().item()));
       loss.backward();

@@ -33,7 +33,7 @@ TEST(GPTStage, AStageHoldsItsShareOfTheWholeModel) {
   for (GPTStage stage : {GPTStage{0, 2, {}}, GPTStage{2, 4, {}}, GPTStage{1, 3, {}}, GPTStage{3, -1, {}}}) {
     SCOPED_TRACE("blocks " + std::to_string(stage.first_block) + " to " + std::to_string(stage.end_block));
     Generator gen(7);
-    GPT part(c, gen, Device::cpu(), DType::F32, {}, stage);
+    GPT part(c, gen, Device::cpu(), DType::F32, stage);
     EXPECT_EQ(gen.offset(), whole_gen.offset());
     EXPECT_EQ(part.is_first_stage(), stage.first_block == 0);
     EXPECT_EQ(part.is_last_stage(), stage.end_block == -1 || stage.end_block == c.n_layer);
@@ -46,13 +46,13 @@ TEST(GPTStage, AStageHoldsItsShareOfTheWholeModel) {
       EXPECT_EQ(p.data().to_double_vector(), want.at(name).data().to_double_vector()) << name;
     }
   }
-  EXPECT_THROW(GPT(c, whole_gen, Device::cpu(), DType::F32, {}, GPTStage{2, 2, {}}), Error);
+  EXPECT_THROW(GPT(c, whole_gen, Device::cpu(), DType::F32, GPTStage{2, 2, {}}), Error);
 }
 
 TEST(GPTStage, TwoStagesInTurnGiveTheWholeModelsLossAndGradients) {
   const GPTConfig c = four_layers();
   Generator g1(3), g2(3), g3(3), dropout(1);
-  GPT whole(c, g1), first(c, g2, Device::cpu(), DType::F32, {}, GPTStage{0, 2, {}}), last(c, g3, Device::cpu(), DType::F32, {}, GPTStage{2, 4, {}});
+  GPT whole(c, g1), first(c, g2, Device::cpu(), DType::F32, GPTStage{0, 2, {}}), last(c, g3, Device::cpu(), DType::F32, GPTStage{2, 4, {}});
   Tensor idx = Tensor::from_vector(std::vector<int32_t>{1, 5, 9, 2, 0, 7, 3, 3}, {2, 4});
   Tensor targets = Tensor::from_vector(std::vector<int32_t>{5, 9, 2, 0, 7, 3, 3, 1}, {2, 4});
   GPT::Output want = whole.forward(idx, &targets, dropout);

@@ -10,7 +10,6 @@
 namespace nd::nn {
 namespace {
 
-using dist::ShardSpec;
 
 TEST(InitCuda, KernelDrawMatchesTheCpuDraw) {
   ND_SKIP_WITHOUT_GPU();
@@ -43,7 +42,7 @@ TEST(InitCuda, ASliceIsTheFullDrawSlicedBitForBit) {
         for (int r = 0; r < tp; ++r) {
           Generator gen(seed);
           const Tensor shard = normal_shard(full_shape, 0.0, 1.0, gen, gpu, spec, r, tp);
-          EXPECT_EQ(shard.to_double_vector(), dist::shard_of(full, spec, r, tp).to_double_vector())
+          EXPECT_EQ(shard.to_double_vector(), nn::shard_of(full, spec, r, tp).to_double_vector())
               << dtype_name(dtype) << " dim " << spec.dim << " parts " << spec.parts << " rank " << r << " of " << tp;
         }
       }

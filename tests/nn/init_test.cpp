@@ -14,7 +14,6 @@
 namespace nd::nn {
 namespace {
 
-using dist::ShardSpec;
 
 std::vector<double> values(const Tensor& t) { return t.to_double_vector(); }
 
@@ -33,8 +32,8 @@ TEST(Init, NormalShardIsTheSliceOfTheFullDraw) {
           const std::string what = std::string(dtype_name(dtype)) + " dim " + std::to_string(spec.dim) + " parts " +
                                    std::to_string(spec.parts) + " rank " + std::to_string(r) + " of " +
                                    std::to_string(tp);
-          ASSERT_EQ(shard.shape(), dist::shard_shape(full_shape, spec, tp)) << what;
-          EXPECT_EQ(values(shard), values(dist::shard_of(full, spec, r, tp))) << what;
+          ASSERT_EQ(shard.shape(), nn::shard_shape(full_shape, spec, tp)) << what;
+          EXPECT_EQ(values(shard), values(nn::shard_of(full, spec, r, tp))) << what;
           EXPECT_EQ(gen.offset(), reference.offset()) << what << ": every rank advances by the full count";
         }
       }
@@ -67,7 +66,7 @@ TEST(Init, PaddedRowsShardDrawsOnlyTheRealRows) {
     for (int r = 0; r < tp; ++r) {
       Generator gen(5);
       Tensor shard = padded_rows_shard(10, 7, 3, 0.0, 0.02, gen, Placement{}, r, tp);
-      EXPECT_EQ(values(shard), values(dist::shard_of(full, ShardSpec{0, 1}, r, tp))) << "rank " << r << " of " << tp;
+      EXPECT_EQ(values(shard), values(nn::shard_of(full, ShardSpec{0, 1}, r, tp))) << "rank " << r << " of " << tp;
       EXPECT_EQ(gen.offset(), reference.offset());
     }
   }

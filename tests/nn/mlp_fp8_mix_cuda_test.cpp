@@ -32,9 +32,10 @@ void check_mix(bool fc_fp8, bool proj_fp8) {
   const Tensor g = test::on_gpu(test::random_input({4, 16, 64}, gen, DType::BF16, 1e-3), DType::BF16);
 
   Generator init(7), drop(8);
-  nn::MLP mlp(shape, init, nn::Placement{Device::cuda(0), DType::BF16}, dist::TensorParallel{});
+  nn::MLP mlp(shape, init, nn::Placement{Device::cuda(0), DType::BF16});
   nn::Fp8LinearScaling scaling(Device::cuda(0), 2);
-  mlp.use_fp8(scaling, "mlp", fc_fp8, proj_fp8);
+  if (fc_fp8) mlp.c_fc().use_fp8(scaling.add("mlp.c_fc", {}));
+  if (proj_fp8) mlp.c_proj().use_fp8(scaling.add("mlp.c_proj", {}));
   std::map<std::string, Variable> p;
   for (const auto& [name, param] : mlp.named_parameters()) p[name] = param;
   Variable x(x0, true);

@@ -22,9 +22,10 @@ std::string forward_error(bool fc, bool proj, bool fp8_gelu_mlp_fusion) {
   ScopedFusions scoped(f);
   const nn::BlockShape shape{16, 2, 1, /*bias=*/true, /*dropout=*/0.0f};
   Generator init(1), drop(2);
-  nn::MLP mlp(shape, init, nn::Placement{Device::cpu(), DType::F32}, dist::TensorParallel{});
+  nn::MLP mlp(shape, init, nn::Placement{Device::cpu(), DType::F32});
   nn::Fp8LinearScaling scaling(Device::cpu(), 2);
-  if (fc || proj) mlp.use_fp8(scaling, "mlp", fc, proj);
+  if (fc) mlp.c_fc().use_fp8(scaling.add("mlp.c_fc", {}));
+  if (proj) mlp.c_proj().use_fp8(scaling.add("mlp.c_proj", {}));
   Variable x(Tensor::zeros({2, 3, 16}, DType::F32, Device::cpu()), true);
   try {
     mlp.forward(x, drop);

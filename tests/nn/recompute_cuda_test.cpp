@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include "autograd/fusions.h"
+#include "dist/parallel/parallelize.h"
 #include "kernels/cuda_test_util.h"
 #include "kernels/cudnn/attention_cudnn.h"
 #include "nn/fp8_linear_scaling.h"
@@ -42,7 +43,7 @@ Run train_micro_batches(nn::Recompute mode, DType dtype, ops::AttentionKernel ke
   Generator init(seed), dropout_gen(seed + 1), data(seed + 2);
   nn::GPT model(c, init, Device::cuda(0), dtype);
   nn::Fp8LinearScaling scaling(Device::cuda(0), 4 * c.n_layer);
-  if (fp8) model.use_fp8(scaling, /*attn=*/true, /*mlp=*/true, /*head=*/false);
+  if (fp8) dist::use_fp8(model, scaling, {/*attn=*/true, /*mlp=*/true, /*head=*/false});
   const Tensor seed_grad = Tensor::full(Shape{}, 0.5, ops::loss_dtype(dtype), Device::cuda(0));
   const ops::LossGradient told{seed_grad, true};
   Run r;

@@ -8,6 +8,8 @@
 #include <cstring>
 
 #include "dist/comm/world.h"
+#include "dist/parallel/parallelize.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "nn/gpt.h"
 #include "tests/dist/counting_comm.h"
 #include "tests/dist/mpi_test_world.h"
@@ -28,7 +30,8 @@ Result train_micro_batches(const TensorParallel& tp, Recompute mode) {
   c.block_size = 12;  // sequence parallelism splits the sequence: tp 2, 3 and 4 divide 12
   c.recompute = mode;
   Generator init(3);
-  GPT model(c, init, Device::cpu(), DType::F32, tp);
+  std::unique_ptr<GPT> made = dist::parallelize(c, init, Device::cpu(), DType::F32, {tp, {}});
+  const GPT& model = *made;
   Generator dropout_gen(99);
   Result r;
   for (int micro = 0; micro < 2; ++micro) {
@@ -38,7 +41,7 @@ Result train_micro_batches(const TensorParallel& tp, Recompute mode) {
     out.loss.backward(Tensor::full({}, 0.5));
     r.losses.push_back(out.loss.data().item());
   }
-  model.sum_sequence_parallel_gradients();
+  dist::sum_sequence_parallel_gradients(model, tp);
   for (const Variable& p : model.parameters()) r.grads.push_back(p.grad().clone());
   return r;
 }
@@ -74,9 +77,9 @@ test::CallLog collectives_of_a_step(const TensorParallel& tp, Recompute mode) {
   c.block_size = 12;
   c.recompute = mode;
   Generator init(3), dropout_gen(99);
-  GPT model(c, init, Device::cpu(), DType::F32, counted);
+  std::unique_ptr<GPT> model = dist::parallelize(c, init, Device::cpu(), DType::F32, {counted, {}});
   Tensor idx = test::random_ids({6, 12}, c.vocab_size, 4), targets = test::random_ids({6, 12}, c.vocab_size, 40);
-  model.forward(idx, &targets, dropout_gen).loss.backward();
+  model->forward(idx, &targets, dropout_gen).loss.backward();
   return *log;
 }
 

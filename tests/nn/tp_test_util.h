@@ -86,9 +86,9 @@ inline int64_t count_far(const Tensor& got, const Tensor& want, double atol, dou
 }
 
 // `shard` (any device) against rank `rank`'s shard of the full CPU tensor `full`.
-inline int64_t count_far_from_shard(const Tensor& shard, const Tensor& full, const dist::ShardSpec& spec, int rank,
+inline int64_t count_far_from_shard(const Tensor& shard, const Tensor& full, const nn::ShardSpec& spec, int rank,
                                     int tp, double atol, double rtol, const std::string& what) {
-  return count_far(shard.to(Device::cpu()), dist::shard_of(full.to(Device::cpu()), spec, rank, tp), atol, rtol, what);
+  return count_far(shard.to(Device::cpu()), nn::shard_of(full.to(Device::cpu()), spec, rank, tp), atol, rtol, what);
 }
 
 inline Tensor random_ids(const Shape& shape, int vocab, uint64_t seed) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "dist/comm/world.h"
+#include "dist/parallel/parallelize.h"
 #include "nn/fp8_scaling.h"
 #include "train/loss_scaler.h"
 
@@ -35,12 +36,12 @@ TEST(PrecisionMpi, ShardedAmaxIsTheMaxOverTheGroup) {
   const int replicated = ds.add("ln.x", Fp8Format::E4M3, false);
   ds.record_amax(sharded, static_cast<float>(r + 1));
   ds.record_amax(replicated, static_cast<float>(r + 1));
-  ds.update(world.get());
+  ds.update(dist::max_over(world.get()));
   EXPECT_EQ(ds.tensor(sharded).scale, static_cast<float>(448.0 / n));
   EXPECT_EQ(ds.tensor(replicated).scale, static_cast<float>(448.0 / (r + 1)));
   // A NaN on one rank's shard is agreed as non-finite: no rank's history takes the step.
   ds.record_amax(sharded, r == 0 ? NAN : 1.0f);
-  ds.update(world.get());
+  ds.update(dist::max_over(world.get()));
   EXPECT_EQ(ds.tensor(sharded).history.count(), 1);
 }
 
@@ -54,13 +55,13 @@ TEST(PrecisionMpi, ReplicasAgreeOnEveryAmax) {
   const int dout = ds.add("fc.dout", Fp8Format::E5M2, false);
   ds.record_amax(x, static_cast<float>(r + 1));
   ds.record_amax(dout, static_cast<float>(n - r));
-  ds.update(nullptr, world.get());
+  ds.update(nullptr, dist::max_over(world.get()));
   EXPECT_EQ(ds.tensor(x).scale, static_cast<float>(448.0 / n));
   EXPECT_EQ(ds.tensor(dout).scale, static_cast<float>(57344.0 / n));
   EXPECT_EQ(ds.tensor(x).history.oldest_first(), std::vector<float>{static_cast<float>(n)});
   ds.record_amax(x, r == n - 1 ? NAN : 1.0f);  // one replica's overflow keeps the step out of every history
   ds.record_amax(dout, 1.0f);
-  ds.update(nullptr, world.get());
+  ds.update(nullptr, dist::max_over(world.get()));
   EXPECT_EQ(ds.tensor(x).history.count(), 1);
   EXPECT_EQ(ds.tensor(dout).history.count(), 2);
 }

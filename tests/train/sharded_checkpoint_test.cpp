@@ -1,5 +1,5 @@
 // Sharded checkpoints on one process: the slices the ranks own tile every tensor exactly once and
-// the blocks a rank holds are its tensor-parallel shard (against dist::shard_of); asynchronous
+// the blocks a rank holds are its tensor-parallel shard (against nn::shard_of); asynchronous
 // and synchronous saves write identical part files; a corrupted newest checkpoint is skipped by
 // --resume (which then continues with the uninterrupted run's losses) and by eval/sample.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "dist/parallel/tensor_shard.h"
+#include "nn/shard_spec.h"
 #include "tensor/random.h"
 #include "train/ckpt/checkpoint.h"
 #include "train/ckpt/checkpoint_index.h"
@@ -31,10 +31,10 @@ TEST(CheckpointSlices, OwnedSlicesTileTheTensorAndHeldBlocksAreTheShard) {
         for (int dp : {1, 2, 3}) {
           const Shape full_shape = {static_cast<int64_t>(12 * parts), static_cast<int64_t>(40 * parts)};
           Tensor full = Tensor::randn(full_shape, gen);
-          const dist::ShardSpec spec{dim, dim < 0 ? 1 : parts};
+          const nn::ShardSpec spec{dim, dim < 0 ? 1 : parts};
           std::vector<int> hits(static_cast<size_t>(full.numel()), 0);
           for (int t = 0; t < tp; ++t) {
-            Tensor shard = spec.sharded() ? dist::shard_of(full, spec, t, tp) : full.clone();
+            Tensor shard = spec.sharded() ? nn::shard_of(full, spec, t, tp) : full.clone();
             TensorPlacement p{full_shape, shard.shape(), spec, t, tp};
             // The held blocks, copied out of the full tensor into a shard-shaped buffer, are the shard.
             Tensor rebuilt = Tensor::zeros(shard.shape());
@@ -58,7 +58,7 @@ TEST(CheckpointSlices, OwnedSlicesTileTheTensorAndHeldBlocksAreTheShard) {
 
 TEST(CheckpointSlices, PaddingRowsBelongToNoBlock) {
   // A vocabulary-parallel embedding: 10 real rows padded to 12, over tp 2 (6 rows each).
-  TensorPlacement p{{10, 8}, {6, 8}, dist::ShardSpec{0, 1}, 1, 2};
+  TensorPlacement p{{10, 8}, {6, 8}, nn::ShardSpec{0, 1}, 1, 2};
   auto blocks = held_blocks(p);
   ASSERT_EQ(blocks.size(), 1u);
   EXPECT_EQ(blocks[0].full.offset, (std::vector<int64_t>{6, 0}));

@@ -93,7 +93,7 @@ TEST_F(ZeroTest, PersistentStatePerRankFollowsThePlan) {
     Variable w2(Tensor::randn({300, 17}, gen), true), b(Tensor::randn({301}, gen), true);
     const std::vector<std::pair<std::string, Variable>> named = {
         {"b", b}, {"transformer.h.0.w", w0}, {"transformer.h.1.w", w1}, {"transformer.h.2.w", w2}};
-    auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(zero, n, named));
+    auto flat = std::make_shared<dist::FlatParams>(named, DType::F32, zero_flat_options(zero, n, {-1, 0, 1, 2}));
     dist::DataParallelOptions options;
     options.zero = zero;
     std::unique_ptr<dist::DataParallelEngine> engine = dist::make_data_parallel(*comm_, *flat, options);

@@ -7,9 +7,6 @@
 namespace nd::train {
 namespace {
 
-// The tied token embedding: its rows past vocab_size are padding (zeros, never looked up).
-constexpr const char* kTokenEmbedding = "transformer.wte.weight";
-
 const Tensor* find_tensor(const NamedTensors& tensors, const std::string& name) {
   for (const auto& [key, tensor] : tensors)
     if (key == name) return &tensor;
@@ -22,53 +19,50 @@ Tensor host_f32_copy(const Tensor& t) {
   return host.shares_storage(t) ? host.clone() : host;
 }
 
-// How each parameter is split over the model's tp group (all replicated at tp = 1).
-dist::ShardSpec spec_of(const nn::GPT& model, const std::string& name) {
-  for (const auto& [key, spec] : model.named_shard_specs())
-    if (key == name) return spec;
-  return dist::ShardSpec{};
+// What the model says of parameter `name` (nn::ParamInfo).
+nn::ParamInfo info_of(const nn::GPT& model, const std::string& name) {
+  for (const auto& [key, info] : model.named_param_infos())
+    if (key == name) return info;
+  ND_FAIL("the model has no parameter " << name);
 }
 
 // The full tensor (CPU f32) of `name` from this rank's `shard`: gathered over the tp group, and
-// for the token embedding cut to vocab_size rows.
-Tensor full_for_checkpoint(const nn::GPT& model, const std::string& name, const Tensor& shard) {
-  const dist::TensorParallel& tp = model.tensor_parallel();
-  Tensor full = tp.active() ? host_f32_copy(dist::gather_full_tensor(*tp.comm, shard, spec_of(model, name)))
+// without its padding rows (the token embedding's past vocab_size).
+Tensor full_for_checkpoint(const nn::GPT& model, const dist::TensorParallel& tp, const std::string& name,
+                           const Tensor& shard) {
+  const nn::ParamInfo info = info_of(model, name);
+  Tensor full = tp.active() ? host_f32_copy(dist::gather_full_tensor(*tp.comm, shard, info.split))
                             : host_f32_copy(shard);
-  if (name == kTokenEmbedding) full = full.narrow(0, model.config().vocab_size).clone();
+  if (info.used_rows >= 0) full = full.narrow(0, info.used_rows).clone();
   return full;
 }
 
 // dst (this rank's shard, on the model's device) <- its part of the full tensor `name` in
-// `tensors`; the token embedding's rows past vocab_size become zeros whatever the checkpoint's
-// padding.
-void copy_into(Tensor& dst, const nn::GPT& model, const NamedTensors& tensors, const std::string& name,
-               const std::string& what, const std::string& source) {
+// `tensors`; padding rows (the token embedding's past vocab_size) become zeros whatever the
+// checkpoint's padding.
+void copy_into(Tensor& dst, const nn::GPT& model, const dist::TensorParallel& tp, const NamedTensors& tensors,
+               const std::string& name, const std::string& what, const std::string& source) {
   const Tensor* src = find_tensor(tensors, name);
   ND_CHECK(src != nullptr, source << " has no " << what << " for parameter " << name);
-  const nn::GPTConfig& c = model.config();
-  const dist::TensorParallel& tp = model.tensor_parallel();
+  const nn::ParamInfo info = info_of(model, name);
   Tensor full = *src;
   Shape want = dst.shape();  // the full tensor's shape: the shard's, times tp along a split dim
-  if (tp.active()) {
-    const dist::ShardSpec spec = spec_of(model, name);
-    if (spec.sharded()) want[spec.dim] *= tp.size();
-  }
-  if (name == kTokenEmbedding && src->ndim() == 2 && src->shape()[0] >= c.vocab_size &&
-      src->shape()[1] == want[1]) {
+  if (tp.active() && info.split.sharded()) want[info.split.dim] *= tp.size();
+  const int64_t used = info.used_rows;
+  if (used >= 0 && src->ndim() == 2 && src->shape()[0] >= used && src->shape()[1] == want[1]) {
     full = Tensor::zeros(want, src->dtype(), Device::cpu());
-    full.narrow(0, c.vocab_size).copy_from(src->narrow(0, c.vocab_size));
+    full.narrow(0, used).copy_from(src->narrow(0, used));
   }
   ND_CHECK(full.shape() == want, source << ": " << what << " " << name << " has shape " << shape_str(src->shape())
                                         << ", the model has " << shape_str(want));
-  Tensor part = tp.active() ? dist::shard_of(full, spec_of(model, name), tp.rank(), tp.size()) : full;
+  Tensor part = tp.active() ? nn::shard_of(full, info.split, tp.rank(), tp.size()) : full;
   Tensor converted = part.dtype() == dst.dtype() ? part : part.to(dst.dtype());
   dst.copy_from(converted);
 }
 
 }  // namespace
 
-void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& data) {
+void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& data, const dist::TensorParallel& tp) {
   ND_CHECK(optimizer == nullptr || !optimizer->sharded(),
            "store_model holds whole tensors; a ZeRO optimizer's state is saved by ModelSnapshot");
   data.params.clear();
@@ -81,21 +75,22 @@ void store_model(const nn::GPT& model, const AdamW* optimizer, CheckpointData& d
       for (const ParamState& s : optimizer->states())
         if (s.name == name) state = &s;
     const Tensor& value = state != nullptr && state->master.defined() ? state->master : param.data();
-    data.params.emplace_back(name, full_for_checkpoint(model, name, value));
+    data.params.emplace_back(name, full_for_checkpoint(model, tp, name, value));
   }
   if (optimizer == nullptr) return;
   for (const ParamState& s : optimizer->states()) {
-    data.m.emplace_back(s.name, full_for_checkpoint(model, s.name, s.m));
-    data.v.emplace_back(s.name, full_for_checkpoint(model, s.name, s.v));
+    data.m.emplace_back(s.name, full_for_checkpoint(model, tp, s.name, s.m));
+    data.v.emplace_back(s.name, full_for_checkpoint(model, tp, s.name, s.v));
   }
 }
 
-void load_model(const CheckpointData& data, const std::string& source, nn::GPT& model, AdamW* optimizer) {
+void load_model(const CheckpointData& data, const std::string& source, nn::GPT& model, AdamW* optimizer,
+                const dist::TensorParallel& tp) {
   auto named = model.named_parameters();
   // A pipeline stage holds some of them (each found by name below).
   ND_CHECK(named.size() == data.params.size() || !(model.is_first_stage() && model.is_last_stage()),
            source << " holds " << data.params.size() << " parameters, the model has " << named.size());
-  for (auto& [name, param] : named) copy_into(param.data(), model, data.params, name, "parameter", source);
+  for (auto& [name, param] : named) copy_into(param.data(), model, tp, data.params, name, "parameter", source);
   if (optimizer == nullptr) return;
   if (optimizer->sharded()) {  // ZeRO: each rank keeps its pieces, one tensor at a time
     for (ParamState& s : optimizer->states()) {
@@ -103,16 +98,16 @@ void load_model(const CheckpointData& data, const std::string& source, nn::GPT& 
       const char* what[3] = {"parameter", "AdamW first moment", "AdamW second moment"};
       for (int g = 0; g < 3; ++g) {
         Tensor value = Tensor::zeros(s.param.shape(), DType::F32, s.param.device());
-        copy_into(value, model, *groups[g], s.name, what[g], source);
+        copy_into(value, model, tp, *groups[g], s.name, what[g], source);
         optimizer->load_owned(s.name, g, value);
       }
     }
     return;
   }
   for (ParamState& s : optimizer->states()) {
-    if (s.master.defined()) copy_into(s.master, model, data.params, s.name, "parameter", source);
-    copy_into(s.m, model, data.m, s.name, "AdamW first moment", source);
-    copy_into(s.v, model, data.v, s.name, "AdamW second moment", source);
+    if (s.master.defined()) copy_into(s.master, model, tp, data.params, s.name, "parameter", source);
+    copy_into(s.m, model, tp, data.m, s.name, "AdamW first moment", source);
+    copy_into(s.v, model, tp, data.v, s.name, "AdamW second moment", source);
   }
 }
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/parallel/tensor_shard.h"
+#include "nn/shard_spec.h"
 
 namespace nd::train {
 
@@ -40,7 +40,7 @@ struct BlockMap {
 struct TensorPlacement {
   std::vector<int64_t> full_shape;   // the token embedding: vocab_size rows, without padding
   std::vector<int64_t> local_shape;  // this rank's tensor (a tp shard, perhaps with padding rows)
-  dist::ShardSpec spec;              // the tensor-parallel split; replicated when !spec.sharded()
+  nn::ShardSpec spec;                // the tensor-parallel split; replicated when !spec.sharded()
   int tp_rank = 0;
   int tp_size = 1;
 };

@@ -198,7 +198,7 @@ CheckpointData initial_weights(const InitSource& source, int block_size) {
 }
 
 std::string load_initial_weights(const TrainConfig& config, const std::string& data_tokenizer_text, nn::GPT& model,
-                                 AdamW& optimizer) {
+                                 AdamW& optimizer, const dist::TensorParallel& tp) {
   const InitSource source = describe_init_source(config.init_from);
   const nn::GPTConfig& run = model.config();
   ND_CHECK_INPUT(source.model.vocab_size == run.vocab_size,
@@ -225,7 +225,7 @@ std::string load_initial_weights(const TrainConfig& config, const std::string& d
                    source.path << " holds " << name << ", which nanodist's GPT has no place for");
   for (const std::string& name : wanted)
     ND_CHECK_INPUT(have.count(name), source.path << " has no " << name);
-  load_model(data, source.path, model, &optimizer);
+  load_model(data, source.path, model, &optimizer, tp);
   return source.path;
 }
 

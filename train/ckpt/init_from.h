@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "train/ckpt/checkpoint.h"
 #include "train/config.h"
@@ -42,9 +43,10 @@ CheckpointData initial_weights(const InitSource& source, int block_size);
 // Loads --init-from into a freshly built model and optimizer (the optimizer's f32 master weights
 // too; its moments and step stay zero). Checks that the model has the source's shape and that the
 // data were tokenized with the source's tokenizer (`data_tokenizer_text`: DIR/tokenizer.txt, ""
-// for llm.c or nanoGPT data). Returns the source's path for the log.
+// for llm.c or nanoGPT data). `tp`: the model's tensor-parallel group. Returns the source's path for
+// the log.
 std::string load_initial_weights(const TrainConfig& config, const std::string& data_tokenizer_text, nn::GPT& model,
-                                 AdamW& optimizer);
+                                 AdamW& optimizer, const dist::TensorParallel& tp = {});
 
 // The tokenizer file of a checkpoint or exported directory, for `prepare --tokenizer-from`;
 // nd::Error (input) when it has none.

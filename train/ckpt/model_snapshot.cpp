@@ -17,9 +17,6 @@
 namespace nd::train {
 namespace {
 
-// The tied token embedding: its rows past vocab_size are padding (zeros, never looked up).
-constexpr const char* kTokenEmbedding = "transformer.wte.weight";
-
 struct Entry {  // one tensor of the model as a checkpoint sees it
   std::string group;
   std::string name;
@@ -29,17 +26,17 @@ struct Entry {  // one tensor of the model as a checkpoint sees it
 };
 
 // `writing`: the tensors this rank writes; a pipeline's last stage leaves its copy of the tied
-// embedding to the first stage (the same values after every step).
-std::vector<Entry> entries_of(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size,
-                              bool writing = false) {
-  const dist::TensorParallel& tp = model.tensor_parallel();
-  auto specs = model.named_shard_specs();
+// embedding to the first stage (the same values after every step). `tp`: the model's group.
+std::vector<Entry> entries_of(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW* optimizer,
+                              int dp_rank, int dp_size, bool writing = false) {
+  auto infos = model.named_param_infos();
   auto named = model.named_parameters();
   std::vector<Entry> out;
   for (size_t i = 0; i < named.size(); ++i) {
     const std::string& name = named[i].first;
-    if (writing && name == kTokenEmbedding && !model.is_first_stage()) continue;
-    const dist::ShardSpec spec = specs.at(i).second;
+    const nn::ParamInfo& info = infos.at(i).second;
+    if (writing && info.tied && !model.is_first_stage()) continue;
+    const nn::ShardSpec spec = info.split;
     const ParamState* state = nullptr;
     if (optimizer != nullptr)
       for (const ParamState& s : optimizer->states())
@@ -47,12 +44,11 @@ std::vector<Entry> entries_of(const nn::GPT& model, const AdamW* optimizer, int 
     const Tensor& value = state != nullptr && state->master.defined() ? state->master : named[i].second.data();
     TensorPlacement p;
     p.local_shape = value.shape();
-    p.full_shape = value.shape();
+    p.full_shape = info.full_shape(value.shape());
     p.spec = spec;
     p.tp_rank = tp.rank();
     p.tp_size = tp.size();
-    if (spec.sharded()) p.full_shape[spec.dim] *= tp.size();
-    if (name == kTokenEmbedding) p.full_shape[0] = model.config().vocab_size;
+    if (info.used_rows >= 0) p.full_shape[0] = info.used_rows;
     const bool split_by_tp = spec.sharded() && tp.size() > 1;
     const int holder = split_by_tp ? dp_rank : dp_rank * tp.size() + tp.rank();
     const int holders = split_by_tp ? dp_size : dp_size * tp.size();
@@ -141,7 +137,8 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
 // no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
 // are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
 // its columns; then it is copied row by row.
-void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, SnapshotMode mode) {
+void ModelSnapshot::take_sharded(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW& optimizer,
+                                 SnapshotMode mode) {
   const FlatOptimizerState& state = optimizer.flat_state();
   dist::FlatParams& flat = const_cast<AdamW&>(optimizer).flat();
   const bool on_gpu = model.device().is_cuda();
@@ -151,9 +148,8 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const AdamW& optimizer, S
   ND_CHECK(source[0]->dtype() == DType::F32, "ZeRO checkpoints: parameters without f32 masters must be f32");
   std::map<std::string, int64_t> flat_offset;
   for (const dist::FlatEntry& e : flat.entries()) flat_offset[e.name] = e.offset;
-  const dist::TensorParallel& tp = model.tensor_parallel();
   size_t index = 0;
-  for (const Entry& e : entries_of(model, nullptr, 0, 1)) {
+  for (const Entry& e : entries_of(model, tp, nullptr, 0, 1)) {
     if (!(e.placement.spec.sharded() && tp.size() > 1) && tp.rank() != 0) continue;
     const std::vector<int64_t>& shape = e.placement.local_shape;
     const int64_t cols = shape.size() == 2 ? shape[1] : 1;
@@ -209,14 +205,15 @@ std::vector<CopyOnWrite::Region> ModelSnapshot::regions() const {
   return out;
 }
 
-void ModelSnapshot::take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size, SnapshotMode mode) {
+void ModelSnapshot::take(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW* optimizer, int dp_rank,
+                         int dp_size, SnapshotMode mode) {
   slices_.clear();
   side_.clear();
   held_.clear();
-  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, *optimizer, mode);
+  if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, tp, *optimizer, mode);
   const bool on_gpu = model.device().is_cuda();
   size_t index = 0;
-  for (const Entry& e : entries_of(model, optimizer, dp_rank, dp_size, /*writing=*/true)) {
+  for (const Entry& e : entries_of(model, tp, optimizer, dp_rank, dp_size, /*writing=*/true)) {
     const Tensor* src = &e.tensor;
     Tensor host_f32;
     if (src->dtype() != DType::F32) {  // a parameter without an f32 master: convert on the host
@@ -258,7 +255,7 @@ int64_t ModelSnapshot::bytes() const {
   return n;
 }
 
-void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimizer) {
+void load_model_slices(CheckpointReader& reader, nn::GPT& model, const dist::TensorParallel& tp, AdamW* optimizer) {
   const auto names = model.named_parameters();
   const size_t stored = reader.names(kCheckpointGroups[0]).size();
   // A pipeline stage holds some of them (each one checked below).
@@ -268,7 +265,7 @@ void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimize
   // Each tensor to fill: the parameter (its data, and its master) and the moments; under ZeRO the
   // parameters here and the masters and moments below.
   const AdamW* whole = optimizer != nullptr && !optimizer->sharded() ? optimizer : nullptr;
-  for (const Entry& e : entries_of(model, whole, 0, 1)) {
+  for (const Entry& e : entries_of(model, tp, whole, 0, 1)) {
     const std::string what = "/" + e.group + "/" + e.name;
     ND_CHECK_INPUT(reader.has(e.group, e.name), reader.path() << " has no " << what);
     const std::vector<int64_t> stored_shape = reader.full_shape(e.group, e.name);
@@ -288,7 +285,7 @@ void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimize
     }
   }
   if (optimizer == nullptr || whole != nullptr) return;
-  for (const Entry& e : entries_of(model, nullptr, 0, 1))
+  for (const Entry& e : entries_of(model, tp, nullptr, 0, 1))
     for (int g = 0; g < 3; ++g) {
       ND_CHECK_INPUT(reader.has(kCheckpointGroups[g], e.name), reader.path() << " has no /" << kCheckpointGroups[g]
                                                                                << "/" << e.name);

@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "train/ckpt/checkpoint_index.h"
 #include "train/ckpt/copy_on_write.h"
@@ -29,11 +30,11 @@ class ModelSnapshot {
   ModelSnapshot& operator=(const ModelSnapshot&) = delete;
 
   // Takes this rank's owned slices of the parameters (the f32 masters where there are), the
-  // AdamW moments (when `optimizer` is not null) out of the model; `dp_rank` of `dp_size` is this
-  // rank's place among the data-parallel replicas. Returns when the copies are complete. Buffers
-  // (copies and side buffers, page-aligned, touched once) are kept for the next snapshot of the
-  // same layout.
-  void take(const nn::GPT& model, const AdamW* optimizer, int dp_rank, int dp_size,
+  // AdamW moments (when `optimizer` is not null) out of the model; `tp` is the model's
+  // tensor-parallel group, `dp_rank` of `dp_size` this rank's place among the data-parallel
+  // replicas. Returns when the copies are complete. Buffers (copies and side buffers, page-aligned,
+  // touched once) are kept for the next snapshot of the same layout.
+  void take(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW* optimizer, int dp_rank, int dp_size,
             SnapshotMode mode = SnapshotMode::kCopy);
   const std::vector<OwnedSlice>& slices() const { return slices_; }
   // kCopyOnWrite: one region per slice, in order; a slice that points into the model has its
@@ -51,7 +52,7 @@ class ModelSnapshot {
   // same layout); else a new one from the arena (pinned or not), the old one left idle there.
   float* buffer(size_t index, size_t count, bool pinned);
   // ZeRO: the pieces of the parameters (masters), m and v this rank's shard holds.
-  void take_sharded(const nn::GPT& model, const AdamW& optimizer, SnapshotMode mode);
+  void take_sharded(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW& optimizer, SnapshotMode mode);
   // A slice that points into the model (borrowed); with kCopyOnWrite it also gets a side buffer.
   void borrow(OwnedSlice slice, SnapshotMode mode, size_t& index);
   std::vector<Buffer> buffers_;
@@ -62,9 +63,10 @@ class ModelSnapshot {
 };
 
 // Loads parameters (and masters and moments when `optimizer` is not null) from `reader` into
-// this rank's tensors, on their device; the token embedding's padding rows become zeros. Under
-// ZeRO the masters and moments are read one tensor at a time and each rank keeps its pieces.
-// nd::Error when a tensor is missing or has another shape, or a slice is corrupt.
-void load_model_slices(CheckpointReader& reader, nn::GPT& model, AdamW* optimizer);
+// this rank's tensors (its pieces in the model's tensor-parallel group `tp`), on their device; the
+// token embedding's padding rows become zeros. Under ZeRO the masters and moments are read one
+// tensor at a time and each rank keeps its pieces. nd::Error when a tensor is missing or has
+// another shape, or a slice is corrupt.
+void load_model_slices(CheckpointReader& reader, nn::GPT& model, const dist::TensorParallel& tp, AdamW* optimizer);
 
 }  // namespace nd::train

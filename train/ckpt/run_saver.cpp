@@ -44,10 +44,10 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   if (world_.size() > 1) world_.barrier();
   meta_ = run_metadata(run, counters);
   started_ = std::chrono::steady_clock::now();
-  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
   // The FP8 histories are agreed over the tp and dp groups: one copy, from dp and tp rank 0.
   fp8_snapshot_.clear();
-  if (run.fp8 != nullptr && dp_rank_ == 0 && run.model.tensor_parallel().rank() == 0)
+  if (run.fp8 != nullptr && dp_rank_ == 0 && run.tp.rank() == 0)
     fp8_snapshot_.take(run.fp8->scaling());
   slices_ = snapshot_.slices();
   slices_.insert(slices_.end(), fp8_snapshot_.slices().begin(), fp8_snapshot_.slices().end());
@@ -83,7 +83,7 @@ SnapshotMode RunSaver::snapshot_mode(const RunParts& run) {
 // cheaper in system time and faster (huge_pages.h).
 void RunSaver::prepare(const RunParts& run) {
   if (!writer_) return;
-  snapshot_.take(run.model, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
   if (copy_on_write_) {
     std::vector<CopyOnWrite::Region> spans = snapshot_.regions();
     std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.live < b.live; });

@@ -52,7 +52,7 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
                  "tokenizer mismatch: " << path << " was trained with another tokenizer than " << run.config.data_dir
                                         << "/tokenizer.txt");
   try {
-    load_model_slices(*reader, run.model, &run.optimizer);
+    load_model_slices(*reader, run.model, run.tp, &run.optimizer);
     notes = load_fp8_state(*reader, run.fp8 != nullptr ? &run.fp8->scaling() : nullptr);
   } catch (const Error& e) {
     if (!e.is_input()) throw;

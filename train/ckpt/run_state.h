@@ -9,6 +9,7 @@
 
 #include "data/loader.h"
 #include "dist/comm/comm.h"
+#include "dist/parallel/tp_mappings.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/gpt.h"
 #include "train/ckpt/checkpoint.h"
@@ -30,6 +31,7 @@ struct RunParts {
   const TrainConfig& config;
   const nn::GPTConfig& model_config;
   nn::GPT& model;
+  const dist::TensorParallel& tp;  // the model's tensor-parallel group
   AdamW& optimizer;
   BatchLoader& loader;
   Generator& dropout_gen;

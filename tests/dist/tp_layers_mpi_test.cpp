@@ -6,14 +6,17 @@
 
 #include "autograd/parallel_ops.h"
 #include "dist/comm/world.h"
-#include "nn/parallel_linear.h"
+#include "dist/parallel/parallel_linear.h"
+#include "dist/parallel/tensor_parallel_layers.h"
+#include "nn/layers.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
 
 namespace nd::nn {
 namespace {
 
-using dist::ShardSpec;
+using dist::ColumnParallelLinear;
+using dist::RowParallelLinear;
 using dist::TensorParallel;
 
 constexpr double kAtol = 2e-6, kRtol = 2e-5;
@@ -27,12 +30,12 @@ Tensor random(const Shape& shape, uint64_t seed) {
 // the slices, gradients the slices within tolerance.
 void expect_parameters_are_slices(const Module& full, const Module& split, const TensorParallel& tp) {
   const NamedParameters fp = full.named_parameters(), sp = split.named_parameters();
-  const NamedShardSpecs specs = split.named_shard_specs();
+  const NamedParamInfos infos = split.named_param_infos();
   ASSERT_EQ(fp.size(), sp.size());
   for (size_t i = 0; i < fp.size(); ++i) {
     const std::string& name = fp[i].first;
     ASSERT_EQ(sp[i].first, name);
-    const ShardSpec& spec = specs[i].second;
+    const ShardSpec& spec = infos[i].second.split;
     EXPECT_EQ(test::count_far_from_shard(sp[i].second.data(), fp[i].second.data(), spec, tp.rank(), tp.size(), 0, 0,
                                          name + " value"),
               0);
@@ -47,8 +50,9 @@ TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
   test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     for (int parts : {1, 3}) {
       Generator g1(5), g2(5);
-      ColumnParallelLinear full(8, 36, true, 0.5, g1, Placement{}, TensorParallel{}, parts);
-      ColumnParallelLinear split(8, 36, true, 0.5, g2, Placement{}, tp, parts);
+      const LinearSpec spec{8, 36, true, 0.5, LinearRole::Expand, parts};
+      Linear full(spec, g1, Placement{});
+      ColumnParallelLinear split(spec, g2, Placement{}, tp);
       const ShardSpec out_columns{2, parts};
       Variable x_full(random({2, 3, 8}, 6), true), x_split(random({2, 3, 8}, 6), true);
       Variable y_full = full.forward(x_full), y_split = split.forward(x_split);
@@ -57,7 +61,7 @@ TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
                 0);
       Tensor r = random({2, 3, 36}, 7);
       y_full.backward(r);
-      y_split.backward(dist::shard_of(r, out_columns, tp.rank(), tp.size()));
+      y_split.backward(nn::shard_of(r, out_columns, tp.rank(), tp.size()));
       EXPECT_EQ(test::count_far(x_split.grad(), x_full.grad(), kAtol, kRtol, "dx"), 0);
       expect_parameters_are_slices(full, split, tp);
     }
@@ -67,11 +71,12 @@ TEST(TensorParallelLayers, ColumnParallelLinearKeepsItsOutputColumns) {
 TEST(TensorParallelLayers, RowParallelLinearSumsItsInputRows) {
   test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     Generator g1(8), g2(8);
-    RowParallelLinear full(36, 8, true, 0.5, g1, Placement{}, TensorParallel{});
-    RowParallelLinear split(36, 8, true, 0.5, g2, Placement{}, tp);
+    const LinearSpec spec{36, 8, true, 0.5, LinearRole::Project};
+    Linear full(spec, g1, Placement{});
+    RowParallelLinear split(spec, g2, Placement{}, tp);
     const ShardSpec in_columns{2, 1};
     Tensor x = random({2, 3, 36}, 9);
-    Variable x_full(x, true), x_split(dist::shard_of(x, in_columns, tp.rank(), tp.size()), true);
+    Variable x_full(x, true), x_split(nn::shard_of(x, in_columns, tp.rank(), tp.size()), true);
     // The bias must be added once, not once per rank: give it a value first.
     full.bias.data().copy_from(random({8}, 10));
     split.bias.data().copy_from(random({8}, 10));
@@ -92,8 +97,8 @@ template <typename Layer>
 void check_replicated_io_layer(const TensorParallel& tp) {
   const BlockShape shape{24, 12, 2, true, 0.2f};
   Generator g1(12), g2(12);
-  Layer full(shape, g1, Placement{}, TensorParallel{});
-  Layer split(shape, g2, Placement{}, tp);
+  Layer full(shape, g1, Placement{});
+  Layer split(shape, g2, Placement{}, dist::TensorParallelLayers(tp));
   Variable x_full(random({2, 5, 24}, 13), true), x_split(random({2, 5, 24}, 13), true);
   Generator d1(14), d2(14);
   Variable y_full = full.forward(x_full, d1), y_split = split.forward(x_split, d2);
@@ -122,7 +127,7 @@ TEST(TensorParallelLayers, VocabParallelEmbeddingThenPositions) {
     Tensor idx = test::random_ids({3, 5}, static_cast<int>(Vp), 18);
     Variable wte_full(wte, true), wpe_full(wpe.clone(), true);
     const ShardSpec rows{0, 1};
-    Variable wte_split(dist::shard_of(wte, rows, tp.rank(), tp.size()), true), wpe_split(wpe.clone(), true);
+    Variable wte_split(nn::shard_of(wte, rows, tp.rank(), tp.size()), true), wpe_split(wpe.clone(), true);
     Variable y_full = ops::embedding(idx, wte_full, wpe_full);
     const int64_t start = tp.rank() * wte_split.shape()[0];
     Variable own_rows = ops::vocab_parallel_embedding(idx, wte_split, start, Vp);
@@ -142,7 +147,7 @@ TEST(TensorParallelLayers, ATpThatDoesNotDivideTheHeadsIsAnError) {
     Generator gen(1);
     const BlockShape shape{10 * tp.size() + 5, 5, 1, true, 0.0f};
     try {
-      CausalSelfAttention attention(shape, gen, Placement{}, tp);
+      CausalSelfAttention attention(shape, gen, Placement{}, dist::TensorParallelLayers(tp));
       ADD_FAILURE() << "expected nd::Error";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("does not divide n_head 5"), std::string::npos) << e.what();

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "dist/comm/world.h"
+#include "dist/parallel/parallelize.h"
 #include "nn/gpt.h"
 #include "tests/dist/mpi_test_world.h"
 #include "tests/nn/tp_test_util.h"
@@ -37,23 +38,24 @@ void check_equals_one_rank(const TensorParallel& tp, float dropout) {
   const GPTConfig c = tiny_config(tp.size(), dropout);
   Generator g1(3), g2(3);
   GPT full(c, g1);
-  GPT split(c, g2, Device::cpu(), DType::F32, tp);
+  std::unique_ptr<GPT> made = dist::parallelize(c, g2, Device::cpu(), DType::F32, {tp, {}});
+  const GPT& split = *made;
   Tensor idx = test::random_ids({3, 8}, c.vocab_size, 4);
   Tensor targets = test::random_ids({3, 8}, c.vocab_size, 5);
   targets.data<int32_t>()[7] = -1;
   Run want = run_model(full, idx, targets);
   Run got = run_model(split, idx, targets);
   EXPECT_NEAR(got.loss, want.loss, kRtol * std::fabs(want.loss));
-  const NamedShardSpecs specs = split.named_shard_specs();
+  const NamedParamInfos infos = split.named_param_infos();
   ASSERT_EQ(got.params.size(), want.params.size());
   for (size_t i = 0; i < want.params.size(); ++i) {
     const std::string& name = want.params[i].first;
     ASSERT_EQ(got.params[i].first, name);
     const Variable& p = got.params[i].second;
-    EXPECT_EQ(test::count_far_from_shard(p.data(), want.params[i].second.data(), specs[i].second, tp.rank(),
+    EXPECT_EQ(test::count_far_from_shard(p.data(), want.params[i].second.data(), infos[i].second.split, tp.rank(),
                                          tp.size(), 0, 0, name + " value"),
               0);
-    Tensor gathered = dist::gather_full_tensor(*tp.comm, p.grad(), specs[i].second);
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, p.grad(), infos[i].second.split);
     EXPECT_EQ(test::count_far(gathered, want.params[i].second.grad(), kAtol, kRtol, name + " grad"), 0);
   }
 }
@@ -69,9 +71,10 @@ TEST(TensorParallelGPT, EqualsTheOneRankModelWithDropout) {
 TEST(TensorParallelGPT, ShardSpecsNameTheSplit) {
   test::for_each_tp_group(test::mpi_world(), [](const TensorParallel& tp) {
     Generator gen(1);
-    GPT model(tiny_config(tp.size(), 0.0f), gen, Device::cpu(), DType::F32, tp);
-    std::map<std::string, dist::ShardSpec> specs;
-    for (const auto& [name, spec] : model.named_shard_specs()) specs[name] = spec;
+    std::unique_ptr<GPT> made = dist::parallelize(tiny_config(tp.size(), 0.0f), gen, Device::cpu(), DType::F32, {tp, {}});
+    const GPT& model = *made;
+    std::map<std::string, ShardSpec> specs;
+    for (const auto& [name, info] : model.named_param_infos()) specs[name] = info.split;
     auto is = [&](const char* name, int dim, int parts) {
       EXPECT_EQ(specs.at(name).dim, dim) << name;
       EXPECT_EQ(specs.at(name).parts, parts) << name;
@@ -105,7 +108,7 @@ TEST(TensorParallelGPT, PaddedVocabularyRule) {
 void expect_construction_error(const GPTConfig& c, const TensorParallel& tp, const std::string& part) {
   Generator gen(1);
   try {
-    GPT model(c, gen, Device::cpu(), DType::F32, tp);
+    dist::parallelize(c, gen, Device::cpu(), DType::F32, {tp, {}});
     ADD_FAILURE() << "expected nd::Error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();

@@ -1,13 +1,15 @@
 // The sequence-parallel GPT under mpirun, for every tp that divides the world (with np 4 also tp 2
 // in two groups), at micro-batches of 1 and 3 sequences, with the split (overlapping) collectives
 // and unsplit: with dropout, its loss, its gradients (gathered over the group, the replicated ones
-// summed by sum_sequence_parallel_gradients) and its parameters after AdamW steps with clipping
-// active equal the tp = 1 model's (f32, as tests/nn/tp_gpt_mpi_test.cpp); it keeps fewer
+// summed by dist::sum_sequence_parallel_gradients) and its parameters after AdamW steps with clipping
+// active equal the tp = 1 model's (f32, as tests/dist/tp_gpt_mpi_test.cpp); it keeps fewer
 // activation bytes for backward than plain tensor parallelism; a sequence length the group does
 // not divide is an nd::Error.
 #include <gtest/gtest.h>
 
 #include "dist/comm/world.h"
+#include "dist/parallel/parallelize.h"
+#include "dist/parallel/sequence_parallel.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "tests/dist/mpi_test_world.h"
@@ -42,34 +44,34 @@ void for_each_sp_group(Check check, bool overlap = true) {
 
 std::vector<std::string> sharded_names(const GPT& model) {
   std::vector<std::string> names;
-  for (const auto& [name, spec] : model.named_shard_specs())
-    if (spec.sharded()) names.push_back(name);
+  for (const auto& [name, info] : model.named_param_infos())
+    if (info.split.sharded()) names.push_back(name);
   return names;
 }
 
-// One forward and backward on batch `step`; the loss.
-double forward_backward(const GPT& model, int step, int64_t batch) {
+// One forward and backward on batch `step` (the replicated gradients summed over `tp`); the loss.
+double forward_backward(const GPT& model, const TensorParallel& tp, int step, int64_t batch) {
   Generator dropout_gen(99 + step);
   Tensor idx = test::random_ids({batch, kT}, model.config().vocab_size, 4 + step);
   Tensor targets = test::random_ids({batch, kT}, model.config().vocab_size, 40 + step);
   targets.data<int32_t>()[7] = -1;
   GPT::Output out = model.forward(idx, &targets, dropout_gen);
   out.loss.backward();
-  model.sum_sequence_parallel_gradients();
+  dist::sum_sequence_parallel_gradients(model, tp);
   return out.loss.data().item();
 }
 
 // The split model's values (or gradients) against the full model's, shard by shard.
 void expect_matches_full(const GPT& split, const GPT& full, const TensorParallel& tp, bool grads) {
   const NamedParameters got = split.named_parameters(), want = full.named_parameters();
-  const NamedShardSpecs specs = split.named_shard_specs();
+  const NamedParamInfos infos = split.named_param_infos();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < want.size(); ++i) {
     const std::string& name = want[i].first;
     ASSERT_EQ(got[i].first, name);
     const Tensor mine = grads ? got[i].second.grad() : got[i].second.data();
     const Tensor whole = grads ? want[i].second.grad() : want[i].second.data();
-    Tensor gathered = dist::gather_full_tensor(*tp.comm, mine, specs[i].second);
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, mine, infos[i].second.split);
     EXPECT_EQ(test::count_far(gathered, whole, kAtol, kRtol, name + (grads ? " grad" : " value")), 0);
   }
 }
@@ -80,7 +82,8 @@ void expect_trains_like_the_one_rank_model(const TensorParallel& tp, int64_t bat
   {
     Generator g1(3), g2(3);
     GPT full(c, g1);
-    GPT split(c, g2, Device::cpu(), DType::F32, tp);
+    std::unique_ptr<GPT> made = dist::parallelize(c, g2, Device::cpu(), DType::F32, {tp, {}});
+    GPT& split = *made;
     // Adam moves every parameter by about lr, whatever its gradient, so a gradient at the level
     // of f32 rounding would turn summation-order differences into lr-sized ones (they do, with the
     // plain tensor parallelism too): eps 1e-5 keeps such gradients' steps small.
@@ -93,8 +96,8 @@ void expect_trains_like_the_one_rank_model(const TensorParallel& tp, int64_t bat
       SCOPED_TRACE(testing::Message() << "step " << step);
       full.zero_grad();
       split.zero_grad();
-      const double want = forward_backward(full, step, batch);
-      const double got = forward_backward(split, step, batch);
+      const double want = forward_backward(full, TensorParallel{}, step, batch);
+      const double got = forward_backward(split, tp, step, batch);
       EXPECT_NEAR(got, want, kRtol * std::fabs(want));
       if (step == 0) expect_matches_full(split, full, tp, /*grads=*/true);
       const double want_norm = full_opt.step(kLr, kClip);
@@ -125,10 +128,10 @@ size_t kept_bytes(const TensorParallel& tp) {
   GPTConfig c = tiny_config(tp.size());
   c.n_layer = 4;
   Generator g(3), dropout_gen(5);
-  GPT model(c, g, Device::cpu(), DType::F32, tp);
+  std::unique_ptr<GPT> model = dist::parallelize(c, g, Device::cpu(), DType::F32, {tp, {}});
   Tensor idx = test::random_ids({4, kT}, c.vocab_size, 4);
   const size_t before = host_memory_stats().current_bytes;
-  GPT::Output out = model.forward(idx, &idx, dropout_gen);
+  GPT::Output out = model->forward(idx, &idx, dropout_gen);
   return host_memory_stats().current_bytes - before;
 }
 
@@ -147,10 +150,10 @@ TEST(SequenceParallelGPT, ASequenceTheGroupDoesNotDivideIsAnError) {
   for_each_sp_group([](const TensorParallel& tp) {
     const GPTConfig c = tiny_config(tp.size());
     Generator g(3), dropout_gen(1);
-    GPT split(c, g, Device::cpu(), DType::F32, tp);
+    std::unique_ptr<GPT> split = dist::parallelize(c, g, Device::cpu(), DType::F32, {tp, {}});
     Tensor idx = test::random_ids({2, tp.size() + 1}, c.vocab_size, 4);
     try {
-      split.forward(idx, &idx, dropout_gen);
+      split->forward(idx, &idx, dropout_gen);
       ADD_FAILURE() << "no error for a sequence of " << tp.size() + 1;
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("does not divide the sequence length of " + std::to_string(tp.size() + 1)),

@@ -4,9 +4,9 @@
 #include <gtest/gtest.h>
 
 #include "autograd/op_test_util.h"
-#include "dist/parallel/tensor_shard.h"
+#include "nn/shard_spec.h"
 
-namespace nd::dist {
+namespace nd::nn {
 namespace {
 
 Tensor iota(const Shape& shape) {
@@ -76,4 +76,4 @@ TEST(TensorShard, ADimensionThatDoesNotSplitIsAnError) {
 }
 
 }  // namespace
-}  // namespace nd::dist
+}  // namespace nd::nn

@@ -12,6 +12,7 @@
 #endif
 
 #include "autograd/ops.h"
+#include "dist/parallel/parallelize.h"
 #include "dist/parallel/sequence_parallel.h"
 #include "dist/comm/world.h"
 #include "nn/gpt.h"
@@ -108,7 +109,7 @@ GPTConfig tiny_config(const TensorParallel& tp, float dropout) {
 // Forward and backward of one batch through the tp = 1 model and the tensor-parallel one; the loss
 // of the tensor-parallel one must equal the other's. Under sequence parallelism the replicated
 // gradients are then summed over the group, as the training step does.
-void backward_both(const GPTConfig& c, GPT& full, GPT& split, int64_t batch = kBatch) {
+void backward_both(const GPTConfig& c, GPT& full, GPT& split, const TensorParallel& tp, int64_t batch = kBatch) {
   const Device gpu = gpu_world().device();
   Tensor idx = test::random_ids({batch, 16}, c.vocab_size, 4).to(gpu);
   Tensor targets = test::random_ids({batch, 16}, c.vocab_size, 5).to(gpu);
@@ -117,7 +118,7 @@ void backward_both(const GPTConfig& c, GPT& full, GPT& split, int64_t batch = kB
   GPT::Output got = split.forward(idx, &targets, d2);
   want.loss.backward();
   got.loss.backward();
-  split.sum_sequence_parallel_gradients();
+  dist::sum_sequence_parallel_gradients(split, tp);
   const double want_loss = want.loss.data().item();
   EXPECT_NEAR(got.loss.data().item(), want_loss, 1e-5 * want_loss);
 }
@@ -125,11 +126,11 @@ void backward_both(const GPTConfig& c, GPT& full, GPT& split, int64_t batch = kB
 // Every parameter of `split` (or its gradient), gathered over the group, against `full`'s.
 void expect_gathered_equal(const TensorParallel& tp, const GPT& full, const GPT& split, bool grads) {
   const NamedParameters fp = full.named_parameters(), sp = split.named_parameters();
-  const NamedShardSpecs specs = split.named_shard_specs();
+  const NamedParamInfos infos = split.named_param_infos();
   for (size_t i = 0; i < fp.size(); ++i) {
     const Tensor& shard = grads ? sp[i].second.grad() : sp[i].second.data();
     const Tensor& want = grads ? fp[i].second.grad() : fp[i].second.data();
-    Tensor gathered = dist::gather_full_tensor(*tp.comm, shard, specs[i].second);
+    Tensor gathered = dist::gather_full_tensor(*tp.comm, shard, infos[i].second.split);
     EXPECT_EQ(test::count_far(gathered, want.to(Device::cpu()), 1e-6, 1e-4, fp[i].first + (grads ? " grad" : "")), 0);
   }
 }
@@ -138,8 +139,9 @@ void check_gpt(const TensorParallel& tp, float dropout, int64_t batch = kBatch) 
   const GPTConfig c = tiny_config(tp, dropout);
   Generator g1(3), g2(3);
   GPT full(c, g1, gpu_world().device());
-  GPT split(c, g2, gpu_world().device(), DType::F32, tp);
-  backward_both(c, full, split, batch);
+  std::unique_ptr<GPT> made = dist::parallelize(c, g2, gpu_world().device(), DType::F32, {tp, {}});
+  GPT& split = *made;
+  backward_both(c, full, split, tp, batch);
   expect_gathered_equal(tp, full, split, true);
 }
 
@@ -150,8 +152,9 @@ void check_clipped_step(const TensorParallel& tp) {
   const GPTConfig c = tiny_config(tp, 0.0f);
   Generator g1(3), g2(3);
   GPT full(c, g1, gpu_world().device());
-  GPT split(c, g2, gpu_world().device(), DType::F32, tp);
-  backward_both(c, full, split);
+  std::unique_ptr<GPT> made = dist::parallelize(c, g2, gpu_world().device(), DType::F32, {tp, {}});
+  GPT& split = *made;
+  backward_both(c, full, split, tp);
   // eps 1 makes the first update about lr x the clipped gradient (|g| << 1); with a small eps the
   // first Adam step is sign(g) whatever the clip factor, and a wrong factor would not show.
   train::AdamWOptions options;
@@ -159,8 +162,8 @@ void check_clipped_step(const TensorParallel& tp) {
   options.weight_decay = 0.0;
   train::AdamW want(full.named_parameters(), options), got(split.named_parameters(), options);
   std::vector<std::string> sharded;
-  for (const auto& [name, spec] : split.named_shard_specs())
-    if (spec.sharded()) sharded.push_back(name);
+  for (const auto& [name, info] : split.named_param_infos())
+    if (info.split.sharded()) sharded.push_back(name);
   got.set_tensor_parallel(tp.comm, sharded);
   const double norm = want.grad_norm();
   EXPECT_NEAR(got.grad_norm(), norm, 1e-5 * norm);
