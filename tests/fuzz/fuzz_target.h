@@ -18,12 +18,19 @@
 
 namespace nd::fuzz {
 
-// A directory of this process's own, removed at exit.
+// A directory of this process's own, removed at exit: under $TMPDIR, else in memory (/dev/shm)
+// where there is such a file system, since every input is written to a file (on a busy disk,
+// creating the files took most of each run), else /tmp.
 inline const std::string& scratch_dir() {
   static const std::string dir = [] {
     const char* tmp = std::getenv("TMPDIR");
-    std::string pattern = std::string(tmp && *tmp ? tmp : "/tmp") + "/nanodist_fuzz_XXXXXX";
-    if (::mkdtemp(pattern.data()) == nullptr) {
+    std::string pattern;
+    for (const std::string root : {std::string(tmp && *tmp ? tmp : "/dev/shm"), std::string("/tmp")}) {
+      pattern = root + "/nanodist_fuzz_XXXXXX";
+      if (::mkdtemp(pattern.data()) != nullptr) break;
+      pattern.clear();
+    }
+    if (pattern.empty()) {
       std::perror("mkdtemp");
       std::abort();
     }
