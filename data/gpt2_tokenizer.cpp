@@ -2,6 +2,7 @@
 #include "data/gpt2_tokenizer.h"
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -173,9 +174,15 @@ std::string gpt2_tokenizer_text_from_dir(const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> merge_pairs;
   std::vector<std::pair<int64_t, std::string>> added;
   std::string source;
+  // Token ids become int32: one outside [0, 2^31) would wrap into another's place.
+  auto token_id = [](const JsonValue& value, const std::string& what) {
+    const int64_t id = value.as_int(what);
+    ND_CHECK_INPUT(id >= 0 && id <= INT32_MAX, what << " " << id << " is outside [0, " << INT32_MAX << "]");
+    return id;
+  };
   auto read_vocab = [&](const JsonValue& object, const std::string& what) {
     ND_CHECK_INPUT(object.kind == JsonValue::Kind::Object, what << " is no JSON object of token -> id");
-    for (const auto& [token, id] : object.members) vocab[token] = id.as_int(what + " id of a token");
+    for (const auto& [token, id] : object.members) vocab[token] = token_id(id, what + " id of a token");
   };
   auto add_merge = [&](const std::string& line, const std::string& what) {
     const size_t space = line.find(' ');
@@ -203,7 +210,7 @@ std::string gpt2_tokenizer_text_from_dir(const std::string& dir) {
     if (const JsonValue* tokens = doc.find("added_tokens"))
       for (const JsonValue& t : tokens->items)
         if (t.find("id") && t.find("content"))
-          added.emplace_back(t.find("id")->as_int(source + " added token id"),
+          added.emplace_back(token_id(*t.find("id"), source + " added token id"),
                              t.find("content")->as_string(source + " added token"));
   } else {
     source = (root / "vocab.json").string();

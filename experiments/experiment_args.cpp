@@ -139,6 +139,8 @@ ParsedFlags with_settings(ParsedFlags flags, const std::vector<Setting>& setting
                                               << scaled << ", out of range");
         text = std::to_string(std::llround(scaled));
       } else {
+        ND_CHECK_INPUT(std::isfinite(scaled), "'" << s.key << "' at " << s.where << " scales " << base << " to "
+                                                  << scaled << ", out of range");
         text = exact_text(scaled);
       }
     }

@@ -6,6 +6,7 @@
 #include <climits>
 #include <string>
 
+#include "data/gpt2_tokenizer.h"
 #include "data/json_value.h"
 #include "data/nanogpt_meta.h"
 #include "data/token_file.h"
@@ -61,6 +62,15 @@ TEST(HostileTokenizerFile, Gpt2LineThatIsNoNumberIsAnInputError) {
 TEST(HostileTokenizerFile, Gpt2MergeOfANegativeIdIsRefused) {
   // The id used to index the byte table before any check (a read before the table).
   expect_input_error([&] { Tokenizer::from_text(gpt2_head(1) + "256 -5 3\n", "t.txt"); }, "must join ids below");
+}
+
+TEST(HostileHuggingFaceTokenizer, ATokenIdPastInt32IsRefused) {
+  // 2^62 used to be cast to an int32 id (0 here), into another token's place.
+  TempDir dir;
+  write_bytes(dir.file("tokenizer.json"),
+              R"({"model":{"type":"BPE","vocab":{"a":4611686018427387904},"merges":[]}})");
+  expect_input_error([&] { gpt2_tokenizer_text_from_dir(dir.path.string()); },
+                     "id of a token 4611686018427387904 is outside [0, 2147483647]");
 }
 
 // A meta.pkl: PROTO 4, then `body`, then STOP.
