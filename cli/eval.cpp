@@ -100,7 +100,7 @@ int run_eval(const ParsedFlags& flags) {
   std::vector<std::string> skipped;
   train::CheckpointData ckpt = train::read_newest_checkpoint(flags.get_string("ckpt"), ckpt_path, skipped);
   for (const std::string& line : skipped) std::cerr << "nanodist: " << line << std::endl;
-  nn::GPTConfig model_config = train::model_config_from_attributes(ckpt.config, ckpt_path);
+  nn::GPTConfig model_config = train::model_config_from_checkpoint(ckpt, ckpt_path);
   std::shared_ptr<const TokenSource> tokens =
       open_split(flags.get_string("data"), split, ckpt, model_config, ckpt_path);
 

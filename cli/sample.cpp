@@ -30,7 +30,7 @@ int run_sample(const ParsedFlags& flags) {
   std::vector<std::string> skipped;
   CheckpointData data = read_newest_checkpoint(flags.get_string("ckpt"), path, skipped);
   for (const std::string& line : skipped) std::cerr << "nanodist: " << line << std::endl;
-  nn::GPTConfig model_config = model_config_from_attributes(data.config, path);
+  nn::GPTConfig model_config = model_config_from_checkpoint(data, path);
   Device device = parse_device(flags.get_string("device"));
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
                  "--device " << flags.get_string("device") << " but this build or machine has no CUDA GPU; drop --device");

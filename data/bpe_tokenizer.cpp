@@ -12,17 +12,26 @@
 namespace nd {
 
 BpeTokenizer::BpeTokenizer(std::vector<BpeMerge> merges) : merges_(std::move(merges)) {
-  token_bytes_.reserve(256 + merges_.size());
-  for (int b = 0; b < 256; ++b) token_bytes_.push_back(std::string(1, static_cast<char>(b)));
+  // Merges come from files: each may double a token's length, so 40 lines could ask for 2^40
+  // bytes. The lengths are summed first and capped far above any real vocabulary.
+  std::vector<int64_t> length(256 + merges_.size(), 1);
+  int64_t total = 256;
   for (size_t i = 0; i < merges_.size(); ++i) {
     int32_t id = static_cast<int32_t>(256 + i);
     const BpeMerge& m = merges_[i];
-    ND_CHECK(m.left >= 0 && m.left < id && m.right >= 0 && m.right < id,
-             "BPE merge " << i << " (" << m.left << ", " << m.right << ") must join ids below " << id);
+    ND_CHECK_INPUT(m.left >= 0 && m.left < id && m.right >= 0 && m.right < id,
+                   "BPE merge " << i << " (" << m.left << ", " << m.right << ") must join ids below " << id);
     bool inserted = rank_of_pair_.emplace(bpe_pair_key(m.left, m.right), static_cast<int32_t>(i)).second;
-    ND_CHECK(inserted, "BPE merge " << i << " (" << m.left << ", " << m.right << ") appears twice");
-    token_bytes_.push_back(token_bytes_[m.left] + token_bytes_[m.right]);
+    ND_CHECK_INPUT(inserted, "BPE merge " << i << " (" << m.left << ", " << m.right << ") appears twice");
+    length[id] = length[m.left] + length[m.right];
+    total += length[id];
+    ND_CHECK_INPUT(length[id] <= kMaxBpeVocabularyBytes && total <= kMaxBpeVocabularyBytes,
+                   "BPE merge " << i << " makes the vocabulary's tokens longer than " << kMaxBpeVocabularyBytes
+                                << " bytes in all (GPT-2's spell out well under 1 MiB): not a real tokenizer");
   }
+  token_bytes_.reserve(256 + merges_.size());
+  for (int b = 0; b < 256; ++b) token_bytes_.push_back(std::string(1, static_cast<char>(b)));
+  for (const BpeMerge& m : merges_) token_bytes_.push_back(token_bytes_[m.left] + token_bytes_[m.right]);
 }
 
 // Symbols form a linked list; a min-heap of candidate pairs ordered by (rank, position) is

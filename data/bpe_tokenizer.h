@@ -12,6 +12,10 @@
 
 namespace nd {
 
+// The most bytes all tokens of a vocabulary may spell out together: 64 MiB, over 100 times
+// GPT-2's 50257 tokens, so a file whose merges keep doubling one token is refused cheaply.
+constexpr int64_t kMaxBpeVocabularyBytes = int64_t{1} << 26;
+
 struct BpeMerge {
   int32_t left;
   int32_t right;
@@ -24,7 +28,8 @@ class BpeTokenizer : public Tokenizer {
   // by the smaller (left, right). nd::Error on an empty text or vocab_size < 256.
   // Defined in bpe_train.cpp.
   static BpeTokenizer train(const std::string& text, int64_t vocab_size, const ProgressFn& progress = {});
-  // Merge i must join ids below 256 + i.
+  // Merge i must join ids below 256 + i, each pair once, the tokens within kMaxBpeVocabularyBytes
+  // (nd::Error, input, otherwise).
   explicit BpeTokenizer(std::vector<BpeMerge> merges);
   // Parses the contents of a file written by save(); `path` names it in errors.
   static BpeTokenizer parse(const std::string& file_text, const std::string& path);

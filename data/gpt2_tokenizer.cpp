@@ -2,6 +2,7 @@
 #include "data/gpt2_tokenizer.h"
 
 #include <algorithm>
+#include <climits>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -61,7 +62,13 @@ Gpt2Tokenizer::Gpt2Tokenizer(std::vector<int32_t> byte_ids, const std::vector<Bp
   }
   auto to_bytes_id = [this](int32_t id) { return id < 256 ? byte_of_[id] : id; };
   std::vector<BpeMerge> in_byte_ids;
-  for (const BpeMerge& m : merges_) in_byte_ids.push_back({to_bytes_id(m.left), to_bytes_id(m.right)});
+  for (size_t i = 0; i < merges_.size(); ++i) {
+    const BpeMerge& m = merges_[i];
+    const int64_t id = 256 + static_cast<int64_t>(i);
+    ND_CHECK_INPUT(m.left >= 0 && m.left < id && m.right >= 0 && m.right < id,
+                   "gpt2 tokenizer: merge " << i << " (" << m.left << ", " << m.right << ") must join ids below " << id);
+    in_byte_ids.push_back({to_bytes_id(m.left), to_bytes_id(m.right)});
+  }
   bpe_ = BpeTokenizer(in_byte_ids);
   for (size_t i = 0; i < specials_.size(); ++i)
     ND_CHECK_INPUT(specials_[i].first == static_cast<int32_t>(256 + merges_.size() + i) && plain_special(specials_[i].second),
@@ -140,6 +147,8 @@ Gpt2Tokenizer Gpt2Tokenizer::parse(const std::string& file_text, const std::stri
       ND_CHECK_INPUT(id >= 0 && open != std::string::npos && close > open, where << ": expected special ID \"text\"");
       specials.emplace_back(id, line.substr(open + 1, close - open - 1));
     } else {
+      ND_CHECK_INPUT(!key.empty() && key.size() <= 18 && key.find_first_not_of("0123456789") == std::string::npos,
+                     where << ": expected a key (vocab_size, byte_ids, merges, specials, special) or a merge line");
       int64_t new_id = std::stoll(key);
       BpeMerge m{-1, -1};
       ND_CHECK_INPUT((fields >> m.left >> m.right) && new_id == static_cast<int64_t>(256 + merges.size()),
@@ -165,9 +174,15 @@ std::string gpt2_tokenizer_text_from_dir(const std::string& dir) {
   std::vector<std::pair<std::string, std::string>> merge_pairs;
   std::vector<std::pair<int64_t, std::string>> added;
   std::string source;
+  // Token ids become int32: one outside [0, 2^31) would wrap into another's place.
+  auto token_id = [](const JsonValue& value, const std::string& what) {
+    const int64_t id = value.as_int(what);
+    ND_CHECK_INPUT(id >= 0 && id <= INT32_MAX, what << " " << id << " is outside [0, " << INT32_MAX << "]");
+    return id;
+  };
   auto read_vocab = [&](const JsonValue& object, const std::string& what) {
     ND_CHECK_INPUT(object.kind == JsonValue::Kind::Object, what << " is no JSON object of token -> id");
-    for (const auto& [token, id] : object.members) vocab[token] = id.as_int(what + " id of a token");
+    for (const auto& [token, id] : object.members) vocab[token] = token_id(id, what + " id of a token");
   };
   auto add_merge = [&](const std::string& line, const std::string& what) {
     const size_t space = line.find(' ');
@@ -195,7 +210,7 @@ std::string gpt2_tokenizer_text_from_dir(const std::string& dir) {
     if (const JsonValue* tokens = doc.find("added_tokens"))
       for (const JsonValue& t : tokens->items)
         if (t.find("id") && t.find("content"))
-          added.emplace_back(t.find("id")->as_int(source + " added token id"),
+          added.emplace_back(token_id(*t.find("id"), source + " added token id"),
                              t.find("content")->as_string(source + " added token"));
   } else {
     source = (root / "vocab.json").string();
@@ -221,8 +236,9 @@ std::string gpt2_tokenizer_text_from_dir(const std::string& dir) {
   for (size_t i = 0; i < merge_pairs.size(); ++i) {
     const auto& [left, right] = merge_pairs[i];
     auto l = vocab.find(left), r = vocab.find(right), made = vocab.find(left + right);
-    ND_CHECK_INPUT(l != vocab.end() && r != vocab.end() && made != vocab.end() &&
-                       made->second == static_cast<int64_t>(256 + i),
+    const int64_t id = 256 + static_cast<int64_t>(i);
+    ND_CHECK_INPUT(l != vocab.end() && r != vocab.end() && made != vocab.end() && made->second == id &&
+                       l->second >= 0 && l->second < id && r->second >= 0 && r->second < id,
                    source << ": merge " << i << " (\"" << left << "\" \"" << right << "\") does not make token "
                           << 256 + i << " as GPT-2's layout has it (bytes, then one token per merge in order)");
     merges.push_back({static_cast<int32_t>(l->second), static_cast<int32_t>(r->second)});

@@ -1,7 +1,10 @@
 // A pickle reader for plain dicts of ints and strings: a stack machine over the opcodes below,
-// with the memo (dicts are shared by reference, so items set after MEMOIZE reach both).
+// with the memo (dicts are shared by reference, so items set after MEMOIZE reach both). Strings
+// are shared too, so a memo read many times costs no copies, and dicts nest two deep at most
+// (meta.pkl's dict of dicts), so no file can build a cycle or a chain deep enough to matter.
 #include "data/nanogpt_meta.h"
 
+#include <climits>
 #include <map>
 #include <memory>
 #include <utility>
@@ -13,11 +16,19 @@
 namespace nd {
 namespace {
 
+struct Dict;
+
 struct Value {
   enum class Kind { None, Bool, Int, Str, Dict, Mark } kind = Kind::None;
   int64_t number = 0;
-  std::string text;
-  std::shared_ptr<std::vector<std::pair<Value, Value>>> items;  // Dict
+  std::shared_ptr<const std::string> text;  // Str
+  std::shared_ptr<Dict> dict;              // Dict
+};
+
+struct Dict {
+  std::vector<std::pair<Value, Value>> items;
+  bool holds_dict = false;  // one of its values is a dict
+  bool nested = false;      // it is a value of another dict
 };
 
 Value make(Value::Kind kind, int64_t number = 0) {
@@ -94,12 +105,12 @@ class PickleReader {
   void push_int(int64_t n) { push(make(Value::Kind::Int, n)); }
   void push_str(uint64_t n) {
     Value v = make(Value::Kind::Str);
-    v.text.assign(take(n), n);
+    v.text = std::make_shared<const std::string>(take(n), n);
     push(std::move(v));
   }
   void push_dict() {
     Value v = make(Value::Kind::Dict);
-    v.items = std::make_shared<std::vector<std::pair<Value, Value>>>();
+    v.dict = std::make_shared<Dict>();
     push(std::move(v));
   }
   const Value& top() const {
@@ -124,7 +135,22 @@ class PickleReader {
     const size_t dict_at = marked ? first - 2 : first - 1;
     ND_CHECK_INPUT(first >= (marked ? 2u : 1u) && stack_[dict_at].kind == Value::Kind::Dict,
                    path_ << ": the pickle sets items on something that is not a dict");
-    for (size_t i = first; i < stack_.size(); i += 2) stack_[dict_at].items->emplace_back(stack_[i], stack_[i + 1]);
+    Dict& target = *stack_[dict_at].dict;
+    for (size_t i = first; i < stack_.size(); i += 2) {
+      const Value& key = stack_[i];
+      const Value& value = stack_[i + 1];
+      ND_CHECK_INPUT(key.kind != Value::Kind::Dict && key.kind != Value::Kind::Mark &&
+                         value.kind != Value::Kind::Mark,
+                     path_ << ": the pickle uses a dict or a mark as a dict key or value");
+      if (value.kind == Value::Kind::Dict) {
+        Dict& inner = *value.dict;
+        ND_CHECK_INPUT(&inner != &target && !inner.holds_dict && !target.nested,
+                       path_ << ": the pickle nests dicts deeper than meta.pkl's two levels");
+        inner.nested = true;
+        target.holds_dict = true;
+      }
+      target.items.emplace_back(key, value);
+    }
     stack_.resize(dict_at + 1);
   }
 
@@ -136,8 +162,8 @@ class PickleReader {
 };
 
 const Value* find_key(const Value& dict, const std::string& key) {
-  for (const auto& [k, v] : *dict.items)
-    if (k.kind == Value::Kind::Str && k.text == key) return &v;
+  for (const auto& [k, v] : dict.dict->items)
+    if (k.kind == Value::Kind::Str && *k.text == key) return &v;
   return nullptr;
 }
 
@@ -148,23 +174,23 @@ NanoGptMeta read_nanogpt_meta(const std::string& path) {
   const Value root = PickleReader(bytes, path).run();
   ND_CHECK_INPUT(root.kind == Value::Kind::Dict, path << " does not hold a dict (nanoGPT's meta.pkl does)");
   const Value* vocab = find_key(root, "vocab_size");
-  ND_CHECK_INPUT(vocab && vocab->kind == Value::Kind::Int && vocab->number > 0,
-                 path << " has no positive integer vocab_size");
+  ND_CHECK_INPUT(vocab && vocab->kind == Value::Kind::Int && vocab->number > 0 && vocab->number <= INT32_MAX,
+                 path << " has no vocab_size in [1, " << INT32_MAX << "]");
   NanoGptMeta meta;
   meta.vocab_size = vocab->number;
   const Value* itos = find_key(root, "itos");
   if (itos == nullptr) return meta;
-  ND_CHECK_INPUT(itos->kind == Value::Kind::Dict && static_cast<int64_t>(itos->items->size()) == meta.vocab_size,
+  ND_CHECK_INPUT(itos->kind == Value::Kind::Dict && static_cast<int64_t>(itos->dict->items.size()) == meta.vocab_size,
                  path << ": itos is not a dict of vocab_size (" << meta.vocab_size << ") entries");
   meta.itos.assign(static_cast<size_t>(meta.vocab_size), std::string());
   std::vector<bool> seen(meta.itos.size(), false);
-  for (const auto& [id, text] : *itos->items) {
+  for (const auto& [id, text] : itos->dict->items) {
     ND_CHECK_INPUT(id.kind == Value::Kind::Int && text.kind == Value::Kind::Str && id.number >= 0 &&
                        id.number < meta.vocab_size && !seen[static_cast<size_t>(id.number)],
                    path << ": itos maps something other than each id 0 .. " << meta.vocab_size - 1
                         << " once to a string");
     seen[static_cast<size_t>(id.number)] = true;
-    meta.itos[static_cast<size_t>(id.number)] = text.text;
+    meta.itos[static_cast<size_t>(id.number)] = *text.text;
   }
   return meta;
 }

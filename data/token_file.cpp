@@ -22,10 +22,18 @@ uint32_t get_le(const unsigned char* in, int width) {
   return value;
 }
 
-void check_tokens(const std::vector<int32_t>& tokens, int64_t vocab_size, const std::string& name) {
+// The index of the first token outside [0, vocab_size), or -1.
+int64_t first_out_of_vocab(const std::vector<int32_t>& tokens, int64_t vocab_size) {
   for (size_t i = 0; i < tokens.size(); ++i)
-    ND_CHECK(tokens[i] >= 0 && tokens[i] < vocab_size,
-             name << ": token " << i << " is " << tokens[i] << ", outside the vocabulary of size " << vocab_size);
+    if (tokens[i] < 0 || tokens[i] >= vocab_size) return static_cast<int64_t>(i);
+  return -1;
+}
+
+// Tokens handed over in memory: one outside the vocabulary is a bug of the caller.
+void check_tokens(const std::vector<int32_t>& tokens, int64_t vocab_size, const std::string& name) {
+  const int64_t bad = first_out_of_vocab(tokens, vocab_size);
+  ND_CHECK(bad < 0, name << ": token " << bad << " is " << tokens[static_cast<size_t>(bad)]
+                         << ", outside the vocabulary of size " << vocab_size);
 }
 
 }  // namespace

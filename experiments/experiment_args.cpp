@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 
 #include "tensor/error.h"
@@ -33,7 +34,8 @@ std::string exact_text(double v) {
     std::ostringstream out;
     out.precision(precision);
     out << v;
-    if (precision >= 17 || std::stod(out.str()) == v) return out.str();
+    // strtod, not std::stod: a subnormal product (1e-300 x 1e-20) reads back without throwing.
+    if (precision >= 17 || std::strtod(out.str().c_str(), nullptr) == v) return out.str();
   }
 }
 
@@ -137,6 +139,8 @@ ParsedFlags with_settings(ParsedFlags flags, const std::vector<Setting>& setting
                                               << scaled << ", out of range");
         text = std::to_string(std::llround(scaled));
       } else {
+        ND_CHECK_INPUT(std::isfinite(scaled), "'" << s.key << "' at " << s.where << " scales " << base << " to "
+                                                  << scaled << ", out of range");
         text = exact_text(scaled);
       }
     }

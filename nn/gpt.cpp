@@ -1,5 +1,7 @@
 #include "nn/gpt.h"
 
+#include <climits>
+
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
 #include "autograd/fusions.h"
@@ -35,8 +37,11 @@ BlockShape block_shape(const GPTConfig& c) {
 int padded_vocab_rows(int vocab_size, int tp, bool on_cuda) {
   ND_CHECK(vocab_size >= 1 && tp >= 1, "padded_vocab_rows: vocab_size " << vocab_size << ", tp " << tp);
   if (!on_cuda && tp == 1) return vocab_size;
-  const int multiple = 128 * tp;
-  return (vocab_size + multiple - 1) / multiple * multiple;
+  const int64_t multiple = 128 * static_cast<int64_t>(tp);
+  const int64_t rows = (vocab_size + multiple - 1) / multiple * multiple;
+  ND_CHECK_INPUT(rows <= INT32_MAX, "a vocabulary of " << vocab_size << " padded to a multiple of 128 x tp " << tp
+                                                       << " has more than 2^31 rows");
+  return static_cast<int>(rows);
 }
 
 void GPTConfig::validate(FieldNames names) const {

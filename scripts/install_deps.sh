@@ -6,8 +6,10 @@ set -euo pipefail
 # OpenBLAS keeps its own pool of spinning threads beside libgomp's (oversubscribing the cores).
 # The OpenMP build shares libgomp's pool, honours OMP_NUM_THREADS, and runs single-threaded
 # when called inside a parallel region (the per-head attention GEMMs).
+# clang and libclang-rt-dev (its sanitizer and libFuzzer runtimes) build the fuzz targets of the
+# file readers (scripts/fuzz.sh, run by scripts/test.sh); g++ builds nanodist itself.
 packages=(build-essential cmake ninja-build pkg-config libopenmpi-dev openmpi-bin libhdf5-dev
-          libcxxopts-dev libgtest-dev libopenblas-openmp-dev "$@")
+          libcxxopts-dev libgtest-dev libopenblas-openmp-dev clang libclang-rt-dev "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

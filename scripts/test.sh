@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command of the README (and of CI): installs what is missing, builds, runs every test.
+# The test command of the README (and of CI): installs what is missing, builds, runs every test,
+# then fuzzes each file reader briefly under ASan and UBSan (scripts/fuzz.sh, its own build-fuzz/).
 # GPU tests skip themselves on a machine without a GPU; MPI tests run with 2, 3 and 4 ranks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,3 +41,5 @@ if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_
 # Two tests run at once on two cores: one OpenMP thread each avoids oversubscribed spinning.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 ctest --test-dir build --output-on-failure -j 2
+# Each reader over its seed corpus, then FUZZ_SECONDS (default 10) of new inputs.
+scripts/fuzz.sh "${FUZZ_SECONDS:-10}"

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 #include "tensor/philox.h"
@@ -74,7 +75,8 @@ int64_t shape_numel(const Shape& shape) {
   int64_t n = 1;
   for (int64_t d : shape) {
     ND_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
-    n *= d;
+    // A wrapped count would allocate too little and be written past (readers check files first).
+    ND_CHECK(!__builtin_mul_overflow(n, d, &n), "shape " << shape_str(shape) << " has more than 2^63 elements");
   }
   return n;
 }
@@ -85,6 +87,8 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.numel_ = shape_numel(shape);
   t.dtype_ = dtype;
   t.device_ = device;
+  ND_CHECK(t.numel_ <= std::numeric_limits<int64_t>::max() / static_cast<int64_t>(dtype_size(dtype)),
+           "shape " << shape_str(shape) << " of " << dtype_name(dtype) << " needs more than 2^63 bytes");
   if (!device.is_cpu()) {
     t.storage_ = std::make_shared<Storage>(t.nbytes(), device);
     return t;

@@ -3,6 +3,8 @@
 // from them, and the check that a checkpoint holds the same model.
 #include "train/model_config.h"
 
+#include <climits>
+#include <map>
 #include <sstream>
 #include <string>
 
@@ -101,7 +103,10 @@ std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTCo
 nn::GPTConfig model_config_from_attributes(const std::vector<std::pair<std::string, AttrValue>>& attrs,
                                            const std::string& source) {
   auto get_int = [&](const char* name) {
-    return static_cast<int>(attr_as_int(find_attr(attrs, name, source), source + ": config field " + name));
+    const int64_t v = attr_as_int(find_attr(attrs, name, source), source + ": config field " + name);
+    ND_CHECK_INPUT(v >= 0 && v <= INT32_MAX,
+                   source << ": config field " << name << " is " << v << ", outside [0, " << INT32_MAX << "]");
+    return static_cast<int>(v);
   };
   nn::GPTConfig c;
   c.n_layer = get_int("n_layer");
@@ -115,6 +120,32 @@ nn::GPTConfig model_config_from_attributes(const std::vector<std::pair<std::stri
   c.use_layernorm = get_int("use_layernorm") != 0;
   c.use_residual = get_int("use_residual") != 0;
   return c;
+}
+
+void check_weights_hold_model(const nn::GPTConfig& model, const std::map<std::string, Shape>& weights,
+                              const std::string& source) {
+  const int64_t width = model.n_embd;
+  auto expect = [&](const std::string& name, int64_t rows, bool at_least) {
+    auto it = weights.find(name);
+    const bool ok = it != weights.end() && it->second.size() == 2 && it->second[1] == width &&
+                    (at_least ? it->second[0] >= rows : it->second[0] == rows);
+    ND_CHECK_INPUT(ok, source << ": its config describes a model of " << model.n_layer << " layers of width " << width
+                              << ", but its weights have no " << name << " of shape (" << (at_least ? ">= " : "")
+                              << rows << ", " << width << ")"
+                              << (it == weights.end() ? std::string() : ", it is " + shape_str(it->second)));
+  };
+  expect("transformer.wte.weight", model.vocab_size, true);
+  expect("transformer.wpe.weight", model.block_size, true);
+  for (int layer = 0; layer < model.n_layer; ++layer)
+    expect("transformer.h." + std::to_string(layer) + ".attn.c_proj.weight", width, false);
+}
+
+nn::GPTConfig model_config_from_checkpoint(const CheckpointData& data, const std::string& source) {
+  nn::GPTConfig model = model_config_from_attributes(data.config, source);
+  std::map<std::string, Shape> weights;
+  for (const auto& [name, tensor] : data.params) weights[name] = tensor.shape();
+  check_weights_hold_model(model, weights, source);
+  return model;
 }
 
 void check_same_model(const nn::GPTConfig& ckpt, const nn::GPTConfig& model, const std::string& source) {

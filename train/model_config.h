@@ -1,6 +1,7 @@
 // The one mapping between a TrainConfig and the model it trains: the GPTConfig for a vocabulary,
 // the /config attributes of a checkpoint, the model read back from them, and the same-model check.
 #pragma once
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,15 @@ std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTCo
 // The model a checkpoint was trained with; nd::Error naming `source` on a missing field.
 nn::GPTConfig model_config_from_attributes(const std::vector<std::pair<std::string, AttrValue>>& attrs,
                                            const std::string& source);
+
+// nd::Error (input) naming `source` unless `weights` (name -> shape, nanodist's names) hold the
+// token and position embeddings and each of the n_layer blocks' attention output projection at
+// the model's width: a file whose config claims a larger model than its weights is refused before
+// that model is built (each block's other tensors are a fixed multiple of that projection).
+void check_weights_hold_model(const nn::GPTConfig& model, const std::map<std::string, Shape>& weights,
+                              const std::string& source);
+// model_config_from_attributes of the checkpoint's /config, checked against its parameters.
+nn::GPTConfig model_config_from_checkpoint(const CheckpointData& data, const std::string& source);
 
 // nd::Error unless the checkpoint's model has the same shape (layers, heads, width, context,
 // vocabulary, bias and ablation switches) as `model`; the message names each differing field.

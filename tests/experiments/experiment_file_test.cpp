@@ -99,6 +99,40 @@ TEST(ExperimentArgs, CommandLineOverBaseVariantOverBoth) {
   EXPECT_DOUBLE_EQ(deep.lr, 0.002);
 }
 
+TEST(ExperimentArgs, AScaledValueBelowTheSmallestDoubleIsAnInputError) {
+  // 1e-300 x 1e-20 is subnormal: printing it back once threw std::out_of_range, not nd::Error.
+  TempDir dir;
+  const std::string file = dir / "e.conf";
+  std::ofstream(file) << "lr = 1e-300\n[tiny]\nlr = x1e-20\n";
+  const std::string experiment = "--experiment=" + file;
+  const char* argv[] = {"ablate", "--data", "d", "--out", "o", experiment.c_str()};
+  ExperimentArgs args = parse_experiment_args(ablate_flag_set(), 6, argv);
+  try {
+    variant_config(args.flags, &args.spec.variants[0]);
+    ADD_FAILURE() << "a subnormal lr was taken";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_input()) << e.what();
+    EXPECT_NE(e.message().find("expected a number"), std::string::npos) << e.message();
+  }
+}
+
+TEST(ExperimentArgs, AScaledValuePastTheLargestDoubleIsAnInputError) {
+  // 1e300 x 1e300 is inf: the variant trained with lr = inf (and the ablation called it diverged).
+  TempDir dir;
+  const std::string file = dir / "e.conf";
+  std::ofstream(file) << "lr = 1e300\n[hot]\nlr = x1e300\n";
+  const std::string experiment = "--experiment=" + file;
+  const char* argv[] = {"ablate", "--data", "d", "--out", "o", experiment.c_str()};
+  ExperimentArgs args = parse_experiment_args(ablate_flag_set(), 6, argv);
+  try {
+    variant_config(args.flags, &args.spec.variants[0]);
+    ADD_FAILURE() << "an infinite lr was taken";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_input()) << e.what();
+    EXPECT_NE(e.message().find("scales 1e+300 to inf, out of range"), std::string::npos) << e.message();
+  }
+}
+
 TEST(ExperimentArgs, MissingPathsAndResumeAreErrors) {
   const char* no_out[] = {"ablate", "--data", "d"};
   EXPECT_THROW(parse_experiment_args(ablate_flag_set(), 3, no_out), Error);

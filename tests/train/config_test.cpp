@@ -212,6 +212,21 @@ TEST(TrainConfig, HelpListsEveryFlagWithItsDefault) {
   EXPECT_TRUE(requested);
 }
 
+TEST(TrainConfig, ATensorParallelSizeThatOverflowsThePaddedVocabularyIsAnInputError) {
+  // tp = 2^31 - 1: 128 x tp overflowed an int (undefined behaviour, a negative padded vocabulary).
+  TrainConfig c = testing::tiny_config("d", "o");
+  c.tp = 2147483647;
+  try {
+    validate_train_config(c, 1);
+    ADD_FAILURE() << "tp 2^31 - 1 was taken";
+  } catch (const Error& e) {
+    EXPECT_TRUE(e.is_input()) << e.what();
+    EXPECT_NE(e.message().find("padded to a multiple of 128 x tp 2147483647 has more than 2^31 rows"),
+              std::string::npos)
+        << e.message();
+  }
+}
+
 TEST(TrainConfig, ValidationNamesTheFlags) {
   auto error_of_config = [](const TrainConfig& c, int world) -> std::string {
     try {

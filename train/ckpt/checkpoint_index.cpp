@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "tensor/checked_size.h"
 #include "tensor/error.h"
 #include "train/ckpt/checksum.h"
 
@@ -185,14 +186,25 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
     }
     std::istringstream lines(table);
     std::string line;
+    std::map<std::string, int64_t> elements;  // per tensor, over its slices
     while (std::getline(lines, line)) {
       if (line.empty()) continue;
       SliceRecord r = parse_record_line(line, path);
       r.chunked_checksum = chunked;
-      Slices& s = tensors_[key_of(r.group, r.name)];
+      const std::string key = key_of(r.group, r.name);
+      Slices& s = tensors_[key];
+      ND_CHECK_INPUT(s.records.empty() || s.full_shape == r.full_shape,
+                     path << " is corrupt: the slices of /" << key << " disagree on its shape");
       s.full_shape = r.full_shape;
+      elements[key] = checked_add(elements[key], r.box.numel(), path + ": /" + key);
       s.records.push_back(std::move(r));
     }
+    // Each element is written by one rank: the slices add up to the tensor, so its size is
+    // bounded by the parts' bytes (read_full checks those before allocating).
+    for (const auto& [key, s] : tensors_)
+      ND_CHECK_INPUT(elements[key] == checked_numel(s.full_shape, path + ": /" + key),
+                     path << " is corrupt: the slices of /" << key << " hold " << elements[key] << " elements, its shape "
+                          << dims_str(s.full_shape) << " has " << checked_numel(s.full_shape, key));
     parts_ = std::make_unique<PartReader>(directory_of(path));
     return;
   }
@@ -247,6 +259,7 @@ void CheckpointReader::read_box(const std::string& group, const std::string& nam
     const std::string cache_key = r.part + ":" + r.dataset;
     if (cached_ != cache_key) {
       cached_.clear();
+      parts_->check_extent(r);
       cached_data_.resize(static_cast<size_t>(r.box.numel()));
       parts_->read(r, cached_data_.data());
       cached_ = cache_key;
@@ -266,6 +279,8 @@ void CheckpointReader::read_box(const std::string& group, const std::string& nam
 
 Tensor CheckpointReader::read_full(const std::string& group, const std::string& name) {
   std::vector<int64_t> shape = full_shape(group, name);
+  if (parts_)
+    for (const SliceRecord& r : tensors_.at(key_of(group, name)).records) parts_->check_extent(r);
   Tensor out = Tensor::empty(Shape(shape.begin(), shape.end()), DType::F32, Device::cpu());
   read_box(group, name, whole(shape), out.data<float>());
   return out;

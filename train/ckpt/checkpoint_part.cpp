@@ -20,6 +20,7 @@
 #include <set>
 #include <sstream>
 
+#include "tensor/checked_size.h"
 #include "tensor/error.h"
 #include "train/ckpt/checksum.h"
 #include "train/ckpt/copy_on_write.h"
@@ -377,6 +378,17 @@ SliceRecord parse_record_line(const std::string& line, const std::string& source
   }
   ND_CHECK_INPUT(r.box.offset.size() == r.full_shape.size() && r.box.count.size() == r.full_shape.size(),
                  source << ": malformed slice line '" << line << "'");
+  // The numbers come from a file: the box must lie inside the tensor and its bytes inside a part
+  // below the index's directory, every size computed without overflow.
+  const std::string what = source + ": slice " + r.dataset;
+  for (size_t d = 0; d < r.full_shape.size(); ++d)
+    ND_CHECK_INPUT(checked_add(r.box.offset[d], r.box.count[d], what) <= r.full_shape[d],
+                   what << " lies outside its tensor's shape " << dims_str(r.full_shape));
+  checked_numel(r.full_shape, what + " tensor");
+  ND_CHECK_INPUT(r.file_offset >= 0, what << " starts at a negative file offset " << r.file_offset);
+  checked_add(r.file_offset, checked_mul(r.box.numel(), sizeof(float), what + " size in bytes"), what + " end");
+  ND_CHECK_INPUT(!r.part.empty() && r.part[0] != '/' && ("/" + r.part + "/").find("/../") == std::string::npos,
+                 what << " names part '" << r.part << "', not a file below the checkpoint's directory");
   return r;
 }
 
@@ -384,16 +396,32 @@ PartReader::~PartReader() {
   for (auto& [name, fd] : open_) ::close(fd);
 }
 
-void PartReader::read(const SliceRecord& r, float* out) {
-  int fd = -1;
+int PartReader::open_part(const SliceRecord& r) {
   for (auto& [name, open_fd] : open_)
-    if (name == r.part) fd = open_fd;
+    if (name == r.part) return open_fd;
   const std::string path = dir_ + "/" + r.part;
-  if (fd < 0) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    ND_CHECK_INPUT(fd >= 0, "checkpoint part " << path << " is missing: " << errno_text());
-    open_.emplace_back(r.part, fd);
-  }
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ND_CHECK_INPUT(fd >= 0, "checkpoint part " << path << " is missing: " << errno_text());
+  open_.emplace_back(r.part, fd);
+  return fd;
+}
+
+void PartReader::check_extent(const SliceRecord& r) {
+  const int fd = open_part(r);
+  struct stat info {};
+  ND_CHECK_INPUT(::fstat(fd, &info) == 0, "cannot stat checkpoint part " << dir_ << "/" << r.part << ": " << errno_text());
+  // parse_record_line checked that this sum does not overflow.
+  const int64_t end = r.file_offset + r.box.numel() * static_cast<int64_t>(sizeof(float));
+  ND_CHECK_INPUT(end <= static_cast<int64_t>(info.st_size), "checkpoint part " << dir_ << "/" << r.part
+                                                                  << " is truncated at " << r.dataset << " ("
+                                                                  << info.st_size << " bytes, the slice ends at "
+                                                                  << end << ")");
+}
+
+void PartReader::read(const SliceRecord& r, float* out) {
+  check_extent(r);
+  const int fd = open_part(r);
+  const std::string path = dir_ + "/" + r.part;
   size_t n = static_cast<size_t>(r.box.numel()) * sizeof(float);
   char* p = reinterpret_cast<char*>(out);
   int64_t offset = r.file_offset;

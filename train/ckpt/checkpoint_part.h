@@ -58,7 +58,8 @@ void set_legacy_checksums_for_testing(bool on);
 std::vector<SliceRecord> read_part_manifest(const std::string& index_path, int rank);
 
 // Manifest and index lines: group, name, part, dataset, offset, count, full shape, checksum,
-// file offset, tab-separated.
+// file offset, tab-separated. parse_record_line: nd::Error (input) on a malformed line, a box
+// outside the full shape, sizes past 64 bits, or a part outside the index's directory.
 std::string record_line(const SliceRecord& r);
 SliceRecord parse_record_line(const std::string& line, const std::string& source);
 
@@ -72,8 +73,11 @@ class PartReader {
   // record.box.numel() floats into `out`, checksum verified; nd::Error naming the part and the
   // dataset when the file is missing or short or the checksum differs.
   void read(const SliceRecord& record, float* out);
+  // nd::Error unless the record's bytes lie inside its part file (before memory is set aside for them).
+  void check_extent(const SliceRecord& record);
 
  private:
+  int open_part(const SliceRecord& record);  // its file descriptor, opened once
   std::string dir_;
   std::vector<std::pair<std::string, int>> open_;  // part name, file descriptor
 };

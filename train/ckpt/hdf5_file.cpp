@@ -5,9 +5,11 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 #include <type_traits>
 
+#include "tensor/checked_size.h"
 #include "tensor/error.h"
 
 namespace nd::train {
@@ -210,7 +212,13 @@ Shape Hdf5File::dataset_shape(const std::string& object) const {
   ND_CHECK(rank >= 0, "cannot read the shape of " << object << " in " << path_);
   std::vector<hsize_t> dims(static_cast<size_t>(rank));
   if (rank > 0) H5Sget_simple_extent_dims(space.get(), dims.data(), nullptr);
-  return Shape(dims.begin(), dims.end());
+  Shape shape;
+  for (hsize_t d : dims) {
+    ND_CHECK_INPUT(d <= static_cast<hsize_t>(INT64_MAX), path_ << ": " << object << " has a dimension of " << d);
+    shape.push_back(static_cast<int64_t>(d));
+  }
+  checked_numel(shape, path_ + ": " + object);
+  return shape;
 }
 
 Tensor Hdf5File::read_tensor(const std::string& object) const {
@@ -220,6 +228,16 @@ Tensor Hdf5File::read_tensor(const std::string& object) const {
   H5T_class_t cls = H5Tget_class(type.get());
   ND_CHECK(cls == H5T_FLOAT || cls == H5T_INTEGER, object << " in " << path_ << " is not a numeric dataset");
   bool is_int = cls == H5T_INTEGER;
+  // We store datasets whole and uncompressed: a shape larger than the bytes on disk is a damaged or
+  // foreign file, refused before memory is set aside for it. (A virtual dataset, an index's view
+  // of its parts, takes its bytes from other files.)
+  Handle dcpl(H5Dget_create_plist(ds.get()), H5Pclose);
+  if (H5Pget_layout(dcpl.get()) != H5D_VIRTUAL) {
+    const int64_t stored = static_cast<int64_t>(H5Dget_storage_size(ds.get()));
+    const int64_t need = checked_mul(checked_numel(shape, path_ + ": " + object), 4, path_ + ": " + object);
+    ND_CHECK_INPUT(stored >= need, path_ << ": " << object << " stores " << stored << " bytes, its shape "
+                                        << shape_str(shape) << " needs " << need);
+  }
   Tensor out = Tensor::empty(shape, is_int ? DType::I32 : DType::F32);
   if (out.numel() > 0)
     ND_CHECK(H5Dread(ds.get(), is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT, H5S_ALL, H5S_ALL, H5P_DEFAULT,

@@ -3,6 +3,7 @@
 // per block are transposed on the way in. lm_head is tied to wte on both sides.
 #include "train/ckpt/init_from.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -25,12 +26,9 @@ constexpr const char* kExportedTokenizer = "nanodist_tokenizer.txt";  // written
 
 std::string in_dir(const std::string& dir, const std::string& name) { return (fs::path(dir) / name).string(); }
 
-int json_int(const JsonValue& config, const std::string& key, const std::string& source, int fallback = -1) {
+int json_int(const JsonValue& config, const std::string& key, const std::string& source) {
   const JsonValue* v = config.find(key);
-  if (v == nullptr || v->kind == JsonValue::Kind::Null) {
-    ND_CHECK_INPUT(fallback >= 0, source << " has no \"" << key << "\"");
-    return fallback;
-  }
+  ND_CHECK_INPUT(v != nullptr && v->kind != JsonValue::Kind::Null, source << " has no \"" << key << "\"");
   const int64_t n = v->as_int(source + " \"" + key + "\"");
   ND_CHECK_INPUT(n >= 0 && n <= INT32_MAX, source << " \"" << key << "\" is out of range: " << n);
   return static_cast<int>(n);
@@ -68,8 +66,10 @@ nn::GPTConfig gpt2_model_config(const std::string& dir) {
   m.n_embd = json_int(config, "n_embd", path);
   m.block_size = json_int(config, config.find("n_positions") ? "n_positions" : "n_ctx", path);
   m.vocab_size = json_int(config, "vocab_size", path);
-  const int inner = json_int(config, "n_inner", path, 4 * m.n_embd);
-  ND_CHECK_INPUT(inner == 4 * m.n_embd, path << ": n_inner " << inner << "; nanodist's MLP is 4 x n_embd wide");
+  const int64_t wide = 4 * static_cast<int64_t>(m.n_embd);  // n_inner null or absent: 4 x n_embd
+  const JsonValue* inner = config.find("n_inner");
+  const int64_t n_inner = inner == nullptr || inner->kind == JsonValue::Kind::Null ? wide : json_int(config, "n_inner", path);
+  ND_CHECK_INPUT(n_inner == wide, path << ": n_inner " << n_inner << "; nanodist's MLP is 4 x n_embd wide");
   m.bias = true;  // GPT-2 always has biases
   return m;
 }
@@ -93,17 +93,36 @@ bool is_conv1d_weight(const std::string& name) {
   return false;
 }
 
+// A tensor of model.safetensors under nanodist's name, or "" for those nanodist has no use for:
+// the causal-mask buffers older exports keep, and the head tied to wte.
+std::string nanodist_name(const std::string& stored) {
+  const std::string name = stored.rfind("transformer.", 0) == 0 ? stored.substr(12) : stored;
+  const bool mask = name.size() > 10 && (name.compare(name.size() - 10, 10, ".attn.bias") == 0 ||
+                                         name.find(".attn.masked_bias") != std::string::npos);
+  return mask || name == "lm_head.weight" ? "" : "transformer." + name;
+}
+
+// The shapes model.safetensors's header gives its tensors, as nanodist will hold them: read
+// before the model is built, so a config.json claiming more than the weights is refused first.
+std::map<std::string, Shape> gpt2_parameter_shapes(const std::string& dir) {
+  std::map<std::string, Shape> out;
+  for (const SafetensorsEntry& e : read_safetensors_header(in_dir(dir, "model.safetensors"))) {
+    const std::string name = nanodist_name(e.name);
+    if (name.empty()) continue;
+    Shape shape = e.shape;
+    if (is_conv1d_weight(name)) std::reverse(shape.begin(), shape.end());
+    out[name] = shape;
+  }
+  return out;
+}
+
 // model.safetensors under nanodist's names.
 NamedTensors gpt2_parameters(const std::string& dir) {
   const std::string path = in_dir(dir, "model.safetensors");
   NamedTensors out;
   for (auto& [stored, tensor] : read_safetensors(path)) {
-    std::string name = stored.rfind("transformer.", 0) == 0 ? stored.substr(12) : stored;
-    // The causal-mask buffers older exports keep, and the head tied to wte.
-    const bool mask = name.size() > 10 && (name.compare(name.size() - 10, 10, ".attn.bias") == 0 ||
-                                           name.find(".attn.masked_bias") != std::string::npos);
-    if (mask || name == "lm_head.weight") continue;
-    name = "transformer." + name;
+    const std::string name = nanodist_name(stored);
+    if (name.empty()) continue;
     if (is_conv1d_weight(name)) {
       ND_CHECK_INPUT(tensor.ndim() == 2, path << ": " << stored << " is no matrix");
       tensor = transposed(tensor);
@@ -136,6 +155,7 @@ InitSource describe_init_source(const std::string& path) {
     s.path = path;
     s.hugging_face = true;
     s.model = gpt2_model_config(path);
+    check_weights_hold_model(s.model, gpt2_parameter_shapes(path), in_dir(path, "config.json"));
     if (fs::exists(in_dir(path, kExportedTokenizer), ec))
       s.tokenizer_text = read_whole_file(in_dir(path, kExportedTokenizer));
     else if (has_hugging_face_tokenizer(path))
@@ -150,7 +170,7 @@ InitSource describe_init_source(const std::string& path) {
                                 << "them with safetensors, e.g. model.save_pretrained(dir, safe_serialization=True))");
   s.path = resolve_checkpoint(path);
   const CheckpointData data = read_checkpoint(s.path);
-  s.model = model_config_from_attributes(data.config, s.path);
+  s.model = model_config_from_checkpoint(data, s.path);
   s.model.padded_vocab_size = 0;
   s.tokenizer_text = data.tokenizer_text;
   return s;

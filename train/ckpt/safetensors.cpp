@@ -6,8 +6,9 @@
 #include <cstring>
 
 #include "data/mapped_file.h"
-#include "tensor/error.h"
 #include "data/json_value.h"
+#include "tensor/checked_size.h"
+#include "tensor/error.h"
 
 namespace nd::train {
 namespace {
@@ -43,10 +44,9 @@ uint32_t load_u32(const unsigned char* p) {
          (static_cast<uint32_t>(p[3]) << 24);
 }
 
-}  // namespace
-
-std::vector<std::pair<std::string, Tensor>> read_safetensors(const std::string& path) {
-  MappedFile file(path);
+// The header of the mapped `file`; `data` receives where the tensor bytes start.
+std::vector<SafetensorsEntry> parse_header(const MappedFile& file, const std::string& path,
+                                           const unsigned char** data) {
   const unsigned char* bytes = file.bytes();
   ND_CHECK_INPUT(file.size() >= 8, path << " is not a safetensors file: " << file.size() << " bytes, no header");
   uint64_t header_size = 0;
@@ -57,11 +57,10 @@ std::vector<std::pair<std::string, Tensor>> read_safetensors(const std::string& 
   const JsonValue header =
       parse_json(std::string(reinterpret_cast<const char*>(bytes + 8), header_size), path + " (header)");
   ND_CHECK_INPUT(header.kind == JsonValue::Kind::Object, path << ": the safetensors header is no JSON object");
-  const unsigned char* data = bytes + 8 + header_size;
-  const uint64_t data_size = static_cast<uint64_t>(file.size()) - 8 - header_size;
+  *data = bytes + 8 + header_size;
+  const int64_t data_size = file.size() - 8 - static_cast<int64_t>(header_size);
 
-  // Tensors in the order of their data, which is how writers lay them out.
-  std::vector<std::pair<uint64_t, std::pair<std::string, Tensor>>> ordered;
+  std::vector<SafetensorsEntry> entries;
   for (const auto& [name, entry] : header.members) {
     if (name == "__metadata__") continue;
     const std::string what = path + ": tensor " + name;
@@ -71,41 +70,58 @@ std::vector<std::pair<std::string, Tensor>> read_safetensors(const std::string& 
     ND_CHECK_INPUT(dtype && shape && offsets && shape->kind == JsonValue::Kind::Array &&
                        offsets->kind == JsonValue::Kind::Array && offsets->items.size() == 2,
                    what << " lacks dtype, shape or data_offsets [begin, end]");
-    Shape dims;
-    int64_t numel = 1;
+    SafetensorsEntry e;
+    e.name = name;
     for (const JsonValue& d : shape->items) {
-      dims.push_back(d.as_int(what + " shape"));
-      ND_CHECK_INPUT(dims.back() >= 0, what << " has a negative dimension");
-      numel *= dims.back();
+      e.shape.push_back(d.as_int(what + " shape"));
+      ND_CHECK_INPUT(e.shape.back() >= 0, what << " has a negative dimension");
     }
-    const std::string& type = dtype->as_string(what + " dtype");
-    const int64_t width = type == "F32" ? 4 : (type == "F16" || type == "BF16") ? 2 : 0;
-    ND_CHECK_INPUT(width > 0, what << " is " << type << "; nanodist reads F32, F16 and BF16 weights");
-    const int64_t begin = offsets->items[0].as_int(what + " data_offsets");
-    const int64_t end = offsets->items[1].as_int(what + " data_offsets");
-    ND_CHECK_INPUT(begin >= 0 && begin <= end && static_cast<uint64_t>(end) <= data_size,
-                   what << " lies outside the file's data (" << begin << ".." << end << " of " << data_size << ")");
-    ND_CHECK_INPUT(end - begin == numel * width, what << " holds " << end - begin << " bytes, its shape and " << type
-                                                      << " need " << numel * width);
-    Tensor t = Tensor::empty(dims, DType::F32, Device::cpu());
-    float* out = t.data<float>();
-    const unsigned char* in = data + begin;
-    for (int64_t i = 0; i < numel; ++i) {
-      if (type == "F32") {
+    e.dtype = dtype->as_string(what + " dtype");
+    const int64_t width = e.dtype == "F32" ? 4 : (e.dtype == "F16" || e.dtype == "BF16") ? 2 : 0;
+    ND_CHECK_INPUT(width > 0, what << " is " << e.dtype << "; nanodist reads F32, F16 and BF16 weights");
+    e.begin = offsets->items[0].as_int(what + " data_offsets");
+    e.end = offsets->items[1].as_int(what + " data_offsets");
+    ND_CHECK_INPUT(e.begin >= 0 && e.begin <= e.end && e.end <= data_size,
+                   what << " lies outside the file's data (" << e.begin << ".." << e.end << " of " << data_size << ")");
+    const int64_t need = checked_mul(checked_numel(e.shape, what + " shape"), width, what + " size in bytes");
+    ND_CHECK_INPUT(e.end - e.begin == need,
+                   what << " holds " << e.end - e.begin << " bytes, its shape and " << e.dtype << " need " << need);
+    entries.push_back(std::move(e));
+  }
+  // The order of their data, which is how writers lay them out.
+  std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  return entries;
+}
+
+}  // namespace
+
+std::vector<SafetensorsEntry> read_safetensors_header(const std::string& path) {
+  MappedFile file(path);
+  const unsigned char* data = nullptr;
+  return parse_header(file, path, &data);
+}
+
+std::vector<std::pair<std::string, Tensor>> read_safetensors(const std::string& path) {
+  MappedFile file(path);
+  const unsigned char* data = nullptr;
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const SafetensorsEntry& e : parse_header(file, path, &data)) {
+    Tensor t = Tensor::empty(e.shape, DType::F32, Device::cpu());
+    float* values = t.data<float>();
+    const unsigned char* in = data + e.begin;
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      if (e.dtype == "F32") {
         const uint32_t bits = load_u32(in + 4 * i);
-        std::memcpy(out + i, &bits, sizeof(float));
-      } else if (type == "BF16") {
+        std::memcpy(values + i, &bits, sizeof(float));
+      } else if (e.dtype == "BF16") {
         const uint32_t bits = static_cast<uint32_t>(load_u16(in + 2 * i)) << 16;
-        std::memcpy(out + i, &bits, sizeof(float));
+        std::memcpy(values + i, &bits, sizeof(float));
       } else {
-        out[i] = f16_to_f32(load_u16(in + 2 * i));
+        values[i] = f16_to_f32(load_u16(in + 2 * i));
       }
     }
-    ordered.push_back({static_cast<uint64_t>(begin), {name, t}});
+    out.emplace_back(e.name, t);
   }
-  std::sort(ordered.begin(), ordered.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::vector<std::pair<std::string, Tensor>> out;
-  for (auto& entry : ordered) out.push_back(std::move(entry.second));
   return out;
 }
 
