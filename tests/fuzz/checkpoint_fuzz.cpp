@@ -11,9 +11,9 @@
 #include <sstream>
 
 #include "fuzz_target.h"
-#include "train/checksum.h"
-#include "train/hdf5_file.h"
-#include "train/init_from.h"
+#include "train/ckpt/checksum.h"
+#include "train/ckpt/hdf5_file.h"
+#include "train/ckpt/init_from.h"
 #include "tokenizer_use.h"
 
 namespace {

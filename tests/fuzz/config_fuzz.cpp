@@ -3,7 +3,7 @@
 // resume compares its settings with.
 #include "cli/train_flags.h"
 #include "fuzz_target.h"
-#include "train/run_settings_file.h"
+#include "train/run/run_settings_file.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = nd::fuzz::write_file("out/run.conf", std::string(reinterpret_cast<const char*>(data), size));

@@ -2,7 +2,7 @@
 // fixed small model.safetensors, through what `train --init-from DIR` reads before it builds the
 // model, then the weights it loads.
 #include "fuzz_target.h"
-#include "train/init_from.h"
+#include "train/ckpt/init_from.h"
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "train/checkpoint.h"
+#include "train/ckpt/checkpoint.h"
 #include "train_fixture.h"
 
 namespace nd::train::testing {

@@ -8,12 +8,12 @@
 #include <fstream>
 #include <sstream>
 
-#include "train/checkpoint.h"
-#include "train/checksum.h"
-#include "train/hdf5_file.h"
-#include "train/init_from.h"
+#include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checksum.h"
+#include "train/ckpt/hdf5_file.h"
+#include "train/ckpt/init_from.h"
 #include "train/model_config.h"
-#include "train/safetensors.h"
+#include "train/ckpt/safetensors.h"
 #include "train_fixture.h"
 
 namespace nd::train {
