@@ -146,7 +146,10 @@ TokenFile TokenFile::open(const std::string& path) {
   file.tokens_.resize(static_cast<size_t>(h.count));
   for (size_t i = 0; i < file.tokens_.size(); ++i)
     file.tokens_[i] = static_cast<int32_t>(get_le(&body[i * width], width));
-  check_tokens(file.tokens_, h.vocab_size, path);
+  // A file's tokens outside its own header's vocabulary are the file's fault: an input error.
+  const int64_t bad = first_out_of_vocab(file.tokens_, h.vocab_size);
+  ND_CHECK_INPUT(bad < 0, path << ": token " << bad << " is " << file.tokens_[static_cast<size_t>(bad)]
+                               << ", outside the vocabulary of size " << h.vocab_size << " its header gives");
   return file;
 }
 
