@@ -13,21 +13,12 @@
 #include "data/tokenizer.h"
 #include "tensor/error.h"
 #include "temp_dir.h"
+#include "common/expect_input_error.h"
 
 namespace nd {
 namespace {
 
-// `read` throws nd::Error of the input kind whose message holds `needle`.
-template <typename Read>
-void expect_input_error(Read&& read, const std::string& needle) {
-  try {
-    read();
-    ADD_FAILURE() << "no error; expected one holding '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_input()) << "an internal error for a bad file: " << e.what();
-    EXPECT_NE(e.message().find(needle), std::string::npos) << e.message();
-  }
-}
+using nd::testing::expect_input_error;
 
 std::string le32(uint32_t v) {
   std::string out(4, '\0');

@@ -15,22 +15,14 @@
 #include "train/model_config.h"
 #include "train/ckpt/safetensors.h"
 #include "train_fixture.h"
+#include "common/expect_input_error.h"
 
 namespace nd::train {
 namespace {
 
 using testing::TempDir;
 
-template <typename Read>
-void expect_input_error(Read&& read, const std::string& needle) {
-  try {
-    read();
-    ADD_FAILURE() << "no error; expected one holding '" << needle << "'";
-  } catch (const Error& e) {
-    EXPECT_TRUE(e.is_input()) << "an internal error for a bad file: " << e.what();
-    EXPECT_NE(e.message().find(needle), std::string::npos) << e.message();
-  }
-}
+using nd::testing::expect_input_error;
 
 void write_text(const std::string& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
 
