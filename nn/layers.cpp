@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "autograd/checkpoint.h"
-#include "autograd/fusions.h"
 #include "autograd/ops/fp8_gelu_mlp.h"
 #include "autograd/without_forward.h"
 #include "dist/parallel/sequence_parallel.h"
@@ -100,16 +99,15 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_rea
   Variable y;
   if (tp_.splits_tokens()) {
     // The split linears, whose collectives overlap the GEMMs; c_fc with the GELU in its epilogue.
-    Variable g = fusions().gelu_mlp ? dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true)
-                                    : ops::gelu(c_fc_->forward(x));
+    Variable g = dist::gathered_column_linear(x, c_fc_->weight, c_fc_->bias, tp_, true);
     WithoutForward tail(skip);
     y = c_proj_->forward(g);
-  } else if (fusions().gelu_mlp && fusions().fp8_gelu_mlp && c_fc_->fp8() && c_proj_->fp8() && !tp_.active()) {
+  } else if (c_fc_->fp8() && c_proj_->fp8() && !tp_.active()) {
     // Both linears in FP8: the GELU and its gradient inside the FP8 quantises.
     WithoutForward tail(skip);
     y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
                           c_proj_->fp8_scalars());
-  } else if (fusions().gelu_mlp && !c_fc_->fp8() && !c_proj_->fp8()) {
+  } else if (!c_fc_->fp8() && !c_proj_->fp8()) {
     y = fused_forward(x, skip);
   } else {  // each linear in its own precision: the bf16 gelu_mlp would drop an FP8 one's quantising
     Variable g = ops::gelu(c_fc_->forward(x));

@@ -78,14 +78,14 @@ class CausalSelfAttention : public Module {
 class MLP : public Module {
  public:
   MLP(const BlockShape& shape, Generator& gen, Placement at, const dist::TensorParallel& tp = {});
-  // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
-  // c_proj run as one ops::gelu_mlp; off, as ops::linear, ops::gelu and ops::linear. With
+  // x (B, T, C) -> (B, T, C). c_fc, GELU and c_proj run as one ops::gelu_mlp (under sequence
+  // parallelism c_fc's GEMM takes the GELU in its epilogue). With
   // output_read false (a recomputed block's rerun, whose backward needs the graph but no value of
   // the output) c_proj, its collective and the dropout are recorded without their forward
   // (autograd/without_forward.h): the result has no value.
   Variable forward(const Variable& x, Generator& dropout_gen, bool output_read = true) const;
   // c_fc and c_proj in FP8, as CausalSelfAttention's, or one of them (`fc`, `proj`). Both: the
-  // gelu_mlp fusion becomes ops::fp8_gelu_mlp; one: separate linears, each in its own precision.
+  // MLP runs as ops::fp8_gelu_mlp; one: separate linears, each in its own precision.
   void use_fp8(Fp8LinearScaling& scaling, const std::string& prefix, bool fc = true, bool proj = true);
 
  private:

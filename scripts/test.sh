@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh
+# The lab (lab/, nanodist-lab) is built and tested too, so that it keeps compiling.
+NANODIST_CMAKE_ARGS="-DNANODIST_LAB=ON ${NANODIST_CMAKE_ARGS:-}" scripts/build.sh
 if [ "$(id -u)" -eq 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 # Two tests run at once on two cores: one OpenMP thread each avoids oversubscribed spinning.
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}

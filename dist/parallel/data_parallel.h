@@ -18,7 +18,7 @@
 // parameters outside the blocks (embeddings, final LayerNorm) keep staging buffers of their own.
 // 3 (FSDP) also shards the parameters: a rank keeps only its slices of them (param_shard(), which
 // AdamW updates); a block's parameters are all-gathered into one of three pooled full-size buffers
-// (Comm::shared_tensor: peers copy their slices straight into them) just before its forward,
+// (PeerMemory::shared_tensor: peers copy their slices straight into them) just before its forward,
 // prefetching the next two blocks' on the communicator's stream meanwhile, and again before its
 // backward, prefetching the previous two blocks' (the second of each where a buffer is free: a
 // gather launched a block earlier has two blocks' compute to hide behind, and in backward it is
@@ -27,7 +27,7 @@
 // gradients are reduce-scattered as in 2. The parameters outside the blocks stay whole all step
 // (all-gathered from the shard after each update, like ZeRO 1's). A gathered parameter wholly
 // inside this rank's slice reads the shard in place, so the gather leaves this rank's block alone
-// (Comm::all_gather_others_async) but for the pieces of the parameters that cross the slice's
+// (PeerMemory::all_gather_others_async) but for the pieces of the parameters that cross the slice's
 // edges, which the compute stream copies: a copy within the GPU is an SM kernel, which on the
 // comm's stream waits for the GEMMs beside it and slows them (in place, the 6.7B GPT's step is
 // 1.5% faster captured, 3.7% eager: docs/PERFORMANCE.md).
@@ -104,7 +104,7 @@ class DataParallel : public UnitHooks {
 
   size_t bucket_count() const { return buckets_.size(); }
   // ZeRO 2 and 3: whether micro-batches after the first are reduce-scattered straight into the f32
-  // shard (Comm::reduce_scatter_accumulates), with no landing places.
+  // shard (PeerMemory::reduce_scatter_accumulates), with no landing places.
   bool accumulates_in_shard() const { return accumulate_; }
 
  private:
@@ -196,9 +196,9 @@ class DataParallel : public UnitHooks {
   std::vector<Staging> staging_;  // [0, kPooled) pooled for the blocks, then one per other bucket
   std::vector<int> bucket_of_unit_;  // unit -> bucket (-1: none)
   int next_pooled_ = 0;
-  bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (Comm::reduce_scatter_widens)
+  bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (PeerMemory::reduce_scatter_widens)
   // Later micro-batches reduce-scattered straight into the shard, added by the comm
-  // (Comm::reduce_scatter_accumulates): no landing places.
+  // (PeerMemory::reduce_scatter_accumulates): no landing places.
   bool accumulate_ = false;
   // ZeRO 3
   Tensor param_shard_;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "dist/comm/peer_memory.h"
 #include "tensor/env.h"
 
 namespace nd::dist {
@@ -64,12 +65,12 @@ void DataParallel::plan_unit_buckets() {
   // summed in f32 and never rounded to bf16 (no landing place, no pass to add it into the shard).
   widen_ = flat_.param_dtype() == DType::BF16 &&
            (flat_.grad_dtype() == DType::F32 || flat_.grad_dtype() == DType::BF16) && flat_.device().is_cuda() &&
-           comm_.reduce_scatter_widens(ReduceOp::Avg);
+           reduce_scatter_widens(comm_, ReduceOp::Avg);
   // Where the comm also adds a reduce-scatter into the f32 shard, later micro-batches skip the landing
   // place: no write and read back of 1/dp of the block in the gradient dtype per micro-batch (about 1
   // GB a block of the 6.7B GPT at dp 2), no pass on the compute stream, and bf16 gradients' partial
   // sums stay in f32 rather than being rounded to bf16 between micro-batches.
-  accumulate_ = first_into_shard() && comm_.reduce_scatter_accumulates(ReduceOp::Avg, reduced_dtype(), DType::F32);
+  accumulate_ = first_into_shard() && reduce_scatter_accumulates(comm_, ReduceOp::Avg, reduced_dtype(), DType::F32);
   auto make_staging = [&](int64_t length) {
     Staging s;
     s.grads = Tensor::zeros({length}, flat_.param_dtype(), flat_.device());
@@ -89,7 +90,7 @@ void DataParallel::plan_unit_buckets() {
     second_prefetch_ = !env_equals("NANODIST_ZERO3_PREFETCH", "1");
     for (int i = 0; pooled_length > 0 && i < kGathered; ++i) {
       Gathered g;
-      g.params = in_place_ ? comm_.shared_tensor({pooled_length}, flat_.param_dtype())
+      g.params = in_place_ ? shared_tensor(comm_, {pooled_length}, flat_.param_dtype())
                            : Tensor::zeros({pooled_length}, flat_.param_dtype(), flat_.device());
       gathered_.push_back(std::move(g));
     }
@@ -221,7 +222,7 @@ CommWork DataParallel::scatter_into_shard(Bucket& bucket, Staging& s, const Tens
   const int64_t slice = bucket.length / comm_.size();
   Tensor shard = shard_grads_.narrow(bucket.local, slice);
   if (first_into_shard() && !shard_filled_) return comm_.reduce_scatter_async(input, shard, ReduceOp::Avg);
-  if (accumulate_) return comm_.reduce_scatter_accumulate_async(input, shard, ReduceOp::Avg);
+  if (accumulate_) return comm_.peer_memory()->reduce_scatter_accumulate_async(input, shard, ReduceOp::Avg);
   Tensor out = s.landing.narrow(0, slice);
   s.pending = static_cast<int>(&bucket - buckets_.data());
   s.overwrite = !shard_filled_;
@@ -310,8 +311,8 @@ void DataParallel::launch_gather(size_t index, bool required) {
   if (in_place_) {
     // Before the gather, whose stream waits for it; a comm that writes the own block anyway
     // (NCCL, MPI) needs none.
-    if (comm_.shares(g.params)) copy_edge_pieces(index, whole);
-    g.work = comm_.all_gather_others_async(mine, whole);
+    if (shares(comm_, g.params)) copy_edge_pieces(index, whole);
+    g.work = all_gather_others_async(comm_, mine, whole);
   } else {
     g.work = comm_.all_gather_async(mine, whole);
   }
