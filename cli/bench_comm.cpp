@@ -185,6 +185,8 @@ BenchCommSetup bench_comm_setup(const ParsedFlags& flags) {
   if (!setup.matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
   setup.impl = impl;
+  ND_CHECK_INPUT(impl != "compare", "--impl compare is the lab's now: nanodist-lab bench-comm --impl compare (a build "
+                                    "configured with -DNANODIST_LAB=ON)");
   setup.peer_impl = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "push" || impl == "auto";
   ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || setup.peer_impl,
                  "unknown --impl '" << impl << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push or "
