@@ -76,8 +76,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
 inline DType loss_dtype(DType logits_dtype) { return logits_dtype == DType::F64 ? DType::F64 : DType::F32; }
 
 // What a loss's backward will be seeded with, told to the loss at forward time so that the forward
-// can write the logits' gradient while it reads the logits (the cross_entropy_grad fusion,
-// autograd/fusions.h). `seed`: the scalar tensor (shape [], the loss's dtype, loss_dtype, on the
+// can write the logits' gradient while it reads the logits (the loss-gradient fusion). `seed`: the scalar tensor (shape [], the loss's dtype, loss_dtype, on the
 // logits' device) that backward() will be called with, e.g. the trainer's 1 / grad_accum (f32 for a
 // bf16 or f16 model too: 1/3 keeps f32's precision, a scale past f16's 65504 stays finite); the
 // forward reads its value from memory when it runs (no host sync, CUDA-graph safe), so it must hold
@@ -93,7 +92,7 @@ struct LossGradient {
 // for any gradient: seeded with `gradient.seed` itself (the same tensor) it hands the written
 // gradient over and makes no pass over the logits; seeded with anything else it recomputes the
 // gradient from the logits, or, when they were overwritten, rescales it by grad / seed (a seed
-// that was 0 then gives NaN: the gradient is lost). With the fusion off, or when no gradient is
+// that was 0 then gives NaN: the gradient is lost). When no gradient is
 // recorded (grad mode off, logits not requiring grad), this is cross_entropy and the logits stay.
 Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t valid_vocab,
                        const LossGradient& gradient);

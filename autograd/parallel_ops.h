@@ -45,7 +45,7 @@ using RowStatsReduce = std::function<void(Tensor& buffer)>;
 Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targets, int64_t vocab_start,
                                       int64_t vocab_size, const RowStatsReduce& max_over_ranks,
                                       const RowStatsReduce& sum_over_ranks);
-// The same with the cross_entropy_grad fusion (ops::LossGradient, autograd/ops.h): the forward
+// The same with the loss-gradient fusion (ops::LossGradient, autograd/ops.h): the forward
 // also writes the logits' gradient for the announced seed (over the logits on the GPU when
 // gradient.overwrite_logits; the CPU kernel needs its own buffer), and the backward hands it over
 // when seeded with that very tensor, or recomputes it for any other seed.

@@ -13,21 +13,18 @@
 
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
-#include "dist/comm/allreduce_compare.h"
-#include "dist/comm/bench_load.h"
-#include "dist/comm/bench_timing.h"
-#include "dist/comm/comm_model.h"
+#include "dist/comm/bench/auto_choice.h"
+#include "dist/comm/bench/bench_timing.h"
+#include "dist/comm/bench/comm_model.h"
 #include "dist/comm/peer_comm.h"
 #include "dist/comm/world.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
-namespace {
 
 FlagSet bench_comm_flags() {
   FlagSet set("bench-comm",
-              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|push|auto|compare [--timing eager|graph] "
-              "[--fit] "
+              "--op OP --impl native|ring|hierarchical|oneshot|twoshot|peer|push|auto [--timing eager|graph] [--fit] "
               "[flags]   (under mpirun, one rank per GPU or CPU)");
   set.group("collective")
       .add(flag("op", "allreduce",
@@ -35,14 +32,17 @@ FlagSet bench_comm_flags() {
                 "ordered pair of ranks alone: latency at --min-bytes, bandwidth at --max-bytes)"))
       .add(flag("impl", "native",
                 "native (MPI on CPU, NCCL on GPU), ring (ours), hierarchical (our all-reduce inside each node, then "
-                "across nodes; NANODIST_RANKS_PER_NODE=k pretends k ranks per node), or for allreduce over GPU peer "
+                "across nodes; see --ranks-per-node), or for allreduce over GPU peer "
                 "memory: oneshot, twoshot, peer (one-shot up to --one-shot-max-bytes, two-shot above), push (one-shot "
                 "that stores into the peers' memory, flags in the data; up to --push-max-bytes) or auto (push, "
-                "one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory), or compare (allreduce: "
-                "auto and each of its five choices at every size, auto's time over the best choice's per size); "
+                "one-shot, two-shot, ring or NCCL by size; NCCL where there is no peer memory); "
                 "with --op reducescatter or allgather, peer is ours over GPU peer memory moved by the copy engines "
                 "(no SM taken; NCCL where there is no peer memory)"))
       .add(flag("device", "cpu", "cpu or cuda"))
+      .add(flag("ranks-per-node", "0",
+                "--impl hierarchical: count every N consecutive ranks as one node instead of the nodes MPI reports "
+                "(0)",
+                FlagType::Int))
       .add(flag("dtype", "f32", "f32 or bf16"))
       .group("sweep")
       .add(flag("min-bytes", "8", "smallest message (8, 64K, 1M, ...)"))
@@ -55,25 +55,18 @@ FlagSet bench_comm_flags() {
                 "host cost per call shows where it exceeds the GPU's) or graph (GPU: the batch captured in a CUDA "
                 "graph and replayed, so only the GPUs' time is left)"))
       .add(flag("csv", "", "also write the rows to this CSV file (rank 0)"))
-      .add(flag("load", "none",
-                "none, or gemm (GPU, eager timing: a bf16 GEMM of --load-shape runs back to back on another stream "
-                "of the same GPU for the whole timed window; the rows' and fits' impl gets '+gemm')"))
-      .add(flag("load-shape", "8192x8192x8192", "--load gemm: the GEMM's MxNxK"))
       .group("model")
       .add(flag("fit", "false",
                 "fit time = alpha + beta x bytes to the sweep (least squares on relative error), piecewise where one "
                 "line is off by more than 3% RMS (up to 6 size ranges, the cuts chosen by the fit), and print each "
                 "piece's alpha, beta and error",
                 FlagType::Bool))
-      .add(flag("fit-table", "", "with --fit: append the fit to this table (CSV; read by nanodist plan and --impl auto)"))
+      .add(flag("fit-table", "", "with --fit: append the fit to this table (CSV; read by nanodist plan)"))
       .group("peer")
       .add(flag("peer-buffer", "64M", "registered buffer per rank; larger all-reduces go to NCCL"))
       .add(flag("one-shot-max-bytes", "256K", "--impl peer: one-shot up to this size, two-shot above"))
       .add(flag("push-max-bytes", "1M",
                 "largest push all-reduce (each rank registers 4 x ranks x this for it; larger ones go to NCCL)"))
-      .add(flag("peer-table", "",
-                "--impl auto or compare: decide from this table instead of timing the choices at start: a sweep "
-                "saved by --impl compare --csv, or a fit table (--fit-table)"))
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
       .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
@@ -92,6 +85,8 @@ FlagSet bench_comm_flags() {
   return set;
 }
 
+namespace {
+
 // The ops --impl peer runs on the copy engines (dist/comm/peer_copy.h) rather than as an all-reduce.
 bool on_copy_engines(dist::BenchOp op) { return op == dist::BenchOp::ReduceScatter || op == dist::BenchOp::AllGather; }
 
@@ -101,10 +96,10 @@ std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& c
   // Where there is no peer memory the peer impls are the backend's, and their rows say so.
   if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated)) {
     if (on_copy_engines(options.op)) return peer->copy_usable() ? "peer" : "native";
-    return peer->peer_usable() ? dist::peer_mode_name(peer->options().mode) : "native";
+    return peer->peer_usable() ? dist::algorithm_name(peer->options().mode) : "native";
   }
-  if (!options.ring) return "native";
-  if (options.hierarchical) return "hierarchical";
+  if (!options.ring()) return "native";
+  if (options.algorithm == dist::Algorithm::Hierarchical) return "hierarchical";
   const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
   return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
 }
@@ -148,79 +143,62 @@ int run_p2p_matrix_command(dist::Comm& comm, const dist::BenchCommOptions& optio
   return wrong > 0 ? 1 : 0;
 }
 
-// --impl compare: auto against each of its choices, a table of times per size and the ratio of
-// auto to the best (the bar: at most 1.05), the CSV one row per (size, impl).
-int run_compare_command(dist::PeerComm& peer, const dist::BenchCommOptions& options, std::ofstream& csv,
-                        const std::function<void(int64_t)>& on_size) {
-  dist::Comm& comm = peer.inner();
-  const bool printer = comm.rank() == 0;
-  if (printer) {
-    std::printf("# time per call (us); - = the choice cannot run at this size; auto/best = auto's time over the fastest "
-                "choice's\n%14s", "size");
-    for (int i = 0; i < dist::kCompareImpls; ++i) std::printf(" %10s", dist::compare_impl_name(i));
-    std::printf(" %9s %8s %9s %7s\n", "auto ran", "best", "auto/best", "#wrong");
-    std::fflush(stdout);
+// The fits of a sweep, printed (rank 0) and appended to `fit_table` (a CSV) when given.
+void print_fits(const std::vector<dist::BenchCommRow>& rows, const BenchCommSetup& setup, const dist::Comm& comm,
+                const std::string& impl) {
+  ND_CHECK_INPUT(rows.size() >= 2, "--fit needs a sweep of at least two sizes");
+  std::vector<dist::AlphaBetaFit> pieces = dist::fit_rows_piecewise(rows);
+  const dist::AlphaBetaFit line = dist::fit_rows(rows);
+  std::printf("# one line: rms error %.1f%%, max %.1f%%; %zu piece(s), rms error %.1f%%:\n", 100 * line.rms_rel_err,
+              100 * line.max_rel_err, pieces.size(), 100 * dist::CollectiveModel{pieces}.rms_rel_err());
+  for (dist::AlphaBetaFit& piece : pieces) {
+    piece.op = dist::bench_op_name(setup.options.op);
+    piece.impl = impl;
+    piece.nranks = comm.size();
+    std::printf("# fit %lld..%lld B: time = %.3f us + bytes x %.4e us/B (%.1f GB/s algbw), rms error %.1f%%, max "
+                "%.1f%% over %d sizes\n",
+                static_cast<long long>(piece.min_bytes), static_cast<long long>(piece.max_bytes), piece.alpha_us,
+                piece.beta_us_per_byte, piece.beta_us_per_byte > 0 ? 1e-3 / piece.beta_us_per_byte : 0.0,
+                100 * piece.rms_rel_err, 100 * piece.max_rel_err, piece.points);
   }
-  int64_t wrong = 0;
-  double worst = 0;
-  int64_t worst_bytes = 0;
-  dist::run_allreduce_compare(peer, options, [&](const dist::CompareRow& row) {
-    int64_t row_wrong = 0;
-    for (int i = 0; i < dist::kCompareImpls; ++i) row_wrong += row.wrong[i];
-    wrong += row_wrong;
-    if (row.auto_over_best > worst) {
-      worst = row.auto_over_best;
-      worst_bytes = row.bytes;
-    }
-    on_size(row.bytes);
-    if (!printer) return;
-    std::printf("%14lld", static_cast<long long>(row.bytes));
-    for (int i = 0; i < dist::kCompareImpls; ++i) {
-      if (row.time_us[i] < 0) {
-        std::printf(" %10s", "-");
-      } else {
-        std::printf(" %10.2f", row.time_us[i]);
-      }
-    }
-    std::printf(" %9s %8s %9.3f %7lld\n", dist::choice_name(row.auto_choice), dist::compare_impl_name(row.best),
-                row.auto_over_best, static_cast<long long>(row_wrong));
-    std::fflush(stdout);
-    if (csv.is_open())
-      for (int i = 0; i < dist::kCompareImpls; ++i)
-        if (row.time_us[i] >= 0)
-          csv << format_bench_comm_csv_as(row.as_bench_row(i, dtype_name(options.dtype), comm.size()), options, comm,
-                                          dist::compare_impl_name(i))
-              << "\n";
-    if (csv.is_open()) csv << std::flush;
-  });
-  if (printer) {
-    std::printf("# auto/best: at most %.3f (at %lld B); the bar is 1.05: %s\n", worst, static_cast<long long>(worst_bytes),
-                worst <= 1.05 ? "met" : "not met");
-    if (wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
-  }
-  return wrong > 0 ? 1 : 0;
+  if (setup.fit_table.empty()) return;
+  const bool fresh = !std::ifstream(setup.fit_table).good() || std::ifstream(setup.fit_table).peek() == EOF;
+  std::ofstream out(setup.fit_table, std::ios::app);
+  ND_CHECK_INPUT(out.good(), "cannot write --fit-table " << setup.fit_table);
+  if (fresh) out << dist::fit_csv_header() << "\n";
+  for (const dist::AlphaBetaFit& piece : pieces) out << dist::format_fit_csv(piece) << "\n";
 }
 
 int run_bench_comm_command(const ParsedFlags& flags) {
-  dist::BenchCommOptions options;
+  BenchCommSetup setup = bench_comm_setup(flags);
+  std::unique_ptr<dist::Comm> comm = bench_comm_world(setup);
+  return run_bench_comm(setup, *comm);
+}
+
+}  // namespace
+
+BenchCommSetup bench_comm_setup(const ParsedFlags& flags) {
+  BenchCommSetup setup;
+  dist::BenchCommOptions& options = setup.options;
   const std::string op = flags.get_string("op");
-  const bool matrix = op == "p2p-matrix";
-  if (!matrix) options.op = dist::parse_bench_op(op);
+  setup.matrix = op == "p2p-matrix";
+  if (!setup.matrix) options.op = dist::parse_bench_op(op);
   const std::string impl = flags.get_string("impl");
-  const bool compare = impl == "compare";
-  const bool peer =
-      impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "push" || impl == "auto" || compare;
-  ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || peer,
-                 "unknown --impl '" << impl
-                                    << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push, auto or "
-                                       "compare)");
-  const bool copy_engines = impl == "peer" && !matrix && on_copy_engines(options.op);
-  ND_CHECK_INPUT(!peer || copy_engines || (!matrix && options.op == dist::BenchOp::AllReduce),
+  setup.impl = impl;
+  ND_CHECK_INPUT(impl != "compare", "--impl compare is the lab's now: nanodist-lab bench-comm --impl compare (a build "
+                                    "configured with -DNANODIST_LAB=ON)");
+  setup.peer_impl = impl == "oneshot" || impl == "twoshot" || impl == "peer" || impl == "push" || impl == "auto";
+  ND_CHECK_INPUT(impl == "native" || impl == "ring" || impl == "hierarchical" || setup.peer_impl,
+                 "unknown --impl '" << impl << "' (expected native, ring, hierarchical, oneshot, twoshot, peer, push or "
+                                              "auto)");
+  const bool copy_engines = impl == "peer" && !setup.matrix && on_copy_engines(options.op);
+  ND_CHECK_INPUT(!setup.peer_impl || copy_engines || (!setup.matrix && options.op == dist::BenchOp::AllReduce),
                  "--impl " << impl << " is an all-reduce (peer also a reduce-scatter or all-gather): use it with --op "
                            << "allreduce");
-  options.ring = impl == "ring" || impl == "hierarchical";
-  options.hierarchical = impl == "hierarchical";
-  const Device device = parse_device(flags.get_string("device"));
+  if (impl == "ring" || impl == "hierarchical") options.algorithm = dist::parse_algorithm(impl);
+  options.ranks_per_node = static_cast<int>(flags.get_int("ranks-per-node"));
+  ND_CHECK_INPUT(options.ranks_per_node >= 0, "--ranks-per-node must be >= 0, got " << options.ranks_per_node);
+  setup.device = parse_device(flags.get_string("device"));
   options.dtype = parse_dtype(flags.get_string("dtype"));
   options.min_bytes = parse_byte_size(flags.get_string("min-bytes"));
   options.max_bytes = parse_byte_size(flags.get_string("max-bytes"));
@@ -228,7 +206,7 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   options.warmup = static_cast<int>(flags.get_int("warmup"));
   options.iters = static_cast<int>(flags.get_int("iters"));
   options.timing = dist::parse_bench_timing(flags.get_string("timing"));
-  ND_CHECK_INPUT(options.timing == dist::BenchTiming::Eager || device.is_cuda(),
+  ND_CHECK_INPUT(options.timing == dist::BenchTiming::Eager || setup.device.is_cuda(),
                  "--timing graph needs --device cuda (it replays a CUDA graph)");
   options.ring_options.slice_bytes = parse_byte_size(flags.get_string("slice-bytes"));
   const std::string direct = flags.get_string("direct-max-bytes");
@@ -238,97 +216,82 @@ int run_bench_comm_command(const ParsedFlags& flags) {
   ND_CHECK_INPUT(pipe_ctas >= 0 && pipe_ctas <= 64, "--pipe-ctas " << pipe_ctas << " must be from 0 to 64");
   options.ring_options.pipeline = static_cast<int>(pipeline);
   options.ring_options.pipe_ctas = static_cast<int>(pipe_ctas);
-  const double comm_timeout = flags.get_double("comm-timeout"), heartbeat_timeout = flags.get_double("heartbeat-timeout");
-  ND_CHECK_INPUT(comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << comm_timeout);
-  ND_CHECK_INPUT(heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << heartbeat_timeout);
-  const std::string csv_path = flags.get_string("csv");
-  const bool fit = flags.get_bool("fit");
-  const std::string fit_table = flags.get_string("fit-table");
-  ND_CHECK_INPUT(fit || fit_table.empty(), "--fit-table needs --fit");
-  ND_CHECK_INPUT(!(fit && compare), "--fit fits one curve; --impl compare sweeps six (fit each --impl alone)");
-  const std::string load = flags.get_string("load");
-  ND_CHECK_INPUT(load == "none" || load == "gemm", "unknown --load '" << load << "' (expected none or gemm)");
-  const dist::GemmShape load_shape = dist::parse_gemm_shape(flags.get_string("load-shape"));
-  if (load == "gemm") {
-    ND_CHECK_INPUT(device.is_cuda(), "--load gemm needs --device cuda (a GEMM on the GPU beside the collectives)");
-    ND_CHECK_INPUT(options.timing == dist::BenchTiming::Eager, "--load gemm needs --timing eager");
-    ND_CHECK_INPUT(!compare && !matrix, "--load gemm times one collective's sweep (not --impl compare or p2p-matrix)");
-  }
-  dist::PeerOptions peer_options;
-  if (peer) peer_options.mode = compare ? dist::PeerMode::Auto : dist::parse_peer_mode(impl);
-  peer_options.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
-  peer_options.one_shot_max_bytes = parse_byte_size(flags.get_string("one-shot-max-bytes"));
-  peer_options.push_max_bytes = parse_byte_size(flags.get_string("push-max-bytes"));
-  peer_options.table_path = flags.get_string("peer-table");
-  peer_options.ring = options.ring_options;
-  peer_options.auto_timing = options.timing;  // auto decides from times taken as this sweep takes them
-  peer_options.auto_measure_max_bytes = options.max_bytes;  // and measured at every size the sweep reaches
-  // The copy engines take every block of the sweep through the slots training uses (blocks larger
-  // than a slot move in slot-sized pieces).
-  ND_CHECK_INPUT(peer_options.buffer_bytes >= 16 && peer_options.buffer_bytes % 16 == 0,
+  setup.comm_timeout = flags.get_double("comm-timeout");
+  setup.heartbeat_timeout = flags.get_double("heartbeat-timeout");
+  ND_CHECK_INPUT(setup.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << setup.comm_timeout);
+  ND_CHECK_INPUT(setup.heartbeat_timeout >= 0.0,
+                 "--heartbeat-timeout must be >= 0 (0 = off), got " << setup.heartbeat_timeout);
+  setup.csv_path = flags.get_string("csv");
+  setup.fit = flags.get_bool("fit");
+  setup.fit_table = flags.get_string("fit-table");
+  ND_CHECK_INPUT(setup.fit || setup.fit_table.empty(), "--fit-table needs --fit");
+  dist::PeerOptions& peer = setup.peer;
+  if (setup.peer_impl) peer.mode = dist::parse_algorithm(impl);
+  peer.buffer_bytes = parse_byte_size(flags.get_string("peer-buffer"));
+  peer.one_shot_max_bytes = parse_byte_size(flags.get_string("one-shot-max-bytes"));
+  peer.push_max_bytes = parse_byte_size(flags.get_string("push-max-bytes"));
+  peer.ring = options.ring_options;
+  // Auto decides from times taken as this sweep takes them, measured at every size it reaches.
+  peer.decide = dist::auto_decider(options.timing, options.max_bytes);
+  ND_CHECK_INPUT(peer.buffer_bytes >= 16 && peer.buffer_bytes % 16 == 0,
                  "--peer-buffer must be a positive multiple of 16 bytes");
+  return setup;
+}
 
-  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, options.ring || impl == "auto" || compare);
+std::unique_ptr<dist::Comm> bench_comm_world(const BenchCommSetup& setup) {
+  // The ring's transfers (auto times the ring too) take the wider send/recv communicator.
+  return dist::make_world_comm(setup.device,
+                               setup.options.ring() || (setup.peer_impl && setup.peer.mode == dist::Algorithm::Auto));
+}
+
+int run_bench_comm(BenchCommSetup& setup, dist::Comm& comm, dist::BenchLoad* load, const std::string& suffix) {
+  dist::BenchCommOptions& options = setup.options;
+  // Collective: the peer comm registers its buffers with the other ranks (and auto times its choices).
   std::unique_ptr<dist::PeerComm> peer_comm;
-  if (peer) {
-    peer_comm = std::make_unique<dist::PeerComm>(*comm, peer_options);
+  if (setup.peer_impl) {
+    peer_comm = std::make_unique<dist::PeerComm>(comm, setup.peer);
     options.decorated = peer_comm.get();
   }
+  options.load = load;
   // A stuck or vanished peer ends the sweep with one line instead of hanging it; each size is
   // timed on its own.
-  std::unique_ptr<dist::BenchLoad> gemm_load;
-  if (load == "gemm") {
-    gemm_load = dist::make_gemm_load(comm->device(), load_shape);
-    options.load = gemm_load.get();
-  }
-  const std::string suffix = gemm_load ? "+gemm" : "";
-  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, comm_timeout, heartbeat_timeout);
+  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(comm, setup.comm_timeout, setup.heartbeat_timeout);
   std::optional<dist::Watchdog::Scope> watched;
   if (guard) watched.emplace(guard->watchdog().watch("the first size of the sweep"));
-  const bool printer = comm->rank() == 0;
+  const bool printer = comm.rank() == 0;
   std::ofstream csv;
-  if (printer && !csv_path.empty()) {
-    csv.open(csv_path);
-    ND_CHECK_INPUT(csv.good(), "cannot write --csv " << csv_path << " (is its directory there and writable?)");
-    if (!matrix) csv << bench_comm_csv_header() << "\n";
+  if (printer && !setup.csv_path.empty()) {
+    csv.open(setup.csv_path);
+    ND_CHECK_INPUT(csv.good(), "cannot write --csv " << setup.csv_path << " (is its directory there and writable?)");
+    if (!setup.matrix) csv << bench_comm_csv_header() << "\n";
   }
-  if (matrix) {
-    const int status = run_p2p_matrix_command(*comm, options, csv);
+  if (setup.matrix) {
+    const int status = run_p2p_matrix_command(comm, options, csv);
     watched.reset();
     if (guard) guard->finish();
     return status;
   }
+  const std::string impl = impl_name(options, comm) + suffix;
   if (printer) {
     std::printf(
         "# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters, "
         "timing %s\n",
-        dist::bench_op_name(options.op), compare ? "compare" : (impl_name(options, *comm) + suffix).c_str(),
-        comm->size(), comm->backend(), comm->device().str().c_str(), dtype_name(options.dtype), options.warmup,
-        options.iters, dist::bench_timing_name(options.timing));
-    if (gemm_load) std::printf("# load: %s\n", gemm_load->describe().c_str());
+        dist::bench_op_name(options.op), impl.c_str(), comm.size(), comm.backend(), comm.device().str().c_str(),
+        dtype_name(options.dtype), options.warmup, options.iters, dist::bench_timing_name(options.timing));
+    if (load) std::printf("# load: %s\n", load->describe().c_str());
     if (peer_comm && !peer_comm->peer_usable())
       std::printf("# no peer memory (%s): the all-reduce is the backend's\n", peer_comm->unusable_reason().c_str());
-    if (peer_comm && peer_comm->peer_usable() && (impl == "auto" || compare)) {
+    if (peer_comm && peer_comm->peer_usable() && setup.peer.mode == dist::Algorithm::Auto) {
       std::printf("# auto:");
       for (const auto& [largest, choice] : peer_comm->auto_table())
-        std::printf(" %s up to %lld B;", dist::choice_name(choice), static_cast<long long>(largest));
+        std::printf(" %s up to %lld B;", dist::algorithm_name(choice), static_cast<long long>(largest));
       std::printf("\n");
     }
-    if (!compare) std::printf("%s\n", bench_comm_header().c_str());
+    std::printf("%s\n", bench_comm_header().c_str());
     std::fflush(stdout);
   }
-  if (compare) {
-    const int status = run_compare_command(*peer_comm, options, csv, [&](int64_t bytes) {
-      if (!guard) return;
-      watched.reset();
-      watched.emplace(guard->watchdog().watch("the size after " + std::to_string(bytes) + " bytes"));
-    });
-    watched.reset();
-    if (guard) guard->finish();
-    return status;
-  }
   int64_t wrong = 0;
-  std::vector<dist::BenchCommRow> rows = dist::run_bench_comm(*comm, options, [&](const dist::BenchCommRow& row) {
+  std::vector<dist::BenchCommRow> rows = dist::run_bench_comm(comm, options, [&](const dist::BenchCommRow& row) {
     wrong += row.wrong;
     if (guard) {
       watched.reset();
@@ -340,40 +303,15 @@ int run_bench_comm_command(const ParsedFlags& flags) {
       std::printf("# %lld B: the load ended before the timed calls did (%d tries): the time above is partly unloaded\n",
                   static_cast<long long>(row.bytes), dist::kLoadTries);
     std::fflush(stdout);
-    if (csv.is_open())
-      csv << format_bench_comm_csv_as(row, options, *comm, impl_name(options, *comm) + suffix) << "\n" << std::flush;
+    if (csv.is_open()) csv << format_bench_comm_csv_as(row, options, comm, impl) << "\n" << std::flush;
   });
   watched.reset();
   if (guard) guard->finish();
   if (printer && wrong > 0) std::printf("# %lld wrong element(s) over all ranks\n", static_cast<long long>(wrong));
-  if (fit && printer) {
-    ND_CHECK_INPUT(rows.size() >= 2, "--fit needs a sweep of at least two sizes");
-    std::vector<dist::AlphaBetaFit> pieces = dist::fit_rows_piecewise(rows);
-    const dist::AlphaBetaFit line = dist::fit_rows(rows);
-    std::printf("# one line: rms error %.1f%%, max %.1f%%; %zu piece(s), rms error %.1f%%:\n", 100 * line.rms_rel_err,
-                100 * line.max_rel_err, pieces.size(), 100 * dist::CollectiveModel{pieces}.rms_rel_err());
-    for (dist::AlphaBetaFit& piece : pieces) {
-      piece.op = dist::bench_op_name(options.op);
-      piece.impl = impl_name(options, *comm) + suffix;
-      piece.nranks = comm->size();
-      std::printf("# fit %lld..%lld B: time = %.3f us + bytes x %.4e us/B (%.1f GB/s algbw), rms error %.1f%%, max "
-                  "%.1f%% over %d sizes\n",
-                  static_cast<long long>(piece.min_bytes), static_cast<long long>(piece.max_bytes), piece.alpha_us,
-                  piece.beta_us_per_byte, piece.beta_us_per_byte > 0 ? 1e-3 / piece.beta_us_per_byte : 0.0,
-                  100 * piece.rms_rel_err, 100 * piece.max_rel_err, piece.points);
-    }
-    if (!fit_table.empty()) {
-      const bool fresh = !std::ifstream(fit_table).good() || std::ifstream(fit_table).peek() == EOF;
-      std::ofstream out(fit_table, std::ios::app);
-      ND_CHECK_INPUT(out.good(), "cannot write --fit-table " << fit_table);
-      if (fresh) out << dist::fit_csv_header() << "\n";
-      for (const dist::AlphaBetaFit& piece : pieces) out << dist::format_fit_csv(piece) << "\n";
-    }
-  }
+  if (setup.fit && printer) print_fits(rows, setup, comm, impl);
   return wrong > 0 ? 1 : 0;
 }
 
-}  // namespace
 
 int64_t parse_byte_size(const std::string& text) {
   std::string t = text;

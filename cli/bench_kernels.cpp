@@ -15,8 +15,10 @@
 namespace nd::cli {
 namespace {
 
-constexpr double kCopyBytesPerSecond = 4.3e12;  // H200 device copy, read + write (shared/GPU.md)
-constexpr double kGemmFlopsPerSecond = 790e12;  // H200 bf16 GEMM
+// The yardsticks each kernel's rate is printed against: a Hopper GPU's device-to-device copy (read
+// and write) and its bf16 GEMM, as measured on the GPU machine.
+constexpr double kCopyBytesPerSecond = 4.3e12;
+constexpr double kGemmFlopsPerSecond = 790e12;
 
 FlagSet bench_kernels_flags() {
   FlagSet set("bench-kernels", "[flags]   (CUDA builds, one GPU)");

@@ -11,7 +11,7 @@ std::string format_op_table(const train::TrainResult& result) {
   const double step_ms = result.op_timed_ms / steps;
   char line[512];
   std::string out;
-  std::snprintf(line, sizeof(line), "op times (NANODIST_KERNEL_TIMES): mean of %lld steps of %.2f ms (wall)\n",
+  std::snprintf(line, sizeof(line), "op times (--op-times): mean of %lld steps of %.2f ms (wall)\n",
                 static_cast<long long>(result.op_timed_steps), step_ms);
   out += line;
   std::snprintf(line, sizeof(line), "%-52s %7s %10s %7s %14s\n", "op", "calls", "ms/step", "share", "rate");

@@ -1,4 +1,4 @@
-// The op timer's table for `nanodist train` (NANODIST_KERNEL_TIMES=1): per op and shape, the
+// The op timer's table for `nanodist train --op-times`: per op and shape, the
 // device time per step, its share of the step's wall time, and the achieved TFLOP/s or GB/s.
 #pragma once
 #include <string>

@@ -6,9 +6,8 @@
 #include <string>
 
 #include "cli/subcommand.h"
-#include "autograd/fusions.h"
 #include "cli/train_flags.h"
-#include "dist/parallel/comm_plan.h"
+#include "dist/parallel/plan/comm_plan.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -27,23 +26,23 @@ FlagSet plan_flags() {
   if (!train.find("zero")) set.add(flag("zero", "0", "ZeRO stage: 0 (all-reduce), 1, 2 or 3", FlagType::Int));
   set.add(flag("table", "", "alpha-beta fits from bench-comm --fit-table (default: built in, 2 GPUs over NVLink)"));
   set.add(flag("impl", "native",
-                "the table's implementation to time with (native, ring, ...); its idle GPU's fits (rows of "
+                "the table's implementation to time with (native, ring, ...); its idle GPU's fits (rows of the lab's "
                 "bench-comm --load gemm, impl '+gemm', are not used)"));
   set.add(flag("gemm-tflops", "600",
-               "rate of the GEMMs beside overlapped collectives (the compute that hides them); 600 = GPT-2 124M's "
-               "backward linears on an H100",
+               "rate of the GEMMs beside overlapped collectives (the compute that hides them); the default: GPT-2 "
+               "124M's backward linears on one Hopper GPU (docs/benchmarks/)",
                FlagType::Float));
   set.add(flag("norm-backward-ps", "4.17",
                "LayerNorm backward, ps per element of the B x T x C activation: the kernel a data-parallel bucket "
-               "readied by the MLP's or the qkv linear's backward waits for; 4.17 = measured on an H100",
+               "readied by the MLP's or the qkv linear's backward waits for; the default as measured on one Hopper GPU",
                FlagType::Float));
   set.add(flag("add-backward-ps", "1.36",
                "residual add backward, ps per activation element: what a bucket readied by a LayerNorm's backward "
-               "waits for; 1.36 = measured on an H100",
+               "waits for; the default as measured on one Hopper GPU",
                FlagType::Float));
   set.add(flag("backward-tail-us", "200",
                "backward after the last block's GEMMs (ln_1, the embedding's backward): what the buckets of the first "
-               "block hide behind; 200 = measured on an H200",
+               "block hide behind; the default as traced on one Hopper GPU",
                FlagType::Float));
   return set;
 }
@@ -70,7 +69,6 @@ int run_plan_command(const ParsedFlags& flags) {
   s.param_bytes = s.act_bytes;
   s.grad_bytes = c.grad_dtype.empty() ? s.param_bytes : (c.grad_dtype == "f32" ? 4 : 2);
   s.bucket_mb = c.bucket_mb;
-  s.fused_mlp = fusions().gelu_mlp;
   s.gemm_tflops = flags.get_double("gemm-tflops");
   s.backward_tail_us = flags.get_double("backward-tail-us");
   s.norm_backward_ps = flags.get_double("norm-backward-ps");

@@ -68,7 +68,7 @@ int run_train(const ParsedFlags& flags) {
   // also picks this rank's GPU); alone it is a one-rank LocalComm.
   // Training keeps NCCL's default send/recv channels even for --collectives ring: the wider
   // communicator that speeds the ring up in bench-comm takes SMs from the backward kernels the
-  // all-reduce overlaps (GPT-2 124M on 4 H200: ring DDP 93.0% scaling with it, 94.1% without).
+  // all-reduce overlaps (ring DDP scaled measurably worse with it, docs/benchmarks/).
   std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device), /*ring_transfers=*/false);
   if (comm->device().is_cuda()) config.device = comm->device().str();
   train::validate_train_config(config, comm->size());
@@ -80,7 +80,7 @@ int run_train(const ParsedFlags& flags) {
   context.fault_guard = guard.get();
   context.hash_parameters = false;  // the tests' fingerprint: tens of seconds at the end of a large run
   // Collective: where the ranks are, for the header's nodes line.
-  const dist::NodeMap nodes = dist::discover_nodes(*comm);
+  const dist::NodeMap nodes = dist::discover_nodes(*comm, config.ranks_per_node);
   if (comm->rank() == 0) {
     const int dp = config.dp_size(comm->size());
     std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd

@@ -4,7 +4,6 @@
 
 #include "autograd/backward_hook.h"
 #include "autograd/checkpoint.h"
-#include "autograd/fusions.h"
 #include "autograd/without_forward.h"
 
 namespace nd::nn {
@@ -90,7 +89,7 @@ Variable Block::run(const Variable& x, Generator& dropout_gen, bool output_read)
   Variable n2 = ln_2_->forward(h);
   // Unread (the rerun), the block's tail is recorded without its forward: the MLP from c_proj on and
   // the residual add, whose values backward never reads (it needs c_proj's input, not its output).
-  const bool skip_tail = !output_read && fusions().recompute_tail;
+  const bool skip_tail = !output_read;
   Variable m = mlp_->forward(n2, dropout_gen, !skip_tail);
   Variable out;
   {

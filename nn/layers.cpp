@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "autograd/checkpoint.h"
-#include "autograd/fusions.h"
 #include "autograd/ops/fp8_gelu_mlp.h"
 #include "autograd/without_forward.h"
 
@@ -81,17 +80,16 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_rea
   // Unread, everything from c_proj on (its product, bias, collective and the dropout) is recorded
   // without its forward; what comes before it runs as always, for the tensors backward reads.
   const bool skip = !output_read;
-  const bool fused = fusions().gelu_mlp;
   Variable y;
-  if (fused && fusions().fp8_gelu_mlp && c_fc_->fp8() && c_proj_->fp8()) {
+  if (c_fc_->fp8() && c_proj_->fp8()) {
     // Both linears in FP8: the GELU and its gradient inside the FP8 quantises.
     WithoutForward tail(skip);
     y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
                           c_proj_->fp8_scalars());
-  } else if (fused && !c_fc_->fp8() && !c_proj_->fp8() && !c_fc_->gelu_in_epilogue()) {
+  } else if (!c_fc_->fp8() && !c_proj_->fp8() && !c_fc_->gelu_in_epilogue()) {
     y = fused_forward(x, skip);
   } else {  // each linear in its own precision: the bf16 gelu_mlp would drop an FP8 one's quantising
-    Variable g = fused ? c_fc_->forward_gelu(x) : ops::gelu(c_fc_->forward(x));
+    Variable g = c_fc_->forward_gelu(x);
     WithoutForward tail(skip);
     y = c_proj_->forward(g);
   }

@@ -62,9 +62,8 @@ class CausalSelfAttention : public Module {
 class MLP : public Module {
  public:
   MLP(const BlockShape& shape, Generator& gen, Placement at, const LayerBuilder& layers = plain_layers());
-  // x (B, T, C) -> (B, T, C). With the gelu_mlp fusion on (autograd/fusions.h), c_fc, GELU and
-  // c_proj run as one ops::gelu_mlp (ops::fp8_gelu_mlp when both linears are FP8); off, as
-  // ops::linear, ops::gelu and ops::linear; a c_fc with the GELU in its epilogue runs as that.
+  // x (B, T, C) -> (B, T, C). c_fc, GELU and c_proj run as one ops::gelu_mlp (ops::fp8_gelu_mlp
+  // when both linears are FP8); a c_fc with the GELU in its epilogue (sequence parallel) runs as that.
   // With output_read false (a recomputed block's rerun, whose backward needs the graph but no value
   // of the output) c_proj, its collective and the dropout are recorded without their forward
   // (autograd/without_forward.h): the result has no value.

@@ -5,7 +5,7 @@
 # scripts/plot_bandwidth.py. --pipelines "1 2 4" runs the ring once per pipe count (bench-comm
 # --pipeline; 1 = step by step), each into its own CSV (impl ring, ring-p2, ring-p4). --peer
 # "oneshot twoshot peer auto" adds the peer-memory all-reduces (allreduce only); --fit-table FILE
-# appends every curve's alpha-beta fit to FILE (bench-comm --fit), for nanodist plan and auto.
+# appends every curve's alpha-beta fit to FILE (bench-comm --fit), for nanodist plan (and the lab's --peer-table).
 # --ops takes allreduce reducescatter allgather broadcast alltoall sendrecv p2p-matrix.
 #
 # usage: scripts/bandwidth_curve.sh [--out DIR] [--np "2 4"] [--ops "allreduce"] [--dtype f32]

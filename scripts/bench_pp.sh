@@ -7,7 +7,7 @@
 # (--pp-virtual 2), (P - 1) / (3 m + P - 1) for zero-bubble (ZB-H1, F = B = W). Prints the median
 # tokens/s of steps 4..STEPS, the fraction of the ideal 1F1B rate, interleaved/1f1b, zb/1f1b, and
 # the bar: pp 2 1F1B at m = 8 >= 85% of pp 1 x 2 x (1 - 1/9). With
-# --timelines it also records one step of each pp 2 run (NANODIST_PP_TIMELINE, no CUDA graph) and
+# --timelines it also records one step of each pp 2 run (--pp-timeline, no CUDA graph) and
 # draws docs/pp_timeline_<schedule>.png (scripts/plot_pp_timeline.py, m = 8); --timelines-only
 # records and draws them without the throughput runs.
 # --device cpu --tiny: a 4-layer model on the CPU, a smoke test of this script in seconds.
@@ -60,12 +60,12 @@ run_one() {
   local name=$1 np=$2 pp=$3 schedule=$4 m=$5 timeline=${6:-}
   local run="$out/runs/$name" log="$out/logs/$name.log"
   rm -rf "$run"
-  local env=()
-  [[ -n "$timeline" ]] && { mkdir -p "$timeline"; env=(-x "NANODIST_PP_TIMELINE=$timeline"); }
+  local recorded=()
+  [[ -n "$timeline" ]] && { mkdir -p "$timeline"; recorded=(--pp-timeline "$timeline"); }
   local virtual=1
   [[ "$schedule" == interleaved ]] && virtual=2
   # shellcheck disable=SC2086  # $model and $extra hold flag/value pairs
-  if mpirun -np "$np" --bind-to none --oversubscribe "${env[@]}" "$bin" train $model --data "$data" --out "$run" \
+  if mpirun -np "$np" --bind-to none --oversubscribe "$bin" train "${recorded[@]}" $model --data "$data" --out "$run" \
       --pp "$pp" --pp-schedule "$schedule" --pp-virtual "$virtual" --batch-size "$batch" --grad-accum "$m" --max-iters "$steps" \
       --warmup-iters 2 --eval-interval 0 --eval-iters 1 --log-interval 1 --ckpt-interval 0 \
       --comm-timeout "$comm_timeout" $extra >"$log" 2>&1; then

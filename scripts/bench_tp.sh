@@ -15,7 +15,7 @@
 # --device cpu --tiny: a 2-layer model on the CPU, a smoke test of this script in seconds.
 # --only-tp: GPT-2 large and XL only (the issue-28 bars), no 124M comparisons; --no-xl: no XL.
 # --sp-env "A=1;B=2 C=3": GPT-2 large tp 2 (--sp-env-impl, sequence parallel + overlap) once more
-# per ';'-separated environment (e.g. NANODIST_COMM_PRIORITY=normal, NANODIST_TP_GATHER_CHUNKS=1),
+# per ';'-separated environment (e.g. NCCL_ALGO=Ring, NCCL_MIN_NCHANNELS=8),
 # each printed beside the others with its ratio to tp 1.
 #
 # usage: scripts/bench_tp.sh [--steps 40] [--out out/bench_tp] [--bin build/nanodist] [--tp-sizes "1 2"]

@@ -7,7 +7,7 @@
 # shortest time over ranks (the collective's own time, a rank's wait for a late peer excluded),
 # summed; exposed = the compute stream's idle time under collectives in the gaps they end in, of
 # the rank that waits least (the others' extra is waiting for it). --table FITS uses a fit table of
-# `bench-comm --fit-table` (plan reads its idle rows; "+gemm" rows of `--load gemm` load but are
+# `bench-comm --fit-table` (plan reads its idle rows; "+gemm" rows of the lab's `--load gemm` load but are
 # not used), else plan's built-in table; --plan-flags passes more flags to plan (e.g. "--gemm-tflops 700"); --reuse keeps the
 # traces of an earlier run into the same --out (no GPU needed: another table against the same
 # steps). --device cpu --tiny: a 2-layer model on MPI, a smoke test of this script in seconds.

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Every measurement of the collectives work (issue 29) on 2 GPUs in one go, the bars first:
-#   1. `bench-comm --impl compare --timing graph`, 8 B..1 GB: push, one-shot, two-shot, ring, NCCL
+#   1. `nanodist-lab bench-comm --impl compare --timing graph` (the lab build, NANODIST_LAB=ON),
+#      8 B..1 GB: push, one-shot, two-shot, ring, NCCL
 #      and auto (bars: one-shot / push vs NCCL to 256 KB, auto vs the best of its choices);
 #   2. reduce-scatter and all-gather of NCCL and our ring, 8 B..1 GB, with alpha-beta fits (bar:
 #      ring busbw vs NCCL's from 64 MB), and the all-reduce fits of NCCL and the ring for the plan;
 #   3. scripts/check_plan.sh with those fits (bar: plan vs traced dp 2 / tp 2 steps);
 # then, while the elapsed time is under --budget seconds (default 270, so that the whole run stays
-# near 5 minutes on 2 H100/H200), the rest: the same compare with eager timing, NCCL's small
-# all-reduce on the old non-blocking communicators (cause/), the pipelined ring's halves from
+# near 5 minutes on 2 H100/H200), the rest: the same compare with eager timing, the pipelined ring's halves from
 # 16 MB, the other collectives and the point-to-point matrix. Each step's full output goes to
 # OUT/logs/, one line per step to the terminal; writes the CSVs into OUT (docs/bandwidth/ takes
 # them), OUT/fits_2gpu.csv, OUT/plan_vs_measured.tsv, OUT/provenance.txt, OUT/bars.md
@@ -16,10 +16,11 @@
 #
 # usage: scripts/gpu_collectives.sh [--out out/gpu_collectives] [--iters 50] [--warmup 10] [--budget 270]
 #                                   [--skip-curves] [--skip-plan] [--bin build/nanodist] [--device cpu]
+#                                   [--lab-bin build/nanodist-lab]
 set -euo pipefail
 shopt -s nullglob
 cd "$(dirname "$0")/.."
-out=out/gpu_collectives; iters=50; warmup=10; budget=270; curves=1; plan=1; bin=build/nanodist; device=cuda
+out=out/gpu_collectives; iters=50; warmup=10; budget=270; curves=1; plan=1; bin=build/nanodist; device=cuda; lab=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
@@ -29,13 +30,16 @@ while [[ $# -gt 0 ]]; do
     --skip-curves) curves=0; shift ;;
     --skip-plan) plan=0; shift ;;
     --bin) bin=$2; shift 2 ;;
+    --lab-bin) lab=$2; shift 2 ;;
     --device) device=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu_collectives.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
 [[ "$budget" =~ ^[0-9]+$ ]] || { echo "gpu_collectives.sh: --budget must be a number of seconds" >&2; exit 2; }
 [[ -x "$bin" ]] || { echo "gpu_collectives.sh: $bin not found (build first)" >&2; exit 1; }
+lab=${lab:-$(dirname "$bin")/nanodist-lab}
+[[ -x "$lab" ]] || { echo "gpu_collectives.sh: $lab not found (build with NANODIST_LAB=ON)" >&2; exit 1; }
 # Sizes: the largest of most sweeps, of the other collectives' and the pipelined ring's first.
 large=1G; medium=256M; pipe_from=16M; timing=graph; plan_flags=()
 if [[ "$device" == cpu ]]; then
@@ -49,11 +53,10 @@ fi
 [[ "$(id -u)" -ne 0 ]] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # NVLink SHARP off: NCCL and ours on the same links.
 export NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-0}
-export NANODIST_NCCL_NONBLOCKING=0
-mkdir -p "$out/cause" "$out/fits" "$out/logs"
+mkdir -p "$out/fits" "$out/logs"
 fits="$out/fits_2gpu.csv"
 # A rerun into the same folder starts clean: the bars read every CSV there.
-rm -f "$out"/*.csv "$out"/fits/*.csv "$out"/cause/*.csv "$out/plan_vs_measured.tsv" "$out/plan/plan_vs_measured.tsv" \
+rm -f "$out"/*.csv "$out"/fits/*.csv "$out/plan_vs_measured.tsv" "$out/plan/plan_vs_measured.tsv" \
   "$out/bars.md"
 {
   echo "date: $(date -u '+%Y-%m-%d %H:%M UTC')"
@@ -65,14 +68,16 @@ start=$(date +%s)
 status=0
 step=0
 
-# bench NAME ARGS...: one bench-comm run on 2 ranks, its output in OUT/logs/NN-NAME.log.
+# bench NAME ARGS...: one bench-comm run on 2 ranks (the lab's for --impl compare), its output in
+# OUT/logs/NN-NAME.log.
 bench() {
-  local name=$1 t0
+  local name=$1 t0 exe=$bin
   shift
+  [[ " $* " == *" --impl compare "* ]] && exe=$lab
   step=$((step + 1)); t0=$(date +%s)
   local log
   log=$(printf '%s/logs/%02d-%s.log' "$out" "$step" "$name")
-  if mpirun -np 2 --bind-to none --oversubscribe -x NCCL_NVLS_ENABLE -x NANODIST_NCCL_NONBLOCKING "$bin" bench-comm \
+  if mpirun -np 2 --bind-to none --oversubscribe -x NCCL_NVLS_ENABLE "$exe" bench-comm \
       --device "$device" \
       --iters "$iters" --warmup "$warmup" "$@" >"$log" 2>&1; then
     printf '%4d s  %-34s %3d s  ok\n' "$((t0 - start))" "$name" "$(($(date +%s) - t0))"
@@ -120,17 +125,11 @@ if [[ "$plan" == 1 ]]; then
   rm -rf "$out/plan/data"
 fi
 
-# 4. While the budget lasts: eager timing (the host's cost per call included), the non-blocking
-# communicators' host cost, the pipelined ring, the other collectives and the p2p matrix.
+# 4. While the budget lasts: eager timing (the host's cost per call included), the pipelined ring,
+# the other collectives and the p2p matrix.
 if [[ "$timing" != eager ]] && in_budget compare-eager; then
   bench compare-eager --op allreduce --impl compare --timing eager --max-bytes "$large" \
     --csv "$out/allreduce_compare_eager_2gpu_f32.csv"
-fi
-if in_budget cause; then
-  NANODIST_NCCL_NONBLOCKING=1 bench native-nonblocking --op allreduce --impl native --max-bytes 256K \
-    --csv "$out/cause/allreduce_native-nonblocking_2gpu_f32.csv"
-  bench native-blocking --op allreduce --impl native --max-bytes 256K \
-    --csv "$out/cause/allreduce_native-blocking_2gpu_f32.csv"
 fi
 # The pipelined ring (--pipeline P: P pieces round the ring on communicators and streams of their
 # own) for the two halves, from 16 MB: does it close a gap to NCCL that the step-by-step ring leaves?

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The inter-node path measured on one host: the transports two nodes would use, forced where the
 # ranks could otherwise share memory. GPU part: bench-comm all-reduce curves (NCCL, our flat ring,
-# our hierarchical all-reduce with NANODIST_RANKS_PER_NODE=1, i.e. every rank its own "node") and a
+# our hierarchical all-reduce with --ranks-per-node 1, i.e. every rank its own "node") and a
 # short data-parallel GPT-2 124M run, each over NCCL's default path (NVLink) and over its socket
 # transport (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1). CPU part: the same curves with Open MPI's
 # default transports (shared memory) and with its TCP BTL only (--mca pml ob1 --mca btl tcp,self).
@@ -10,7 +10,7 @@
 # usage: scripts/network_path.sh [--part gpu|cpu|all] [--np 2] [--out out/network_path]
 #            [--max-bytes 1G] [--cpu-max-bytes 16M] [--iters 20] [--steps 30] [--ranks-per-node 1]
 #            [--bin build/nanodist]
-# --ranks-per-node K: NANODIST_RANKS_PER_NODE for every run (1: each rank its own "node"; with
+# --ranks-per-node K: passed to every run (1: each rank its own "node"; with
 # --np 4, 2 gives the hierarchical all-reduce its two levels, 2 nodes x 2 ranks).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -50,11 +50,11 @@ curve() {
   [[ $# -gt 0 ]] && shift
   mpi=("$@")
   local csv="$out/csv/${label}.csv" log="$out/logs/${label}.log"
-  # NANODIST_RANKS_PER_NODE=1: every rank its own node, so the hierarchical all-reduce goes across.
+  # --ranks-per-node 1: every rank its own node, so the hierarchical all-reduce goes across.
   [[ "$device" == cpu ]] && mpi+=(--oversubscribe)  # more ranks than cores on a small machine
-  env "${envs[@]}" NANODIST_RANKS_PER_NODE="$per_node" mpirun -np "$np" --bind-to none "${mpi[@]}" \
-    -x NANODIST_RANKS_PER_NODE -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
-    "$bin" bench-comm --op allreduce --impl "$impl" --device "$device" --dtype f32 \
+  env "${envs[@]}" mpirun -np "$np" --bind-to none "${mpi[@]}" \
+    -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE \
+    "$bin" bench-comm --op allreduce --impl "$impl" --device "$device" --dtype f32 --ranks-per-node "$per_node" \
     --min-bytes 8 --max-bytes "$max" --iters "$iters" --warmup 5 --csv "$csv" >"$log" 2>&1 ||
     { echo "$label failed; last lines of $log:"; tail -n 5 "$log"; return 0; }
   note "$label: $(awk -F, 'NR == 2 { t0 = $9 } $5 == 1048576 { m = $11 } NR > 1 { s = $5; b = $11 }
@@ -85,8 +85,9 @@ if [[ "$part" == gpu || "$part" == all ]]; then
     local label=$1 ranks=$2 coll=$3; shift 3
     local run="$out/runs/$label" log="$out/logs/$label.log"
     rm -rf "$run"
-    if env "$@" NANODIST_RANKS_PER_NODE="$per_node" mpirun -np "$ranks" --bind-to none -x NANODIST_RANKS_PER_NODE \
+    if env "$@" mpirun -np "$ranks" --bind-to none \
         -x NCCL_P2P_DISABLE -x NCCL_SHM_DISABLE "$bin" train --config configs/gpt2_124m.conf --data "$data" \
+        --ranks-per-node "$per_node" \
         --out "$run" --batch-size 32 --grad-accum 1 --collectives "$coll" --max-iters "$steps" --warmup-iters 10 \
         --eval-interval 0 --eval-iters 1 --log-interval 1 >"$log" 2>&1; then
       python3 - "$run/metrics.jsonl" "$steps" "$label" ${base_tok:+"$base_tok" "$ranks"} <<'PY' | tee -a "$summary"

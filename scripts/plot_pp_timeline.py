@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Draws a pipeline step's timeline: one row per pipeline rank, a box per pass (forward F, backward
-B, input-gradient Bi, weight-gradient W) from the spans that `nanodist train` writes with
-NANODIST_PP_TIMELINE=DIR (DIR/timeline_rank<R>.json, the last step of each rank). The white gaps
+B, input-gradient Bi, weight-gradient W) from the spans that `nanodist train --pp-timeline DIR`
+writes (DIR/timeline_rank<R>.json, the last step of each rank). The white gaps
 are the bubble and the waits for transfers. Only the ranks of tp rank 0 and dp rank 0 are drawn
 (the first of each pipeline rank found).
 

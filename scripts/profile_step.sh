@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where the time of one training step goes: trains GPT-2 124M (B=32, T=1024, bf16, eager steps) on
-# random tokens for a few steps with the op timer on (NANODIST_KERNEL_TIMES=1, tensor/op_timer.h)
+# random tokens for a few steps with the op timer on (--op-times, tensor/op_timer.h)
 # and prints its table: each op's forward and backward (GEMMs by shape) with the device time per
 # step from CUDA events on the compute stream, its share of the step's wall time, and TFLOP/s for
 # GEMMs and attention or GB/s where the op declares its bytes. --nsys also runs the same training
@@ -44,7 +44,7 @@ train=("$bin" train --config "$config" --data "$data" --batch-size "$batch" --gr
        --warmup-iters 1 --eval-interval 0 --eval-iters 1 --log-interval 1 --cuda-graph false $extra)
 echo "== op timer: ${train[*]} --out $out/run"
 rm -rf "$out/run"
-NANODIST_KERNEL_TIMES=1 "${train[@]}" --out "$out/run" | tee "$out/op_times.log" | sed -n '/^op times/,$p'
+"${train[@]}" --op-times --out "$out/run" | tee "$out/op_times.log" | sed -n '/^op times/,$p'
 
 if [[ "$nsys" == 1 ]]; then
   command -v nsys >/dev/null || die "--nsys: nsys is not on PATH (the op timer table above needs nothing else)"

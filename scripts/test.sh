@@ -5,7 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh
+# The lab (lab/, nanodist-lab) is built and tested too, so that it keeps compiling.
+NANODIST_CMAKE_ARGS="-DNANODIST_LAB=ON ${NANODIST_CMAKE_ARGS:-}" scripts/build.sh
 
 # The script smoke tests run `python3` from PATH, and the plot, export and tokenizer scripts need
 # these modules in it. apt's python3-* packages reach only Debian's own interpreter, which is often

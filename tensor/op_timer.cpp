@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <map>
 
 #if NANODIST_WITH_CUDA
@@ -46,6 +45,7 @@ struct State {
   size_t used = 0;  // pending[0, used) are this round's regions; the rest keep pooled events
   std::map<std::string, Row> totals;
   bool paused = false;
+  bool table = false;  // set_table: the totals are kept
   // The timeline: recording, its origin, the spans recorded [0, trace_used) and pooled ones.
   bool tracing = false;
   int trace_device = -1;
@@ -65,14 +65,7 @@ State& state() {
 thread_local Cost next_cost;
 thread_local bool has_next_cost = false;
 
-// NANODIST_KERNEL_TIMES: the table of op times (the totals).
-bool table_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("NANODIST_KERNEL_TIMES");
-    return v != nullptr && *v != '\0' && std::string(v) != "0";
-  }();
-  return on;
-}
+bool table_enabled() { return state().table; }
 
 double wall_us(const State& s) {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - s.wall_origin).count();
@@ -277,5 +270,7 @@ void reset() {
 }
 
 void pause(bool paused) { state().paused = paused; }
+
+void set_table(bool on) { state().table = on; }
 
 }  // namespace nd::op_timer

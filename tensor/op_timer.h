@@ -1,7 +1,7 @@
-// The op timer (NANODIST_KERNEL_TIMES=1): times named regions of work, each op's forward and
+// The op timer (`nanodist train --op-times`): times named regions of work, each op's forward and
 // backward kernels, on the device that runs them (CUDA events on the compute stream; the wall
 // clock on the CPU, whose kernels are synchronous) and adds them up by name, with the FLOPs or
-// bytes an op declares. Off (the default) a region costs one test of a cached flag.
+// bytes an op declares. Off (the default) a region costs one test of a flag.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -11,9 +11,11 @@
 
 namespace nd::op_timer {
 
-// True when the environment variable NANODIST_KERNEL_TIMES is set to something other than "" or
-// "0" (read once).
+// True while regions are timed: the table is on (set_table) or a trace records (op_trace.h).
 bool enabled();
+// Keeps the totals of collect() from now on (true) or stops (false, the default). Process-wide:
+// the trainer sets it for a run.
+void set_table(bool on);
 
 // What the next region of this thread computes: `detail` names it more precisely than the op
 // (e.g. "768->2304" for a linear), flops and bytes give its rate (0 = not known).

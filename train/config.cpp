@@ -183,6 +183,9 @@ const std::vector<Binding>& train_bindings() {
     b.alias("allreduce");
     b.add("allow-cross-node-tp", &C::allow_cross_node_tp,
           "run a tp group that spans nodes (a warning instead of an error; its all-reduces then cross the network)");
+    b.add("ranks-per-node", &C::ranks_per_node,
+          "count every N consecutive ranks as one node for the grid and --collectives hierarchical, instead of the "
+          "nodes MPI reports (0), to try a multi-node layout on one machine");
     b.add("bucket-mb", &C::bucket_mb, "DDP gradient bucket size in MB (--zero 2 and 3: one bucket per block)");
     b.add("zero", &C::zero,
           "ZeRO stage over the data-parallel ranks: 0 (replicated, all-reduce), 1 (AdamW's m, v and f32 masters "
@@ -218,6 +221,12 @@ const std::vector<Binding>& train_bindings() {
           "every collective on its communicator's stream, per rank, and print each rank's compute, communication, "
           "exposed communication and idle time per step (the CUDA graph is off: the traced steps run eagerly)");
     b.add("trace-steps", &C::trace_steps, "the steps --trace records, FIRST:LAST (1-based, inclusive)");
+    b.add("op-times", &C::op_times,
+          "print a table of the ops' device time per step at the end, per op and shape, with their TFLOP/s or "
+          "GB/s, over every step after the first two (the CUDA graph is off: the steps run eagerly)");
+    b.add("pp-timeline", &C::pp_timeline,
+          "with --pp: write each rank's pipeline passes of the last step (start and end on the device) to "
+          "DIR/timeline_rank<R>.json, for scripts/plot_pp_timeline.py (the CUDA graph is off)");
     b.group("state");
     b.add("resume", &C::resume, "continue from the newest complete checkpoint in --out");
     b.add("ckpt-interval", &C::ckpt_interval,
@@ -320,6 +329,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.heartbeat_timeout >= 0.0, "--heartbeat-timeout must be >= 0 (0 = off), got " << c.heartbeat_timeout);
   ND_CHECK_INPUT(c.layer_stats >= 0, "--layer-stats must be >= 0, got " << c.layer_stats);
   if (!c.trace.empty()) parse_trace_steps(c.trace_steps);
+  ND_CHECK_INPUT(c.ranks_per_node >= 0, "--ranks-per-node must be >= 0 (0 = the nodes MPI reports), got "
+                                            << c.ranks_per_node);
   ND_CHECK_INPUT(c.skip_nonfinite >= 0, "--skip-nonfinite must be >= 0, got " << c.skip_nonfinite);
   ND_CHECK_INPUT(c.ckpt_interval >= -1,
                  "--ckpt-interval must be >= -1 (-1 = at every evaluation, 0 = only at the end), got " << c.ckpt_interval);

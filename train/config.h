@@ -62,13 +62,14 @@ struct TrainConfig {
   bool tp_overlap = true;          // sequence parallelism: chunked collectives overlap the GEMMs
   std::string collectives = "native";  // native | ring | hierarchical | auto (dist::parse_collectives); alias --allreduce
   bool allow_cross_node_tp = false;    // a tp group spanning nodes warns instead of failing
+  int ranks_per_node = 0;             // > 0: every k consecutive ranks count as a node (dist/comm/node_map.h)
   double bucket_mb = 25.0;
   int zero = 0;  // ZeRO stage of the data-parallel engine: 0 (all-reduce), 1, 2 or 3 (dist/parallel/data_parallel.h)
   double max_seconds = 0.0;
   bool fit_schedule = false;  // with max_seconds: steps, warmup and decay fitted to the time
   bool cuda_graph = true;
   // ours | cudnn | auto (train/model_config.h attention_kernel_for). auto, the default: cuDNN's
-  // fused attention wherever it runs (1.7-1.8x our kernel on an H100, docs/PERFORMANCE.md; its
+  // fused attention wherever it runs (measured well ahead of our kernel, docs/benchmarks/; its
   // backward asked for deterministically, and checked repeatable bit for bit on the GPU), ours
   // elsewhere: on the CPU, in f32, at head sizes cuDNN does not take, for dropout under --tp.
   std::string attention = "auto";
@@ -86,6 +87,10 @@ struct TrainConfig {
   // a Chrome-trace timeline of steps trace_steps ("a:b") into this file (train/step_trace.h; "" = off)
   std::string trace;
   std::string trace_steps = "3:4";
+  // the op timer's table (tensor/op_timer.h) at the end: device time per op and shape over the steps after the first two
+  bool op_times = false;
+  // each rank's pipeline passes of a step into this directory (train/pipeline_timeline.h; "" = off)
+  std::string pp_timeline;
   // state
   // ckpt_interval -1: at every evaluation (--eval-interval), so a preempted run can resume.
   // async_save: auto = on for a GPU run (the snapshot is pinned host memory), off on the CPU.

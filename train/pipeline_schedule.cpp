@@ -53,8 +53,9 @@ PipelineSchedule::PipelineSchedule(nn::GPT& model, dist::Comm& pp, PipelineOptio
   }
   in_flight_.resize(static_cast<size_t>(s.virtual_) * s.micro);
   weight_work_.resize(in_flight_.size());
-  if (pipeline_timeline_enabled())
-    timeline_ = std::make_unique<PipelineTimeline>(device, options_.world_rank, rank_, options_.kind, s);
+  if (!options_.timeline_dir.empty())
+    timeline_ = std::make_unique<PipelineTimeline>(options_.timeline_dir, device, options_.world_rank, rank_,
+                                                   options_.kind, s);
 }
 
 void PipelineSchedule::post(size_t slot) {

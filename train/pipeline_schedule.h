@@ -34,7 +34,9 @@ struct PipelineOptions {
   std::vector<int> stage_blocks;
   Shape hidden;  // the hidden state between stages: (B, T, C), or (B / tp, T, C) under sequence parallelism
   DropoutDraws draws;
-  int world_rank = 0;  // names this rank's timeline file (NANODIST_PP_TIMELINE)
+  int world_rank = 0;  // names this rank's timeline file
+  // A directory for each step's timeline of this rank's passes (train/pipeline_timeline.h); "" = none.
+  std::string timeline_dir;
 };
 
 class PipelineSchedule : public Schedule {
@@ -68,7 +70,7 @@ class PipelineSchedule : public Schedule {
   std::vector<Tensor> activations_, gradients_;
   std::vector<InFlight> in_flight_;
   std::vector<ops::WeightGradientQueue> weight_work_;  // [chunk * micro + m]: zero-bubble's W passes
-  std::unique_ptr<PipelineTimeline> timeline_;  // NANODIST_PP_TIMELINE only
+  std::unique_ptr<PipelineTimeline> timeline_;  // with options.timeline_dir only
 };
 
 // The pipeline's evaluation: the mean loss of `model` (this rank's chunks, eval mode) over batches

@@ -17,6 +17,7 @@ PipelineOptions pipeline_options(const TrainConfig& c, const nn::GPTConfig& mode
   options.hidden = pipeline_hidden_shape(c, grid);
   options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
   options.world_rank = grid.world_rank();
+  options.timeline_dir = c.pp_timeline;
   return options;
 }
 

@@ -2,9 +2,9 @@
 #include "train/pipeline_timeline.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <utility>
 
 #include "tensor/error.h"
 #if NANODIST_WITH_CUDA
@@ -16,18 +16,6 @@
 
 namespace nd::train {
 
-namespace {
-const char* timeline_dir() {
-  static const char* dir = [] {
-    const char* v = std::getenv("NANODIST_PP_TIMELINE");
-    return v != nullptr && v[0] != '\0' ? v : nullptr;
-  }();
-  return dir;
-}
-}  // namespace
-
-bool pipeline_timeline_enabled() { return timeline_dir() != nullptr; }
-
 struct PipelineTimeline::Mark {
   std::chrono::steady_clock::time_point wall;
 #if NANODIST_WITH_CUDA
@@ -38,9 +26,9 @@ struct PipelineTimeline::Mark {
 #endif
 };
 
-PipelineTimeline::PipelineTimeline(Device device, int world_rank, int pp_rank, PipelineKind kind,
+PipelineTimeline::PipelineTimeline(std::string dir, Device device, int world_rank, int pp_rank, PipelineKind kind,
                                    const PipelineShape& shape)
-    : device_(device), world_rank_(world_rank), pp_rank_(pp_rank), kind_(kind), shape_(shape) {}
+    : dir_(std::move(dir)), device_(device), world_rank_(world_rank), pp_rank_(pp_rank), kind_(kind), shape_(shape) {}
 
 PipelineTimeline::~PipelineTimeline() = default;
 
@@ -100,9 +88,9 @@ void PipelineTimeline::finish_step() {
          << "}";
   }
   json << "]}\n";
-  const std::string path = std::string(timeline_dir()) + "/timeline_rank" + std::to_string(world_rank_) + ".json";
+  const std::string path = dir_ + "/timeline_rank" + std::to_string(world_rank_) + ".json";
   std::ofstream out(path, std::ios::trunc);
-  ND_CHECK_INPUT(out.good(), "NANODIST_PP_TIMELINE: cannot write " << path);
+  ND_CHECK_INPUT(out.good(), "--pp-timeline: cannot write " << path);
   out << json.str();
 }
 

@@ -1,4 +1,4 @@
-// The pipeline's timeline for the docs and the benchmark (NANODIST_PP_TIMELINE=DIR): each rank
+// The pipeline's timeline for the docs and the benchmark (--pp-timeline DIR): each rank
 // records when each of its passes ran in a step, relative to the step's start (CUDA events on the
 // compute stream on a GPU, the wall clock on the CPU), and writes the last step's spans to
 // DIR/timeline_rank<R>.json; scripts/plot_pp_timeline.py draws them. The gaps between spans are
@@ -14,12 +14,11 @@
 
 namespace nd::train {
 
-// True when NANODIST_PP_TIMELINE names a directory (read once).
-bool pipeline_timeline_enabled();
-
 class PipelineTimeline {
  public:
-  PipelineTimeline(Device device, int world_rank, int pp_rank, PipelineKind kind, const PipelineShape& shape);
+  // Writes DIR/timeline_rank<world_rank>.json at each finish_step().
+  PipelineTimeline(std::string dir, Device device, int world_rank, int pp_rank, PipelineKind kind,
+                   const PipelineShape& shape);
   ~PipelineTimeline();
   PipelineTimeline(const PipelineTimeline&) = delete;
   PipelineTimeline& operator=(const PipelineTimeline&) = delete;
@@ -34,6 +33,7 @@ class PipelineTimeline {
   struct Mark;
   double elapsed_ms(size_t mark) const;
   Mark& mark(size_t index);
+  std::string dir_;
   Device device_;
   int world_rank_, pp_rank_;
   PipelineKind kind_;

@@ -79,8 +79,8 @@ std::string format_scale(double scale) {
 std::string why_no_cuda_graph(const TrainConfig& c) {
   if (!c.cuda_graph) return "--cuda-graph false";
   if (parse_device(c.device).is_cpu()) return "the device is the CPU";
-  if (op_timer::enabled()) return "NANODIST_KERNEL_TIMES times the ops of eager steps";
-  if (c.pp > 1 && pipeline_timeline_enabled()) return "NANODIST_PP_TIMELINE records the pipeline's spans";
+  if (c.op_times) return "--op-times times the ops of eager steps";
+  if (c.pp > 1 && !c.pp_timeline.empty()) return "--pp-timeline records the pipeline's spans";
   if (!c.trace.empty()) return "--trace records the ops of eager steps";
   return "";
 }
@@ -124,6 +124,8 @@ class Trainer {
     grid.pp = c_.pp;
     grid.collectives = dist::parse_collectives(c_.collectives);
     grid.allow_cross_node_tp = c_.allow_cross_node_tp;
+    grid.ranks_per_node = c_.ranks_per_node;
+    if (ctx_.peer_copy_block_bytes > 0) grid.peer.copy_block_bytes = ctx_.peer_copy_block_bytes;
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     if (ctx_.fault_guard) grid_watch_ = ctx_.fault_guard->watch_grid(*grid_);
     for (auto [comm, label] : {std::pair<dist::Comm*, const char*>{&grid_->tp(), "tp"}, {&grid_->dp(), "dp"}})
@@ -429,7 +431,7 @@ class Trainer {
     double seconds = seconds_since(start);
     const int64_t run_step = counters_.step - result.first_step;
     if (run_step >= 2 && run_step <= kTimedSteps + 1) timed_seconds_ += seconds;
-    if (op_timer::enabled()) {
+    if (c_.op_times) {
       result.op_times = op_timer::collect();
       if (run_step <= kOpTimerWarmupSteps) {
         op_timer::reset();
@@ -601,6 +603,17 @@ class Trainer {
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, const RunContext& context) {
+  // --op-times: the op timer keeps its totals for this run only.
+  struct OpTable {
+    explicit OpTable(bool on) : on(on) {
+      if (on) op_timer::reset();
+      op_timer::set_table(on);
+    }
+    ~OpTable() {
+      if (on) op_timer::set_table(false);
+    }
+    bool on;
+  } table(config.op_times);
   Trainer trainer(config, context);
   return trainer.run();
 }

@@ -34,9 +34,12 @@ struct RunContext {
   // Every command that trains (train, ablate, sweep) sets it.
   dist::FaultGuard* fault_guard = nullptr;
   // Whether the result carries params_hash and replicated_params_hash (what tests compare runs
-  // and ranks by). They copy every parameter to the host and hash it byte by byte: together 41 s at
-  // the end of a 6.7B run (zero 3, 2 H200), so the commands that train turn them off.
+  // and ranks by). They copy every parameter to the host and hash it byte by byte, tens of seconds
+  // at the end of a multi-billion-parameter run, so the commands that train turn them off.
   bool hash_parameters = true;
+  // The copy engines' slot size under --collectives peer or auto (dist::PeerOptions::copy_block_bytes;
+  // 0 = its default): tests make it tiny so that small blocks move in many pieces.
+  int64_t peer_copy_block_bytes = 0;
 };
 
 struct TrainResult {
@@ -67,7 +70,7 @@ struct TrainResult {
   // calls made during those steps (none expected: the graph's memory is reserved at capture).
   int64_t cuda_graph_replays = 0;
   int64_t replay_cuda_mallocs = 0;
-  // With NANODIST_KERNEL_TIMES set (tensor/op_timer.h): the op times summed over the timed steps
+  // With --op-times (tensor/op_timer.h): the op times summed over the timed steps
   // (every step after the first two), how many, and their summed wall time.
   std::vector<op_timer::Row> op_times;
   int64_t op_timed_steps = 0;

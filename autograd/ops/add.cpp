@@ -1,9 +1,8 @@
 // ops::add: a + b of one shape (the residual connection). Backward passes the gradient through
-// to both inputs unchanged, so neither the closure nor the node keeps a value. With the residual_grad fusion on
-// (autograd/fusions.h), a first input that is an op output with no gradient yet takes the
-// gradient buffer itself, so only b's copy is written.
+// to both inputs unchanged, so neither the closure nor the node keeps a value. A first input that
+// is an op output with no gradient yet takes the gradient buffer itself (the residual stream), so
+// only b's copy is written.
 #include "autograd/dispatch.h"
-#include "autograd/fusions.h"
 #include "autograd/ops.h"
 #include "autograd/parallel_ops.h"
 #include "autograd/without_forward.h"
@@ -28,7 +27,7 @@ Variable add(const Variable& a, const Variable& b) {
            "add: a " << a.data().str() << " and b " << b.data().str() << " are on different devices");
   auto backward = [](const Tensor& grad_out, std::vector<Variable>& in) {
     // Slots taken in order: for a + a the second one adds to what the first wrote (or took).
-    const bool pass_a = fusions().residual_grad && takes_buffer(in[0]);
+    const bool pass_a = takes_buffer(in[0]);
     if (pass_a) pass_gradient(grad_out, in[0]);
     const GradSlot da = pass_a ? GradSlot() : in[0].grad_slot();
     const GradSlot db = in[1].grad_slot();

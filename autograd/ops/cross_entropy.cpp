@@ -4,10 +4,9 @@
 // the logits from the input, the targets (shared, not copied: do not overwrite them before backward) and the
 // per-row log-sum-exp (N) and the count of counted rows that the forward kernel wrote. A target
 // outside the vocabulary is an nd::Error: at once on the CPU, at check_recorded_token_ids on the GPU.
-// With a LossGradient (the cross_entropy_grad fusion) the forward writes the logits' gradient too,
+// With a LossGradient (the loss-gradient fusion) the forward writes the logits' gradient too,
 // and the backward hands it over when it is seeded with the announced tensor.
 #include "autograd/dispatch.h"
-#include "autograd/fusions.h"
 #include "autograd/ops.h"
 #include "autograd/ops/loss_seed.h"
 #include "autograd/parallel_ops.h"
@@ -75,7 +74,7 @@ Variable cross_entropy(const Variable& logits, const Tensor& targets, int64_t va
                        const LossGradient& gradient) {
   const Tensor& x = logits.data();
   check_loss_seed(gradient.seed, x, "cross_entropy");
-  if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
+  if (!grad_enabled() || !logits.requires_grad())
     return cross_entropy(logits, targets, valid_vocab);
   const CrossEntropyDims d = cross_entropy_dims(x, targets, valid_vocab);
   const bool in_place = gradient.overwrite_logits;

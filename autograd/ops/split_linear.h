@@ -24,14 +24,14 @@ struct SplitCollectives {
   int chunks = 0;
   std::function<Wait(const Tensor& shard, Tensor& whole)> gather;
   std::function<Wait(const Tensor& whole, Tensor& shard)> scatter;
-  // Optional: the reduce-scatter in two halves (dist::Comm::reduce_scatter_send), where halves(shard)
+  // Optional: the reduce-scatter in two halves (dist::PeerMemory::reduce_scatter_send), where halves(shard)
   // says the comm has them for this size (alike on every rank): send(whole, shard) starts moving
   // every block of whole but this rank's, which need not be computed yet, and returns the function
   // that reduces once this rank's block is queued, returning the Wait. The GEMMs of the other
   // ranks' blocks then run first and this rank's own block's hides their transfer.
   std::function<bool(const Tensor& shard)> halves;
   std::function<std::function<Wait()>(const Tensor& whole, Tensor& shard)> send;
-  // Optional: a buffer for a gather's whole (dist::Comm::gather_scratch, which the copy engines
+  // Optional: a buffer for a gather's whole (dist::PeerMemory::gather_scratch, which the copy engines
   // write straight into), else a new tensor; and a gather that may leave this rank's own block of
   // the whole unwritten, for the callers that read their own block from the share (else gather).
   std::function<Tensor(const Shape& shape, DType dtype)> whole;

@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "autograd/dispatch.h"
-#include "autograd/fusions.h"
 #include "autograd/ops.h"
 #include "autograd/ops/loss_seed.h"
 #include "autograd/parallel_ops.h"
@@ -130,7 +129,7 @@ Variable vocab_parallel_cross_entropy(const Variable& logits, const Tensor& targ
                                       int64_t vocab_size, const RowStatsReduce& max_over_ranks,
                                       const RowStatsReduce& sum_over_ranks, const LossGradient& gradient) {
   const Tensor& x = logits.data();
-  if (!fusions().cross_entropy_grad || !grad_enabled() || !logits.requires_grad())
+  if (!grad_enabled() || !logits.requires_grad())
     return vocab_parallel_cross_entropy(logits, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);
   check_loss_seed(gradient.seed, x, "vocab_parallel_cross_entropy");
   VocabCrossEntropyForward f = forward_on_device(x, targets, vocab_start, vocab_size, max_over_ranks, sum_over_ranks);

@@ -2,6 +2,8 @@
 // and CommWork (the one place that turns a comm-stream event into a compute-stream wait).
 #include "dist/comm/comm.h"
 
+#include <string>
+
 #if NANODIST_WITH_CUDA
 #include "tensor/cuda_check.h"
 #include "tensor/cuda_stream.h"
@@ -18,21 +20,36 @@ const char* reduce_op_name(ReduceOp op) {
   return "?";
 }
 
-const char* collective_name(Collective collective) {
-  switch (collective) {
-    case Collective::AllReduce: return "allreduce";
-    case Collective::ReduceScatter: return "reduce_scatter";
-    case Collective::AllGather: return "all_gather";
-    case Collective::Broadcast: return "broadcast";
-    case Collective::RingAllReduce: return "ring_allreduce";
-    case Collective::RingReduceScatter: return "ring_reduce_scatter";
-    case Collective::RingAllGather: return "ring_all_gather";
-    case Collective::AllToAll: return "all_to_all";
-    case Collective::RingBroadcast: return "ring_broadcast";
-    case Collective::RingAllToAll: return "ring_all_to_all";
-    case Collective::PeerAllReduce: return "peer_allreduce";
-    case Collective::PeerReduceScatter: return "peer_reduce_scatter";
-    case Collective::PeerAllGather: return "peer_all_gather";
+Algorithm parse_algorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::Native, Algorithm::Ring, Algorithm::Hierarchical, Algorithm::OneShot,
+                      Algorithm::TwoShot, Algorithm::Push, Algorithm::Peer, Algorithm::Auto})
+    if (name == algorithm_name(a)) return a;
+  ND_FAIL_INPUT("unknown collective algorithm '" << name
+                                                 << "' (expected native, ring, hierarchical, oneshot, twoshot, push, "
+                                                    "peer or auto)");
+}
+
+const char* algorithm_name(Algorithm algorithm) {
+  switch (algorithm) {
+    case Algorithm::Native: return "native";
+    case Algorithm::Ring: return "ring";
+    case Algorithm::Hierarchical: return "hierarchical";
+    case Algorithm::OneShot: return "oneshot";
+    case Algorithm::TwoShot: return "twoshot";
+    case Algorithm::Push: return "push";
+    case Algorithm::Peer: return "peer";
+    case Algorithm::Auto: return "auto";
+  }
+  return "?";
+}
+
+const char* collective_op_name(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::AllReduce: return "allreduce";
+    case CollectiveOp::ReduceScatter: return "reduce_scatter";
+    case CollectiveOp::AllGather: return "all_gather";
+    case CollectiveOp::Broadcast: return "broadcast";
+    case CollectiveOp::AllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -45,21 +62,6 @@ void CommWork::wait() {
   ND_FAIL("a GPU CommWork in a build without CUDA");
 #endif
   event_ = nullptr;
-}
-
-Comm::ScatterTicket Comm::reduce_scatter_send(const Tensor&, const Tensor&, ReduceOp) {
-  ND_FAIL("reduce_scatter_send: this " << backend() << " comm has no two-half reduce-scatter (ask "
-                                       << "reduce_scatter_in_halves first)");
-}
-
-CommWork Comm::reduce_scatter_finish(const ScatterTicket&, const Tensor&, Tensor&, ReduceOp) {
-  ND_FAIL("reduce_scatter_finish: this " << backend() << " comm has no two-half reduce-scatter");
-}
-
-CommWork Comm::reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  ND_FAIL("reduce_scatter_accumulate: this " << backend() << " comm does not add a reduce-scatter into "
-                                             << output.str() << " from " << input.str() << " with "
-                                             << reduce_op_name(op) << " (ask reduce_scatter_accumulates first)");
 }
 
 void Comm::stream_copy(Tensor& dst, const Tensor& src) {
@@ -96,30 +98,27 @@ void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& outpu
   ND_CHECK(input.numel() == 0 || input.raw_data() != output.raw_data(), "all_to_all: input and output overlap");
 }
 
-void Comm::agree_on_layout(Collective collective, const Tensor& buffer, int detail) {
+void Comm::agree_on_layout(CollectiveOp op, Algorithm algorithm, const Tensor& buffer, int detail) {
   if (size() == 1) return;
-  const std::array<int64_t, 4> layout = {static_cast<int64_t>(collective), detail, buffer.numel(),
-                                         static_cast<int64_t>(buffer.dtype())};
+  const std::array<int64_t, 4> layout = {static_cast<int64_t>(op) * 16 + static_cast<int64_t>(algorithm), detail,
+                                         buffer.numel(), static_cast<int64_t>(buffer.dtype())};
   if (agreed_layouts_.count(layout)) return;
   const std::vector<RankRange> range = ranges_over_ranks(*this, {layout.begin(), layout.end()});
   auto same = [&](size_t i) { return range[i].same(); };
-  const char* name = collective_name(collective);
+  const std::string name = algorithm == Algorithm::Native
+                               ? std::string(collective_op_name(op))
+                               : std::string(collective_op_name(op)) + " (" + algorithm_name(algorithm) + ")";
   ND_CHECK(same(0), name << ": ranks call different collectives at this point (this rank " << name << ")");
   ND_CHECK(same(2), name << ": ranks pass different element counts (from " << range[2].min << " to " << range[2].max
                          << "; this rank " << buffer.numel() << ")");
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
-  if (collective == Collective::Broadcast || collective == Collective::RingBroadcast) {
+  if (op == CollectiveOp::Broadcast) {
     ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
-  } else if (collective == Collective::RingAllReduce || collective == Collective::RingReduceScatter ||
-             collective == Collective::RingAllGather) {
+  } else if (algorithm == Algorithm::Ring && op != CollectiveOp::AllToAll) {
     ND_CHECK(same(1), name << ": ranks pass different reduce ops or ring pipelines (this rank "
                            << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", " << detail / 16 % 16
                            << " pipe(s) of " << detail / 256 << " CTAs)");
-  } else if (collective == Collective::PeerAllReduce) {
-    ND_CHECK(same(1), name << ": ranks pass different reduce ops or peer algorithms (this rank "
-                           << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", "
-                           << (detail / 16 == 0 ? "one-shot" : "two-shot") << ")");
-  } else if (collective == Collective::AllToAll || collective == Collective::RingAllToAll) {
+  } else if (op == CollectiveOp::AllToAll || op == CollectiveOp::AllGather) {
     ND_CHECK(same(1), name << ": ranks disagree on the call's detail (this rank " << detail << ")");
   } else {
     ND_CHECK(same(1), name << ": ranks pass different reduce ops (this rank "

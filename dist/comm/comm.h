@@ -26,12 +26,21 @@ inline float reduce_scale(ReduceOp op, int ranks) {
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.
 enum class HostReduce { Sum, Max };
 
+// How a collective is carried out: the backend's own (NCCL on the GPU, MPI on the CPU); ours from
+// send/recv: the ring (dist/comm/ring_comm.h), and the ring in two levels, inside each node then
+// across (dist/comm/hierarchical_comm.h); over GPU peer memory (dist/comm/peer_comm.h): the one-shot,
+// two-shot and push all-reduces, `peer` (one-shot up to a size, two-shot above) and `auto` (by size
+// from a table timed at start).
+enum class Algorithm { Native, Ring, Hierarchical, OneShot, TwoShot, Push, Peer, Auto };
+// native | ring | hierarchical | oneshot | twoshot | push | peer | auto; anything else raises.
+Algorithm parse_algorithm(const std::string& name);
+const char* algorithm_name(Algorithm algorithm);
+
 // The collectives whose layout the ranks agree on (see Comm::agree_on_layout).
-enum class Collective {
-  AllReduce, ReduceScatter, AllGather, Broadcast, RingAllReduce, RingReduceScatter, RingAllGather,
-  AllToAll, RingBroadcast, RingAllToAll, PeerAllReduce, PeerReduceScatter, PeerAllGather
-};
-const char* collective_name(Collective collective);
+enum class CollectiveOp { AllReduce, ReduceScatter, AllGather, Broadcast, AllToAll };
+const char* collective_op_name(CollectiveOp op);
+
+class PeerMemory;
 
 // The ordering contract, the same for every backend and for collectives built on send/recv
 // (the ring). The caller never touches streams:
@@ -103,65 +112,14 @@ class Comm {
   // broadcast.
   virtual CommWork allreduce_async(Tensor& buffer, ReduceOp op) = 0;
   // input (size() * n), output (n): output on rank r = reduction of block r over all ranks. Of
-  // one dtype, or a bf16 input into an f32 output where reduce_scatter_widens(op) says so.
+  // one dtype, or a bf16 input into an f32 output where PeerMemory::reduce_scatter_widens says so.
   virtual CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) = 0;
-  // Whether reduce_scatter_async takes a bf16 input into an f32 output of this device (the same
-  // answer on every rank): the result has the bits of the f32 reduce-scatter of the input widened
-  // first, with half its bytes moved and no widened copy. Where not, a caller widens first.
-  virtual bool reduce_scatter_widens(ReduceOp) { return false; }
-  // reduce_scatter_async that adds its result into `output` instead of overwriting it: output (n,
-  // f32) += the reduction of block rank() over all ranks (input size() * n, f32 or bf16), the sum
-  // over ranks formed and scaled first and added with one rounding, so the bits are those of
-  // reduce-scattering into a temporary and adding that. ZeRO's later micro-batches go straight into
-  // the f32 gradient shard this way, with no landing place beside the staging buffer and no pass to
-  // add it in. reduce_scatter_accumulates says whether this comm takes `in` into `out` with `op`
-  // (the same answer on every rank); only then may a caller use the call, which else fails.
-  virtual bool reduce_scatter_accumulates(ReduceOp, DType /*in*/, DType /*out*/) { return false; }
-  virtual CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op);
   // input (n), output (size() * n): block r of output = input of rank r.
   virtual CommWork all_gather_async(const Tensor& input, Tensor& output) = 0;
-  // all_gather_async for a caller that keeps its own block elsewhere: block rank() of output need
-  // not be written (a backend may write it anyway; PeerComm's copy engines leave it alone, which
-  // saves a copy within the GPU that would take SMs from the GEMMs beside it).
-  virtual CommWork all_gather_others_async(const Tensor& input, Tensor& output) {
-    return all_gather_async(input, output);
-  }
-  // A zeroed tensor on this comm's device that this comm's collectives may write into directly on
-  // every rank. Collective: every rank calls it in the same order with the same shape and dtype.
-  // PeerComm registers it with its peers, so that an all-gather into it (at the same place on
-  // every rank) copies each block straight into place, with no landing slot to copy out of. For
-  // every other backend a plain tensor.
-  virtual Tensor shared_tensor(const Shape& shape, DType dtype) { return Tensor::zeros(shape, dtype, device()); }
-  // Whether `t` is a shared_tensor() this comm's all-gathers copy into in place, leaving the own
-  // block of all_gather_others_async alone (the same answer on every rank); else they write it.
-  virtual bool shares(const Tensor&) const { return false; }
-  // A tensor for an all-gather's output that is read only while the work queued just after the
-  // gather runs (a sequence-parallel linear's gathered input or output gradient). PeerComm hands
-  // out one of a few shared_tensor() buffers that no tensor views any more, so that the copy engines
-  // move each block straight into place; otherwise (and when none is free) a plain tensor. Every
-  // rank calls it in the same order with the same shape and dtype.
-  virtual Tensor gather_scratch(const Shape& shape, DType dtype) { return Tensor::empty(shape, dtype, device()); }
   virtual CommWork broadcast_async(Tensor& buffer, int root) = 0;
   // input (size() * n), output (size() * n), any dtype: block q of output on rank r = block r of
   // input on rank q (the transpose of the blocks over ranks). input and output must not overlap.
   virtual CommWork all_to_all_async(const Tensor& input, Tensor& output) = 0;
-
-  // The reduce-scatter in two halves, where a backend's transfers take no SM (PeerComm's copy
-  // engines) and a caller can compute this rank's own block of `input` while the others move.
-  // reduce_scatter_in_halves says whether the backend has them for an `output` block of this size,
-  // dtype and op (the same answer on every rank); only then may a caller use them:
-  // reduce_scatter_send starts moving every block of `input` but block rank() (ordered after the
-  // compute queued so far, like any collective; block rank() need not be computed yet) and returns
-  // a ticket; reduce_scatter_finish, called next on this comm with the same buffers once block
-  // rank() is queued on the compute stream, reduces into `output` and returns the work. A backend
-  // without them fails both.
-  struct ScatterTicket {
-    int slot = -1;
-  };
-  virtual bool reduce_scatter_in_halves(const Tensor&, ReduceOp) { return false; }
-  virtual ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op);
-  virtual CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
-                                         ReduceOp op);
 
   void allreduce(Tensor& buffer, ReduceOp op) { allreduce_async(buffer, op).wait(); }
   void reduce_scatter(const Tensor& input, Tensor& output, ReduceOp op) {
@@ -189,6 +147,10 @@ class Comm {
   virtual std::string async_error() { return ""; }
   virtual void abort() {}
 
+  // The extra powers of a backend whose GPUs share memory (dist/comm/peer_memory.h), or nullptr:
+  // callers that can use them ask; decorators that replace the collectives (the ring) have none.
+  virtual PeerMemory* peer_memory() { return nullptr; }
+
   // The contract's two halves for a collective built from send/recv: order_after_compute()
   // before its first transfer, record_work() after its last (no-ops on host backends).
   virtual void order_after_compute() {}
@@ -199,8 +161,8 @@ class Comm {
   virtual void stream_copy(Tensor& dst, const Tensor& src);
 
   // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
-  // collective with the same element count (of `buffer`), dtype and `detail` (reduce op, root;
-  // for the ring collectives op + 16 * (pipes + 16 * pipe CTAs), dist/comm/ring_allreduce.cpp).
+  // collective with the same algorithm, element count (of `buffer`), dtype and `detail` (reduce op,
+  // root; for the ring collectives op + 16 * (pipes + 16 * pipe CTAs), dist/comm/ring_allreduce.cpp).
   // The agreement is one small host allreduce, held the first time this rank calls a layout on
   // this comm; later calls with a layout it has already agreed on skip it (nothing per step).
   // Caught, on every rank: a disagreement where every rank is at a layout new to it (ranks with
@@ -210,10 +172,10 @@ class Comm {
   // agreement with the collective, a hang or an MPI error); point-to-point counts on NCCL (MPI
   // reports a short recv); calls in a different order with agreed layouts; buffer contents; a
   // local argument check (device, dtype, shapes) that fails on one rank only: it raises alone.
-  void agree_on_layout(Collective collective, const Tensor& buffer, int detail);
+  void agree_on_layout(CollectiveOp op, Algorithm algorithm, const Tensor& buffer, int detail);
 
  private:
-  std::set<std::array<int64_t, 4>> agreed_layouts_;  // (collective, detail, count, dtype)
+  std::set<std::array<int64_t, 4>> agreed_layouts_;  // (op and algorithm, detail, count, dtype)
 };
 
 // Common argument checks: defined, on the comm's device, dtype one of f32/bf16 (plus i32 and

@@ -37,28 +37,6 @@ class ForwardingComm : public Comm {
   CommWork all_gather_async(const Tensor& input, Tensor& output) override {
     return inner_.all_gather_async(input, output);
   }
-  bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override {
-    return inner_.reduce_scatter_in_halves(output, op);
-  }
-  bool reduce_scatter_widens(ReduceOp op) override { return inner_.reduce_scatter_widens(op); }
-  bool reduce_scatter_accumulates(ReduceOp op, DType in, DType out) override {
-    return inner_.reduce_scatter_accumulates(op, in, out);
-  }
-  CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) override {
-    return inner_.reduce_scatter_accumulate_async(input, output, op);
-  }
-  ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override {
-    return inner_.reduce_scatter_send(input, output, op);
-  }
-  CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
-                                 ReduceOp op) override {
-    return inner_.reduce_scatter_finish(ticket, input, output, op);
-  }
-  // all_gather_others_async is not forwarded: its default is this comm's own all_gather_async, so a
-  // decorator that replaces the all-gather (RingComm) keeps it.
-  Tensor shared_tensor(const Shape& shape, DType dtype) override { return inner_.shared_tensor(shape, dtype); }
-  bool shares(const Tensor& t) const override { return inner_.shares(t); }
-  Tensor gather_scratch(const Shape& shape, DType dtype) override { return inner_.gather_scratch(shape, dtype); }
   CommWork broadcast_async(Tensor& buffer, int root) override { return inner_.broadcast_async(buffer, root); }
   CommWork all_to_all_async(const Tensor& input, Tensor& output) override {
     return inner_.all_to_all_async(input, output);
@@ -74,6 +52,8 @@ class ForwardingComm : public Comm {
   void order_after_compute() override { inner_.order_after_compute(); }
   CommWork record_work() override { return inner_.record_work(); }
   void stream_copy(Tensor& dst, const Tensor& src) override { inner_.stream_copy(dst, src); }
+  // peer_memory() is not forwarded: a decorator that replaces the all-gather or reduce-scatter (the
+  // ring) must not hand out the wrapped comm's variants of them. One that keeps them may.
 
  private:
   std::unique_ptr<Comm> owned_;  // empty when `inner_` is the caller's

@@ -159,7 +159,7 @@ void MpiComm::wait_posted() {
 CommWork MpiComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
   check_reducible(buffer, "allreduce buffer");
-  agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
+  agree_on_layout(CollectiveOp::AllReduce, Algorithm::Native, buffer, static_cast<int>(op));
   int count = mpi_count(buffer.numel(), "allreduce");
   MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), count, mpi_datatype(buffer.dtype()),
                           mpi_reduce_op(op, buffer.dtype()), comm_));
@@ -173,7 +173,7 @@ CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, Redu
   check_reducible(input, "reduce_scatter input");
   ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
            "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
-  agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
+  agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Native, input, static_cast<int>(op));
   int count = mpi_count(output.numel(), "reduce_scatter");
   const size_t bytes = static_cast<size_t>(output.numel()) * dtype_size(output.dtype());
   // In place (ZeRO 1): output is block rank() of input, which MPI forbids; the input is copied.
@@ -194,7 +194,7 @@ CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, output, "all_gather output");
   ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
            "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
-  agree_on_layout(Collective::AllGather, input, 0);
+  agree_on_layout(CollectiveOp::AllGather, Algorithm::Native, input, 0);
   int count = mpi_count(input.numel(), "all_gather");
   MPI_Datatype type = mpi_datatype(input.dtype());
   // In place (ZeRO's gather of parameters): input is block rank() of output, which MPI spells IN_PLACE.
@@ -208,7 +208,7 @@ CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
 CommWork MpiComm::broadcast_async(Tensor& buffer, int root) {
   check_comm_buffer(*this, buffer, "broadcast buffer");
   check_peer(*this, root, "broadcast root");
-  agree_on_layout(Collective::Broadcast, buffer, root);
+  agree_on_layout(CollectiveOp::Broadcast, Algorithm::Native, buffer, root);
   int count = mpi_count(buffer.numel(), "broadcast");
   MPI_CHECK(MPI_Bcast(buffer.raw_data(), count, mpi_datatype(buffer.dtype()), root, comm_));
   return CommWork();
@@ -216,7 +216,7 @@ CommWork MpiComm::broadcast_async(Tensor& buffer, int root) {
 
 CommWork MpiComm::all_to_all_async(const Tensor& input, Tensor& output) {
   check_all_to_all(*this, input, output);
-  agree_on_layout(Collective::AllToAll, input, 0);
+  agree_on_layout(CollectiveOp::AllToAll, Algorithm::Native, input, 0);
   int count = mpi_count(input.numel() / size_, "all_to_all");
   MPI_Datatype type = mpi_datatype(input.dtype());
   MPI_CHECK(MPI_Alltoall(input.raw_data(), count, type, output.raw_data(), count, type, comm_));

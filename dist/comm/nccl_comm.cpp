@@ -5,13 +5,11 @@
 #if NANODIST_WITH_CUDA
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "dist/comm/mpi_check.h"
 #include "dist/comm/nccl_check.h"
 #include "dist/comm/world.h"
 #include "tensor/cuda_stream.h"
-#include "tensor/env.h"
 
 namespace nd::dist {
 
@@ -43,45 +41,17 @@ ncclRedOp_t nccl_op(ReduceOp op) {
 }
 
 // CTAs (channels) of the point-to-point communicator. NCCL spreads one send or recv over
-// p2p channels / nranks of them (more once a channel would carry over 16 MiB), and on 4 H200
-// it picks 32 p2p channels by itself; 64 (its most) doubles the bytes in flight per call: the
-// ring's all-reduce gained 10-20% at 64 MB..4 GB on 4 GPUs, 5-10% on 2.
+// p2p channels / nranks of them (more once a channel would carry over 16 MiB), and by itself it
+// picks fewer than its most; 64 (its most) puts more bytes in flight per call, which speeds the
+// ring's large all-reduces up.
 constexpr int kP2pCtas = 64;
 
-// A non-blocking communicator answers ncclInProgress while a call is still being carried out
-// (set-up, connections); the host polls until it is done and returns the call's real result.
-// A blocking communicator never answers it, so this costs nothing there.
-ncclResult_t settle(ncclComm_t comm, ncclResult_t rc) {
-  while (rc == ncclInProgress) {
-    std::this_thread::yield();
-    ncclResult_t query = ncclCommGetAsyncError(comm, &rc);
-    if (query != ncclSuccess) return query;
-  }
-  return rc;
-}
-
-// The collectives' communicator is blocking. A non-blocking one (config.blocking = 0) hands every
-// ncclGroupEnd, and so every lone collective, to a thread NCCL starts for that call, and the host
-// polls it until the launch is done: tens of microseconds of host time per call, more than a
-// small all-reduce takes on the GPUs, so an eager loop of small collectives ran at the host's
-// pace (bench-comm read 43-48 us for NCCL's 8-byte all-reduce on 2 H100). Fault handling does
-// not need it: the watchdog reads ncclCommGetAsyncError and calls ncclCommAbort from its own
-// thread, both allowed on a blocking communicator, and ends the process after a bounded grace
-// whatever the main thread is doing (dist/parallel/fault_guard.h). NANODIST_NCCL_NONBLOCKING=1 brings the
-// non-blocking communicator back, to measure the difference.
-ncclConfig_t collectives_config() {
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = env_equals("NANODIST_NCCL_NONBLOCKING", "1") ? 0 : 1;
-  return config;
-}
 // The comm stream's priority: the highest the device has, so that when a collective is queued
 // beside a GEMM that fills every SM (tensor parallelism's overlapped all-gathers and
 // reduce-scatters), the block scheduler starts NCCL's CTAs as soon as GEMM blocks retire instead
 // of after the whole GEMM; otherwise the collective's "overlap" waits for the GEMM and comes out
-// exposed after it. NANODIST_COMM_PRIORITY=normal keeps the default priority, to measure the
-// difference.
+// exposed after it.
 int comm_stream_priority() {
-  if (env_equals("NANODIST_COMM_PRIORITY", "normal")) return 0;
   int least = 0, greatest = 0;
   CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
   return greatest;
@@ -118,13 +88,16 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
   ncclUniqueId id;
   if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&id));
   MPI_CHECK(MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, mpi_));
-  ncclConfig_t config = collectives_config();
-  ncclResult_t rc = ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config);
-  NCCL_CHECK(settle(nccl_, rc));
+  // Blocking: a non-blocking communicator hands every launch to a thread of NCCL's and the host
+  // polls it, tens of microseconds of host time per call, more than a small all-reduce takes. The
+  // watchdog reads ncclCommGetAsyncError and calls ncclCommAbort from its own thread, which NCCL
+  // allows on a blocking communicator too (dist/parallel/fault_guard.h).
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 1;
+  NCCL_CHECK(ncclCommInitRankConfig(&nccl_, size_, id, rank_, &config));
   if (wide_p2p) {
-    // Its own communicator (not a split: a split of a non-blocking parent handed back no handle
-    // on NCCL 2.28, and the parent may be non-blocking), blocking, with more CTAs for the ring's
-    // send/recv.
+    // Its own communicator (not a split, so that its CTA count is its own), blocking, with more
+    // CTAs for the ring's send/recv.
     ncclUniqueId wide_id;
     if (rank_ == 0) NCCL_CHECK(ncclGetUniqueId(&wide_id));
     MPI_CHECK(MPI_Bcast(&wide_id, sizeof(wide_id), MPI_BYTE, 0, mpi_));
@@ -151,7 +124,7 @@ NcclComm::~NcclComm() {
   for (cudaEvent_t e : work_events_) cudaEventDestroy(e);
   for (ncclComm_t c : {p2p_ != nccl_ ? p2p_ : nullptr, nccl_}) {
     if (!c) continue;
-    settle(c, ncclCommFinalize(c));
+    ncclCommFinalize(c);
     ncclCommDestroy(c);
   }
   if (compute_done_) cudaEventDestroy(compute_done_);
@@ -165,13 +138,13 @@ NcclComm::~NcclComm() {
 void NcclComm::send(const Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "send buffer");
   check_peer(*this, peer, "send");
-  NCCL_CHECK(settle(p2p_, ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
+  NCCL_CHECK(ncclSend(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
 }
 
 void NcclComm::recv(Tensor& buffer, int peer) {
   check_comm_buffer(*this, buffer, "recv buffer");
   check_peer(*this, peer, "recv");
-  NCCL_CHECK(settle(p2p_, ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_)));
+  NCCL_CHECK(ncclRecv(buffer.raw_data(), byte_count(buffer), ncclUint8, peer, p2p_, stream_));
 }
 
 void NcclComm::group_start() {
@@ -182,18 +155,15 @@ void NcclComm::group_start() {
 void NcclComm::post_group() {
   ND_CHECK(group_depth_ > 0, "group end without a group start");
   --group_depth_;
-  ncclResult_t rc = ncclGroupEnd();
-  if (rc == ncclInProgress) rc = settle(p2p_, settle(nccl_, rc));
-  NCCL_CHECK(rc);
+  NCCL_CHECK(ncclGroupEnd());
 }
 
 CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
   ncclDataType_t type = nccl_reduce_type(buffer.dtype());
-  agree_on_layout(Collective::AllReduce, buffer, static_cast<int>(op));
+  agree_on_layout(CollectiveOp::AllReduce, Algorithm::Native, buffer, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(settle(
-      nccl_, ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_)));
+  NCCL_CHECK(ncclAllReduce(buffer.raw_data(), buffer.raw_data(), buffer.numel(), type, nccl_op(op), nccl_, stream_));
   return record_work();
 }
 
@@ -203,10 +173,10 @@ CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
   ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
            "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
   ncclDataType_t type = nccl_reduce_type(input.dtype());
-  agree_on_layout(Collective::ReduceScatter, input, static_cast<int>(op));
+  agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Native, input, static_cast<int>(op));
   order_after_compute();
-  NCCL_CHECK(settle(nccl_, ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op),
-                                             nccl_, stream_)));
+  NCCL_CHECK(ncclReduceScatter(input.raw_data(), output.raw_data(), output.numel(), type, nccl_op(op),
+                                             nccl_, stream_));
   return record_work();
 }
 
@@ -215,26 +185,25 @@ CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
   check_comm_buffer(*this, output, "all_gather output");
   ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
            "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
-  agree_on_layout(Collective::AllGather, input, 0);
+  agree_on_layout(CollectiveOp::AllGather, Algorithm::Native, input, 0);
   order_after_compute();
   NCCL_CHECK(
-      settle(nccl_, ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_)));
+      ncclAllGather(input.raw_data(), output.raw_data(), byte_count(input), ncclUint8, nccl_, stream_));
   return record_work();
 }
 
 CommWork NcclComm::broadcast_async(Tensor& buffer, int root) {
   check_comm_buffer(*this, buffer, "broadcast buffer");
   check_peer(*this, root, "broadcast root");
-  agree_on_layout(Collective::Broadcast, buffer, root);
+  agree_on_layout(CollectiveOp::Broadcast, Algorithm::Native, buffer, root);
   order_after_compute();
-  NCCL_CHECK(settle(
-      nccl_, ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_)));
+  NCCL_CHECK(ncclBroadcast(buffer.raw_data(), buffer.raw_data(), byte_count(buffer), ncclUint8, root, nccl_, stream_));
   return record_work();
 }
 
 CommWork NcclComm::all_to_all_async(const Tensor& input, Tensor& output) {
   check_all_to_all(*this, input, output);
-  agree_on_layout(Collective::AllToAll, input, 0);
+  agree_on_layout(CollectiveOp::AllToAll, Algorithm::Native, input, 0);
   order_after_compute();
   const size_t block = byte_count(input) / size_;
   auto* in = static_cast<const char*>(input.raw_data());
@@ -244,10 +213,10 @@ CommWork NcclComm::all_to_all_async(const Tensor& input, Tensor& output) {
     NCCL_CHECK(ncclGroupStart());
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
-      NCCL_CHECK(settle(nccl_, ncclSend(in + q * block, block, ncclUint8, q, nccl_, stream_)));
-      NCCL_CHECK(settle(nccl_, ncclRecv(out + q * block, block, ncclUint8, q, nccl_, stream_)));
+      NCCL_CHECK(ncclSend(in + q * block, block, ncclUint8, q, nccl_, stream_));
+      NCCL_CHECK(ncclRecv(out + q * block, block, ncclUint8, q, nccl_, stream_));
     }
-    NCCL_CHECK(settle(nccl_, ncclGroupEnd()));
+    NCCL_CHECK(ncclGroupEnd());
   }
   return record_work();
 }

@@ -1,11 +1,9 @@
-// NodeMap: the pretend layout from NANODIST_RANKS_PER_NODE or the real one from MPI's shared-memory
-// split, exchanged so every rank holds the whole map; and the sentences the grid and the header use.
+// NodeMap: the layout of consecutive ranks asked for, or the real one from MPI's shared-memory split, exchanged so every rank holds the whole map; and the sentences the grid and the header use.
 #include "dist/comm/node_map.h"
 
 #include <mpi.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <sstream>
 
@@ -14,17 +12,6 @@
 namespace nd::dist {
 
 namespace {
-
-// NANODIST_RANKS_PER_NODE as a positive count, 0 when unset; anything else raises.
-int pretend_ranks_per_node() {
-  const char* text = std::getenv("NANODIST_RANKS_PER_NODE");
-  if (text == nullptr || *text == '\0') return 0;
-  char* end = nullptr;
-  long value = std::strtol(text, &end, 10);
-  ND_CHECK_INPUT(*end == '\0' && value >= 1 && value <= 1 << 20,
-                 "NANODIST_RANKS_PER_NODE must be a positive rank count, got '" << text << "'");
-  return static_cast<int>(value);
-}
 
 // The lowest MPI_COMM_WORLD rank on this process's node (the same number on every rank of a
 // node), from the shared-memory split; -1 until remember_node() ran.
@@ -71,15 +58,15 @@ NodeMap nodes_of_consecutive_ranks(int world_size, int k) {
   return map;
 }
 
-NodeMap discover_nodes(Comm& world) {
+NodeMap discover_nodes(Comm& world, int ranks_per_node) {
   const int n = world.size();
-  const int pretend = pretend_ranks_per_node();
+  ND_CHECK_INPUT(ranks_per_node >= 0, "ranks per node must be >= 0 (0 = the nodes MPI reports), got " << ranks_per_node);
   if (n == 1) return nodes_of_consecutive_ranks(1, 1);
-  // Every rank must take the same branch (the split below is collective): agree on the variable.
-  const RankRange range = ranges_over_ranks(world, {pretend}).front();
-  ND_CHECK_INPUT(range.same(), "ranks see different NANODIST_RANKS_PER_NODE (from "
-                                   << range.min << " to " << range.max << "; 0 = unset); export it to every rank");
-  if (pretend > 0) return nodes_of_consecutive_ranks(n, pretend);
+  // Every rank must take the same branch (the exchange below is collective): agree on the count.
+  const RankRange range = ranges_over_ranks(world, {ranks_per_node}).front();
+  ND_CHECK_INPUT(range.same(), "ranks pass different --ranks-per-node (from " << range.min << " to " << range.max
+                                                                              << "; 0 = the nodes MPI reports)");
+  if (ranks_per_node > 0) return nodes_of_consecutive_ranks(n, ranks_per_node);
 
   // Each rank writes its node's key into its own slot; the sum fills in everyone's. Any comm
   // works (a split of the world too): the keys were taken when the world was made.

@@ -1,7 +1,7 @@
 // Which node each rank of the world runs on, so the grid keeps tensor-parallel groups inside a node
 // and the hierarchical all-reduce knows its two levels. The nodes come from the MPI library (a
-// shared-memory split of the world), so mpirun, srun and any other launcher agree;
-// NANODIST_RANKS_PER_NODE=k pretends every k consecutive ranks form a node (tests on one machine).
+// shared-memory split of the world), so mpirun, srun and any other launcher agree; or every k
+// consecutive ranks count as a node (--ranks-per-node k: a multi-node layout tried on one machine).
 #pragma once
 #include <string>
 #include <vector>
@@ -29,10 +29,10 @@ NodeMap nodes_of_consecutive_ranks(int world_size, int k);
 void remember_node();
 
 // Collective over `world`, any comm whose ranks all ran remember_node() (the world of
-// make_world_comm, or a split of it): NANODIST_RANKS_PER_NODE when set (every rank must set the
-// same; checked), else the nodes remember_node() found, numbered in order of their first rank in
-// `world`. A comm of one rank is one node. Indexed by rank in `world`.
-NodeMap discover_nodes(Comm& world);
+// make_world_comm, or a split of it): with ranks_per_node > 0 every that many consecutive ranks
+// (every rank must pass the same; checked), else the nodes remember_node() found, numbered in order
+// of their first rank in `world`. A comm of one rank is one node. Indexed by rank in `world`.
+NodeMap discover_nodes(Comm& world, int ranks_per_node = 0);
 
 // "" when every tensor-parallel group (tp consecutive ranks of the grid) lies inside one node; else
 // a sentence naming the first group that crosses, the tp size and the node shape.

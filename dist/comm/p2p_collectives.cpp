@@ -30,7 +30,7 @@ CommWork chain_broadcast_async(Comm& comm, Tensor& buffer, int root, const RingO
   check_peer(comm, root, "broadcast root");
   const int n = comm.size(), r = comm.rank();
   if (n == 1) return CommWork();
-  if (options.check_sizes) comm.agree_on_layout(Collective::RingBroadcast, buffer, root);
+  if (options.check_sizes) comm.agree_on_layout(CollectiveOp::Broadcast, Algorithm::Ring, buffer, root);
   Tensor flat = buffer.view({-1});
   const int64_t count = flat.numel();
   comm.order_after_compute();
@@ -76,7 +76,7 @@ CommWork chain_broadcast_async(Comm& comm, Tensor& buffer, int root, const RingO
 CommWork pairwise_all_to_all_async(Comm& comm, const Tensor& input, Tensor& output, const RingOptions& options) {
   check_all_to_all(comm, input, output);
   const int n = comm.size(), r = comm.rank();
-  if (options.check_sizes && n > 1) comm.agree_on_layout(Collective::RingAllToAll, input, 0);
+  if (options.check_sizes && n > 1) comm.agree_on_layout(CollectiveOp::AllToAll, Algorithm::Ring, input, 0);
   const int64_t block = input.numel() / n;
   const Tensor in = input.view({-1});
   Tensor out = output.view({-1});

@@ -22,7 +22,7 @@ CommWork chain_broadcast_async(Comm& comm, Tensor& buffer, int root, const RingO
 CommWork pairwise_all_to_all_async(Comm& comm, const Tensor& input, Tensor& output, const RingOptions& options = {});
 
 // The number of slices chain_broadcast_async cuts a buffer of `bytes` into on `comm`'s device
-// (1 for a direct send); the cost model (dist/comm/comm_model.h) counts its steps from it.
+// (1 for a direct send); the cost model (dist/comm/bench/comm_model.h) counts its steps from it.
 int64_t chain_broadcast_slices(const Comm& comm, int64_t bytes, const RingOptions& options = {});
 
 }  // namespace nd::dist

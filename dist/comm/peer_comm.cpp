@@ -1,6 +1,6 @@
 // PeerComm (peer_comm.h): agreeing on peer access, registering and exchanging the buffers through
-// CUDA IPC handles over the host channel, the choice by size (fixed, or auto from a measured or
-// fitted table), and the launch: one kernel on the comm's stream (it copies the input in itself).
+// CUDA IPC handles over the host channel, the choice by size (fixed, or auto from the table
+// PeerOptions::decide made), and the launch: one kernel on the comm's stream (it copies the input in itself).
 #include "dist/comm/peer_comm.h"
 
 #include <unistd.h>
@@ -14,7 +14,6 @@
 #include "dist/comm/peer_ipc.h"
 #include "dist/comm/ring_comm.h"
 #include "dist/comm/tracing_comm.h"
-#include "tensor/env.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 
@@ -26,39 +25,8 @@
 
 namespace nd::dist {
 
-PeerMode parse_peer_mode(const std::string& name) {
-  if (name == "oneshot") return PeerMode::OneShot;
-  if (name == "twoshot") return PeerMode::TwoShot;
-  if (name == "peer") return PeerMode::Peer;
-  if (name == "auto") return PeerMode::Auto;
-  if (name == "push") return PeerMode::Push;
-  ND_FAIL_INPUT("unknown peer all-reduce mode '" << name << "' (expected oneshot, twoshot, peer, auto or push)");
-}
-
-const char* peer_mode_name(PeerMode mode) {
-  switch (mode) {
-    case PeerMode::OneShot: return "oneshot";
-    case PeerMode::TwoShot: return "twoshot";
-    case PeerMode::Peer: return "peer";
-    case PeerMode::Auto: return "auto";
-    case PeerMode::Push: return "push";
-  }
-  return "?";
-}
-
-const char* choice_name(AllReduceChoice choice) {
-  switch (choice) {
-    case AllReduceChoice::OneShot: return "oneshot";
-    case AllReduceChoice::TwoShot: return "twoshot";
-    case AllReduceChoice::Ring: return "ring";
-    case AllReduceChoice::Native: return "native";
-    case AllReduceChoice::Push: return "push";
-  }
-  return "?";
-}
-
-bool is_peer_choice(AllReduceChoice choice) {
-  return choice == AllReduceChoice::OneShot || choice == AllReduceChoice::TwoShot || choice == AllReduceChoice::Push;
+bool is_peer_choice(Algorithm algorithm) {
+  return algorithm == Algorithm::OneShot || algorithm == Algorithm::TwoShot || algorithm == Algorithm::Push;
 }
 
 namespace {
@@ -124,6 +92,9 @@ PeerComm::~PeerComm() {
 }
 
 void PeerComm::set_up() {
+  ND_CHECK(is_peer_choice(options_.mode) || options_.mode == Algorithm::Peer || options_.mode == Algorithm::Auto,
+           "peer all-reduce: the mode must be oneshot, twoshot, peer, push or auto, not "
+               << algorithm_name(options_.mode));
   ND_CHECK(options_.buffer_bytes >= 16 && options_.buffer_bytes % 16 == 0,
            "peer all-reduce: the buffer (" << options_.buffer_bytes << " bytes) must be a positive multiple of 16");
   ND_CHECK(options_.push_max_bytes >= 0, "peer all-reduce: push_max_bytes must be >= 0, got " << options_.push_max_bytes);
@@ -209,19 +180,11 @@ void PeerComm::set_up() {
   registration_ = std::move(reg);
   unusable_reason_.clear();
   copy_unusable_reason_ = "off (copy_block_bytes 0)";
-  // NANODIST_PEER_COPY_SLOT_BYTES overrides the slot size: larger pieces for ZeRO's blocks (fewer
-  // flags a block), or tiny ones that make a test's small blocks move in many pieces.
-  if (const char* env = std::getenv("NANODIST_PEER_COPY_SLOT_BYTES")) {
-    const int64_t bytes = std::atoll(env);
-    ND_CHECK_INPUT(bytes >= 256 && bytes <= (int64_t{1} << 30) && bytes % 256 == 0,
-                   "NANODIST_PEER_COPY_SLOT_BYTES must be a multiple of 256 from 256 to 2^30, got '" << env << "'");
-    options_.copy_block_bytes = bytes;
-  }
   if (options_.copy_block_bytes > 0)
     copy_ = PeerCopy::create(inner_, registration_->device, registration_->stream, options_.copy_block_bytes,
                              &copy_unusable_reason_);
   if (copy_) copy_unusable_reason_.clear();
-  if (options_.mode == PeerMode::Auto) build_auto_table();
+  if (options_.mode == Algorithm::Auto && options_.decide) auto_table_ = options_.decide(*this);
 #endif
 }
 
@@ -242,43 +205,40 @@ bool PeerComm::peer_fits(const Tensor& buffer, ReduceOp op) const {
   return (reinterpret_cast<uintptr_t>(buffer.raw_data()) & 15) == 0;
 }
 
-AllReduceChoice PeerComm::choice(int64_t bytes) const {
+Algorithm PeerComm::choice(int64_t bytes) const {
   switch (options_.mode) {
-    case PeerMode::OneShot: return AllReduceChoice::OneShot;
-    case PeerMode::TwoShot: return AllReduceChoice::TwoShot;
-    case PeerMode::Peer: return bytes <= options_.one_shot_max_bytes ? AllReduceChoice::OneShot : AllReduceChoice::TwoShot;
-    case PeerMode::Push: return AllReduceChoice::Push;
-    case PeerMode::Auto: break;
+    case Algorithm::Peer: return bytes <= options_.one_shot_max_bytes ? Algorithm::OneShot : Algorithm::TwoShot;
+    case Algorithm::Auto: break;
+    default: return options_.mode;  // oneshot, twoshot or push (set_up checked)
   }
   for (const auto& [largest, c] : auto_table_)
     if (bytes <= largest) return c;
-  return auto_table_.empty() ? AllReduceChoice::Native : auto_table_.back().second;
+  return auto_table_.empty() ? Algorithm::Native : auto_table_.back().second;
 }
 
-int64_t PeerComm::largest_bytes(AllReduceChoice choice) const {
-  if (choice == AllReduceChoice::Push) return push_bytes(options_);
+int64_t PeerComm::largest_bytes(Algorithm choice) const {
+  if (choice == Algorithm::Push) return push_bytes(options_);
   return is_peer_choice(choice) ? options_.buffer_bytes : std::numeric_limits<int64_t>::max();
 }
 
 CommWork PeerComm::allreduce_async(Tensor& buffer, ReduceOp op) {
   check_comm_buffer(*this, buffer, "allreduce buffer");
-  if (options_.mode == PeerMode::Auto && op != ReduceOp::Max)
+  if (options_.mode == Algorithm::Auto && op != ReduceOp::Max)
     return allreduce_with(choice(static_cast<int64_t>(buffer.nbytes())), buffer, op);
   if (!peer_fits(buffer, op)) return inner_.allreduce_async(buffer, op);
   return allreduce_with(choice(static_cast<int64_t>(buffer.nbytes())), buffer, op);
 }
 
-CommWork PeerComm::allreduce_with(AllReduceChoice choice, Tensor& buffer, ReduceOp op) {
-  if (choice == AllReduceChoice::Ring) return ring_->allreduce_async(buffer, op);
-  if (choice == AllReduceChoice::Native || !peer_fits(buffer, op) ||
-      static_cast<int64_t>(buffer.nbytes()) > largest_bytes(choice))
+CommWork PeerComm::allreduce_with(Algorithm choice, Tensor& buffer, ReduceOp op) {
+  if (choice == Algorithm::Ring) return ring_->allreduce_async(buffer, op);
+  if (!is_peer_choice(choice) || !peer_fits(buffer, op) || static_cast<int64_t>(buffer.nbytes()) > largest_bytes(choice))
     return inner_.allreduce_async(buffer, op);
 #if NANODIST_WITH_CUDA
   check_comm_buffer(*this, buffer, "allreduce buffer");
-  const cuda::PeerAlgo algo = choice == AllReduceChoice::OneShot   ? cuda::PeerAlgo::OneShot
-                              : choice == AllReduceChoice::TwoShot ? cuda::PeerAlgo::TwoShot
-                                                                   : cuda::PeerAlgo::Push;
-  inner_.agree_on_layout(Collective::PeerAllReduce, buffer, static_cast<int>(op) + 16 * static_cast<int>(algo));
+  const cuda::PeerAlgo algo = choice == Algorithm::OneShot   ? cuda::PeerAlgo::OneShot
+                              : choice == Algorithm::TwoShot ? cuda::PeerAlgo::TwoShot
+                                                             : cuda::PeerAlgo::Push;
+  inner_.agree_on_layout(CollectiveOp::AllReduce, choice, buffer, static_cast<int>(op));
   return on_track("allreduce", static_cast<int64_t>(buffer.nbytes()), [&] {
     Registration& reg = *registration_;
     if (buffer.numel() > 0) {
@@ -304,15 +264,11 @@ bool PeerComm::reduce_scatter_in_halves(const Tensor& output, ReduceOp op) {
   return copy_reduces(output, op) && copy_->fits(output);
 }
 
-bool PeerComm::reduce_scatter_widens(ReduceOp op) {
-  // Read each time: a test turns it off and on.
-  return copy_ && op != ReduceOp::Max && !env_equals("NANODIST_PEER_COPY_WIDEN", "0");
-}
+bool PeerComm::reduce_scatter_widens(ReduceOp op) { return copy_ && op != ReduceOp::Max; }
 
 bool PeerComm::reduce_scatter_accumulates(ReduceOp op, DType in, DType out) {
   if (!copy_ || op == ReduceOp::Max || out != DType::F32) return false;
-  if (in != DType::F32 && !(in == DType::BF16 && reduce_scatter_widens(op))) return false;
-  return !env_equals("NANODIST_PEER_COPY_ACCUMULATE", "0");  // read each time, like the widening switch
+  return in == DType::F32 || (in == DType::BF16 && reduce_scatter_widens(op));
 }
 
 bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, ReduceOp op) {
@@ -323,7 +279,7 @@ bool PeerComm::copy_takes_scatter(const Tensor& input, const Tensor& output, Red
   if (!copy_reduces(output, op) || !copy_->on_device(output) || input.device() != output.device()) return false;
   check_comm_buffer(*this, input, "reduce_scatter input");
   check_comm_buffer(*this, output, "reduce_scatter output");
-  inner_.agree_on_layout(Collective::PeerReduceScatter, input, static_cast<int>(op));
+  inner_.agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Peer, input, static_cast<int>(op));
   return true;
 }
 
@@ -334,15 +290,17 @@ CommWork PeerComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 CommWork PeerComm::reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  // Not on the copy engines (a host tensor, another device): the wrapped comm's, which fails unless
-  // it accumulates itself; never a plain reduce-scatter that would overwrite the sum so far.
-  if (!reduce_scatter_accumulates(op, input.dtype(), output.dtype()) || !copy_takes_scatter(input, output, op))
-    return inner_.reduce_scatter_accumulate_async(input, output, op);
+  // Not on the copy engines (a host tensor, another device): an error, never a plain reduce-scatter
+  // that would overwrite the sum so far.
+  ND_CHECK(reduce_scatter_accumulates(op, input.dtype(), output.dtype()) && copy_takes_scatter(input, output, op),
+           "reduce_scatter_accumulate: not on the copy engines (" << input.str() << " into " << output.str() << " with "
+                                                                   << reduce_op_name(op)
+                                                                   << "; ask reduce_scatter_accumulates first)");
   return on_track("reduce_scatter_accumulate", static_cast<int64_t>(input.nbytes()),
                   [&] { copy_->reduce_scatter(input, output, reduce_scale(op, size()), /*accumulate=*/true); });
 }
 
-Comm::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
+PeerMemory::ScatterTicket PeerComm::reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) {
   ND_CHECK(input.dtype() == output.dtype() && reduce_scatter_in_halves(output, op) &&
                copy_takes_scatter(input, output, op),
            "reduce_scatter_send: not on the copy engines (" << input.str() << " -> " << output.str()
@@ -362,14 +320,13 @@ CommWork PeerComm::reduce_scatter_finish(const ScatterTicket& ticket, const Tens
 }
 
 CommWork PeerComm::gather(const Tensor& input, Tensor& output, bool own_block) {
-  if (!copy_ || !copy_->on_device(input) || input.device() != output.device())
-    return own_block ? inner_.all_gather_async(input, output) : inner_.all_gather_others_async(input, output);
+  if (!copy_ || !copy_->on_device(input) || input.device() != output.device()) return inner_.all_gather_async(input, output);
   check_comm_buffer(*this, input, "all_gather input");
   check_comm_buffer(*this, output, "all_gather output");
   const int shared = copy_->shared_index(output);
   // The shared buffer's number is part of the layout: a rank whose buffer is gone (or was never
   // shared) would otherwise take the slots while its peers copy into its memory.
-  inner_.agree_on_layout(Collective::PeerAllGather, input, shared + 1);
+  inner_.agree_on_layout(CollectiveOp::AllGather, Algorithm::Peer, input, shared + 1);
   return on_track("all_gather", static_cast<int64_t>(output.nbytes()), [&] {
     if (shared >= 0)
       copy_->all_gather_shared(shared, input, output, own_block);
@@ -385,14 +342,14 @@ CommWork PeerComm::all_gather_others_async(const Tensor& input, Tensor& output) 
 }
 
 Tensor PeerComm::shared_tensor(const Shape& shape, DType dtype) {
-  if (!copy_) return inner_.shared_tensor(shape, dtype);
+  if (!copy_) return Tensor::zeros(shape, dtype, device());
   Tensor t = Tensor::zeros(shape, dtype, device());
   if (t.numel() > 0) copy_->share(t);
   return t;
 }
 
 Tensor PeerComm::gather_scratch(const Shape& shape, DType dtype) {
-  if (!copy_) return inner_.gather_scratch(shape, dtype);
+  if (!copy_) return Tensor::empty(shape, dtype, device());
   const int64_t n = shape_numel(shape);
   for (const Tensor& t : gather_scratch_)
     if (t.storage().use_count() == 1 && t.dtype() == dtype && t.numel() == n) return t.view(shape);

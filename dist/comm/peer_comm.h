@@ -3,10 +3,11 @@
 // CUDA IPC handle travels to the others over the host channel, and calls meet at flags in peer
 // memory (no host barrier, safe under CUDA graph replay). One-shot below a size, two-shot above;
 // push (each rank stores its data into every peer's memory, flags inside the data words); or
-// `auto`, which picks push, one-shot, two-shot, our ring or NCCL by size from a table measured at
-// start or fitted by bench-comm. Its reduce-scatters and all-gathers run on the copy engines
-// (dist/comm/peer_copy.h) up to a block size. Everything else, and any call it cannot take (Max, no
-// peer access, other dtypes, larger than the buffer, host comms), is the wrapped comm's.
+// `auto`, which picks push, one-shot, two-shot, our ring or NCCL by size from a table made at start
+// (PeerOptions::decide). Its reduce-scatters and all-gathers run on the copy engines
+// (dist/comm/peer_copy.h) up to a block size, with the extras of PeerMemory (dist/comm/peer_memory.h).
+// Everything else, and any call it cannot take (Max, no peer access, other dtypes, larger than the
+// buffer, host comms), is the wrapped comm's.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -15,30 +16,31 @@
 #include <utility>
 #include <vector>
 
-#include "dist/comm/bench_timing.h"
-#include "dist/comm/comm_model.h"
 #include "dist/comm/forwarding_comm.h"
 #include "dist/comm/peer_copy.h"
+#include "dist/comm/peer_memory.h"
 #include "dist/comm/ring_allreduce.h"
 
 namespace nd::dist {
 
-enum class PeerMode { OneShot, TwoShot, Peer, Auto, Push };
-PeerMode parse_peer_mode(const std::string& name);  // oneshot | twoshot | peer | auto | push
-const char* peer_mode_name(PeerMode mode);
+class PeerComm;
 
-// What one all-reduce runs.
-enum class AllReduceChoice { OneShot, TwoShot, Ring, Native, Push };
-constexpr int kAllReduceChoices = 5;
-const char* choice_name(AllReduceChoice choice);  // oneshot, twoshot, ring, native, push (the table's impl names)
+// What one all-reduce of up to each size runs, in increasing size (auto's decision; the last entry
+// covers everything larger): one of kAutoChoices.
+using AutoTable = std::vector<std::pair<int64_t, Algorithm>>;
+// The choices of `auto`, in the order of its tables: one-shot, two-shot, our ring, NCCL, push.
+constexpr int kAutoChoiceCount = 5;
+constexpr Algorithm kAutoChoices[kAutoChoiceCount] = {Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Ring,
+                                                      Algorithm::Native, Algorithm::Push};
 // One-shot, two-shot and push run over registered peer memory (up to PeerComm::largest_bytes).
-bool is_peer_choice(AllReduceChoice choice);
+bool is_peer_choice(Algorithm algorithm);
 
 struct PeerOptions {
-  PeerMode mode = PeerMode::Peer;
+  // oneshot, twoshot, peer (one-shot up to one_shot_max_bytes, two-shot above), push or auto.
+  Algorithm mode = Algorithm::Peer;
   // The registered data region per rank: all-reduces up to this many bytes run over peer memory.
   int64_t buffer_bytes = int64_t{64} << 20;
-  // PeerMode::Peer: one-shot up to this many bytes, two-shot above.
+  // Algorithm::Peer: one-shot up to this many bytes, two-shot above.
   int64_t one_shot_max_bytes = int64_t{256} << 10;
   // Push (one-shot with flags in the data): all-reduces up to this many bytes (and the buffer) can
   // push; each rank registers a receive area of 4 x nranks x this many bytes for it (0: no push).
@@ -47,18 +49,10 @@ struct PeerOptions {
   // As long as --comm-timeout's default: ranks may legitimately drift apart on the host for
   // minutes (one writes a checkpoint while the other launches the next step's all-reduce).
   double timeout_s = 600.0;
-  // PeerMode::Auto: a table to decide from instead of timing the five choices at start (a
-  // fraction of a second): a sweep saved by `bench-comm --impl compare --csv` (the measured
-  // curves; rows of auto_timing's timing first) or a fit table of `bench-comm --fit-table` (op
-  // allreduce, impls oneshot, twoshot, ring, native, push).
-  std::string table_path;
-  // PeerMode::Auto without a table: how the choices are timed at start (dist/comm/bench_timing.h).
-  // Graph times the GPUs alone (what a captured training step pays); eager adds the host's cost.
-  BenchTiming auto_timing = BenchTiming::Eager;
-  // PeerMode::Auto without a table: ring and NCCL are timed up to this many bytes (0 = the
-  // registered buffer, the peer choices' limit), an alpha-beta fit extrapolates above. bench-comm
-  // sets its --max-bytes, so auto's choice at every size it compares is measured, not fitted.
-  int64_t auto_measure_max_bytes = 0;
+  // Algorithm::Auto: makes this comm's decision table once its peer memory is set up (each split
+  // calls it again for its own), collectively: dist/comm/bench/auto_choice.h times the choices, or
+  // reads a table bench-comm saved. Unset, or without peer memory, every all-reduce is NCCL's.
+  std::function<AutoTable(PeerComm&)> decide;
   RingOptions ring;  // auto's ring
   // Reduce-scatters (Sum/Avg, f32/bf16) and all-gathers run on the copy engines (dist/comm/peer_copy.h),
   // which leave the SMs to the GEMMs they hide behind, through slots of this many bytes per rank
@@ -67,7 +61,7 @@ struct PeerOptions {
   int64_t copy_block_bytes = int64_t{16} << 20;
 };
 
-class PeerComm : public ForwardingComm {
+class PeerComm : public ForwardingComm, public PeerMemory {
  public:
   // Collective over `inner` (every rank passes the same options): registers and exchanges the
   // buffers where every rank is on one node with peer access to every other and `inner` is an
@@ -79,23 +73,27 @@ class PeerComm : public ForwardingComm {
   const PeerOptions& options() const { return options_; }
   bool peer_usable() const { return registration_ != nullptr; }
   const std::string& unusable_reason() const { return unusable_reason_; }
-  // What an all-reduce of `bytes` (f32/bf16, Sum/Avg) runs on this comm.
-  AllReduceChoice choice(int64_t bytes) const;
+  // What an all-reduce of `bytes` (f32/bf16, Sum/Avg) runs on this comm: one of kAutoChoices.
+  Algorithm choice(int64_t bytes) const;
   // The largest all-reduce `choice` runs over peer memory (a peer choice: the buffer, or for push
   // the receive area; ring and native: no limit). Larger ones are the wrapped comm's.
-  int64_t largest_bytes(AllReduceChoice choice) const;
-  // Auto: the decision table, (largest size, choice) in increasing size; the last covers the rest.
-  const std::vector<std::pair<int64_t, AllReduceChoice>>& auto_table() const { return auto_table_; }
+  int64_t largest_bytes(Algorithm choice) const;
+  // Auto: the decision table (empty: every all-reduce is NCCL's).
+  const AutoTable& auto_table() const { return auto_table_; }
 
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
   // On the copy engines (options().copy_block_bytes > 0, f32/bf16 Sum/Avg for the reduce-scatter),
   // else the wrapped comm's.
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
-  // Into a shared_tensor(), each block goes straight into place on every rank, this rank's own left alone.
+  // Its PeerMemory where the copy engines are usable, else none.
+  PeerMemory* peer_memory() override { return copy_ ? this : nullptr; }
+
+  // PeerMemory. Into a shared_tensor(), each block of an all-gather goes straight into place on
+  // every rank, this rank's own left alone by all_gather_others_async.
   CommWork all_gather_others_async(const Tensor& input, Tensor& output) override;
   // Registered with the peers for the copy engines' all-gathers (PeerCopy::share) where they are
-  // usable; else the wrapped comm's.
+  // usable; else a plain zeroed tensor.
   Tensor shared_tensor(const Shape& shape, DType dtype) override;
   bool shares(const Tensor& t) const override { return copy_ && copy_->shared_index(t) >= 0; }
   // One of up to kGatherScratch shared buffers of this shape's size and dtype that no tensor views
@@ -106,15 +104,16 @@ class PeerComm : public ForwardingComm {
   static constexpr size_t kGatherScratch = 4;
   // Both halves on the copy engines where reduce_scatter_async would take them (one dtype).
   bool reduce_scatter_in_halves(const Tensor& output, ReduceOp op) override;
-  // Sum and Avg on the copy engines (NANODIST_PEER_COPY_WIDEN=0 says no, to measure the gain).
+  // Sum and Avg on the copy engines.
   bool reduce_scatter_widens(ReduceOp op) override;
   // Sum and Avg into f32 on the copy engines, from f32 or (where they widen) bf16: the sum kernel
-  // adds into the output (NANODIST_PEER_COPY_ACCUMULATE=0 says no, to measure the landing path).
+  // adds into the output.
   bool reduce_scatter_accumulates(ReduceOp op, DType in, DType out) override;
   CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor& output, ReduceOp op) override;
   CommWork reduce_scatter_finish(const ScatterTicket& ticket, const Tensor& input, Tensor& output,
                                  ReduceOp op) override;
+
   // Whether reduce-scatters and all-gathers can run on the copy engines (why not: copy_unusable_reason).
   bool copy_usable() const { return copy_ != nullptr; }
   const std::string& copy_unusable_reason() const { return copy_unusable_reason_; }
@@ -123,14 +122,14 @@ class PeerComm : public ForwardingComm {
   // The wrapped comm's error, or a peer flag's timeout (rank, phase, block, peer).
   std::string async_error() override;
 
-  // Runs `choice` for this all-reduce whatever the size (bench-comm's --impl oneshot/twoshot, and
-  // auto's measurement); Native and Ring always run, the peer ones fail over like allreduce_async.
-  CommWork allreduce_with(AllReduceChoice choice, Tensor& buffer, ReduceOp op);
+  // Runs `choice` (one of kAutoChoices) for this all-reduce whatever the size (bench-comm's --impl
+  // oneshot/twoshot, and auto's measurement); Native and Ring always run, the peer ones fail over
+  // like allreduce_async.
+  CommWork allreduce_with(Algorithm choice, Tensor& buffer, ReduceOp op);
 
  private:
   struct Registration;
   void set_up();
-  void build_auto_table();
   bool peer_fits(const Tensor& buffer, ReduceOp op) const;
   // Queues `work` on the wrapped comm's stream, ordered after the compute queued so far, and returns
   // it as a CommWork; inside a trace span when the wrapped comm is a TracingComm (--trace).
@@ -150,23 +149,7 @@ class PeerComm : public ForwardingComm {
   std::string copy_unusable_reason_;
   std::vector<Tensor> gather_scratch_;  // gather_scratch's buffers, flat
   std::unique_ptr<Comm> ring_;  // RingComm over the wrapped comm, for auto's ring choice
-  std::vector<std::pair<int64_t, AllReduceChoice>> auto_table_;
+  AutoTable auto_table_;
 };
-
-// Auto's decision from per-choice time curves: for each power of two from 8 B to 2^40, the
-// choice with the smallest time; `time_us(choice, bytes)` < 0 means unavailable. Merged into
-// runs (the last entry covers everything larger).
-std::vector<std::pair<int64_t, AllReduceChoice>> decide_by_size(
-    const std::function<double(AllReduceChoice, int64_t)>& time_us);
-
-// Auto's decision from a saved bench-comm sweep (`csv_text`, a bench-comm CSV named `what` in
-// errors): the allreduce rows of impls oneshot, twoshot, ring, native and push for `nranks` ranks, of
-// `timing` where present (else the other timing's); a size between measured ones takes the next
-// larger measured size's time, above the last an alpha-beta fit of the curve's upper half (ring
-// and NCCL; the peer choices stop at `buffer_bytes`, push also at `push_max_bytes` where that is
-// >= 0). Raises an input error naming the file and line on malformed rows, or when no row fits.
-std::vector<std::pair<int64_t, AllReduceChoice>> decide_from_sweep(const std::string& csv_text, const std::string& what,
-                                                                   int nranks, BenchTiming timing, int64_t buffer_bytes,
-                                                                   int64_t push_max_bytes = -1);
 
 }  // namespace nd::dist

@@ -7,7 +7,6 @@
 #include <string>
 
 #include "dist/comm/peer_ipc.h"
-#include "tensor/env.h"
 #if NANODIST_WITH_CUDA
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -174,9 +173,7 @@ void PeerCopy::join_from(void* side) {
 }
 
 void* PeerCopy::push_stream_for(int64_t bytes) const {
-  // NANODIST_PEER_COPY_SERIAL=1 keeps every piece on one stream (to measure what the overlap gains).
-  static const bool serial = env_equals("NANODIST_PEER_COPY_SERIAL", "1");
-  return bytes > block_bytes_ && !serial ? push_stream_ : stream_;
+  return bytes > block_bytes_ ? push_stream_ : stream_;
 }
 
 void PeerCopy::await_peers(int slot) {

@@ -66,7 +66,7 @@ class PeerCopy {
   // that result instead, added by the same sum kernel (kernels/cuda/sum_blocks.h: out + the scaled
   // sum, one rounding), with no temporary.
   void reduce_scatter(const Tensor& input, Tensor& output, float scale, bool accumulate = false);
-  // reduce_scatter in two halves (Comm::reduce_scatter_send), for a block that fits one slot:
+  // reduce_scatter in two halves (PeerMemory::reduce_scatter_send), for a block that fits one slot:
   // send_blocks sends every block of `input` (of block_bytes each) but this rank's and returns the
   // slot; finish_reduce_scatter, next on this stream, awaits the peers' blocks and sums them with
   // this rank's.

@@ -14,7 +14,7 @@ namespace {
 
 constexpr int64_t kCpuSliceBytes = 256 << 10;
 constexpr int64_t kGpuDirectMaxBytes = 64 << 10;
-// GPU slicing, from sweeps on 2 and 4 H200 (NVLink): a NCCL send/recv moves more bytes per
+// GPU slicing, from sweeps on 2 and 4 GPUs over NVLink: a NCCL send/recv moves more bytes per
 // second the larger it is (more channels, fewer handshakes), so a lane's part of a chunk goes
 // in one piece up to 32 MiB (its unhidden reduction costs less than halving the transfers)
 // and in slices of at most kGpuMaxSliceBytes, at least two, above that.
@@ -56,12 +56,12 @@ int layout_detail(ReduceOp op, const RingOptions& options) {
 // Checks the buffer and, when asked, that every rank passes the same layout; then orders the
 // ring after the compute stream. Returns false when there is nothing to do (one rank or an
 // empty buffer).
-bool prepare(Comm& comm, const Tensor& buffer, const RingOptions& options, const char* what, Collective collective,
+bool prepare(Comm& comm, const Tensor& buffer, const RingOptions& options, const char* what, CollectiveOp op,
              int detail) {
   check_comm_buffer(comm, buffer, what);
-  if (collective != Collective::RingAllGather) check_reducible(buffer, what);
+  if (op != CollectiveOp::AllGather) check_reducible(buffer, what);
   if (comm.size() == 1) return false;
-  if (options.check_sizes) comm.agree_on_layout(collective, buffer, detail);
+  if (options.check_sizes) comm.agree_on_layout(op, Algorithm::Ring, buffer, detail);
   if (buffer.numel() == 0) return false;
   comm.order_after_compute();
   return true;
@@ -160,7 +160,7 @@ int ring_pipeline(const RingOptions& options) { return pipe_choice(options).pipe
 
 CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
   ND_CHECK(op != ReduceOp::Max, "ring_allreduce sums or averages; take the backend's all-reduce for max");
-  if (!prepare(comm, buffer, options, "ring_allreduce buffer", Collective::RingAllReduce, layout_detail(op, options)))
+  if (!prepare(comm, buffer, options, "ring_allreduce buffer", CollectiveOp::AllReduce, layout_detail(op, options)))
     return CommWork();
   Tensor flat = buffer.view({-1});
   if (static_cast<int64_t>(flat.nbytes()) <= direct_max_bytes(comm, options)) {
@@ -174,7 +174,7 @@ CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const Rin
 
 CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
   ND_CHECK(op != ReduceOp::Max, "ring_reduce_scatter sums or averages; take the backend's for max");
-  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", Collective::RingReduceScatter,
+  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", CollectiveOp::ReduceScatter,
                layout_detail(op, options)))
     return CommWork();
   Tensor flat = buffer.view({-1});
@@ -183,7 +183,7 @@ CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op, cons
 }
 
 CommWork ring_all_gather_async(Comm& comm, Tensor& buffer, const RingOptions& options) {
-  if (!prepare(comm, buffer, options, "ring_all_gather buffer", Collective::RingAllGather,
+  if (!prepare(comm, buffer, options, "ring_all_gather buffer", CollectiveOp::AllGather,
                layout_detail(ReduceOp::Sum, options)))
     return CommWork();
   Tensor flat = buffer.view({-1});

@@ -39,7 +39,8 @@ void reduce_into(const Tensor& dst, const Tensor& src, float scale, cudaStream_t
 
 // Blocks for a reduction that runs beside a transfer: half the SMs. A grid that fills the GPU
 // delays the next NCCL transfer kernel (one CTA per channel, up to 64), whose CTAs wait for
-// SMs; on 4 H200 that cost 8% at 1 GB, and half the SMs still reduce far faster than the link.
+// SMs (measured as a loss at the largest sizes), and half the SMs still reduce far faster than the
+// link.
 int overlapped_reduce_blocks(int device) { return std::max(1, multiprocessor_count(device) / 2); }
 
 // Slice s (of nslices) of lane `lane`'s part of chunk `chunk`, as buffer positions; every rank

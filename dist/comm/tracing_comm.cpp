@@ -45,11 +45,6 @@ CommWork TracingComm::reduce_scatter_async(const Tensor& input, Tensor& output, 
                 [&] { return inner_.reduce_scatter_async(input, output, op); });
 }
 
-CommWork TracingComm::reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  return traced("reduce_scatter_accumulate", static_cast<int64_t>(input.nbytes()),
-                [&] { return inner_.reduce_scatter_accumulate_async(input, output, op); });
-}
-
 CommWork TracingComm::all_gather_async(const Tensor& input, Tensor& output) {
   return traced("all_gather", static_cast<int64_t>(output.nbytes()),
                 [&] { return inner_.all_gather_async(input, output); });

@@ -24,7 +24,6 @@ class TracingComm : public ForwardingComm {
 
   CommWork allreduce_async(Tensor& buffer, ReduceOp op) override;
   CommWork reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) override;
-  CommWork reduce_scatter_accumulate_async(const Tensor& input, Tensor& output, ReduceOp op) override;
   CommWork all_gather_async(const Tensor& input, Tensor& output) override;
   CommWork broadcast_async(Tensor& buffer, int root) override;
   std::unique_ptr<Comm> split(int color, int key) override;

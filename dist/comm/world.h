@@ -18,7 +18,7 @@ void ensure_mpi_initialized();
 
 // This process's rank among the ranks of its node, and how many there are. Collective over
 // `world`: MPI's shared-memory split, so mpirun and srun agree. The GPU a rank takes is its local
-// rank (NANODIST_RANKS_PER_NODE, dist/comm/node_map.h, pretends nodes for the grid, not for GPUs).
+// rank (--ranks-per-node, dist/comm/node_map.h, pretends nodes for the grid, not for GPUs).
 struct LocalPlace {
   int rank = 0;
   int size = 1;

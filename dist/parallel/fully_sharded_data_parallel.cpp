@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "dist/comm/peer_memory.h"
+
 namespace nd::dist {
 
 namespace {
@@ -49,12 +51,12 @@ FullyShardedDataParallel::FullyShardedDataParallel(Comm& comm, FlatParams& flat,
   // summed in f32 and never rounded to bf16 (no landing place, no pass to add it into the shard).
   widen_ = flat.param_dtype() == DType::BF16 &&
            (flat.grad_dtype() == DType::F32 || flat.grad_dtype() == DType::BF16) && flat.device().is_cuda() &&
-           comm.reduce_scatter_widens(ReduceOp::Avg);
+           reduce_scatter_widens(comm, ReduceOp::Avg);
   // Where the comm also adds a reduce-scatter into the f32 shard, later micro-batches skip the landing
   // place: no write and read back of 1/dp of the block in the gradient dtype per micro-batch, no
   // pass on the compute stream, and bf16 gradients' partial sums stay in f32 rather than being
   // rounded to bf16 between micro-batches.
-  accumulate_ = first_into_shard() && comm.reduce_scatter_accumulates(ReduceOp::Avg, reduced_dtype(), DType::F32);
+  accumulate_ = first_into_shard() && reduce_scatter_accumulates(comm, ReduceOp::Avg, reduced_dtype(), DType::F32);
   if (pooled_length > 0)
     for (int i = 0; i < kPooled; ++i) make_staging(pooled_length);
   for (Bucket& b : buckets_)
@@ -210,7 +212,7 @@ CommWork FullyShardedDataParallel::scatter_into_shard(Bucket& bucket, Staging& s
   const int64_t slice = bucket.length / comm_.size();
   Tensor shard = shard_grads_.narrow(bucket.local, slice);
   if (first_into_shard() && !shard_filled_) return comm_.reduce_scatter_async(input, shard, ReduceOp::Avg);
-  if (accumulate_) return comm_.reduce_scatter_accumulate_async(input, shard, ReduceOp::Avg);
+  if (accumulate_) return comm_.peer_memory()->reduce_scatter_accumulate_async(input, shard, ReduceOp::Avg);
   Tensor out = s.landing.narrow(0, slice);
   s.pending = static_cast<int>(&bucket - buckets_.data());
   s.overwrite = !shard_filled_;

@@ -61,7 +61,7 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   int64_t staging_bytes() const override;
   size_t bucket_count() const override { return buckets_.size(); }
   // Whether micro-batches after the first are reduce-scattered straight into the f32 shard
-  // (Comm::reduce_scatter_accumulates), with no landing places.
+  // (PeerMemory::reduce_scatter_accumulates), with no landing places.
   bool accumulates_in_shard() const { return accumulate_; }
 
  private:
@@ -143,9 +143,9 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   bool shard_filled_ = false;  // shard_grads_ holds a micro-batch of this step
   std::vector<Staging> staging_;  // [0, kPooled) pooled for the blocks, then one per other bucket
   int next_pooled_ = 0;
-  bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (Comm::reduce_scatter_widens)
+  bool widen_ = false;  // bf16 staging reduce-scattered straight into f32 (PeerMemory::reduce_scatter_widens)
   // Later micro-batches reduce-scattered straight into the shard, added by the comm
-  // (Comm::reduce_scatter_accumulates): no landing places.
+  // (PeerMemory::reduce_scatter_accumulates): no landing places.
   bool accumulate_ = false;
   // ZeRO 3
   Tensor param_shard_;

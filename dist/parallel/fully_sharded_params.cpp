@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "dist/comm/peer_memory.h"
+
 namespace nd::dist {
 
 namespace {
@@ -21,7 +23,7 @@ constexpr int kGathered = 3;
 void FullyShardedDataParallel::shard_parameters(int64_t pooled_length) {
   for (int i = 0; pooled_length > 0 && i < kGathered; ++i) {
     Gathered g;
-    g.params = comm_.shared_tensor({pooled_length}, flat_.param_dtype());
+    g.params = shared_tensor(comm_, {pooled_length}, flat_.param_dtype());
     gathered_.push_back(std::move(g));
   }
   param_shard_ = Tensor::zeros({shard_numel_}, flat_.param_dtype(), flat_.device());
@@ -120,8 +122,8 @@ void FullyShardedDataParallel::launch_gather(size_t index, bool required) {
   // This rank's slice is read in place (bind_params), so the gather may leave it alone; the pieces
   // that cross its edges are copied first, on the compute stream, which the gather's stream waits
   // for. A comm that writes the own block anyway (NCCL, MPI) needs no copy.
-  if (comm_.shares(g.params)) copy_edge_pieces(index, whole);
-  g.work = comm_.all_gather_others_async(mine, whole);
+  if (shares(comm_, g.params)) copy_edge_pieces(index, whole);
+  g.work = all_gather_others_async(comm_, mine, whole);
 }
 
 // The bucket's parameters, gathered (now, unless prefetched), readable by later compute work and

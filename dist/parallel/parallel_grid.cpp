@@ -4,6 +4,7 @@
 
 #include <iostream>
 
+#include "dist/comm/bench/auto_choice.h"
 #include "dist/comm/hierarchical_comm.h"
 #include "dist/comm/local_comm.h"
 #include "dist/comm/ring_comm.h"
@@ -24,7 +25,7 @@ void agree(Comm& world, const int64_t (&values)[3]) {
                                                                                  << range[1].max << "; this rank "
                                                                                  << values[1] << ")");
   ND_CHECK(range[2].same(), "ranks pass different collectives or --allow-cross-node-tp (this rank "
-                        << collectives_name(static_cast<Collectives>(values[2] / 2)) << ", "
+                        << algorithm_name(static_cast<Algorithm>(values[2] / 2)) << ", "
                         << (values[2] % 2 ? "allowed" : "not allowed") << ")");
 }
 
@@ -39,30 +40,17 @@ const char* axis_name(Axis axis) {
   return "?";
 }
 
-Collectives parse_collectives(const std::string& name) {
-  if (name == "native") return Collectives::Native;
-  if (name == "ring") return Collectives::Ring;
-  if (name == "hierarchical") return Collectives::Hierarchical;
-  if (name == "peer") return Collectives::Peer;
-  if (name == "auto") return Collectives::Auto;
-  ND_FAIL("unknown collectives '" << name << "' (expected native, ring, hierarchical, peer or auto)");
-}
-
-const char* collectives_name(Collectives collectives) {
-  switch (collectives) {
-    case Collectives::Native: return "native";
-    case Collectives::Ring: return "ring";
-    case Collectives::Hierarchical: return "hierarchical";
-    case Collectives::Peer: return "peer";
-    case Collectives::Auto: return "auto";
-  }
-  return "?";
+Algorithm parse_collectives(const std::string& name) {
+  const bool known = name == "native" || name == "ring" || name == "hierarchical" || name == "peer" || name == "auto";
+  ND_CHECK(known, "unknown collectives '" << name << "' (expected native, ring, hierarchical, peer or auto)");
+  return parse_algorithm(name);
 }
 
 ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
     : world_(world), collectives_(options.collectives), ring_options_(options.ring), peer_options_(options.peer) {
-  if (collectives_ == Collectives::Peer) peer_options_.mode = PeerMode::Peer;
-  if (collectives_ == Collectives::Auto) peer_options_.mode = PeerMode::Auto;
+  parse_collectives(algorithm_name(collectives_));  // one of the five the grid hands out
+  if (collectives_ == Algorithm::Peer || collectives_ == Algorithm::Auto) peer_options_.mode = collectives_;
+  if (collectives_ == Algorithm::Auto && !peer_options_.decide) peer_options_.decide = auto_decider();
   // Agree first: a rank that raised alone would leave the others waiting in a split.
   agree(world, {options.tp, options.pp,
                 static_cast<int64_t>(options.collectives) * 2 + (options.allow_cross_node_tp ? 1 : 0)});
@@ -77,7 +65,7 @@ ParallelGrid::ParallelGrid(Comm& world, const GridOptions& options)
                                                          << " does not divide the world size " << n);
   }
   // Every rank holds the same map (discovered together or passed alike), so all raise together.
-  nodes_ = options.nodes.node_of_rank.empty() ? discover_nodes(world) : options.nodes;
+  nodes_ = options.nodes.node_of_rank.empty() ? discover_nodes(world, options.ranks_per_node) : options.nodes;
   ND_CHECK(static_cast<int>(nodes_.node_of_rank.size()) == n,
            "the node map covers " << nodes_.node_of_rank.size() << " ranks, the world " << n);
   const std::string crossing = tp_crossing_nodes(nodes_, tp);
@@ -134,11 +122,11 @@ Comm* ParallelGrid::build(int mask) {
   const int members = mask & spread;
   if (members == spread) {  // everyone: the world itself (built once)
     if (everyone_ == nullptr) {
-      if (collectives_ == Collectives::Native || world_.size() == 1) {
+      if (collectives_ == Algorithm::Native || world_.size() == 1) {
         everyone_ = &world_;
-      } else if (collectives_ == Collectives::Ring) {
+      } else if (collectives_ == Algorithm::Ring) {
         everyone_ = keep(std::make_unique<RingComm>(world_, ring_options_));
-      } else if (collectives_ == Collectives::Hierarchical) {
+      } else if (collectives_ == Algorithm::Hierarchical) {
         everyone_ = keep(std::make_unique<HierarchicalComm>(world_, nodes_.node(world_.rank()), ring_options_));
       } else {
         everyone_ = keep(std::make_unique<PeerComm>(world_, peer_options_));
@@ -158,15 +146,15 @@ Comm* ParallelGrid::build(int mask) {
 }
 
 std::unique_ptr<Comm> ParallelGrid::decorate(std::unique_ptr<Comm> comm) const {
-  if (collectives_ == Collectives::Native || comm->size() == 1) return comm;
+  if (collectives_ == Algorithm::Native || comm->size() == 1) return comm;
   if (dynamic_cast<RingComm*>(comm.get()) || dynamic_cast<PeerComm*>(comm.get())) return comm;
   switch (collectives_) {
-    case Collectives::Ring: return std::make_unique<RingComm>(std::move(comm), ring_options_);
-    case Collectives::Hierarchical:
+    case Algorithm::Ring: return std::make_unique<RingComm>(std::move(comm), ring_options_);
+    case Algorithm::Hierarchical:
       return std::make_unique<HierarchicalComm>(std::move(comm), nodes_.node(world_.rank()), ring_options_);
-    case Collectives::Peer:
-    case Collectives::Auto: return std::make_unique<PeerComm>(std::move(comm), peer_options_);
-    case Collectives::Native: break;
+    case Algorithm::Peer:
+    case Algorithm::Auto: return std::make_unique<PeerComm>(std::move(comm), peer_options_);
+    default: break;
   }
   return comm;
 }

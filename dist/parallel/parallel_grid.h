@@ -23,25 +23,26 @@ namespace nd::dist {
 enum class Axis { Tp, Dp, Pp };
 const char* axis_name(Axis axis);  // "tp", "dp", "pp"
 
-// Which implementation the grid's groups use for all-reduce, reduce-scatter and all-gather:
+// Which algorithm the grid's groups use for all-reduce, reduce-scatter and all-gather (--collectives):
 // the backend's own (NCCL on GPU, MPI on CPU), our ring, our ring in two levels, inside each
 // node then across nodes (dist/comm/hierarchical_comm.h; reduce-scatter and all-gather stay flat), or
 // the peer-memory all-reduce (dist/comm/peer_comm.h: peer = one-shot/two-shot by size, auto = one-shot,
-// two-shot, ring or NCCL by a table measured at start; both are the native collectives where
-// there is no peer memory, e.g. on the CPU).
-enum class Collectives { Native, Ring, Hierarchical, Peer, Auto };
-// "native" | "ring" | "hierarchical" | "peer" | "auto"; anything else raises.
-Collectives parse_collectives(const std::string& name);
-const char* collectives_name(Collectives collectives);
+// two-shot, ring or NCCL by a table timed at start; both are the native collectives where there is
+// no peer memory, e.g. on the CPU). "native" | "ring" | "hierarchical" | "peer" | "auto"; anything
+// else raises.
+Algorithm parse_collectives(const std::string& name);
 
 struct GridOptions {
   int tp = 1;
   int pp = 1;  // dp = world size / (tp x pp)
-  Collectives collectives = Collectives::Native;
-  RingOptions ring;  // the ring's options, with Collectives::Ring and Hierarchical
-  PeerOptions peer;  // with Collectives::Peer and Auto (its mode is set from them)
-  // Which node each world rank is on; empty: discover_nodes(world) (dist/comm/node_map.h).
+  Algorithm collectives = Algorithm::Native;
+  RingOptions ring;  // the ring's options, with Algorithm::Ring and Hierarchical
+  // With Algorithm::Peer and Auto (its mode is set from them; auto's decide defaults to the
+  // choices timed at start, dist/comm/bench/auto_choice.h).
+  PeerOptions peer;
+  // Which node each world rank is on; empty: discover_nodes(world, ranks_per_node) (dist/comm/node_map.h).
   NodeMap nodes;
+  int ranks_per_node = 0;
   // A tp group that spans nodes is an error unless this is set (then a warning on rank 0).
   bool allow_cross_node_tp = false;
 };
@@ -79,7 +80,7 @@ class ParallelGrid {
   int rank(Axis axis) const { return coords_[index(axis)]; }
   bool is_first_stage() const { return rank(Axis::Pp) == 0; }
   bool is_last_stage() const { return rank(Axis::Pp) == size(Axis::Pp) - 1; }
-  Collectives collectives() const { return collectives_; }
+  Algorithm collectives() const { return collectives_; }
   const NodeMap& nodes() const { return nodes_; }
 
   int world_rank() const { return world_.rank(); }
@@ -100,7 +101,7 @@ class ParallelGrid {
   Comm* keep(std::unique_ptr<Comm> comm);
 
   Comm& world_;
-  Collectives collectives_;
+  Algorithm collectives_;
   RingOptions ring_options_;
   PeerOptions peer_options_;
   // The grid's groups in the implementation asked for (a no-op for native, and for a comm that is

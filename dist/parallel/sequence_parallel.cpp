@@ -3,7 +3,6 @@
 #include "dist/parallel/sequence_parallel.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <memory>
 #include <set>
 #include <string>
@@ -13,10 +12,10 @@
 #include "autograd/ops/split_linear.h"
 #include "autograd/parallel_ops.h"
 #include "autograd/without_forward.h"
+#include "dist/comm/peer_memory.h"
 #include "kernels/cpu/add.h"
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/copy_many.h"
-#include "tensor/env.h"
 #include "tensor/op_timer.h"
 
 namespace nd::dist {
@@ -149,43 +148,26 @@ ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks) {
   };
   c.gather_others = [comm](const Tensor& shard, Tensor& whole) {
     check_blocks(whole, shard, comm->size(), "all_gather_for_tp");
-    return waiter(comm->all_gather_others_async(shard, whole));
+    return waiter(all_gather_others_async(*comm, shard, whole));
   };
   // The wholes come from the comm's scratch (over the copy engines: buffers the peers copy straight
   // into, with no copy out of a landing slot, an SM kernel that waits for the GEMM beside it).
-  // NANODIST_TP_SHARED_GATHER=0: new tensors, gathered through the slots, to measure the difference.
-  static const bool shared_gathers = !env_equals("NANODIST_TP_SHARED_GATHER", "0");
-  if (shared_gathers) c.whole = [comm](const Shape& shape, DType dtype) { return comm->gather_scratch(shape, dtype); };
+  c.whole = [comm](const Shape& shape, DType dtype) { return gather_scratch(*comm, shape, dtype); };
   c.scatter = [comm](const Tensor& whole, Tensor& shard) {
     check_blocks(whole, shard, comm->size(), "reduce_scatter_for_tp");
     return waiter(comm->reduce_scatter_async(whole, shard, ReduceOp::Sum));
   };
-  c.halves = [comm](const Tensor& shard) { return comm->reduce_scatter_in_halves(shard, ReduceOp::Sum); };
+  c.halves = [comm](const Tensor& shard) { return reduce_scatter_in_halves(*comm, shard, ReduceOp::Sum); };
   c.send = [comm](const Tensor& whole, Tensor& shard) -> std::function<ops::SplitCollectives::Wait()> {
     check_blocks(whole, shard, comm->size(), "reduce_scatter_for_tp");
-    const Comm::ScatterTicket ticket = comm->reduce_scatter_send(whole, shard, ReduceOp::Sum);
-    return [comm, ticket, whole, shard]() mutable {
-      return waiter(comm->reduce_scatter_finish(ticket, whole, shard, ReduceOp::Sum));
+    PeerMemory* peer = comm->peer_memory();  // asked by halves first
+    const PeerMemory::ScatterTicket ticket = peer->reduce_scatter_send(whole, shard, ReduceOp::Sum);
+    return [peer, ticket, whole, shard]() mutable {
+      return waiter(peer->reduce_scatter_finish(ticket, whole, shard, ReduceOp::Sum));
     };
   };
   return c;
 }
-
-namespace {
-
-// A chunk count from the environment (to measure others than the size rule's): -1 when `name` is
-// unset, else a whole number in [0, 8] (0 = unsplit), anything else an error.
-int chunks_from_env(const char* name) {
-  const char* env = std::getenv(name);
-  if (!env) return -1;
-  char* end = nullptr;
-  const long chunks = std::strtol(env, &end, 10);
-  ND_CHECK_INPUT(end != env && *end == '\0' && chunks >= 0 && chunks <= 8,
-                 name << " must be a whole number of chunks in [0, 8], got '" << env << "'");
-  return static_cast<int>(chunks);
-}
-
-}  // namespace
 
 int split_chunks(bool overlap, int64_t share_bytes) {
   if (!overlap) return 0;
@@ -195,20 +177,18 @@ int split_chunks(bool overlap, int64_t share_bytes) {
 
 Variable gathered_column_linear(const Variable& x, const Variable& w, const Variable& b, const TensorParallel& tp,
                                 bool gelu) {
-  static const int from_env = chunks_from_env("NANODIST_TP_GATHER_CHUNKS");
-  int chunks = tp.overlap && from_env >= 0 ? from_env : split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
+  int chunks = split_chunks(tp.overlap, static_cast<int64_t>(x.data().nbytes()));
   // Over the copy engines (the comms whose reduce-scatter comes in halves: PeerComm's) one chunk:
   // the share's whole gather hides behind this rank's own block's GEMM, and the GEMMs stay whole
-  // (GPT-2 large at tp 2 on 2 H200: 1.405x tp 1's tokens/s against 1.365x with the size rule's 2).
-  if (from_env < 0 && chunks > 1 && tp.comm->reduce_scatter_in_halves(x.data(), ReduceOp::Sum)) chunks = 1;
+  // (measured faster than the size rule's two chunks there).
+  if (chunks > 1 && reduce_scatter_in_halves(*tp.comm, x.data(), ReduceOp::Sum)) chunks = 1;
   return ops::gathered_linear(x, w, b, split_collectives(tp, chunks), gelu);
 }
 
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp, const Variable& b) {
-  static const int from_env = chunks_from_env("NANODIST_TP_SCATTER_CHUNKS");
   const int64_t out_bytes = x.data().numel() / std::max<int64_t>(1, x.shape().back()) * w.shape()[0] *
                             static_cast<int64_t>(dtype_size(x.data().dtype())) / tp.size();
-  const int chunks = tp.overlap && from_env >= 0 ? from_env : split_chunks(tp.overlap, out_bytes);
+  const int chunks = split_chunks(tp.overlap, out_bytes);
   return ops::scattered_linear(x, w, split_collectives(tp, chunks), b);
 }
 

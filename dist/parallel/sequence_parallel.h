@@ -57,14 +57,11 @@ Variable gathered_column_linear(const Variable& x, const Variable& w, const Vari
 Variable scattered_row_linear(const Variable& x, const Variable& w, const TensorParallel& tp,
                               const Variable& b = Variable());
 // The group's collectives for ops::gathered_linear and ops::scattered_linear, with `chunks` chunks
-// (0 = unsplit). Their gathers' wholes come from Comm::gather_scratch (NANODIST_TP_SHARED_GATHER=0:
-// new tensors instead, to measure the difference).
+// (0 = unsplit). Their gathers' wholes come from PeerMemory::gather_scratch where the comm has one.
 ops::SplitCollectives split_collectives(const TensorParallel& tp, int chunks);
 // How many chunks the split collectives of a share of `share_bytes` use: 0 (unsplit) without
 // `overlap` (TensorParallel::overlap), else one per 8 MiB, between 2 and 8 (gathered_column_linear
-// over a copy-engine comm takes 1: dist/comm/peer_copy.h). With overlap on,
-// NANODIST_TP_GATHER_CHUNKS and NANODIST_TP_SCATTER_CHUNKS (0 to 8) fix the count of
-// gathered_column_linear's and of scattered_row_linear's, to measure others.
+// over a copy-engine comm takes 1: dist/comm/peer_copy.h).
 int split_chunks(bool overlap, int64_t share_bytes);
 
 // Sums the gradients of `params` over the group in place, in one all-reduce of a flat buffer:

@@ -8,7 +8,6 @@
 #include "kernels/cuda/cublaslt.h"
 #include "kernels/cuda/fp8_linear.h"
 #include "kernels/cuda/fp8_quantize.h"
-#include "tensor/env.h"
 
 namespace nd::cuda {
 namespace {
@@ -17,13 +16,6 @@ void check_fp8_dims(const char* what, int64_t M, int64_t N, int64_t K) {
   ND_CHECK(M >= 0 && N > 0 && K > 0, what << ": bad sizes M=" << M << " N=" << N << " K=" << K);
   ND_CHECK(M % 16 == 0 && N % 16 == 0 && K % 16 == 0,
            what << ": FP8 GEMMs need M, N and K multiples of 16, got M=" << M << " N=" << N << " K=" << K);
-}
-
-// The forward GEMM accumulates in the tensor cores alone (GemmProblem::fast_accum), as Transformer
-// Engine's forward does; NANODIST_FP8_FAST_ACCUM=0 promotes to f32 there too, for comparison.
-bool forward_fast_accum() {
-  static const bool on = !env_equals("NANODIST_FP8_FAST_ACCUM", "0");
-  return on;
 }
 
 // D (m, n) = A(k, m)ᵀ · B(k, n), A of format fa scaled by *a_inv, B of fb by *b_inv; beta 0 or 1.
@@ -77,8 +69,10 @@ void fp8_linear_forward_from_codes(const bf16* w, const bf16* b, bf16* out, int6
   ND_CHECK(buf.x && buf.w, "fp8_linear_forward: missing code buffers");
   stream = stream_or_default(stream);
   fp8_quantize_transpose(w, N, K, ws.scale, Fp8Format::E4M3, buf.w, buf.w_t, ws.amax, ws.scale_inv, stream);
+  // The forward accumulates in the tensor cores alone (GemmProblem::fast_accum), as Transformer
+  // Engine's forward does; the backward GEMMs promote to f32.
   fp8_gemm(out, false, N, M, K, buf.w, Fp8Format::E4M3, ws.scale_inv, buf.x, Fp8Format::E4M3, xs.scale_inv, b, stream,
-           forward_fast_accum());
+           /*fast_accum=*/true);
 }
 
 void fp8_linear_forward_saved_codes(const bf16* x, const bf16* w, int64_t M, int64_t N, int64_t K,

@@ -1,4 +1,4 @@
-// The cross_entropy_grad fusion (ops::cross_entropy with a LossGradient) against the unfused op:
+// The loss-gradient fusion (ops::cross_entropy with a LossGradient) against the unfused op:
 // the same loss and gradients (of the logits and, through a linear head, of its inputs) in f64 and
 // f32, for seeds 1 and 1/3, with ignored targets and padding, the logits kept or overwritten; a
 // backward seeded with another tensor (the fallback); the seed's backward reading no logits; the
@@ -9,7 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/fusions.h"
 #include "autograd/op_test_util.h"
 #include "autograd/ops.h"
 
@@ -142,22 +141,11 @@ TEST(CrossEntropyFusion, OverwriteWritesTheGradientOverTheLogits) {
   }
 }
 
-// With the fusion off, or no gradient recorded, the op is the plain cross_entropy: the logits stay.
-TEST(CrossEntropyFusion, FusionOffOrNoGradLeavesTheLogits) {
+// With no gradient recorded the op is the plain cross_entropy: the logits stay.
+TEST(CrossEntropyFusion, NoGradLeavesTheLogits) {
   Inputs in = random_inputs(DType::F64, 60);
   const Tensor seed = scalar(0.5, DType::F64);
   const double loss = ops::cross_entropy(Variable(in.logits), mixed_targets(), kV).data().item();
-  {
-    Fusions off;
-    off.cross_entropy_grad = false;
-    ScopedFusions scope(off);
-    Grads want = run(in, mixed_targets(), {}, seed);
-    Grads got = run(in, mixed_targets(), {seed, true}, Tensor());
-    expect_same(got, want, 0.0, "fusion off");
-    Variable logits(in.logits.clone(), true);
-    ops::cross_entropy(logits, mixed_targets(), kV, {seed, true});
-    expect_same(logits.data(), in.logits, 0.0, "fusion off: logits");
-  }
   {
     NoGradGuard no_grad;
     Variable logits(in.logits.clone(), true);

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "dist/comm/comm_model.h"
+#include "dist/comm/bench/comm_model.h"
 #include "tensor/philox.h"
 
 namespace nd::dist {

@@ -1,9 +1,9 @@
-// The overlap rules of dist/parallel/comm_overlap.h against closed forms: a collective beside a persistent
+// The overlap rules of dist/parallel/plan/comm_overlap.h against closed forms: a collective beside a persistent
 // GEMM waits for it, then runs at its idle time, all of which the next op waits for; buckets queue
 // on one stream, waiting for the kernel in flight only when issued to an idle stream.
 #include <gtest/gtest.h>
 
-#include "dist/parallel/comm_overlap.h"
+#include "dist/parallel/plan/comm_overlap.h"
 #include "tensor/error.h"
 
 namespace nd::dist {

@@ -27,8 +27,8 @@ TEST(DDPOverGrid, AveragesOverTheDataParallelGroupOnly) {
   const int64_t count = 777;
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0) continue;
-    for (Collectives collectives : {Collectives::Native, Collectives::Ring}) {
-      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " " + collectives_name(collectives));
+    for (Algorithm collectives : {Algorithm::Native, Algorithm::Ring}) {
+      SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " " + algorithm_name(collectives));
       GridOptions shape;
       shape.tp = tp;
       shape.collectives = collectives;

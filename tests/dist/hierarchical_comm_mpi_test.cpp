@@ -2,7 +2,7 @@
 // nodes, inside again, equal to the flat ring and to the closed-form sum for f32 and bf16 at odd
 // sizes (the inputs are small integers, so every order of summation is exact), averages within
 // one rounding; uneven nodes and one rank per node fall back to the flat ring; the grid hands it
-// out for Collectives::Hierarchical.
+// out for Algorithm::Hierarchical.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,7 +11,6 @@
 #include "dist/parallel/parallel_grid.h"
 #include "dist/comm/world.h"
 #include "tests/dist/collective_inputs.h"
-#include "tests/dist/pretend_nodes.h"
 
 namespace nd::dist {
 namespace {
@@ -71,11 +70,11 @@ TEST(HierarchicalComm, EqualsTheFlatRingForEveryNodeShape) {
 TEST(HierarchicalComm, TheGridHandsItOutWithPretendNodes) {
   auto world = make_world_comm(Device::cpu());
   const int n = world->size();
-  test::PretendNodes pretend(2);
   GridOptions shape;
   shape.collectives = parse_collectives("hierarchical");
+  shape.ranks_per_node = 2;
   ParallelGrid grid(*world, shape);
-  EXPECT_EQ(grid.collectives(), Collectives::Hierarchical);
+  EXPECT_EQ(grid.collectives(), Algorithm::Hierarchical);
   auto* dp = dynamic_cast<HierarchicalComm*>(&grid.dp());
   ASSERT_NE(dp, nullptr);
   EXPECT_TRUE(dp->two_levels());

@@ -1,5 +1,5 @@
 // Where ranks are (mpirun -np 4 and 6 on one machine): MPI's shared-memory split puts every rank
-// on one node; NANODIST_RANKS_PER_NODE=2 makes nodes of two, the grid keeps each tp group inside
+// on one node; two ranks per node asked for makes nodes of two, the grid keeps each tp group inside
 // one, refuses a tp that would cross (on every rank, naming the numbers) and allows it with
 // allow_cross_node_tp.
 #include <gtest/gtest.h>
@@ -9,7 +9,6 @@
 #include "dist/comm/node_map.h"
 #include "dist/parallel/parallel_grid.h"
 #include "dist/comm/world.h"
-#include "tests/dist/pretend_nodes.h"
 
 namespace nd::dist {
 namespace {
@@ -25,13 +24,13 @@ TEST(NodeMapMpi, OneMachineIsOneNode) {
 TEST(NodeMapMpi, PretendNodesOfTwoKeepTpInsideANode) {
   auto world = make_world_comm(Device::cpu());
   const int n = world->size(), w = world->rank();
-  test::PretendNodes pretend(2);
-  NodeMap map = discover_nodes(*world);
+  NodeMap map = discover_nodes(*world, 2);
   EXPECT_EQ(map.nodes(), n / 2);
   EXPECT_EQ(map.node(w), w / 2);
 
   GridOptions shape;
   shape.tp = 2;
+  shape.ranks_per_node = 2;
   ParallelGrid grid(*world, shape);
   // Every member of this rank's tp group reports its node: all must be this rank's.
   Comm& tp = grid.tp();
@@ -46,11 +45,11 @@ TEST(NodeMapMpi, PretendNodesOfTwoKeepTpInsideANode) {
 TEST(NodeMapMpi, TpAcrossPretendNodesIsRefusedOrAllowed) {
   auto world = make_world_comm(Device::cpu());
   const int n = world->size();
-  test::PretendNodes pretend(2);
   int tp = 3;  // the smallest tp above 2 that divides the world: 4 at np 4, 3 at np 6
   while (n % tp != 0) ++tp;
   GridOptions shape;
   shape.tp = tp;
+  shape.ranks_per_node = 2;
   try {
     ParallelGrid grid(*world, shape);
     ADD_FAILURE() << "tp " << tp << " across nodes of 2 was accepted";

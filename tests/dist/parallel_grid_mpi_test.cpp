@@ -56,7 +56,7 @@ struct Coords {
 };
 Coords coords_of(int q, int tp, int dp) { return {q % tp, q / tp % dp, q / (tp * dp)}; }
 
-void check_grid(Comm& world, int tp, int pp, Collectives collectives) {
+void check_grid(Comm& world, int tp, int pp, Algorithm collectives) {
   const int n = world.size(), w = world.rank(), dp = n / (tp * pp);
   GridOptions options;
   options.tp = tp;
@@ -95,7 +95,7 @@ void check_grid(Comm& world, int tp, int pp, Collectives collectives) {
     EXPECT_EQ(group.size(), static_cast<int>(want.size())) << name;
     EXPECT_EQ(members(group, w), want) << name;
     expect_group_sums(group, want, w, name + " group sum");
-    if (collectives == Collectives::Ring && group.size() > 1) {
+    if (collectives == Algorithm::Ring && group.size() > 1) {
       EXPECT_NE(dynamic_cast<RingComm*>(&group), nullptr) << name << " is not ring-decorated";
     }
   }
@@ -125,10 +125,10 @@ void check_grid(Comm& world, int tp, int pp, Collectives collectives) {
   if (tp == 1) {
     EXPECT_STREQ(grid.tp().backend(), "local");
   }
-  if (collectives == Collectives::Native && tp * pp == 1) {
+  if (collectives == Algorithm::Native && tp * pp == 1) {
     EXPECT_EQ(&grid.dp(), &world);
   }
-  if (collectives == Collectives::Native && tp == n) {
+  if (collectives == Algorithm::Native && tp == n) {
     EXPECT_EQ(&grid.tp(), &world);
   }
 }
@@ -139,9 +139,9 @@ TEST(ParallelGrid, GroupsForEveryShapeThatDividesTheWorld) {
   for (int pp = 1; pp <= n; ++pp) {
     for (int tp = 1; tp * pp <= n; ++tp) {
       if (n % (tp * pp) != 0) continue;
-      for (Collectives collectives : {Collectives::Native, Collectives::Ring}) {
+      for (Algorithm collectives : {Algorithm::Native, Algorithm::Ring}) {
         SCOPED_TRACE("world " + std::to_string(n) + " tp " + std::to_string(tp) + " pp " + std::to_string(pp) + " " +
-                     collectives_name(collectives));
+                     algorithm_name(collectives));
         check_grid(*world, tp, pp, collectives);
       }
     }
@@ -189,7 +189,7 @@ TEST(ParallelGrid, ShapeThatDoesNotDivideTheWorldRaisesOnEveryRank) {
   stages.pp = world->rank() == 0 ? 1 : n;
   EXPECT_THROW(ParallelGrid(*world, stages), Error);
   GridOptions mixed;
-  mixed.collectives = world->rank() == 0 ? Collectives::Ring : Collectives::Native;
+  mixed.collectives = world->rank() == 0 ? Algorithm::Ring : Algorithm::Native;
   EXPECT_THROW(ParallelGrid(*world, mixed), Error);
   // The world is still usable afterwards.
   Tensor one = Tensor::ones({4});

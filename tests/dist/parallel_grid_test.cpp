@@ -36,12 +36,12 @@ TEST(ParallelGrid, RingOnOneRankNeedsNoDecoration) {
   GridOptions options;
   options.collectives = parse_collectives("ring");
   ParallelGrid grid(world, options);
-  EXPECT_EQ(grid.collectives(), Collectives::Ring);
+  EXPECT_EQ(grid.collectives(), Algorithm::Ring);
   Tensor t = Tensor::from_vector(std::vector<float>{2.5f, -1.0f}, {2});
   grid.dp().allreduce(t, ReduceOp::Sum);
   EXPECT_EQ(t.to_double_vector(), (std::vector<double>{2.5, -1.0}));
-  EXPECT_EQ(parse_collectives("auto"), Collectives::Auto);
-  EXPECT_EQ(parse_collectives("peer"), Collectives::Peer);
+  EXPECT_EQ(parse_collectives("auto"), Algorithm::Auto);
+  EXPECT_EQ(parse_collectives("peer"), Algorithm::Peer);
   EXPECT_THROW(parse_collectives("tree"), Error);
 }
 

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "dist/parallel/parallel_grid.h"
+#include "dist/comm/bench/auto_choice.h"
 #include "dist/comm/peer_comm.h"
 #include "tests/common/captured_graph.h"
 #include "tests/dist/collective_inputs.h"
@@ -32,12 +33,13 @@ void expect_reduced(const Tensor& got, int n, int64_t count, uint64_t seed, DTyp
   test::expect_reduced_near(got, test::reduced_over_ranks(n, count, seed, op), dtype, op, what);
 }
 
-PeerOptions small_buffer(PeerMode mode) {
+PeerOptions small_buffer(Algorithm mode) {
   PeerOptions options;
   options.mode = mode;
   options.buffer_bytes = int64_t{4} << 20;
   options.one_shot_max_bytes = int64_t{64} << 10;
   options.timeout_s = 20;
+  if (mode == Algorithm::Auto) options.decide = auto_decider();  // the choices timed at start
   return options;
 }
 
@@ -47,7 +49,7 @@ TEST(PeerCommNccl, EveryModeGivesTheClosedForm) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot, PeerMode::Peer, PeerMode::Auto, PeerMode::Push}) {
+  for (Algorithm mode : {Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Peer, Algorithm::Auto, Algorithm::Push}) {
     PeerComm peer(world, small_buffer(mode));
     if (r == 0 && !peer.peer_usable()) std::printf("no peer memory here: %s\n", peer.unusable_reason().c_str());
     for (DType dtype : {DType::F32, DType::BF16})
@@ -55,7 +57,7 @@ TEST(PeerCommNccl, EveryModeGivesTheClosedForm) {
         for (int64_t count : kCounts) {
           if (count * static_cast<int64_t>(dtype_size(dtype)) > (int64_t{4} << 20)) continue;
           const uint64_t seed = 300 + count % 97;
-          const std::string what = std::string(peer_mode_name(mode)) + " " + dtype_name(dtype) + " " +
+          const std::string what = std::string(algorithm_name(mode)) + " " + dtype_name(dtype) + " " +
                                    reduce_op_name(op) + " count " + std::to_string(count);
           SCOPED_TRACE(what);
           Tensor a = rank_input(r, count, dtype, seed, world.device());
@@ -71,14 +73,14 @@ TEST(PeerCommNccl, CallsInARowStayApart) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  for (PeerMode mode : {PeerMode::OneShot, PeerMode::TwoShot, PeerMode::Push}) {
+  for (Algorithm mode : {Algorithm::OneShot, Algorithm::TwoShot, Algorithm::Push}) {
     PeerComm peer(world, small_buffer(mode));
     std::vector<Tensor> buffers;
     for (int k = 0; k < 200; ++k) buffers.push_back(rank_input(r, 1000 + 37 * (k % 5), DType::F32, 700 + k, world.device()));
     for (Tensor& b : buffers) peer.allreduce_async(b, ReduceOp::Sum).wait();
     for (int k = 0; k < 200; ++k)
       expect_reduced(buffers[k], n, 1000 + 37 * (k % 5), 700 + k, DType::F32, ReduceOp::Sum,
-                     std::string(peer_mode_name(mode)) + " call " + std::to_string(k));
+                     std::string(algorithm_name(mode)) + " call " + std::to_string(k));
   }
 }
 
@@ -87,7 +89,7 @@ TEST(PeerCommNccl, GraphReplaysGiveTheClosedForm) {
 #if NANODIST_WITH_CUDA
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  PeerComm peer(world, small_buffer(PeerMode::Peer));
+  PeerComm peer(world, small_buffer(Algorithm::Peer));
   const Device gpu = world.device();
   // One-shot (small), two-shot (large) and a bf16 average, as a tp step would issue them.
   const std::vector<std::pair<int64_t, DType>> shapes = {{1001, DType::F32}, {300001, DType::F32}, {5003, DType::BF16}};
@@ -116,7 +118,7 @@ TEST(PeerCommNccl, FailsOverToNccl) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  PeerComm peer(world, small_buffer(PeerMode::OneShot));
+  PeerComm peer(world, small_buffer(Algorithm::OneShot));
   // Above the 4 MB buffer.
   Tensor large = rank_input(r, (int64_t{4} << 20) / 4 + 5, DType::F32, 90, world.device());
   peer.allreduce(large, ReduceOp::Sum);
@@ -138,7 +140,7 @@ TEST(PeerCommNccl, GridHandsOutPeerComms) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
-  for (Collectives kind : {Collectives::Peer, Collectives::Auto}) {
+  for (Algorithm kind : {Algorithm::Peer, Algorithm::Auto}) {
     GridOptions options;
     options.tp = n;
     options.collectives = kind;
@@ -146,7 +148,7 @@ TEST(PeerCommNccl, GridHandsOutPeerComms) {
     EXPECT_NE(dynamic_cast<PeerComm*>(&grid.tp()), nullptr);
     Tensor values = rank_input(r, 70001, DType::F32, 95, world.device());
     grid.tp().allreduce(values, ReduceOp::Sum);
-    expect_reduced(values, n, 70001, 95, DType::F32, ReduceOp::Sum, collectives_name(kind));
+    expect_reduced(values, n, 70001, 95, DType::F32, ReduceOp::Sum, algorithm_name(kind));
   }
 }
 

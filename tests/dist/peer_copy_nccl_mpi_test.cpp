@@ -3,8 +3,8 @@
 // block limit, f32 and bf16, sum and average; many calls in a row without a host wait (the slots
 // wrap around; a slot's flags must keep the calls apart); a CUDA graph of gathers (one into a
 // shared buffer) and a scatter replayed several times; blocks above the slot size in pieces; gathers
-// straight into shared buffers (Comm::shared_tensor) and the scratch lent from them
-// (Comm::gather_scratch); the scatter that adds into its output; Max goes to NCCL. Skips where there
+// straight into shared buffers (PeerMemory::shared_tensor) and the scratch lent from them
+// (PeerMemory::gather_scratch); the scatter that adds into its output; Max goes to NCCL. Skips where there
 // is no GPU per rank; where the GPUs share no peer memory it says so and the results still hold.
 #include <gtest/gtest.h>
 
@@ -15,7 +15,6 @@
 #include "dist/parallel/flat_params.h"
 #include "dist/comm/peer_comm.h"
 #include "tests/common/captured_graph.h"
-#include "tests/common/scoped_env.h"
 #include "tests/dist/collective_inputs.h"
 #include "tests/dist/nccl_test_world.h"
 #if NANODIST_WITH_CUDA
@@ -81,7 +80,7 @@ TEST(PeerCopyNccl, GatherAndScatterGiveTheClosedForm) {
     }
 }
 
-// A bf16 input scattered into f32 (what ZeRO's bf16 gradients take, Comm::reduce_scatter_widens)
+// A bf16 input scattered into f32 (what ZeRO's bf16 gradients take, PeerMemory::reduce_scatter_widens)
 // has the bits of the f32 scatter of the same input widened on the host first, for values whose
 // sums round: in one slot, in several pieces with a tail, at a size not a multiple of the 16-byte
 // packs (the unaligned path); sum and average. Where the copy engines are not usable the comm says
@@ -117,10 +116,10 @@ TEST(PeerCopyNccl, WideningScatterHasTheBitsOfTheF32One) {
   EXPECT_THROW(peer.reduce_scatter(narrow, wide, ReduceOp::Max), Error);
 }
 
-// The accumulating scatter (Comm::reduce_scatter_accumulate_async, ZeRO's later micro-batches) adds
+// The accumulating scatter (PeerMemory::reduce_scatter_accumulate_async, ZeRO's later micro-batches) adds
 // into what the f32 output holds the bits of scattering into a temporary and adding that on the host,
 // f32 and bf16 inputs, in one slot, in pieces with a tail, unaligned; sum and average.
-// NANODIST_PEER_COPY_ACCUMULATE=0 says no, and a comm that does not accumulate (NCCL) refuses the call.
+// A comm that does not accumulate (NCCL) says so, and a call the copy engines cannot take is refused.
 TEST(PeerCopyNccl, AccumulatingScatterHasTheBitsOfScatterThenAdd) {
   SKIP_WITHOUT_GPU();
   Comm& world = gpu_world();
@@ -151,14 +150,11 @@ TEST(PeerCopyNccl, AccumulatingScatterHasTheBitsOfScatterThenAdd) {
         for (int64_t i = 0; i < count; ++i) want[i] = before[i] + scattered[i];
         EXPECT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0) << "the bits differ";
       }
-  {
-    test::ScopedEnv off("NANODIST_PEER_COPY_ACCUMULATE", "0");
-    EXPECT_FALSE(peer.reduce_scatter_accumulates(ReduceOp::Avg, DType::F32, DType::F32));
-  }
   Tensor input = Tensor::zeros({n * 8L}, DType::F32, world.device());
   Tensor out = Tensor::zeros({8}, DType::F32, world.device());
-  EXPECT_FALSE(world.reduce_scatter_accumulates(ReduceOp::Avg, DType::F32, DType::F32));
-  EXPECT_THROW((void)world.reduce_scatter_accumulate_async(input, out, ReduceOp::Avg), Error);
+  EXPECT_EQ(world.peer_memory(), nullptr);
+  EXPECT_FALSE(reduce_scatter_accumulates(world, ReduceOp::Avg, DType::F32, DType::F32));
+  EXPECT_THROW((void)peer.reduce_scatter_accumulate_async(input, out, ReduceOp::Max), Error);
 }
 
 // Many calls back to back, the results checked only at the end: slot k % kSlots is reused every
@@ -260,7 +256,7 @@ TEST(PeerCopyNccl, LargerBlocksMoveInPiecesAndMaxGoesToNccl) {
   EXPECT_EQ(small.to_double_vector(), std::vector<double>(5, n - 1.0));
 }
 
-// Gathers into shared buffers (Comm::shared_tensor) go straight into place. Forty calls in a row
+// Gathers into shared buffers (PeerMemory::shared_tensor) go straight into place. Forty calls in a row
 // over two buffers, whole and without this rank's block (all_gather_others_async), sizes from one
 // element to above a slot, each result copied out by the compute stream before the buffer's next
 // gather and all checked at the end: a peer may write a buffer only once its earlier readers here
@@ -311,7 +307,7 @@ TEST(PeerCopyNccl, SharedBuffersTakeGathersInPlace) {
   expect_gathered(reused, n, most, 77, "a plain tensor where a shared one was");
 }
 
-// Comm::gather_scratch over the copy engines: a shared buffer while one of the pool is free (none
+// PeerMemory::gather_scratch over the copy engines: a shared buffer while one of the pool is free (none
 // is handed out twice while a view of it lives), the same buffer again once its views are gone, a
 // plain tensor when all are taken or while a graph is captured (no new registration then); a
 // gather into each gives the closed form, whoever owns the buffer.

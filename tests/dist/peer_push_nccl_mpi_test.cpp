@@ -1,4 +1,4 @@
-// The push one-shot all-reduce (PeerMode::Push: each rank stores its data into every peer's receive
+// The push one-shot all-reduce (Algorithm::Push: each rank stores its data into every peer's receive
 // area with the flags inside the data words) under mpirun, one rank per GPU, one node: bit for bit
 // the host's f32 sum in rank order (random non-integer inputs, f32 and bf16, sum and average) at
 // counts around its 256-line chunks (odd counts end inside a line); sizes that shrink and grow in a
@@ -29,7 +29,7 @@ using test::gpu_world;
 
 PeerOptions push_options(int64_t push_max_bytes = int64_t{1} << 20) {
   PeerOptions options;
-  options.mode = PeerMode::Push;
+  options.mode = Algorithm::Push;
   options.buffer_bytes = int64_t{4} << 20;
   options.push_max_bytes = push_max_bytes;
   options.timeout_s = 20;
@@ -88,7 +88,7 @@ TEST(PeerPushNccl, EveryCountIsTheRankOrderSumBitForBit) {
                                  std::to_string(count);
         SCOPED_TRACE(what);
         if (peer.peer_usable()) {
-          EXPECT_EQ(peer.choice(count * dtype_size(dtype)), AllReduceChoice::Push);
+          EXPECT_EQ(peer.choice(count * dtype_size(dtype)), Algorithm::Push);
         }
         Tensor a = random_input(r, count, dtype, seed).to(world.device());
         peer.allreduce(a, op);
@@ -141,13 +141,13 @@ TEST(PeerPushNccl, PushBetweenOneShotAndTwoShot) {
   Comm& world = gpu_world();
   const int n = world.size(), r = world.rank();
   PeerComm peer(world, push_options());
-  const AllReduceChoice order[] = {AllReduceChoice::Push, AllReduceChoice::OneShot, AllReduceChoice::Push,
-                                   AllReduceChoice::TwoShot};
+  const Algorithm order[] = {Algorithm::Push, Algorithm::OneShot, Algorithm::Push,
+                                   Algorithm::TwoShot};
   std::vector<Tensor> buffers;
   for (int k = 0; k < 60; ++k) buffers.push_back(test::rank_input(r, 3001 + 2 * (k % 3), DType::BF16, 40 + k, world.device()));
   for (int k = 0; k < 60; ++k) peer.allreduce_with(order[k % 4], buffers[k], ReduceOp::Sum).wait();
   for (int k = 0; k < 60; ++k) {
-    const std::string what = std::string(choice_name(order[k % 4])) + " call " + std::to_string(k);
+    const std::string what = std::string(algorithm_name(order[k % 4])) + " call " + std::to_string(k);
     EXPECT_EQ(test::count_mismatches(buffers[k].to_double_vector(), test::sum_over_ranks(n, 3001 + 2 * (k % 3), 40 + k),
                                      0, what.c_str()),
               0);
@@ -208,7 +208,7 @@ TEST(PeerPushNccl, AboveTheAreaGoesToNccl) {
   for (int64_t area : {int64_t{4096}, int64_t{0}}) {
     PeerComm peer(world, push_options(area));
     if (peer.peer_usable()) {
-      EXPECT_EQ(peer.largest_bytes(AllReduceChoice::Push), area);
+      EXPECT_EQ(peer.largest_bytes(Algorithm::Push), area);
     }
     for (int64_t count : {int64_t{1024}, int64_t{1025}, int64_t{100000}}) {
       const std::string what = "area " + std::to_string(area) + " count " + std::to_string(count);

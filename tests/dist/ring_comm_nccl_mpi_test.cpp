@@ -122,7 +122,7 @@ TEST(RingCommNccl, RingGridGroupsSum) {
     if (n % tp != 0) continue;
     GridOptions options;
     options.tp = tp;
-    options.collectives = Collectives::Ring;
+    options.collectives = Algorithm::Ring;
     ParallelGrid grid(world, options);
     for (Comm* group : {&grid.tp(), &grid.dp()}) {
       if (group->size() == 1) continue;

@@ -11,12 +11,15 @@
 #include <vector>
 
 #include "dist/comm/forwarding_comm.h"
+#include "dist/comm/peer_memory.h"
 
 namespace nd::test {
 
-class TwoHalvesComm : public dist::ForwardingComm {
+class TwoHalvesComm : public dist::ForwardingComm, public dist::PeerMemory {
  public:
   explicit TwoHalvesComm(dist::Comm& inner) : ForwardingComm(inner) {}
+
+  dist::PeerMemory* peer_memory() override { return this; }
 
   bool reduce_scatter_in_halves(const Tensor&, dist::ReduceOp) override { return true; }
   ScatterTicket reduce_scatter_send(const Tensor& input, const Tensor&, dist::ReduceOp) override {
@@ -48,6 +51,14 @@ class TwoHalvesComm : public dist::ForwardingComm {
     scratch_.push_back(Tensor::empty({n}, dtype, device()));
     scratch_.back().fill_(std::nan(""));
     return scratch_.back().view(shape);
+  }
+  // The rest as a comm without peer memory.
+  Tensor shared_tensor(const Shape& shape, DType dtype) override { return Tensor::zeros(shape, dtype, device()); }
+  bool shares(const Tensor&) const override { return false; }
+  bool reduce_scatter_widens(dist::ReduceOp) override { return false; }
+  bool reduce_scatter_accumulates(dist::ReduceOp, DType, DType) override { return false; }
+  dist::CommWork reduce_scatter_accumulate_async(const Tensor&, Tensor&, dist::ReduceOp) override {
+    ND_FAIL("TwoHalvesComm does not accumulate");
   }
 
  private:

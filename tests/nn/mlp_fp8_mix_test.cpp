@@ -1,13 +1,12 @@
 // nn::MLP's choice of ops when only some of its linears are FP8, checked on the CPU: the FP8 ops
 // refuse CPU tensors, each naming itself, so the refusal tells which op the MLP called. One FP8
 // linear must reach ops::fp8_linear (not the bf16 gelu_mlp, which would drop its quantising); both
-// reach ops::fp8_gelu_mlp with that fusion on and ops::fp8_linear with it off; none runs.
+// reach ops::fp8_gelu_mlp; none runs.
 // (mlp_fp8_mix_cuda_test checks the results of the mixes on a GPU.)
 #include <gtest/gtest.h>
 
 #include <string>
 
-#include "autograd/fusions.h"
 #include "nn/fp8_linear_scaling.h"
 #include "nn/layers.h"
 #include "tensor/error.h"
@@ -16,10 +15,7 @@ namespace nd {
 namespace {
 
 // The message of the error the MLP's forward raises, "" when it runs.
-std::string forward_error(bool fc, bool proj, bool fp8_gelu_mlp_fusion) {
-  Fusions f;
-  f.fp8_gelu_mlp = fp8_gelu_mlp_fusion;
-  ScopedFusions scoped(f);
+std::string forward_error(bool fc, bool proj) {
   const nn::BlockShape shape{16, 2, 1, /*bias=*/true, /*dropout=*/0.0f};
   Generator init(1), drop(2);
   nn::MLP mlp(shape, init, nn::Placement{Device::cpu(), DType::F32});
@@ -38,18 +34,15 @@ std::string forward_error(bool fc, bool proj, bool fp8_gelu_mlp_fusion) {
 bool mentions(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
 
 TEST(MlpFp8Mix, OneFp8LinearGoesThroughFp8LinearNotTheBf16Fusion) {
-  for (bool fusion : {true, false}) {
-    EXPECT_TRUE(mentions(forward_error(true, false, fusion), "fp8_linear:")) << forward_error(true, false, fusion);
-    EXPECT_TRUE(mentions(forward_error(false, true, fusion), "fp8_linear:")) << forward_error(false, true, fusion);
-  }
+  EXPECT_TRUE(mentions(forward_error(true, false), "fp8_linear:")) << forward_error(true, false);
+  EXPECT_TRUE(mentions(forward_error(false, true), "fp8_linear:")) << forward_error(false, true);
 }
 
-TEST(MlpFp8Mix, BothFp8TakeTheFp8FusionOrSeparateFp8Linears) {
-  EXPECT_TRUE(mentions(forward_error(true, true, true), "fp8_gelu_mlp:")) << forward_error(true, true, true);
-  EXPECT_TRUE(mentions(forward_error(true, true, false), "fp8_linear:")) << forward_error(true, true, false);
+TEST(MlpFp8Mix, BothFp8TakeTheFp8Fusion) {
+  EXPECT_TRUE(mentions(forward_error(true, true), "fp8_gelu_mlp:")) << forward_error(true, true);
 }
 
-TEST(MlpFp8Mix, NoFp8LinearRunsOnTheCpu) { EXPECT_EQ(forward_error(false, false, true), ""); }
+TEST(MlpFp8Mix, NoFp8LinearRunsOnTheCpu) { EXPECT_EQ(forward_error(false, false), ""); }
 
 }  // namespace
 }  // namespace nd

@@ -1,13 +1,11 @@
 // Activation recomputation on the GPU: with dropout, over two accumulated micro-batches seeded the
 // trainer's way (the loss told its seed), --recompute attention and block give the losses and every
 // gradient of the recorded model to tolerance, in f32 and in bf16 (our attention kernel and, where
-// this build and GPU have it, cuDNN's; with the MLP fused and not): the rerun draws the same Philox
+// this build and GPU have it, cuDNN's): the rerun draws the same Philox
 // counters on the device, and the block's rerun, which skips the MLP's c_proj, its dropout and the
-// residual add, still gives their gradients. With the linears in FP8 (fused fp8_gelu_mlp and
-// unfused) block recomputation also leaves every delayed-scaling amax of x and w as none records it.
+// residual add, still gives their gradients. With the linears in FP8 (fp8_gelu_mlp) block recomputation also leaves every delayed-scaling amax of x and w as none records it.
 #include <cmath>
 
-#include "autograd/fusions.h"
 #include "dist/parallel/parallelize.h"
 #include "kernels/cuda_test_util.h"
 #include "kernels/cudnn/attention_cudnn.h"
@@ -109,24 +107,10 @@ TEST(RecomputeCuda, Bf16MatchesNone) {
   check_modes(DType::BF16, ops::AttentionKernel::Ours, 1e-2);
 }
 
-TEST(RecomputeCuda, Bf16WithTheMlpUnfusedMatchesNone) {
-  ND_SKIP_WITHOUT_GPU();
-  Fusions unfused;
-  unfused.gelu_mlp = false;  // the MLP as linear, gelu and linear
-  ScopedFusions scoped(unfused);
-  check_modes(DType::BF16, ops::AttentionKernel::Ours, 1e-2);
-}
-
 TEST(RecomputeCuda, Fp8MatchesNoneWithTheSameAmaxes) {
   ND_SKIP_WITHOUT_GPU();
   if (!has_fp8_tensor_cores()) GTEST_SKIP() << "FP8 GEMMs need compute capability 8.9 or later";
-  for (bool fused : {true, false}) {  // fp8_gelu_mlp, or fp8_linear, gelu, fp8_linear
-    SCOPED_TRACE(fused ? "fp8_gelu_mlp" : "unfused");
-    Fusions f;
-    f.fp8_gelu_mlp = fused;
-    ScopedFusions scoped(f);
-    check_modes(DType::BF16, ops::AttentionKernel::Ours, 2e-2, /*fp8=*/true);
-  }
+  check_modes(DType::BF16, ops::AttentionKernel::Ours, 2e-2, /*fp8=*/true);
 }
 
 TEST(RecomputeCuda, Bf16CudnnAttentionMatchesNone) {

@@ -1,7 +1,7 @@
 // Activation recomputation on the CPU: with dropout, over two accumulated micro-batches, the losses
 // and every gradient of --recompute attention and block equal the recorded model's bit for bit
-// (same kernels, same order; the block's rerun skipping its tail or not), also with the fusions off
-// and under the ablation switches; each parameter's hook fires once per backward; evaluation is
+// (same kernels, same order; the block's rerun skipping its tail), also under the ablation
+// switches; each parameter's hook fires once per backward; evaluation is
 // untouched; and the bytes autograd keeps after the forward (and the step's peak) fall: block <
 // attention < none, attention by exactly the attention's row statistics.
 #include <gtest/gtest.h>
@@ -10,7 +10,6 @@
 #include <map>
 
 #include "autograd/checkpoint.h"
-#include "autograd/fusions.h"
 #include "nn/gpt.h"
 #include "tensor/memory_stats.h"
 #include "tests/nn/tp_test_util.h"
@@ -81,23 +80,19 @@ TEST(Recompute, GradientsEqualTheRecordedModelBitForBit) {
     expect_equal_bit_for_bit(train_micro_batches(small_config(mode)), want, name_of(mode));
 }
 
-TEST(Recompute, BitForBitWithFusionsOffAndUnderTheAblations) {
-  // Every fusion off, and every one but the rerun's skipped tail (the MLP as linear, gelu and linear).
-  for (const char* fusions : {"none", "recompute_tail"}) {
-    ScopedFusions scoped(parse_fusions(fusions));
-    for (int ablation = 0; ablation < 3; ++ablation) {
-      auto config = [&](Recompute mode) {
-        GPTConfig c = small_config(mode);
-        c.use_residual = ablation != 1;
-        c.use_layernorm = ablation != 2;
-        c.bias = ablation != 2;
-        return c;
-      };
-      const Result want = train_micro_batches(config(Recompute::None));
-      for (Recompute mode : {Recompute::Attention, Recompute::Block})
-        expect_equal_bit_for_bit(train_micro_batches(config(mode)), want,
-                                 std::string(fusions) + ": " + name_of(mode) + " ablation " + std::to_string(ablation));
-    }
+TEST(Recompute, BitForBitUnderTheAblations) {
+  for (int ablation = 0; ablation < 3; ++ablation) {
+    auto config = [&](Recompute mode) {
+      GPTConfig c = small_config(mode);
+      c.use_residual = ablation != 1;
+      c.use_layernorm = ablation != 2;
+      c.bias = ablation != 2;
+      return c;
+    };
+    const Result want = train_micro_batches(config(Recompute::None));
+    for (Recompute mode : {Recompute::Attention, Recompute::Block})
+      expect_equal_bit_for_bit(train_micro_batches(config(mode)), want,
+                               std::string(name_of(mode)) + " ablation " + std::to_string(ablation));
   }
 }
 

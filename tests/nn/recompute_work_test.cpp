@@ -1,15 +1,13 @@
 // The work of a recomputed block's rerun, counted by the op timer's timeline on the CPU: the rerun
 // repeats the block's forward up to the MLP's c_fc and GELU, but not c_proj's product (a third of
 // the block's forward FLOPs), the MLP dropout nor the second residual add, whose values backward
-// does not read; backward itself runs the same ops as without recomputation. With the MLP fused
-// (one ops::gelu_mlp) and not (linear, gelu, linear), without the residual connections, and with
-// the recompute_tail switch off (the whole block reruns).
+// does not read; backward itself runs the same ops as without recomputation. With and without the
+// residual connections.
 #include <gtest/gtest.h>
 
 #include <map>
 #include <string>
 
-#include "autograd/fusions.h"
 #include "nn/gpt.h"
 #include "tensor/op_trace.h"
 #include "tests/nn/tp_test_util.h"
@@ -62,7 +60,6 @@ const std::string kActivation = shape_str({kBatch, kTime, kEmbd});
 const std::string kQkv = std::to_string(kEmbd) + "->" + std::to_string(3 * kEmbd);
 const std::string kAttnProj = std::to_string(kEmbd) + "->" + std::to_string(kEmbd);
 const std::string kFc = std::to_string(kEmbd) + "->" + std::to_string(4 * kEmbd);
-const std::string kMlpProj = std::to_string(4 * kEmbd) + "->" + std::to_string(kEmbd);
 
 // Nothing of backward is repeated: every extra region is a forward one.
 void expect_no_extra_backward(const std::map<std::string, int>& extra) {
@@ -72,47 +69,19 @@ void expect_no_extra_backward(const std::map<std::string, int>& extra) {
     }
 }
 
-Fusions unfused_mlp(bool recompute_tail) {
-  Fusions f;
-  f.gelu_mlp = false;  // the MLP as linear, gelu and linear
-  f.recompute_tail = recompute_tail;
-  return f;
-}
-
 TEST(RecomputeWork, TheRerunSkipsTheMlpProjectionItsDropoutAndTheResidualAdd) {
   for (bool residual : {true, false}) {
     SCOPED_TRACE(residual ? "residual" : "no residual");
-    ScopedFusions unfused(unfused_mlp(true));
     const std::map<std::string, int> extra = rerun_ops(residual);
+    EXPECT_EQ(calls(extra, "gelu_mlp " + kFc), kLayers) << "c_fc and the GELU only";
+    EXPECT_EQ(calls(extra, "gelu_mlp " + kFc + "->" + std::to_string(kEmbd)), 0) << "the rerun ran c_proj";
     EXPECT_EQ(calls(extra, "linear " + kQkv), kLayers);
     EXPECT_EQ(calls(extra, "linear " + kAttnProj), kLayers);
-    EXPECT_EQ(calls(extra, "linear " + kFc), kLayers);
-    EXPECT_EQ(calls(extra, "linear " + kMlpProj), 0) << "the rerun ran the MLP's output projection";
     // The attention's residual dropout is rerun (ln_2 reads h); the MLP's is not.
     EXPECT_EQ(calls(extra, "dropout " + kActivation), kLayers);
     EXPECT_EQ(calls(extra, "add " + kActivation), residual ? kLayers : 0);
     expect_no_extra_backward(extra);
   }
-}
-
-// NANODIST_FUSIONS without recompute_tail: the rerun is the whole block again (to measure against).
-TEST(RecomputeWork, WithoutTheSwitchTheWholeBlockReruns) {
-  ScopedFusions unfused(unfused_mlp(false));
-  const std::map<std::string, int> extra = rerun_ops(true);
-  for (const std::string& gemm : {kQkv, kAttnProj, kFc, kMlpProj}) EXPECT_EQ(calls(extra, "linear " + gemm), kLayers);
-  EXPECT_EQ(calls(extra, "dropout " + kActivation), 2 * kLayers);
-  EXPECT_EQ(calls(extra, "add " + kActivation), 2 * kLayers);
-}
-
-TEST(RecomputeWork, TheFusedMlpReruns) {
-  ScopedFusions on(parse_fusions("all"));
-  const std::map<std::string, int> extra = rerun_ops(true);
-  EXPECT_EQ(calls(extra, "gelu_mlp " + kFc), kLayers) << "c_fc and the GELU only";
-  EXPECT_EQ(calls(extra, "gelu_mlp " + kFc + "->" + std::to_string(kEmbd)), 0) << "the rerun ran c_proj";
-  EXPECT_EQ(calls(extra, "linear " + kQkv), kLayers);
-  EXPECT_EQ(calls(extra, "dropout " + kActivation), kLayers);
-  EXPECT_EQ(calls(extra, "add " + kActivation), kLayers);
-  expect_no_extra_backward(extra);
 }
 
 }  // namespace

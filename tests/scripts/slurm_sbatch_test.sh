@@ -22,9 +22,9 @@ words = 'the king and queen of rome shall speak now to thee'.split()
 print(' '.join(random.choice(words) for _ in range(1500)))" > "$work/text.txt"
 "$bin" prepare --input "$work/text.txt" --out "$work/data" > /dev/null
 
-NANODIST_RANKS_PER_NODE=1 LAUNCH="$mpiexec -np 2 --oversubscribe -x NANODIST_RANKS_PER_NODE" NANODIST="$bin" \
+LAUNCH="$mpiexec -np 2 --oversubscribe" NANODIST="$bin" \
   OUT="$work/out" bash "$script" --data "$work/data" --n-layer 1 --n-head 1 --n-embd 16 --block-size 16 \
-  --batch-size 2 --max-iters 4 --eval-iters 1 --collectives hierarchical > "$work/log.txt" 2>&1 ||
+  --batch-size 2 --max-iters 4 --eval-iters 1 --collectives hierarchical --ranks-per-node 1 > "$work/log.txt" 2>&1 ||
   { cat "$work/log.txt"; echo "FAIL: the sbatch script's run failed"; exit 1; }
 grep -q "nodes: 2 nodes x 1 rank per node; dp 2 across nodes" "$work/log.txt" ||
   { cat "$work/log.txt"; echo "FAIL: no nodes line in the header"; exit 1; }

@@ -8,7 +8,7 @@
 #include <fstream>
 #include <map>
 
-#include "dist/parallel/comm_plan.h"
+#include "dist/parallel/plan/comm_plan.h"
 #include "tests/dist/counting_comm.h"
 #include "train/mpi_data_fixture.h"
 

@@ -3,15 +3,13 @@
 // accumulation, in f32 and bf16, also with dropout (each replay reads the step's Philox counter
 // from device memory, so it draws the eager step's masks), with our attention kernel and with
 // cuDNN's (whose backward must then be deterministic too); replays call no cudaMalloc. The step's
-// loss writes the logits' gradient in its forward (the cross_entropy_grad fusion, on by default),
-// reading the 1/grad_accum seed from device memory, so a replay scales as the eager step does; the
-// same holds with every fusion off.
+// loss writes the logits' gradient in its forward, reading the 1/grad_accum seed from device
+// memory, so a replay scales as the eager step does.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <sstream>
 
-#include "autograd/fusions.h"
 #include "autograd/ops.h"
 #include "kernels/cudnn/attention_cudnn.h"
 #include "train/train_fixture.h"
@@ -69,11 +67,6 @@ class CudaGraphTraining : public ::testing::Test {
 TEST_F(CudaGraphTraining, F32ReplaysMatchEagerBitwise) { expect_identical("f32"); }
 
 TEST_F(CudaGraphTraining, Bf16ReplaysMatchEagerBitwise) { expect_identical("bf16"); }
-
-TEST_F(CudaGraphTraining, Bf16UnfusedReplaysMatchEagerBitwise) {
-  ScopedFusions none(parse_fusions("none"));
-  expect_identical("bf16");
-}
 
 // The eager run draws new masks every step; the replays must draw the very same ones.
 TEST_F(CudaGraphTraining, DropoutReplaysMatchEagerBitwise) { expect_identical("f32", 0.1); }

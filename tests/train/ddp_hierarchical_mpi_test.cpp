@@ -3,7 +3,6 @@
 // bit-identical on every rank.
 #include <gtest/gtest.h>
 
-#include "tests/dist/pretend_nodes.h"
 #include "train/mpi_data_fixture.h"
 #include "train/trainer.h"
 
@@ -30,11 +29,11 @@ class DDPHierarchicalTest : public testing::MpiDataTest {
 
 TEST_F(DDPHierarchicalTest, MatchesOneRank) {
   std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1)).step_losses;
-  nd::test::PretendNodes pretend(2);
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("hierarchical", comm_->size());
   c.collectives = "hierarchical";
+  c.ranks_per_node = 2;
   TrainResult r = run_training(c, ctx);
   expect_close(mean_losses(r.step_losses, *comm_), reference);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";

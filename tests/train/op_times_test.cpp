@@ -1,12 +1,10 @@
-// The op timer end to end on the CPU: `nanodist train` with NANODIST_KERNEL_TIMES=1 prints a table
-// of the ops of the timed steps (every step after the first two), whose times add up to no more
-// than the steps' wall time, with FLOP rates for the GEMMs; without the variable nothing changes.
+// The op timer end to end on the CPU: `nanodist train --op-times` prints a table of the ops of the
+// timed steps (every step after the first two), whose times add up to no more than the steps' wall
+// time, with FLOP rates for the GEMMs; without the flag nothing changes.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <regex>
 
-#include "tests/common/scoped_env.h"
 #include "train_fixture.h"
 
 namespace nd::train {
@@ -28,13 +26,10 @@ class OpTimes : public ::testing::Test {
 };
 
 TEST_F(OpTimes, TableOfTheTimedStepsWhenAsked) {
-  auto r = [&] {
-    test::ScopedEnv timed("NANODIST_KERNEL_TIMES", "1");
-    return run_nanodist(train_args(dir), dir.path());
-  }();
+  auto r = run_nanodist(train_args(dir) + " --op-times", dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string& out = r.out;
-  EXPECT_NE(out.find("op times (NANODIST_KERNEL_TIMES): mean of 4 steps"), std::string::npos) << out;
+  EXPECT_NE(out.find("op times (--op-times): mean of 4 steps"), std::string::npos) << out;
   // Each op of the step, forward and backward, the linears by their shapes (16 -> 48 is qkv).
   for (const char* op : {"linear 16->48", "linear backward 16->48", "attention ", "attention backward ",
                          "layernorm ", "dropout ", "cross_entropy ", "embedding backward ", "optimizer ",
@@ -53,7 +48,6 @@ TEST_F(OpTimes, TableOfTheTimedStepsWhenAsked) {
 }
 
 TEST_F(OpTimes, NoTableByDefault) {
-  test::ScopedEnv untimed("NANODIST_KERNEL_TIMES", std::nullopt);
   auto r = run_nanodist(train_args(dir), dir.path());
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("op times"), std::string::npos) << r.out;

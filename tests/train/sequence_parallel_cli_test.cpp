@@ -1,8 +1,7 @@
 // `nanodist train --tp 2 --sequence-parallel true` end to end under `mpirun -np 2`: a tiny model
 // with dropout logs the step losses of the one-process tp = 1 run (metrics.jsonl, relative 1e-5), at
-// a batch of 3 and at a micro-batch of 1, with the split collectives and unsplit, and with the chunk
-// counts that NANODIST_TP_GATHER_CHUNKS / NANODIST_TP_SCATTER_CHUNKS set; a sequence length the tp
-// does not divide, or a chunk count out of range, is one `nanodist: error:` line.
+// a batch of 3 and at a micro-batch of 1, with the split collectives and unsplit; a sequence length
+// the tp does not divide is one `nanodist: error:` line.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,13 +45,13 @@ class SequenceParallelCli : public ::testing::Test {
   TempDir dir;
 
   // The tp = 1 run and the sequence-parallel tp 2 run (`sp_flags` added) at `batch` log the same losses.
-  void expect_two_ranks_train_like_one(int batch, const std::string& sp_flags, const std::string& env = "") {
-    SCOPED_TRACE("batch " + std::to_string(batch) + " " + sp_flags + " " + env);
+  void expect_two_ranks_train_like_one(int batch, const std::string& sp_flags) {
+    SCOPED_TRACE("batch " + std::to_string(batch) + " " + sp_flags);
     const std::string b = "--batch-size " + std::to_string(batch);
     auto one = run_nanodist(train_args(dir, "tp1", b + " --overwrite true"), dir.path());
     ASSERT_EQ(one.exit_code, 0) << one.err;
-    const std::string mpirun = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " + env + " " +
-                               ND_MPIEXEC + " -np 2 --oversubscribe " + ND_NANODIST_BIN + " ";
+    const std::string mpirun = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 " +
+                               std::string(ND_MPIEXEC) + " -np 2 --oversubscribe " + ND_NANODIST_BIN + " ";
     const std::string command =
         mpirun + train_args(dir, "sp", b + " --overwrite true --tp 2 --sequence-parallel true " + sp_flags) + " > " +
         (dir / "sp_out.txt") + " 2> " + (dir / "sp_err.txt");
@@ -71,22 +70,6 @@ TEST_F(SequenceParallelCli, TwoRanksTrainLikeOneAtMicroBatchOne) { expect_two_ra
 
 TEST_F(SequenceParallelCli, UnsplitCollectivesTrainLikeOne) {
   expect_two_ranks_train_like_one(3, "--tp-overlap false");
-}
-
-TEST_F(SequenceParallelCli, ChunkCountsFromTheEnvironmentTrainLikeOne) {
-  expect_two_ranks_train_like_one(3, "", "NANODIST_TP_GATHER_CHUNKS=1 NANODIST_TP_SCATTER_CHUNKS=3");
-}
-
-TEST_F(SequenceParallelCli, AChunkCountOutOfRangeIsOneErrorLine) {
-  const std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 NANODIST_TP_GATHER_CHUNKS=9 " +
-                              std::string(ND_MPIEXEC) + " -np 2 --oversubscribe " + ND_NANODIST_BIN + " " +
-                              train_args(dir, "bad", "--tp 2 --sequence-parallel true --batch-size 2") + " > " +
-                              (dir / "bad_out.txt") + " 2> " + (dir / "bad_err.txt");
-  EXPECT_NE(std::system(command.c_str()), 0);
-  EXPECT_NE(testing::slurp_file(dir / "bad_err.txt")
-                .find("nanodist: error: NANODIST_TP_GATHER_CHUNKS must be a whole number of chunks in [0, 8], got '9'"),
-            std::string::npos)
-      << testing::slurp_file(dir / "bad_err.txt");
 }
 
 TEST_F(SequenceParallelCli, BadInputIsOneErrorLine) {

@@ -1,5 +1,5 @@
 // ZeRO 2 and 3 with gradient accumulation over a comm that adds its reduce-scatter into the f32
-// gradient shard (Comm::reduce_scatter_accumulates; on the GPU PeerComm's copy engines, here the
+// gradient shard (PeerMemory::reduce_scatter_accumulates; on the GPU PeerComm's copy engines, here the
 // AccumulatingComm double over MPI): micro-batches after the first go straight into the shard, and
 // the run is bit for bit the one through the plain MPI comm, whose later micro-batches land beside
 // the staging buffer and are added in by the compute stream (mpirun -np 2, 3, 4; f32 and fp16 with

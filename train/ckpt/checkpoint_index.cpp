@@ -178,7 +178,7 @@ CheckpointReader::CheckpointReader(const std::string& path) : path_(path) {
                        file->attr_int("/checkpoint", "slices_checksum") ==
                            static_cast<int64_t>(checksum64(table.data(), table.size())),
                    path << " is corrupt: its slice table does not match its checksum");
-    bool chunked = false;  // no attribute: a checkpoint written before issue 24
+    bool chunked = false;  // no attribute: a checkpoint written before chunked checksums
     if (file->has_attr("/checkpoint", kChecksumAttribute)) {
       const std::string kind = file->attr_string("/checkpoint", kChecksumAttribute);
       ND_CHECK_INPUT(kind == kChunkedChecksum, path << ": unknown slice checksum '" << kind << "'");

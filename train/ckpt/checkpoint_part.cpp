@@ -177,7 +177,7 @@ void add_manifest(const std::string& path, const std::vector<SliceRecord>& recor
 // ones and keep more of the disk busy.
 constexpr int64_t kChunksPerWrite = 8;
 
-// Tests only: write checksums the way checkpoints did before issue 24 (no attribute).
+// Tests only: write checksums the way older checkpoints did (no attribute).
 std::atomic<bool> g_legacy_checksums{false};
 
 // Writes slice k's bytes at its record's offset (their whole pages directly) kChunksPerWrite
@@ -326,7 +326,7 @@ std::vector<SliceRecord> read_part_manifest(const std::string& index_path, int r
   std::string manifest = text ? text : "";
   H5Id scalar{H5Screate(H5S_SCALAR), H5Sclose};
   H5Dvlen_reclaim(text_type.id, scalar.id, H5P_DEFAULT, &text);
-  bool chunked = false;  // no attribute: a part written before issue 24
+  bool chunked = false;  // no attribute: a part written before chunked checksums
   if (H5Aexists(dset.id, kChecksumAttribute) > 0) {
     H5Id attr{H5Aopen(dset.id, kChecksumAttribute, H5P_DEFAULT), H5Aclose};
     H5Id type{H5Aget_type(attr.id), H5Tclose};

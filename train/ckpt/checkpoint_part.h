@@ -31,7 +31,7 @@ struct SliceRecord {
   std::vector<int64_t> full_shape;
   Hyperslab box;
   uint64_t checksum = 0;
-  bool chunked_checksum = false;  // kChunkedChecksum (checksum.h); false: checksum64 of the bytes, as before issue 24
+  bool chunked_checksum = false;  // kChunkedChecksum (checksum.h); false: checksum64 of the bytes, as older checkpoints have
   int64_t file_offset = 0;  // where the dataset's bytes start in the part file (contiguous layout)
 };
 
@@ -50,7 +50,7 @@ class CopyOnWrite;
 std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, int rank,
                                                const std::vector<OwnedSlice>& slices, CopyOnWrite* live = nullptr);
 
-// Tests only: synchronous writes checksum slices as before issue 24 (no attribute), to check that
+// Tests only: synchronous writes checksum slices as older checkpoints did (no attribute), to check that
 // such checkpoints still verify.
 void set_legacy_checksums_for_testing(bool on);
 

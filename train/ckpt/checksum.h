@@ -9,7 +9,7 @@ namespace nd::train {
 
 uint64_t checksum64(const void* bytes, size_t nbytes);
 
-// A slice's checksum since issue 24, composed of chunks so that different threads can take them
+// A slice's checksum in current checkpoints, composed of chunks so that different threads can take them
 // at different times (the optimizer's update takes most of an asynchronous CPU save's:
 // copy_on_write.h): checksum64 of each 1 MiB chunk (the last may be shorter), then checksum64 of
 // those values as little-endian 64-bit words. A part's /manifest and an index's /checkpoint say

@@ -43,9 +43,8 @@ void HostArena::add_chunk(size_t at_least) {
 #if NANODIST_WITH_CUDA
   if (pinned_) {
     // Pinned after the touch rather than by cudaHostAlloc, which faults in, zeroes and pins 4 KiB
-    // pages on one thread: 20 GB took 10.9 s that way against 1.2 s touched on eight threads and
-    // registered as 2 MiB pages, with the same 55 GB/s device-to-host copies into it (one H200;
-    // docs/PERFORMANCE.md, "FSDP2's clocks, GEMMs at the power cap, and the pinned snapshot").
+    // pages on one thread: several times slower for tens of GB than touching on eight threads and
+    // registering 2 MiB pages, with device-to-host copies into it as fast (docs/benchmarks/).
     const cudaError_t err = cudaHostRegister(p, bytes, cudaHostRegisterDefault);
     if (err != cudaSuccess) {
       std::free(p);

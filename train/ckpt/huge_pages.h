@@ -18,8 +18,8 @@ bool collapse_to_huge_pages(void* data, size_t bytes);
 
 // A host buffer of `bytes` aligned to `alignment` (a power of two, at least a page), on huge pages
 // (and 2 MiB-aligned) when it is at least one, every page touched now by up to 8 threads: the page
-// faults and the kernel's zeroing are most of the cost of big buffers (20 GB took 3.9 s on one
-// thread and 0.7 s on eight, 2 MiB pages, session 18). Zero-filled. Free with std::free; nullptr when
+// faults and the kernel's zeroing are most of the cost of big buffers, and eight threads share
+// them (docs/benchmarks/). Zero-filled. Free with std::free; nullptr when
 // the memory is not there.
 void* allocate_touched(size_t bytes, size_t alignment);
 

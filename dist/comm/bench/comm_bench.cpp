@@ -1,10 +1,10 @@
 // The bench-comm sweep: for each size, one checked run against the closed form, then warmup
-// and timed iterations (dist/comm/bench_timing.h); the time is the max over ranks of the mean
+// and timed iterations (dist/comm/bench/bench_timing.h); the time is the max over ranks of the mean
 // per-iteration time.
-#include "dist/comm/comm_bench.h"
+#include "dist/comm/bench/comm_bench.h"
 
-#include "dist/comm/comm_bench_data.h"
-#include "dist/comm/comm_timer.h"
+#include "dist/comm/bench/comm_bench_data.h"
+#include "dist/comm/bench/comm_timer.h"
 #include "dist/comm/hierarchical_comm.h"
 #include "dist/comm/node_map.h"
 #include "dist/comm/ring_comm.h"
@@ -89,7 +89,7 @@ int64_t total_count(BenchOp op, int64_t bytes, DType dtype, int nranks) {
 }
 
 Case make_case(const Comm& comm, Comm* collectives, const BenchCommOptions& options, int64_t total) {
-  const bool in_place_ring = options.ring && !options.decorated && options.op == BenchOp::ReduceScatter;
+  const bool in_place_ring = options.ring() && !options.decorated && options.op == BenchOp::ReduceScatter;
   Case c{options.op, in_place_ring, options.ring_options, collectives, total, total / comm.size(), {}, {}};
   const Device device = comm.device();
   const bool blocks = options.op == BenchOp::AllGather || options.op == BenchOp::ReduceScatter;
@@ -218,10 +218,13 @@ std::vector<BenchCommRow> run_bench_comm(Comm& comm, const BenchCommOptions& opt
   std::vector<BenchCommRow> rows;
   // Collective (splits): the hierarchical decorator only when asked for.
   std::unique_ptr<RingComm> ring_comm;
-  if (options.ring && !options.decorated)
-    ring_comm = options.hierarchical ? std::make_unique<HierarchicalComm>(comm, discover_nodes(comm).node(comm.rank()),
-                                                                          options.ring_options)
-                                     : std::make_unique<RingComm>(comm, options.ring_options);
+  if (options.ring() && !options.decorated) {
+    if (options.algorithm == Algorithm::Hierarchical)
+      ring_comm = std::make_unique<HierarchicalComm>(comm, discover_nodes(comm, options.ranks_per_node).node(comm.rank()),
+                                                     options.ring_options);
+    else
+      ring_comm = std::make_unique<RingComm>(comm, options.ring_options);
+  }
   Comm* collectives = options.decorated ? options.decorated : ring_comm.get();
   int64_t previous_total = -1;
   for (double size = static_cast<double>(options.min_bytes); size <= static_cast<double>(options.max_bytes) * (1 + 1e-12);

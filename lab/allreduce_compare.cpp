@@ -1,24 +1,26 @@
 // run_allreduce_compare (allreduce_compare.h): per size, each implementation is checked once
 // against the closed form, then timed; auto's ratio to the fastest choice is worked out last.
-#include "dist/comm/allreduce_compare.h"
+#include "lab/allreduce_compare.h"
 
-#include "dist/comm/comm_bench_data.h"
+#include <algorithm>
 
-namespace nd::dist {
+#include "dist/comm/bench/comm_bench_data.h"
+
+namespace nd::lab {
+
+using namespace nd::dist;
 
 namespace {
-constexpr AllReduceChoice kChoiceOf[kAllReduceChoices] = {AllReduceChoice::OneShot, AllReduceChoice::TwoShot,
-                                                          AllReduceChoice::Ring, AllReduceChoice::Native,
-                                                          AllReduceChoice::Push};
-constexpr int kAuto = kAllReduceChoices;
+constexpr const Algorithm* kChoiceOf = kAutoChoices;
+constexpr int kAuto = kAutoChoiceCount;
 constexpr int kNativeColumn = 3;
 constexpr int kGpuSettleIterations = 3000;
 constexpr int kRounds = 3;
 }  // namespace
 
-const char* compare_impl_name(int i) { return i == kAuto ? "auto" : choice_name(kChoiceOf[i]); }
+const char* compare_impl_name(int i) { return i == kAuto ? "auto" : algorithm_name(kChoiceOf[i]); }
 
-AllReduceChoice compare_choice(int i) { return kChoiceOf[i]; }
+Algorithm compare_choice(int i) { return kChoiceOf[i]; }
 
 BenchCommRow CompareRow::as_bench_row(int impl, const std::string& type, int nranks) const {
   BenchCommRow row;
@@ -35,7 +37,7 @@ BenchCommRow CompareRow::as_bench_row(int impl, const std::string& type, int nra
 
 void rate_against_best(CompareRow& row) {
   row.best = -1;
-  for (int i = 0; i < kAllReduceChoices; ++i)
+  for (int i = 0; i < kAutoChoiceCount; ++i)
     if (row.time_us[i] >= 0 && (row.best < 0 || row.time_us[i] < row.time_us[row.best])) row.best = i;
   row.auto_over_best = row.best >= 0 && row.time_us[row.best] > 0 ? row.time_us[kAuto] / row.time_us[row.best] : 0.0;
   if (row.best < 0) row.best = kNativeColumn;
@@ -43,7 +45,7 @@ void rate_against_best(CompareRow& row) {
 
 std::vector<CompareRow> run_allreduce_compare(PeerComm& peer, const BenchCommOptions& options,
                                               const std::function<void(const CompareRow&)>& on_row) {
-  ND_CHECK(peer.options().mode == PeerMode::Auto, "the all-reduce comparison needs a PeerComm in auto mode");
+  ND_CHECK(peer.options().mode == Algorithm::Auto, "the all-reduce comparison needs a PeerComm in auto mode");
   Comm& comm = peer.inner();
   const int r = comm.rank(), n = comm.size();
   const int64_t elem = static_cast<int64_t>(dtype_size(options.dtype));
@@ -110,4 +112,4 @@ std::vector<CompareRow> run_allreduce_compare(PeerComm& peer, const BenchCommOpt
   return rows;
 }
 
-}  // namespace nd::dist
+}  // namespace nd::lab

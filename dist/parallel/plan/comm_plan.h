@@ -1,16 +1,16 @@
 // The communication a training step issues, predicted from a GPT shape and a layout (dp, tp with
 // or without sequence parallelism, pp, ZeRO stage), and timed with the alpha-beta model
-// (dist/comm/comm_model.h): every collective with its group, size, calls per step, whether the
+// (dist/comm/bench/comm_model.h): every collective with its group, size, calls per step, whether the
 // schedule overlaps it with compute, the model's time (the idle GPU's fit, plus the GEMM in
 // flight it waits for where it is issued beside one) and the part the compute stream waits for
-// (dist/parallel/comm_overlap.h; GEMMs timed from their FLOPs at a GEMM rate). Behind `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
+// (dist/parallel/plan/comm_overlap.h; GEMMs timed from their FLOPs at a GEMM rate). Behind `nanodist plan`. The dp and tp lists equal what a real step issues (tests/train/comm_plan_mpi_test);
 // the pp and ZeRO lists follow the standard schedules (1F1B, Megatron's distributed optimizer, FSDP).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "dist/comm/comm_model.h"
+#include "dist/comm/bench/comm_model.h"
 
 namespace nd::dist {
 
@@ -28,19 +28,18 @@ struct PlanShape {
   int param_bytes = 2;
   int grad_bytes = 4;    // the gradients data parallelism reduces (--grad-dtype)
   double bucket_mb = 25.0, first_bucket_mb = 1.0;
-  bool fused_mlp = true;  // ops::gelu_mlp (autograd/fusions.h): the MLP's input gradient has no GEMM beside it
-  // The rate the compute beside a collective runs at: 600 TFLOP/s, the backward linears of GPT-2
-  // 124M on an H100 (578-637 TFLOP/s, docs/PERFORMANCE.md "One GPT-2 124M step, op by op").
+  // The rate the compute beside a collective runs at: by default that of GPT-2 124M's backward
+  // linears on one Hopper GPU, as the op timer measured them (docs/benchmarks/).
   double gemm_tflops = 600.0;
   // Backward after the last block's GEMMs: the first block's ln_1 and the embedding's backward,
-  // which no GEMM rate times (180-205 us measured on an H200 for GPT-2 124M at B = 16 and GPT-2
-  // large at B = 8, docs/PERFORMANCE.md). The buckets of block 0 are ready this long before the
+  // which no GEMM rate times (by default as traced for GPT-2 124M and GPT-2 large, about the same
+  // for both; docs/benchmarks/). The buckets of block 0 are ready this long before the
   // embeddings' gradients.
   double backward_tail_us = 200.0;
   // The kernels between a block's linears that a data-parallel bucket may wait for, in ps per
-  // element of the B x T x C activation: the LayerNorm's backward (105 us per call for 32 x 1024 x
-  // 768) and the residual add's backward (34 us), both from the op timer's GPT-2 124M step on an
-  // H100 at commit 94793db (docs/PERFORMANCE.md, "After the fusion fixes").
+  // element of the B x T x C activation: the LayerNorm's backward and the residual add's backward,
+  // by default from the op timer's GPT-2 124M step on one Hopper GPU (docs/benchmarks/); both are
+  // memory-bound, so their time grows with the activation.
   double norm_backward_ps = 4.17;
   double add_backward_ps = 1.36;
 };

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm/comm_bench.h"
+#include "dist/comm/bench/comm_bench.h"
 
 namespace nd::dist {
 

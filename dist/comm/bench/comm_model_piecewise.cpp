@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "dist/comm/comm_model.h"
+#include "dist/comm/bench/comm_model.h"
 #include "tensor/error.h"
 
 namespace nd::dist {

@@ -1,5 +1,5 @@
 // The alpha-beta fit (comm_model.h): closed-form weighted least squares, the table's CSV.
-#include "dist/comm/comm_model.h"
+#include "dist/comm/bench/comm_model.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // time_launches (bench_timing.h): eager batches timed by CommTimer, graph batches captured on the
 // compute stream (each call forks the comm's stream off it, the last CommWork joins it back) and
 // timed by CUDA events around one replay.
-#include "dist/comm/bench_timing.h"
+#include "dist/comm/bench/bench_timing.h"
 
 #include <chrono>
 
-#include "dist/comm/comm_timer.h"
+#include "dist/comm/bench/comm_timer.h"
 #if NANODIST_WITH_CUDA
 #include <cuda_runtime.h>
 

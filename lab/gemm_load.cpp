@@ -1,8 +1,8 @@
-// The GEMM load of bench_load.h: three bf16 buffers filled with small non-zero values, a
+// The GEMM load of gemm_load.h: three bf16 buffers filled with small non-zero values, a
 // non-blocking stream at the default priority (as the compute stream; the comm streams are above
 // it), and K GEMMs queued per window with events at the first one's end (the load is running) and
 // at the last one's (still running when the window ended?).
-#include "dist/comm/bench_load.h"
+#include "lab/gemm_load.h"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@
 #include "tensor/dtype.h"
 #endif
 
-namespace nd::dist {
+namespace nd::lab {
 
 GemmShape parse_gemm_shape(const std::string& text) {
   long long m = 0, n = 0, k = 0;
@@ -31,7 +31,7 @@ GemmShape parse_gemm_shape(const std::string& text) {
 #if NANODIST_WITH_CUDA
 namespace {
 
-class GemmLoad : public BenchLoad {
+class GemmLoad : public dist::BenchLoad {
  public:
   GemmLoad(Device device, const GemmShape& shape) : device_(device), shape_(shape) {
     CUDA_CHECK(cudaSetDevice(device.index));
@@ -123,7 +123,7 @@ class GemmLoad : public BenchLoad {
 }  // namespace
 #endif
 
-std::unique_ptr<BenchLoad> make_gemm_load(Device device, const GemmShape& shape) {
+std::unique_ptr<dist::BenchLoad> make_gemm_load(Device device, const GemmShape& shape) {
   ND_CHECK_INPUT(device.is_cuda(), "--load gemm needs --device cuda (a GEMM on the GPU beside the collectives)");
 #if NANODIST_WITH_CUDA
   return std::make_unique<GemmLoad>(device, shape);
@@ -133,4 +133,4 @@ std::unique_ptr<BenchLoad> make_gemm_load(Device device, const GemmShape& shape)
 #endif
 }
 
-}  // namespace nd::dist
+}  // namespace nd::lab

@@ -7,10 +7,24 @@
 #include <functional>
 #include <string>
 
-#include "dist/comm/bench_load.h"
 #include "dist/comm/comm.h"
 
 namespace nd::dist {
+
+// Work run beside the timed calls on the same device, so that a curve says what a collective costs
+// while compute takes SMs and memory bandwidth from it (the lab's GEMM load, lab/gemm_load.h).
+class BenchLoad {
+ public:
+  virtual ~BenchLoad() = default;
+  // Queues enough work to outlast `iters` calls of the last measured time per call and returns
+  // once the load runs.
+  virtual void start(int iters) = 0;
+  // After the timed window: whether the load was still running when the window ended. Then waits
+  // for the load to drain and remembers `seconds_per_call` (if covered) or enlarges the next
+  // window (if not).
+  virtual bool finish(double seconds_per_call) = 0;
+  virtual std::string describe() const = 0;
+};
 
 enum class BenchTiming { Eager, Graph };
 BenchTiming parse_bench_timing(const std::string& name);  // eager | graph

@@ -1,5 +1,5 @@
 // CommTimer: CUDA events for NCCL comms, MPI_Wtime otherwise.
-#include "dist/comm/comm_timer.h"
+#include "dist/comm/bench/comm_timer.h"
 
 #include <mpi.h>
 

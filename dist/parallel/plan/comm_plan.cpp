@@ -1,10 +1,10 @@
 // plan_step (comm_plan.h): the collectives of each layout, listed the way the trainer issues them.
-#include "dist/parallel/comm_plan.h"
+#include "dist/parallel/plan/comm_plan.h"
 
 #include <algorithm>
 #include <string>
 
-#include "dist/parallel/comm_overlap.h"
+#include "dist/parallel/plan/comm_overlap.h"
 #include "dist/parallel/flat_params.h"
 #include "dist/parallel/sequence_parallel.h"
 #include "tensor/error.h"
@@ -35,7 +35,7 @@ std::vector<int64_t> block_params(const PlanShape& s) {
 }
 
 // The call's time on an idle GPU from the table's fit for (op, impl); false (and noted) without
-// one. Rows of another impl (a "+gemm" row of bench-comm --load gemm among them) are not read.
+// one. Rows of another impl (a "+gemm" row of the lab's bench-comm --load gemm among them) are not read.
 bool idle_time(StepPlan& plan, const std::vector<AlphaBetaFit>& table, const std::string& impl,
                const PlannedCall& call, double* idle) {
   const CollectiveModel model = find_model(table, call.op, impl, call.ranks);
@@ -231,11 +231,7 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
     call("tp", "allreduce", "row-parallel outputs (attention, MLP), forward", s.tp, act, m * 2 * L, false);
     call("tp", "allreduce", "attention input gradient (beside the qkv weight gradient), backward", s.tp, act, m * L,
          true, gemm_us(s, 2.0 * rows * C * 3.0 * C / s.tp));
-    if (s.fused_mlp)
-      call("tp", "allreduce", "MLP input gradient (after the fused MLP's backward), backward", s.tp, act, m * L, false);
-    else
-      call("tp", "allreduce", "MLP input gradient (beside the c_fc weight gradient), backward", s.tp, act, m * L, true,
-           gemm_us(s, 2.0 * rows * C * 4.0 * C / s.tp));
+    call("tp", "allreduce", "MLP input gradient (after the fused MLP's backward), backward", s.tp, act, m * L, false);
     call("tp", "allreduce", "vocab-parallel embedding, forward", s.tp, act, m, false);
     call("tp", "allreduce", "head input gradient (beside the head's weight gradient), backward", s.tp, act, m, true,
          gemm_us(s, 2.0 * rows * C * static_cast<double>(vocab_rows(s)) / s.tp));
@@ -340,11 +336,10 @@ StepPlan plan_step(const PlanShape& s, const std::vector<AlphaBetaFit>& table, c
 }
 
 std::vector<AlphaBetaFit> default_fit_table() {
-  // 2 GPUs over NVLink. beta: NCCL's and our ring's all-reduce bus bandwidth at 1 GiB on 2 H100
-  // (326.2 and 311.0 GB/s, docs/PERFORMANCE.md "network path", commit ad6f75d); the
-  // reduce-scatter and all-gather move half of it per byte of their size at 2 ranks. alpha: the
-  // 8-byte all-reduce on 2 H200 (NCCL 7.9 us, ring 12.1 us, the same NVLink generation; the 2 H100
-  // run's NCCL small sizes were disturbed). sendrecv: nccl-tests on 2 H200, 10.0 us, 364 GB/s.
+  // 2 Hopper GPUs over NVLink, from bench-comm's and nccl-tests' sweeps (docs/benchmarks/). beta:
+  // NCCL's and our ring's all-reduce bus bandwidth at 1 GiB; the reduce-scatter and all-gather move
+  // half of it per byte of their size at 2 ranks. alpha: the 8-byte all-reduce. sendrecv: nccl-tests'
+  // latency and bandwidth.
   auto fit = [](const char* op, const char* impl, double alpha, double busbw_gbps, double bus) {
     AlphaBetaFit f;
     f.op = op;

@@ -1,5 +1,5 @@
 // Pattern fill and check for the comm bench, on the host in parallel (buffers up to GBs).
-#include "dist/comm/comm_bench_data.h"
+#include "dist/comm/bench/comm_bench_data.h"
 
 namespace nd::dist::bench {
 

@@ -1,6 +1,6 @@
 // The overlap rules of comm_overlap.h: a collective beside a persistent GEMM waits for it, then
 // runs at the idle speed; buckets queue on one stream.
-#include "dist/parallel/comm_overlap.h"
+#include "dist/parallel/plan/comm_overlap.h"
 
 #include <algorithm>
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "dist/comm/bench_timing.h"
+#include "dist/comm/bench/bench_timing.h"
 #include "dist/comm/comm.h"
 #include "dist/comm/ring_allreduce.h"
 
@@ -21,12 +21,14 @@ const char* bench_op_name(BenchOp op);
 
 struct BenchCommOptions {
   BenchOp op = BenchOp::AllReduce;
-  bool ring = false;  // --impl ring (else native: MPI on CPU, NCCL on GPU)
-  // --impl hierarchical (with ring): the all-reduce in two levels, inside each node then across
-  // (dist/comm/hierarchical_comm.h; nodes from dist/comm/node_map.h); the other ops as the flat ring.
-  bool hierarchical = false;
+  // Native (MPI on CPU, NCCL on GPU), Ring (ours), or Hierarchical: the ring's all-reduce in two
+  // levels, inside each node then across (dist/comm/hierarchical_comm.h; nodes from
+  // dist/comm/node_map.h); its other ops as the flat ring.
+  Algorithm algorithm = Algorithm::Native;
+  bool ring() const { return algorithm == Algorithm::Ring || algorithm == Algorithm::Hierarchical; }
+  int ranks_per_node = 0;  // > 0: every that many consecutive ranks count as a node (else MPI's nodes)
   // When set, the collectives are this comm's (a decorator over the bench's comm, e.g. the
-  // peer-memory all-reduce), whatever `ring` says; the reduce-scatter then goes through its
+  // peer-memory all-reduce), whatever `algorithm` says; the reduce-scatter then goes through its
   // reduce_scatter call too.
   Comm* decorated = nullptr;
   DType dtype = DType::F32;
@@ -37,7 +39,7 @@ struct BenchCommOptions {
   int iters = 20;
   BenchTiming timing = BenchTiming::Eager;  // --timing: eager launches, or the batch replayed as a CUDA graph
   RingOptions ring_options;
-  // --load gemm: compute beside every timed batch (eager timing only); null = the GPU otherwise idle.
+  // Compute beside every timed batch (eager timing only; the lab's --load gemm); null = the GPU otherwise idle.
   BenchLoad* load = nullptr;
 };
 

@@ -1,0 +1,24 @@
+// nanodist-lab: the lab's measurements (lab/bench_comm_lab.h). Errors end as one line
+// `nanodist: error: ...` (once under mpirun), exit status 1, as nanodist's do.
+#include <cstring>
+#include <exception>
+#include <iostream>
+
+#include "cli/error_line.h"
+#include "lab/bench_comm_lab.h"
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 2 || std::strcmp(argv[1], "bench-comm") != 0) {
+      std::cerr << "usage: nanodist-lab bench-comm [bench-comm flags] [--impl compare] [--load gemm --load-shape MxNxK]"
+                << std::endl;
+      return 1;
+    }
+    return nd::lab::run_lab_bench_comm(argc - 1, argv + 1);
+  } catch (const std::exception& e) {
+    std::cout.flush();
+    const bool verbose = nd::cli::verbose_errors(argc, argv);
+    if (nd::cli::print_error_here(e, verbose)) std::cerr << nd::cli::error_line(e, verbose) << std::endl;
+  }
+  return 1;
+}
