@@ -37,9 +37,9 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
   if (lead) {
     for (size_t i = 0; i < runs.size() && mismatch.empty(); ++i) {
       const train::TrainConfig& config = runs[i].config;
-      const RunStatus status = run_status(config.out_dir);
+      const RunStatus status = run_status(config.checkpoint.out_dir);
       statuses[i] = static_cast<int64_t>(status);
-      if (status != RunStatus::New || std::filesystem::exists(config.out_dir + "/settings.conf"))
+      if (status != RunStatus::New || std::filesystem::exists(config.checkpoint.out_dir + "/settings.conf"))
         mismatch = run_settings_mismatch(config, comm.size());
     }
     statuses.back() = mismatch.empty() ? 0 : 1;
@@ -60,19 +60,19 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
       continue;
     }
     train::TrainConfig config = run.config;
-    config.resume = static_cast<RunStatus>(status) == RunStatus::Unfinished;
+    config.checkpoint.resume = static_cast<RunStatus>(status) == RunStatus::Unfinished;
     std::ofstream log;
     if (lead) {
       std::error_code ec;
-      std::filesystem::create_directories(config.out_dir, ec);
-      ND_CHECK_INPUT(!ec, "cannot create " << config.out_dir << ": " << ec.message());
-      const std::string log_path = config.out_dir + "/train.log";
-      log.open(log_path, config.resume ? std::ios::app : std::ios::trunc);
+      std::filesystem::create_directories(config.checkpoint.out_dir, ec);
+      ND_CHECK_INPUT(!ec, "cannot create " << config.checkpoint.out_dir << ": " << ec.message());
+      const std::string log_path = config.checkpoint.out_dir + "/train.log";
+      log.open(log_path, config.checkpoint.resume ? std::ios::app : std::ios::trunc);
       ND_CHECK_INPUT(log.is_open(), "cannot write " << log_path);
-      if (!config.resume) write_run_settings(config, comm.size());
+      if (!config.checkpoint.resume) write_run_settings(config, comm.size());
     }
-    say(head + (config.resume ? ": resuming" : ": training") + " (" + std::to_string(config.max_iters) +
-        " steps, log in " + config.out_dir + "/train.log)");
+    say(head + (config.checkpoint.resume ? ": resuming" : ": training") + " (" + std::to_string(config.schedule.max_iters) +
+        " steps, log in " + config.checkpoint.out_dir + "/train.log)");
     train::RunContext context;
     context.comm = &comm;
     context.log = lead ? &log : nullptr;

@@ -77,7 +77,7 @@ std::vector<std::pair<std::string, std::string>> run_settings(const train::Train
 }
 
 void write_run_settings(const train::TrainConfig& config, int world_size) {
-  const std::string path = settings_path(config.out_dir);
+  const std::string path = settings_path(config.checkpoint.out_dir);
   const std::string temporary = path + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
@@ -94,7 +94,7 @@ void write_run_settings(const train::TrainConfig& config, int world_size) {
 }
 
 std::string run_settings_mismatch(const train::TrainConfig& config, int world_size) {
-  const std::string& dir = config.out_dir;
+  const std::string& dir = config.checkpoint.out_dir;
   const std::string path = settings_path(dir);
   if (!std::filesystem::exists(path))
     return "run folder " + dir + " has no record of the settings it was trained with (" + path +

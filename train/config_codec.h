@@ -81,11 +81,6 @@ struct ChoiceCodec {
 inline std::string device_text(const Device& d) { return d.str(); }
 inline std::string dtype_text(const DType& t) { return dtype_flag_name(t); }
 inline DType parse_dtype_flag(const std::string& text) { return parse_dtype(text); }
-// --grad-dtype: "" = the --dtype's default.
-inline std::optional<DType> parse_grad_dtype(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  return parse_dtype(text);
-}
 inline std::string grad_dtype_text(const std::optional<DType>& t) { return t ? dtype_name(*t) : ""; }
 // --loss-scale: "auto" = none.
 inline std::optional<LossScalerOptions> parse_loss_scale_flag(const std::string& text) {

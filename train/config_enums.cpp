@@ -86,4 +86,9 @@ dist::Collectives parse_collectives_flag(const std::string& text) {
 
 const char* dtype_flag_name(DType dtype) { return dtype == DType::F16 ? "fp16" : dtype_name(dtype); }
 
+std::optional<DType> parse_grad_dtype(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  return parse_dtype(text);
+}
+
 }  // namespace nd::train

@@ -2,6 +2,7 @@
 // flag spellings of every choice the config holds as an enum: each parse_* raises the flag's
 // one-line input error, each *_name/_text gives the text a checkpoint or run.conf records.
 #pragma once
+#include <optional>
 #include <string>
 
 #include "dist/parallel/parallel_grid.h"
@@ -39,5 +40,7 @@ const char* recompute_name(nn::Recompute recompute);
 dist::Collectives parse_collectives_flag(const std::string& text);
 // --dtype's spelling: f32, bf16, fp16 (parse_dtype reads it, and f16).
 const char* dtype_flag_name(DType dtype);
+// --grad-dtype: a dtype, or "" = none (the --dtype's default, train/precision.h).
+std::optional<DType> parse_grad_dtype(const std::string& text);
 
 }  // namespace nd::train

@@ -18,10 +18,10 @@ TrainResult train(const testing::TempDir& dir, const std::string& out, int grad_
   f.cross_entropy_grad = fused;
   ScopedFusions scope(f);
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.max_iters = 6;
-  c.lr_decay_iters = 6;
-  c.grad_accum = grad_accum;
-  c.dropout = 0.1;
+  c.schedule.max_iters = 6;
+  c.schedule.lr_decay_iters = 6;
+  c.data.grad_accum = grad_accum;
+  c.model.dropout = 0.1;
   return run_training(c);
 }
 

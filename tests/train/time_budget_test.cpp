@@ -54,10 +54,10 @@ TEST(TimeBudget, ARunEndsDecayedWithinItsBudget) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 1000000;
-  c.lr_decay_iters = 1000000;
-  c.max_seconds = 3;
-  c.fit_schedule = true;
+  c.schedule.max_iters = 1000000;
+  c.schedule.lr_decay_iters = 1000000;
+  c.schedule.max_seconds = 3;
+  c.schedule.fit_schedule = true;
   auto start = std::chrono::steady_clock::now();
   TrainResult r = run_training(c);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -65,8 +65,8 @@ TEST(TimeBudget, ARunEndsDecayedWithinItsBudget) {
   EXPECT_LT(r.steps_done, 1000000);
   EXPECT_LT(seconds, 3 * 1.5 + 2);
   // The last step ran at (close to) the floor of the fitted cosine.
-  LrSchedule fitted{c.lr, c.min_lr, 0, static_cast<int>(r.steps_done)};
-  EXPECT_NEAR(fitted.at(static_cast<int>(r.steps_done) - 1), c.min_lr, 0.05 * (c.lr - c.min_lr));
+  LrSchedule fitted{c.optim.lr, c.optim.min_lr, 0, static_cast<int>(r.steps_done)};
+  EXPECT_NEAR(fitted.at(static_cast<int>(r.steps_done) - 1), c.optim.min_lr, 0.05 * (c.optim.lr - c.optim.min_lr));
 }
 
 }  // namespace

@@ -25,16 +25,16 @@ class Zero3Nccl : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int zero, const std::string& recompute, const std::string& grad_dtype) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = grad_dtype;
-    c.n_layer = 3;
-    c.zero = zero;
-    c.recompute = recompute;
-    c.grad_accum = 2;
-    c.grad_clip = 0.05;
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.precision.grad_dtype = parse_grad_dtype(grad_dtype);
+    c.model.n_layer = 3;
+    c.parallel.zero = zero;
+    c.model.recompute = parse_recompute(recompute);
+    c.data.grad_accum = 2;
+    c.optim.grad_clip = 0.05;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
     return c;
   }
 
@@ -42,12 +42,12 @@ class Zero3Nccl : public testing::MpiDataTest {
   // must give the same losses and parameters, exactly.
   void expect_switch_changes_no_bit(TrainConfig c, const char* name, const RunContext& ctx) {
     SCOPED_TRACE(name);
-    const std::string out = c.out_dir;
+    const std::string out = c.checkpoint.out_dir;
     test::ScopedEnv on(name, "1");
-    c.out_dir = out + "_on";
+    c.checkpoint.out_dir = out + "_on";
     const TrainResult with = run_training(c, ctx);
     on.set("0");
-    c.out_dir = out + "_off";
+    c.checkpoint.out_dir = out + "_off";
     const TrainResult without = run_training(c, ctx);
     EXPECT_EQ(with.step_losses, without.step_losses);
     EXPECT_EQ(with.params_hash, without.params_hash);
@@ -88,7 +88,7 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
   TrainResult reference = run_training(config("zero0_for_peer", 0, "none", ""), ctx);
   test::ScopedEnv slots("NANODIST_PEER_COPY_SLOT_BYTES", "4096");
   TrainConfig c = config("zero3_peer", 3, "none", "");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Collectives::Peer;
   TrainResult r = run_training(c, ctx);
   ASSERT_EQ(r.step_losses.size(), reference.step_losses.size());
   for (size_t i = 0; i < r.step_losses.size(); ++i)
@@ -112,7 +112,7 @@ TEST_F(Zero3Nccl, WideningOnTheCopyEnginesChangesNoBit) {
   ctx.comm = &test::gpu_world();
   test::ScopedEnv slots("NANODIST_PEER_COPY_SLOT_BYTES", "4096");
   TrainConfig c = config("zero3_widened", 3, "block", "f32");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Collectives::Peer;
   expect_switch_changes_no_bit(c, "NANODIST_PEER_COPY_WIDEN", ctx);
 }
 
@@ -133,10 +133,10 @@ TEST_F(Zero3Nccl, AccumulatingOnTheCopyEnginesChangesNoBit) {
   for (int zero : {2, 3}) {
     SCOPED_TRACE("zero " + std::to_string(zero));
     TrainConfig c = config("zero" + std::to_string(zero) + "_accumulated", zero, "none", "f32");
-    c.collectives = "peer";
-    c.grad_accum = 3;
-    c.max_iters = 8;
-    c.lr_decay_iters = 8;
+    c.parallel.collectives = dist::Collectives::Peer;
+    c.data.grad_accum = 3;
+    c.schedule.max_iters = 8;
+    c.schedule.lr_decay_iters = 8;
     expect_switch_changes_no_bit(c, "NANODIST_PEER_COPY_ACCUMULATE", ctx);
   }
 }
@@ -150,17 +150,17 @@ TEST_F(Zero3Nccl, HowBlocksAreGatheredChangesNoBit) {
   RunContext ctx;
   ctx.comm = &test::gpu_world();
   TrainConfig c = config("zero3_in_place", 3, "block", "");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Collectives::Peer;
   TrainResult in_place = run_training(c, ctx);
   TrainResult whole, one_prefetch;
   {
     test::ScopedEnv old_gathers("NANODIST_ZERO3_IN_PLACE", "0");
-    c.out_dir = root_ + "/zero3_whole_blocks";
+    c.checkpoint.out_dir = root_ + "/zero3_whole_blocks";
     whole = run_training(c, ctx);
   }
   {
     test::ScopedEnv one("NANODIST_ZERO3_PREFETCH", "1");
-    c.out_dir = root_ + "/zero3_one_prefetch";
+    c.checkpoint.out_dir = root_ + "/zero3_one_prefetch";
     one_prefetch = run_training(c, ctx);
   }
   EXPECT_EQ(in_place.step_losses, whole.step_losses);

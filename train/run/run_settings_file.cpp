@@ -31,11 +31,11 @@ void write_run_settings_file(const TrainConfig& config, int world_size) {
   text += kRanksComment + std::to_string(world_size) + "\n";
   for (const ConfigField& f : train_config_fields(config))
     if (!launch_flag(f.name)) text += f.name + " = " + f.text + "\n";
-  write_file_atomically(run_settings_path(config.out_dir), text);
+  write_file_atomically(run_settings_path(config.checkpoint.out_dir), text);
 }
 
 std::vector<std::string> changed_run_settings(const TrainConfig& config, int world_size) {
-  const std::string path = run_settings_path(config.out_dir);
+  const std::string path = run_settings_path(config.checkpoint.out_dir);
   std::vector<std::string> changed;
   if (!std::filesystem::exists(path)) return changed;
   std::map<std::string, std::string> recorded;
@@ -66,7 +66,7 @@ std::vector<std::string> update_run_settings_file(const TrainConfig& config, int
     std::string joined;
     for (const std::string& c : changed) joined += (joined.empty() ? "" : ", ") + c;
     if (!changed.empty())
-      lines.push_back("resume: settings changed since the last launch (" + run_settings_path(config.out_dir) +
+      lines.push_back("resume: settings changed since the last launch (" + run_settings_path(config.checkpoint.out_dir) +
                       "): " + joined);
   }
   write_run_settings_file(config, world_size);
