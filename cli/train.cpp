@@ -48,20 +48,20 @@ std::string final_summary_line(const TrainResult& r) {
 // Dense peak FLOP/s of the GPU for the dtype the model computes in, for MFU; 0 (the step line
 // then shows GFLOP/s) where we do not know it. Spec sheet figures of the SXM parts: bf16 tensor
 // cores 989 TFLOP/s on H100 and H200; true f32 (no TF32) 67 TFLOP/s.
-double peak_flops(const Device& device, const std::string& dtype) {
+double peak_flops(const Device& device, DType dtype) {
   if (!device.is_cuda()) return 0.0;
   const std::string name = cuda_device_name(device.index);
   const bool hopper_sxm = (name.find("H100") != std::string::npos && name.find("PCIe") == std::string::npos) ||
                           name.find("H200") != std::string::npos;
   if (!hopper_sxm) return 0.0;
-  return dtype == "bf16" ? 989e12 : 67e12;
+  return dtype == DType::BF16 ? 989e12 : 67e12;
 }
 
 int run_train(const ParsedFlags& flags) {
   TrainConfig config = train_config_from_flags(flags);
   // --init-from: the model's shape is the source's (flags that set it must agree).
-  if (!config.init_from.empty())
-    train::take_model_shape(config, train::describe_init_source(config.init_from),
+  if (!config.checkpoint.init_from.empty())
+    train::take_model_shape(config, train::describe_init_source(config.checkpoint.init_from),
                             [&flags](const std::string& flag) { return flags.has(flag); });
   train::resolve_train_config(config);
   // Under mpirun every rank joins the world communicator (MPI for CPU, NCCL for CUDA, which
@@ -69,28 +69,34 @@ int run_train(const ParsedFlags& flags) {
   // Training keeps NCCL's default send/recv channels even for --collectives ring: the wider
   // communicator that speeds the ring up in bench-comm takes SMs from the backward kernels the
   // all-reduce overlaps (ring DDP scaled measurably worse with it, docs/benchmarks/).
-  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(parse_device(config.device), /*ring_transfers=*/false);
-  if (comm->device().is_cuda()) config.device = comm->device().str();
+  std::unique_ptr<dist::Comm> comm = dist::make_world_comm(config.parallel.device, /*ring_transfers=*/false);
+  if (comm->device().is_cuda()) config.parallel.device = comm->device();
   train::validate_train_config(config, comm->size());
   train::RunContext context;
   context.comm = comm.get();
-  context.peak_flops = peak_flops(parse_device(config.device), config.dtype);
+  context.peak_flops = peak_flops(config.parallel.device, config.precision.dtype);
   context.log = comm->rank() == 0 ? &std::cout : nullptr;
-  std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, config.comm_timeout, config.heartbeat_timeout);
+  std::unique_ptr<dist::FaultGuard> guard =
+      fault_guard_for(*comm, config.parallel.comm_timeout, config.parallel.heartbeat_timeout);
   context.fault_guard = guard.get();
   context.hash_parameters = false;  // the tests' fingerprint: tens of seconds at the end of a large run
   // Collective: where the ranks are, for the header's nodes line.
-  const dist::NodeMap nodes = dist::discover_nodes(*comm, config.ranks_per_node);
+  const dist::NodeMap nodes = dist::discover_nodes(*comm, config.parallel.ranks_per_node);
   if (comm->rank() == 0) {
-    const int dp = config.dp_size(comm->size());
-    std::cout << "train: " << config.n_layer << " layers, " << config.n_head << " heads, " << config.n_embd
-              << " wide, context " << config.block_size << ", " << config.max_iters << " steps on " << config.device
-              << " x " << comm->size() << " rank(s) (" << comm->backend() << "; grid tp " << config.tp
-              << " x pp 1 x dp " << dp << ")\n"
-              << "global batch " << config.batch_size * config.grad_accum * dp << " sequences = " << config.batch_size
-              << " per rank x " << config.grad_accum << " accumulation x " << dp << " data-parallel rank(s)"
-              << (comm->size() > 1 ? ", collectives " + config.collectives : std::string()) << "\n"
-              << "nodes: " << dist::describe_placement(nodes, config.tp, config.pp) << std::endl;
+    const int dp = config.parallel.dp_size(comm->size());
+    const train::TrainConfig::Model& m = config.model;
+    const train::TrainConfig::Parallel& p = config.parallel;
+    std::cout << "train: " << m.n_layer << " layers, " << m.n_head << " heads, " << m.n_embd << " wide, context "
+              << m.block_size << ", " << config.schedule.max_iters << " steps on " << p.device.str() << " x "
+              << comm->size() << " rank(s) (" << comm->backend() << "; grid tp " << p.tp << " x pp " << p.pp << " x dp " << dp
+              << ")\n"
+              << "global batch " << config.data.batch_size * config.data.grad_accum * dp
+              << " sequences = " << config.data.batch_size << " per rank x " << config.data.grad_accum
+              << " accumulation x " << dp << " data-parallel rank(s)"
+              << (comm->size() > 1 ? ", collectives " + std::string(dist::algorithm_name(p.collectives))
+                                   : std::string())
+              << "\n"
+              << "nodes: " << dist::describe_placement(nodes, p.tp, p.pp) << std::endl;
   }
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();

@@ -99,14 +99,14 @@ QueueOutcome run_ablate(const ExperimentArgs& args, dist::Comm& comm, std::ostre
     for (int64_t k = 0; k < seeds; ++k) {
       PlannedRun run;
       run.config = config;
-      run.config.seed = config.seed + static_cast<uint64_t>(k);
+      run.config.debug.seed = config.debug.seed + static_cast<uint64_t>(k);
       const std::string dir = entry.name + "/seed" + std::to_string(k);
-      run.config.out_dir = out_dir + "/" + dir;
+      run.config.checkpoint.out_dir = out_dir + "/" + dir;
       run.label = dir;
       train::validate_train_config(run.config, comm.size());
       runs.push_back(run);
       AblationRun planned;
-      planned.seed = run.config.seed;
+      planned.seed = run.config.debug.seed;
       planned.dir = dir;
       entry.runs.push_back(planned);
     }

@@ -53,7 +53,7 @@ FlagSet ablate_flag_set() {
       "ablate",
       "--data DIR --out DIR [--experiment FILE] [--variants a,b,...] [--seeds 3] [train flags]\n"
       "Runs the control and each variant over --seeds seeds into OUT/<variant>/seed<k>/, skipping finished runs, "
-      "and writes OUT/report.md and OUT/report.json. Each run records its settings (RUN/settings.conf); a rerun "
+      "and writes OUT/report.md and OUT/report.json. Each run records its settings (RUN/run.conf); a rerun "
       "whose settings for a started run differ stops with an error naming the folder and key.");
   set.group("ablate")
       .add(flag("experiment", "", "experiment file: base settings, then [variant] sections of overrides"))
@@ -73,7 +73,7 @@ FlagSet sweep_flag_set() {
       "[train flags]\n"
       "Trains each model size into OUT/<size>/, skipping finished runs, fits L(N) = a N^-alpha and "
       "L(N) = E + a N^-alpha over non-embedding parameters, and writes OUT/sweep.csv, fit.json and report.md. "
-      "A rerun whose settings for a started size differ from its RUN/settings.conf stops with an error.");
+      "A rerun whose settings for a started size differ from its RUN/run.conf stops with an error.");
   set.group("sweep")
       .add(flag("experiment", "", "experiment file: base settings, then one [size] section per model"))
       .add(flag("ladder", "", "model sizes as LAYERSxWIDTH, comma-separated (instead of the file's sections)",

@@ -7,15 +7,64 @@
 #include <filesystem>
 #include <fstream>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "experiments/run_metrics.h"
-#include "experiments/run_settings.h"
 #include "tensor/error.h"
+#include "train/run/run_settings_file.h"
 #include "train/trainer.h"
 
 namespace nd::experiments {
+
+namespace {
+
+// Flags that cannot change a run's metrics, so a rerun may change them and still reuse the run:
+//   out            each run's own folder (the experiment's --out may be moved as a whole)
+//   log-interval   how often a step record is written, not what it holds
+//   ckpt-interval, keep   when checkpoints are written and how many stay; resuming is exact
+//   comm-timeout, heartbeat-timeout   when a stuck rank gives up (dist/parallel/fault_guard.h)
+//   cuda-graph     replays the same kernels in the same order as the eager step
+//   bucket-mb      groups gradients into all-reduce calls; each element's sum is unchanged
+//   layer-stats    a probe beside the step that draws no random numbers and changes no weight
+//                  (train/layer_stats.h); the run is bit for bit the same
+// Everything else is compared (--resume and --overwrite, how a run is launched, never are),
+// including device, dtype, collectives and attention: they choose kernels and reduction orders,
+// so the numbers differ even where the maths agrees.
+const std::set<std::string>& ignored_flags() {
+  static const std::set<std::string> keys = {"out",          "log-interval",      "ckpt-interval", "keep",
+                                             "comm-timeout", "heartbeat-timeout", "cuda-graph",    "bucket-mb",
+                                             "layer-stats"};
+  return keys;
+}
+
+// The data as an absolute path, so `--data d` and `--data ./d` name the same data in run.conf.
+train::TrainConfig with_absolute_data(train::TrainConfig config) {
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(config.data.dir, ec);
+  const std::string data = ec ? "" : std::filesystem::weakly_canonical(absolute, ec).string();
+  if (!ec && !config.data.dir.empty()) config.data.dir = data;
+  return config;
+}
+
+// "" when the run folder's record (train/run/run_settings_file.h) holds the settings of `config`
+// on `world_size` ranks, else one sentence naming the folder and the first differing key.
+std::string run_settings_mismatch(const train::TrainConfig& config, int world_size) {
+  const std::string& dir = config.checkpoint.out_dir;
+  const auto changed = train::changed_run_settings(config, world_size, ignored_flags());
+  if (!changed)
+    return "run folder " + dir + " has no record of the settings it was trained with (" +
+           train::run_settings_path(dir) + " is missing: an older nanodist made it); pick a fresh --out or delete "
+           "that folder";
+  if (changed->empty()) return "";
+  const train::SettingChange& c = changed->front();
+  return "run folder " + dir + " was trained with other settings: " + c.key + " " +
+         c.recorded.value_or("(not recorded)") + " there vs " + c.now +
+         " now; pick a fresh --out or delete that folder";
+}
+
+}  // namespace
 
 RunStatus run_status(const std::string& run_dir) {
   const std::string path = run_dir + "/metrics.jsonl";
@@ -36,10 +85,11 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
   std::string mismatch;
   if (lead) {
     for (size_t i = 0; i < runs.size() && mismatch.empty(); ++i) {
-      const train::TrainConfig& config = runs[i].config;
-      const RunStatus status = run_status(config.out_dir);
+      const train::TrainConfig config = with_absolute_data(runs[i].config);
+      const RunStatus status = run_status(config.checkpoint.out_dir);
       statuses[i] = static_cast<int64_t>(status);
-      if (status != RunStatus::New || std::filesystem::exists(config.out_dir + "/settings.conf"))
+      // A folder with a record but no metrics started and stopped before its first step.
+      if (status != RunStatus::New || train::changed_run_settings(config, comm.size()))
         mismatch = run_settings_mismatch(config, comm.size());
     }
     statuses.back() = mismatch.empty() ? 0 : 1;
@@ -59,20 +109,19 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
       ++outcome.skipped;
       continue;
     }
-    train::TrainConfig config = run.config;
-    config.resume = static_cast<RunStatus>(status) == RunStatus::Unfinished;
+    train::TrainConfig config = with_absolute_data(run.config);
+    config.checkpoint.resume = static_cast<RunStatus>(status) == RunStatus::Unfinished;
     std::ofstream log;
     if (lead) {
       std::error_code ec;
-      std::filesystem::create_directories(config.out_dir, ec);
-      ND_CHECK_INPUT(!ec, "cannot create " << config.out_dir << ": " << ec.message());
-      const std::string log_path = config.out_dir + "/train.log";
-      log.open(log_path, config.resume ? std::ios::app : std::ios::trunc);
+      std::filesystem::create_directories(config.checkpoint.out_dir, ec);
+      ND_CHECK_INPUT(!ec, "cannot create " << config.checkpoint.out_dir << ": " << ec.message());
+      const std::string log_path = config.checkpoint.out_dir + "/train.log";
+      log.open(log_path, config.checkpoint.resume ? std::ios::app : std::ios::trunc);
       ND_CHECK_INPUT(log.is_open(), "cannot write " << log_path);
-      if (!config.resume) write_run_settings(config, comm.size());
     }
-    say(head + (config.resume ? ": resuming" : ": training") + " (" + std::to_string(config.max_iters) +
-        " steps, log in " + config.out_dir + "/train.log)");
+    say(head + (config.checkpoint.resume ? ": resuming" : ": training") + " (" +
+        std::to_string(config.schedule.max_iters) + " steps, log in " + config.checkpoint.out_dir + "/train.log)");
     train::RunContext context;
     context.comm = &comm;
     context.log = lead ? &log : nullptr;

@@ -2,7 +2,7 @@
 // trainer library (one communicator for the whole experiment). A run whose metrics.jsonl ends
 // with the final record is finished and skipped; one that started but did not finish restarts
 // with --resume (from its newest checkpoint, or from scratch when it has none). Either only while
-// the folder's settings.conf (run_settings.h) records the settings asked for now.
+// the folder's run.conf (train/run/run_settings_file.h) records the settings asked for now.
 #pragma once
 #include <iosfwd>
 #include <string>

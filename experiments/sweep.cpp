@@ -134,33 +134,34 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
   for (const VariantSpec& v : sizes) {
     PlannedSize s;
     train::TrainConfig c = variant_config(base, &v);
-    c.out_dir = out_dir + "/" + v.name;
+    c.checkpoint.out_dir = out_dir + "/" + v.name;
     train::validate_train_config(c, comm.size());
     s.point.name = v.name;
-    s.point.n_layer = c.n_layer;
-    s.point.n_head = c.n_head;
-    s.point.n_embd = c.n_embd;
+    s.point.n_layer = c.model.n_layer;
+    s.point.n_head = c.model.n_head;
+    s.point.n_embd = c.model.n_embd;
     s.point.non_embedding_params = non_embedding_params(train::model_config_for(c, vocab));
-    s.tokens_per_step = static_cast<int64_t>(c.batch_size) * c.block_size * c.grad_accum * c.dp_size(comm.size());
+    s.tokens_per_step = static_cast<int64_t>(c.data.batch_size) * c.model.block_size * c.data.grad_accum *
+                        c.parallel.dp_size(comm.size());
     if (lr_base_width > 0) {
-      const double scale = static_cast<double>(lr_base_width) / c.n_embd;
-      if (!sets(v, "lr")) c.lr *= scale;
-      if (!sets(v, "min-lr")) c.min_lr *= scale;
+      const double scale = static_cast<double>(lr_base_width) / c.model.n_embd;
+      if (!sets(v, "lr")) c.optim.lr *= scale;
+      if (!sets(v, "min-lr")) c.optim.min_lr *= scale;
     }
-    s.point.lr = c.lr;
+    s.point.lr = c.optim.lr;
     if (tokens_per_param > 0 && !sets(v, "max-iters"))
-      c.max_iters = static_cast<int>(steps_for_budget(s.point.non_embedding_params, tokens_per_param,
+      c.schedule.max_iters = static_cast<int>(steps_for_budget(s.point.non_embedding_params, tokens_per_param,
                                                       s.tokens_per_step));
     // Each model's cosine decay ends at its own last step unless the decay is set explicitly.
-    if (!base.has("lr-decay-iters") && !sets(v, "lr-decay-iters")) c.lr_decay_iters = c.max_iters;
+    if (!base.has("lr-decay-iters") && !sets(v, "lr-decay-iters")) c.schedule.lr_decay_iters = c.schedule.max_iters;
     // One seed trains into OUT/<size>/, several into OUT/<size>/seed<k>/ with --seed + k.
     for (int64_t k = 0; k < seeds; ++k) {
       PlannedRun run{v.name, c};
       if (seeds > 1) {
         run.label = v.name + "/seed" + std::to_string(k);
-        run.config.seed = c.seed + static_cast<uint64_t>(k);
+        run.config.debug.seed = c.debug.seed + static_cast<uint64_t>(k);
       }
-      run.config.out_dir = out_dir + "/" + run.label;
+      run.config.checkpoint.out_dir = out_dir + "/" + run.label;
       s.runs.push_back(run);
     }
     plan.push_back(s);
@@ -171,8 +172,8 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     *progress << "sweep: " << plan.size() << " model size(s) x " << seeds << " seed(s) into " << out_dir << "\n";
     for (const PlannedSize& s : plan)
       *progress << "  " << s.point.name << ": " << s.point.n_layer << " layers x " << s.point.n_embd << " wide, "
-                << s.point.non_embedding_params << " non-embedding params, " << s.runs[0].config.max_iters << " steps x "
-                << s.tokens_per_step << " tokens, lr " << s.point.lr << "\n";
+                << s.point.non_embedding_params << " non-embedding params, " << s.runs[0].config.schedule.max_iters
+                << " steps x " << s.tokens_per_step << " tokens, lr " << s.point.lr << "\n";
     progress->flush();
   }
 
@@ -183,7 +184,7 @@ QueueOutcome run_sweep(const ExperimentArgs& args, dist::Comm& comm, std::ostrea
     SweepPoint p = s.point;
     std::vector<double> finals, bests;
     for (const PlannedRun& run : s.runs) {
-      RunMetrics m = read_run_metrics(run.config.out_dir + "/metrics.jsonl");
+      RunMetrics m = read_run_metrics(run.config.checkpoint.out_dir + "/metrics.jsonl");
       p.params = m.params;
       p.tokens = m.tokens;
       finals.push_back(m.evals.empty() ? std::nan("") : m.evals.back().val_loss);

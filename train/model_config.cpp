@@ -24,51 +24,43 @@ std::string underscored(std::string name) {
 
 nn::GPTConfig model_config_for(const TrainConfig& c, int64_t vocab_size) {
   nn::GPTConfig m;
-  m.n_layer = c.n_layer;
-  m.n_head = c.n_head;
-  m.n_embd = c.n_embd;
-  m.block_size = c.block_size;
+  m.n_layer = c.model.n_layer;
+  m.n_head = c.model.n_head;
+  m.n_embd = c.model.n_embd;
+  m.block_size = c.model.block_size;
   m.vocab_size = static_cast<int>(vocab_size);
   // On the GPU the logits' last dimension is padded to a multiple of 128 x tp (50257 -> 50304 at
   // tp 1) so the output GEMM and the cross-entropy rows stay aligned, and under tp every rank holds
   // an equal block of rows; padding is never predicted. The CPU at tp 1 keeps the vocabulary.
-  const bool on_cuda = parse_device(c.device).is_cuda();
-  if (on_cuda || c.tp > 1) m.padded_vocab_size = nn::padded_vocab_rows(static_cast<int>(vocab_size), c.tp, on_cuda);
-  m.dropout = static_cast<float>(c.dropout);
-  m.bias = c.bias;
-  m.use_layernorm = !c.no_layernorm;
-  m.use_residual = !c.no_residual;
+  const bool on_cuda = c.parallel.device.is_cuda();
+  if (on_cuda || c.parallel.tp > 1)
+    m.padded_vocab_size = nn::padded_vocab_rows(static_cast<int>(vocab_size), c.parallel.tp, on_cuda);
+  m.dropout = static_cast<float>(c.model.dropout);
+  m.bias = c.model.bias;
+  m.use_layernorm = !c.model.no_layernorm;
+  m.use_residual = !c.model.no_residual;
   m.attention = attention_kernel_for(c);
-  m.recompute = recompute_for(c);
+  m.recompute = c.model.recompute;
   return m;
 }
 
-nn::Recompute recompute_for(const TrainConfig& c) {
-  if (c.recompute == "none") return nn::Recompute::None;
-  if (c.recompute == "attention") return nn::Recompute::Attention;
-  if (c.recompute == "block") return nn::Recompute::Block;
-  ND_FAIL_INPUT("--recompute must be none, attention or block, got '" << c.recompute << "'");
-}
-
 ops::AttentionKernel attention_kernel_for(const TrainConfig& c) {
-  ND_CHECK_INPUT(c.attention == "ours" || c.attention == "cudnn" || c.attention == "auto",
-                 "--attention must be ours, cudnn or auto, got '" << c.attention << "'");
-  if (c.attention == "ours") return ops::AttentionKernel::Ours;
+  if (c.model.attention == AttentionBackend::Ours) return ops::AttentionKernel::Ours;
+  const int head_size = c.model.n_head > 0 ? c.model.n_embd / c.model.n_head : 0;
   std::string why;
-  if (!parse_device(c.device).is_cuda())
-    why = "cuDNN attention runs on the GPU, and --device is " + c.device;
-  else if (parse_dtype(c.dtype) != DType::BF16 && parse_dtype(c.dtype) != DType::F16)
-    why = "cuDNN attention takes bf16 or fp16, and --dtype is " + c.dtype;
-  else if (c.n_head <= 0 || c.n_embd % c.n_head != 0 || (c.n_embd / c.n_head) % 8 != 0 ||
-           c.n_embd / c.n_head > 128)
+  if (!c.parallel.device.is_cuda())
+    why = "cuDNN attention runs on the GPU, and --device is " + c.parallel.device.str();
+  else if (c.precision.dtype != DType::BF16 && c.precision.dtype != DType::F16)
+    why = "cuDNN attention takes bf16 or fp16, and --dtype is " + std::string(dtype_flag_name(c.precision.dtype));
+  else if (c.model.n_head <= 0 || c.model.n_embd % c.model.n_head != 0 || head_size % 8 != 0 || head_size > 128)
     why = "cuDNN attention takes head sizes that are multiples of 8 up to 128, and n_embd / n_head is " +
-          (c.n_head > 0 ? std::to_string(c.n_embd / c.n_head) : std::string("undefined"));
-  else if (c.attention == "auto" && c.tp > 1 && c.dropout > 0.0)
+          (c.model.n_head > 0 ? std::to_string(head_size) : std::string("undefined"));
+  else if (c.model.attention == AttentionBackend::Auto && c.parallel.tp > 1 && c.model.dropout > 0.0)
     // cuDNN draws its own masks: under tp a head would not drop what it drops at tp = 1.
     why = "with dropout under --tp, each head keeps its tp = 1 mask only with our kernel";
   else if (cudnn::attention_available(&why))
     return ops::AttentionKernel::Cudnn;
-  ND_CHECK_INPUT(c.attention == "auto", "--attention cudnn: " << why);
+  ND_CHECK_INPUT(c.model.attention == AttentionBackend::Auto, "--attention cudnn: " << why);
   return ops::AttentionKernel::Ours;
 }
 

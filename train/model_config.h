@@ -20,9 +20,6 @@ nn::GPTConfig model_config_for(const TrainConfig& config, int64_t vocab_size);
 // else ours.
 ops::AttentionKernel attention_kernel_for(const TrainConfig& config);
 
-// The activation recomputation of --recompute (none, attention, block); an input error otherwise.
-nn::Recompute recompute_for(const TrainConfig& config);
-
 // The model fields (n_layer, ..., vocab_size, padded_vocab_size, use_layernorm, use_residual)
 // followed by every train flag (underscored names), as /config attributes.
 std::vector<std::pair<std::string, AttrValue>> config_attributes(const nn::GPTConfig& model, const TrainConfig& train);

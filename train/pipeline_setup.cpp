@@ -11,13 +11,14 @@ namespace {
 PipelineOptions pipeline_options(const TrainConfig& c, const nn::GPTConfig& model_config,
                                  const dist::ParallelGrid& grid) {
   PipelineOptions options;
-  options.kind = parse_pipeline_kind(c.pp_schedule);
-  options.shape = PipelineShape{c.pp, c.grad_accum, c.pp_virtual};
-  options.stage_blocks = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
+  options.kind = c.parallel.pp_schedule;
+  options.shape = PipelineShape{c.parallel.pp, c.data.grad_accum, c.parallel.pp_virtual};
+  options.stage_blocks =
+      pipeline_stage_blocks(c.model.n_layer, c.parallel.pp * c.parallel.pp_virtual, c.parallel.pp_layers);
   options.hidden = pipeline_hidden_shape(c, grid);
-  options.draws = dropout_draws(model_config, c.batch_size, c.block_size);
+  options.draws = dropout_draws(model_config, c.data.batch_size, c.model.block_size);
   options.world_rank = grid.world_rank();
-  options.timeline_dir = c.pp_timeline;
+  options.timeline_dir = c.observe.pp_timeline;
   return options;
 }
 
@@ -25,10 +26,11 @@ PipelineOptions pipeline_options(const TrainConfig& c, const nn::GPTConfig& mode
 
 nn::GPTStage pipeline_stage(const TrainConfig& c, const dist::ParallelGrid& grid) {
   if (grid.pp_size() == 1) return {};
-  const PipelineShape shape{c.pp, c.grad_accum, c.pp_virtual};
-  const std::vector<int> first = pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
+  const PipelineShape shape{c.parallel.pp, c.data.grad_accum, c.parallel.pp_virtual};
+  const std::vector<int> first =
+      pipeline_stage_blocks(c.model.n_layer, c.parallel.pp * c.parallel.pp_virtual, c.parallel.pp_layers);
   nn::GPTStage stage;
-  for (int chunk = 0; chunk < c.pp_virtual; ++chunk) {
+  for (int chunk = 0; chunk < c.parallel.pp_virtual; ++chunk) {
     const int g = shape.global_stage(grid.pp_rank(), chunk);
     stage.chunks.push_back({first[g], first[g + 1]});
   }
@@ -36,8 +38,9 @@ nn::GPTStage pipeline_stage(const TrainConfig& c, const dist::ParallelGrid& grid
 }
 
 Shape pipeline_hidden_shape(const TrainConfig& c, const dist::ParallelGrid& grid) {
-  const int T = c.sequence_parallel && grid.tp_size() > 1 ? c.block_size / grid.tp_size() : c.block_size;
-  return Shape{c.batch_size, T, c.n_embd};
+  const int T =
+      c.parallel.sequence_parallel && grid.tp_size() > 1 ? c.model.block_size / grid.tp_size() : c.model.block_size;
+  return Shape{c.data.batch_size, T, c.model.n_embd};
 }
 
 std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn::GPTConfig& model_config,
@@ -47,7 +50,7 @@ std::unique_ptr<Schedule> make_pipeline_schedule(const TrainConfig& c, const nn:
 
 double pipeline_eval(const TrainConfig& c, const nn::GPT& model, const EvalReader& reader,
                      const dist::ParallelGrid& grid) {
-  return pipeline_eval_loss(model, reader, c.eval_iters, grid.pp(), pipeline_options(c, model.config(), grid));
+  return pipeline_eval_loss(model, reader, c.schedule.eval_iters, grid.pp(), pipeline_options(c, model.config(), grid));
 }
 
 void set_pipeline_norm(AdamW& optimizer, const nn::GPT& model, const dist::ParallelGrid& grid) {

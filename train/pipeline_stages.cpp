@@ -46,13 +46,15 @@ std::vector<int> pipeline_stage_blocks(int n_layer, int stages, const std::strin
 }
 
 void validate_pipeline_config(const TrainConfig& c) {
-  const PipelineKind kind = parse_pipeline_kind(c.pp_schedule);
+  const PipelineKind kind = c.parallel.pp_schedule;
   // Zero-bubble's weight passes write the gradients in place after the data-parallel hooks: the
   // gradients must be the backward's own buffers (not f32 copies of bf16 ones).
-  ND_CHECK_INPUT(kind != PipelineKind::ZeroBubble || c.grad_dtype.empty() || c.grad_dtype == c.dtype,
-                 "--pp-schedule zb needs --grad-dtype equal to --dtype (" << c.dtype << "), got " << c.grad_dtype);
-  pipeline_stage_blocks(c.n_layer, c.pp * c.pp_virtual, c.pp_layers);
-  pipeline_actions(kind, PipelineShape{c.pp, c.grad_accum, c.pp_virtual});
+  const std::optional<DType>& grad = c.precision.grad_dtype;
+  ND_CHECK_INPUT(kind != PipelineKind::ZeroBubble || !grad || *grad == c.precision.dtype,
+                 "--pp-schedule zb needs --grad-dtype equal to --dtype (" << dtype_flag_name(c.precision.dtype)
+                                                                          << "), got " << dtype_name(*grad));
+  pipeline_stage_blocks(c.model.n_layer, c.parallel.pp * c.parallel.pp_virtual, c.parallel.pp_layers);
+  pipeline_actions(kind, PipelineShape{c.parallel.pp, c.data.grad_accum, c.parallel.pp_virtual});
 }
 
 }  // namespace nd::train

@@ -31,7 +31,7 @@ struct PrecisionPolicy {
 
 // The policy of a config; nd::Error (an input error naming the flags) on a combination that does
 // not exist: --grad-dtype other than f32 or bf16, bf16 gradients of f32 parameters, no masters
-// beside f32 parameters, a --loss-scale that is not auto, dynamic or a positive number.
+// beside f32 parameters, --fp8 on other parameters than bf16 or with no --fp8-layers.
 PrecisionPolicy precision_policy(const TrainConfig& config);
 
 }  // namespace nd::train

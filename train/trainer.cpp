@@ -77,11 +77,11 @@ std::string format_scale(double scale) {
 
 // Why a CUDA graph cannot run this job, or "" when it can.
 std::string why_no_cuda_graph(const TrainConfig& c) {
-  if (!c.cuda_graph) return "--cuda-graph false";
-  if (parse_device(c.device).is_cpu()) return "the device is the CPU";
-  if (c.op_times) return "--op-times times the ops of eager steps";
-  if (c.pp > 1 && !c.pp_timeline.empty()) return "--pp-timeline records the pipeline's spans";
-  if (!c.trace.empty()) return "--trace records the ops of eager steps";
+  if (!c.debug.cuda_graph) return "--cuda-graph false";
+  if (c.parallel.device.is_cpu()) return "the device is the CPU";
+  if (c.observe.op_times) return "--op-times times the ops of eager steps";
+  if (c.parallel.pp > 1 && !c.observe.pp_timeline.empty()) return "--pp-timeline records the pipeline's spans";
+  if (!c.observe.trace.empty()) return "--trace records the ops of eager steps";
   return "";
 }
 
@@ -102,29 +102,32 @@ int64_t full_parameter_count(const nn::GPT& model) {
 class Trainer {
  public:
   Trainer(const TrainConfig& config, const RunContext& context)
-      : c_(resolved(config)), ctx_(context), data_(open_run_data(config.data_dir, config.vocab_size)), dropout_gen_(config.seed, kDropoutStream) {
+      : c_(resolved(config)),
+        ctx_(context),
+        data_(open_run_data(config.data.dir, config.model.vocab_size)),
+        dropout_gen_(config.debug.seed, kDropoutStream) {
     // One process without a communicator is a world of one rank.
-    if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(parse_device(c_.device));
+    if (ctx_.comm == nullptr) own_world_ = std::make_unique<dist::LocalComm>(c_.parallel.device);
     world_ = ctx_.comm ? ctx_.comm : own_world_.get();
     // A GPU communicator owns a device (its rank's, under mpirun): the model lives there too, as
     // `nanodist train` arranges. Without this, "cuda" meant cuda:0 on every rank, and a later run in
     // the same process (a test's) mixed devices: pipeline sends never completed.
-    if (world_->device().is_cuda() && parse_device(c_.device).is_cuda()) c_.device = world_->device().str();
+    if (world_->device().is_cuda() && c_.parallel.device.is_cuda()) c_.parallel.device = world_->device();
     // The run's peak device memory is its own: an experiment (or a test) trains several runs in
     // one process, and the allocator's high-water mark would otherwise carry the largest so far.
     if (world_->device().is_cuda()) reset_peak_device_memory(world_->device().index);
     // --trace: every group the grid splits off is a TracingComm too (a track per communicator).
-    if (!c_.trace.empty()) {
+    if (!c_.observe.trace.empty()) {
       traced_world_ = std::make_unique<dist::TracingComm>(*world_, "world");
       world_ = traced_world_.get();
     }
     validate_train_config(c_, world_->size());
     dist::GridOptions grid;
-    grid.tp = c_.tp;
-    grid.pp = c_.pp;
-    grid.collectives = dist::parse_collectives(c_.collectives);
-    grid.allow_cross_node_tp = c_.allow_cross_node_tp;
-    grid.ranks_per_node = c_.ranks_per_node;
+    grid.tp = c_.parallel.tp;
+    grid.pp = c_.parallel.pp;
+    grid.collectives = c_.parallel.collectives;
+    grid.allow_cross_node_tp = c_.parallel.allow_cross_node_tp;
+    grid.ranks_per_node = c_.parallel.ranks_per_node;
     if (ctx_.peer_copy_block_bytes > 0) grid.peer.copy_block_bytes = ctx_.peer_copy_block_bytes;
     grid_ = std::make_unique<dist::ParallelGrid>(*world_, grid);
     if (ctx_.fault_guard) grid_watch_ = ctx_.fault_guard->watch_grid(*grid_);
@@ -136,31 +139,32 @@ class Trainer {
     dp_ = &grid_->dp();
     // Every rank of a tensor-parallel group reads the same batch: the loader shards by dp rank.
     const int dp_rank = grid_->dp_rank(), dp_size = grid_->dp_size();
-    train_loader_ = std::make_unique<BatchLoader>(data_.train, c_.batch_size, c_.block_size, dp_rank, dp_size, c_.seed);
-    train_eval_ = std::make_unique<EvalReader>(data_.train, c_.batch_size, c_.block_size, dp_rank, dp_size);
-    val_eval_ = std::make_unique<EvalReader>(data_.val, c_.batch_size, c_.block_size, dp_rank, dp_size);
+    train_loader_ = std::make_unique<BatchLoader>(data_.train, c_.data.batch_size, c_.model.block_size, dp_rank,
+                                                  dp_size, c_.debug.seed);
+    train_eval_ = std::make_unique<EvalReader>(data_.train, c_.data.batch_size, c_.model.block_size, dp_rank, dp_size);
+    val_eval_ = std::make_unique<EvalReader>(data_.val, c_.data.batch_size, c_.model.block_size, dp_rank, dp_size);
 
     model_config_ = model_config_for(c_, data_.vocab_size);
-    Generator init_gen(c_.seed);
+    Generator init_gen(c_.debug.seed);
     // The plain model made parallel: every rank of a tp group draws the same full tensors (same
     // seed) and keeps its shard; a pipeline stage draws exactly the whole model's weights for its blocks.
-    tp_ = dist::TensorParallel{&grid_->tp(), c_.sequence_parallel, c_.tp_overlap};
-    model_ = dist::parallelize(model_config_, init_gen, parse_device(c_.device), parse_dtype(c_.dtype),
+    tp_ = dist::TensorParallel{&grid_->tp(), c_.parallel.sequence_parallel, c_.parallel.tp_overlap};
+    model_ = dist::parallelize(model_config_, init_gen, c_.parallel.device, c_.precision.dtype,
                                dist::ParallelPlan{tp_, pipeline_stage(c_, *grid_)});
     // Parameters and gradients move into flat buffers, shared by the data-parallel engine and the
     // optimizer; the engine runs at every dp size (at one rank it only accumulates).
     precision_ = precision_policy(c_);
     if (precision_.fp8()) {  // one scaling entry per linear: four per block and the head
       nn::DelayedScalingOptions fp8_options;
-      fp8_options.history_length = c_.fp8_amax_history;
-      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.n_layer + 1, fp8_options);
+      fp8_options.history_length = c_.precision.fp8_amax_history;
+      fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.model.n_layer + 1, fp8_options);
       dist::use_fp8(*model_, *fp8_scaling_, {precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head});
     }
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
-                                               zero_flat_options(c_.zero, dp_size, block_units(model_->named_param_infos())));
+                                               zero_flat_options(c_.parallel.zero, dp_size, block_units(model_->named_param_infos())));
     dist::DataParallelOptions dp_options;
-    dp_options.bucket_mb = c_.bucket_mb;
-    dp_options.zero = c_.zero;
+    dp_options.bucket_mb = c_.parallel.bucket_mb;
+    dp_options.zero = c_.parallel.zero;
     data_parallel_ = dist::make_data_parallel(*dp_, *flat_, dp_options);
     // FSDP: the blocks' staging (and gathers); DDP has no unit hooks.
     if (dist::UnitHooks* hooks = data_parallel_->unit_hooks()) dist::fully_shard(*model_, hooks);
@@ -169,17 +173,18 @@ class Trainer {
       data_parallel_->broadcast_parameters();
     }
     AdamWOptions options;
-    options.beta1 = c_.beta1;
-    options.beta2 = c_.beta2;
-    options.weight_decay = c_.weight_decay;
+    options.beta1 = c_.optim.beta1;
+    options.beta2 = c_.optim.beta2;
+    options.weight_decay = c_.optim.weight_decay;
     options.master_weights = precision_.master == DType::F32;
     for (const auto& [name, info] : model_->named_param_infos()) options.decay[name] = info.decay;
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
                      data_parallel_->param_shard()};
-    optimizer_ = std::make_unique<AdamW>(flat_, options, c_.zero > 0 ? &shard : nullptr);
+    optimizer_ = std::make_unique<AdamW>(flat_, options, c_.parallel.zero > 0 ? &shard : nullptr);
     if (is_logger())
-      say("memory: " + memory_plan_line(memory_plan(c_.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
-                                        c_.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
+      say("memory: " +
+          memory_plan_line(memory_plan(c_.parallel.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
+                           c_.parallel.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
     if (grid_->pp_size() > 1) {
       set_pipeline_norm(*optimizer_, *model_, *grid_);
@@ -189,34 +194,35 @@ class Trainer {
         if (info.split.sharded()) sharded.push_back(name);
       optimizer_->set_tensor_parallel(&grid_->model_parallel(), sharded);
     }
-    schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
-    tokens_per_step_ = static_cast<int64_t>(c_.batch_size) * c_.block_size * c_.grad_accum * dp_size;
+    schedule_ = LrSchedule{c_.optim.lr, c_.optim.min_lr, c_.schedule.warmup_iters, c_.schedule.lr_decay_iters};
+    tokens_per_step_ = static_cast<int64_t>(c_.data.batch_size) * c_.model.block_size * c_.data.grad_accum * dp_size;
     // 6 N + 12 L C T of the whole model: a stage's N summed over the pipeline.
-    const double attention_flops = 12.0 * c_.n_layer * c_.n_embd * static_cast<double>(c_.block_size);
-    const double stage_weights = model_->flops_per_token(c_.block_size) - attention_flops;
+    const double attention_flops = 12.0 * c_.model.n_layer * c_.model.n_embd * static_cast<double>(c_.model.block_size);
+    const double stage_weights = model_->flops_per_token(c_.model.block_size) - attention_flops;
     flops_per_token_ = attention_flops + 6.0 * static_cast<double>(whole_model_count(
                                                    static_cast<int64_t>(stage_weights / 6.0 + 0.5), *model_, *grid_));
 
     // No writer under --no-checkpoint: its pinned host snapshot of the shard's parameters and AdamW
     // state is taken at start (a 6.7B zero 3 rank: ~20 s in cudaHostAlloc, before the first step).
-    const bool async_save = !c_.no_checkpoint && (c_.async_save == "true" ||
-                                                  (c_.async_save == "auto" && model_->device().is_cuda()));
+    const bool async_save =
+        !c_.checkpoint.disabled && (c_.checkpoint.async_save == AsyncSave::On ||
+                                    (c_.checkpoint.async_save == AsyncSave::Auto && model_->device().is_cuda()));
     saver_ = std::make_unique<RunSaver>(*world_, dp_rank, dp_size, async_save);
     if (precision_.loss_scaling) loss_scaler_ = std::make_unique<LossScaler>(precision_.loss_scaler);
-    const bool resumed = c_.resume && resume();
-    if (!resumed && !c_.init_from.empty())
+    const bool resumed = c_.checkpoint.resume && resume();
+    if (!resumed && !c_.checkpoint.init_from.empty())
       say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_, tp_) +
           " (--init-from: its weights, a fresh optimizer, step 0)");
     saver_->prepare(run_parts());
     if (is_logger())
       for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
-    if (is_logger()) metrics_.open(c_.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
+    if (is_logger()) metrics_.open(c_.checkpoint.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
 
     StepOptions step;
-    step.grad_accum = c_.grad_accum;
-    step.grad_clip = c_.grad_clip;
-    step.batch_size = c_.batch_size;
-    step.block_size = c_.block_size;
+    step.grad_accum = c_.data.grad_accum;
+    step.grad_clip = c_.optim.grad_clip;
+    step.batch_size = c_.data.batch_size;
+    step.block_size = c_.model.block_size;
     std::string why = why_no_cuda_graph(c_);
     step.cuda_graph = why.empty();
     step.loss_scaling = precision_.loss_scaling;
@@ -225,12 +231,12 @@ class Trainer {
     step_ = std::make_unique<TrainStep>(*model_, *optimizer_, *data_parallel_, world_, step);
     if (grid_->pp_size() > 1)
       step_->set_pipeline(make_pipeline_schedule(c_, model_config_, *model_, *grid_), &grid_->embedding());
-    if (!c_.trace.empty()) {
-      const auto [first, last] = parse_trace_steps(c_.trace_steps);
-      step_trace_ = std::make_unique<StepTrace>(c_.trace, first, last, *world_,
+    if (!c_.observe.trace.empty()) {
+      const auto [first, last] = parse_trace_steps(c_.observe.trace_steps);
+      step_trace_ = std::make_unique<StepTrace>(c_.observe.trace, first, last, *world_,
                                                 model_->device().is_cuda() ? model_->device().index : -1);
     }
-    if (c_.layer_stats > 0)
+    if (c_.observe.layer_stats > 0)
       layer_stats_ = std::make_unique<LayerStats>(*model_, *optimizer_, LayerStatsRanks{world_, dp_rank, tp_});
     if (loss_scaler_) step_->set_loss_scale(loss_scaler_->scale());
     if (loss_scaler_ || fp8_scaling_) say("precision: " + precision_.str());
@@ -242,12 +248,12 @@ class Trainer {
     result.params = whole_model_count(full_parameter_count(*model_), *model_, *grid_);
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
-    if (c_.max_seconds > 0)
-      say("time budget: " + std::to_string(static_cast<int>(c_.max_seconds)) + " s of training" +
-          (c_.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
+    if (c_.schedule.max_seconds > 0)
+      say("time budget: " + std::to_string(static_cast<int>(c_.schedule.max_seconds)) + " s of training" +
+          (c_.schedule.fit_schedule ? ", the schedule fitted to it after the first steps" : ""));
     signals_.reinstall();  // after every library's set-up (NCCL, CUDA), ours handle the signals
     bool evaluated_now = false, saved_now = false;
-    while (counters_.step < c_.max_iters) {
+    while (counters_.step < c_.schedule.max_iters) {
       StepResult step;
       // Ranks with a non-finite loss, with a non-finite norm, out of time, asked to stop by a
       // signal, with their part of a pending asynchronous checkpoint written, failed: agreed by
@@ -259,7 +265,7 @@ class Trainer {
         step = train_step(result);
         agreed[0] = std::isfinite(step.loss) ? 0 : 1;
         agreed[1] = std::isfinite(step.grad_norm) ? 0 : 1;
-        agreed[2] = c_.max_seconds > 0 && seconds_since(loop_start) >= c_.max_seconds ? 1 : 0;
+        agreed[2] = c_.schedule.max_seconds > 0 && seconds_since(loop_start) >= c_.schedule.max_seconds ? 1 : 0;
         agreed[3] = signals_.requested() ? 1 : 0;
         agreed[4] = saver_->part_written();
         agreed[5] = saver_->part_failed();
@@ -267,7 +273,7 @@ class Trainer {
       }
       const std::string completed = saver_->complete_if_written(agreed[4], agreed[5]);
       if (!completed.empty()) saved(completed, result);
-      if (c_.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
+      if (c_.schedule.fit_schedule && counters_.step - result.first_step == kTimedSteps + 1)
         fit_schedule(seconds_since(loop_start));
       evaluated_now = saved_now = false;
       // A norm the loss scaler overflowed on (agreed by its own flag) is its business, not a fault.
@@ -282,11 +288,11 @@ class Trainer {
             ": saving step " + std::to_string(counters_.step) + " and stopping");
         break;
       }
-      if (c_.eval_interval > 0 && counters_.step % c_.eval_interval == 0) {
+      if (c_.schedule.eval_interval > 0 && counters_.step % c_.schedule.eval_interval == 0) {
         evaluate(result);
         evaluated_now = true;
       }
-      const int ckpt_interval = c_.ckpt_interval < 0 ? c_.eval_interval : c_.ckpt_interval;
+      const int ckpt_interval = c_.checkpoint.interval < 0 ? c_.schedule.eval_interval : c_.checkpoint.interval;
       if (ckpt_interval > 0 && counters_.step % ckpt_interval == 0) {
         save_checkpoint(result);
         saved_now = true;
@@ -352,16 +358,17 @@ class Trainer {
       names += std::string(names.empty() ? "" : ",") + "grad_norm";
     }
     const std::string at = "step " + std::to_string(counters_.step) + ": non-finite " + what;
-    if (result.skipped_nonfinite < c_.skip_nonfinite) {
+    if (result.skipped_nonfinite < c_.debug.skip_nonfinite) {
       result.skipped_nonfinite += 1;
       say(at + "; update dropped (" + std::to_string(result.skipped_nonfinite) + " of " +
-          std::to_string(c_.skip_nonfinite) + " allowed by --skip-nonfinite)");
+          std::to_string(c_.debug.skip_nonfinite) + " allowed by --skip-nonfinite)");
       metrics_.write_line(nonfinite_json(names, result.skipped_nonfinite, false));
       return true;
     }
     result.diverged = true;
     say(at + "; stopping without a checkpoint of these weights" +
-        (c_.skip_nonfinite > 0 ? " (" + std::to_string(result.skipped_nonfinite) + " update(s) dropped before)" : ""));
+        (c_.debug.skip_nonfinite > 0 ? " (" + std::to_string(result.skipped_nonfinite) + " update(s) dropped before)"
+                                     : ""));
     metrics_.write_line(nonfinite_json(names, result.skipped_nonfinite, true));
     return false;
   }
@@ -399,9 +406,9 @@ class Trainer {
     auto start = Clock::now();
     double lr = schedule_.at(static_cast<int>(counters_.step));
     std::vector<Batch> batches;
-    for (int micro = 0; micro < c_.grad_accum; ++micro) batches.push_back(train_loader_->next_batch());
+    for (int micro = 0; micro < c_.data.grad_accum; ++micro) batches.push_back(train_loader_->next_batch());
     // Every --layer-stats steps: a probe before the step, the sums after it (inside the step's time).
-    const bool stats_now = layer_stats_ && (counters_.step + 1) % c_.layer_stats == 0;
+    const bool stats_now = layer_stats_ && (counters_.step + 1) % c_.observe.layer_stats == 0;
     if (stats_now) layer_stats_->before_step(batches.front().inputs);
     if (step_trace_) step_trace_->before_step(counters_.step + 1);
     StepResult step = step_->run(batches, lr, dropout_gen_);
@@ -431,7 +438,7 @@ class Trainer {
     double seconds = seconds_since(start);
     const int64_t run_step = counters_.step - result.first_step;
     if (run_step >= 2 && run_step <= kTimedSteps + 1) timed_seconds_ += seconds;
-    if (c_.op_times) {
+    if (c_.observe.op_times) {
       result.op_times = op_timer::collect();
       if (run_step <= kOpTimerWarmupSteps) {
         op_timer::reset();
@@ -443,10 +450,10 @@ class Trainer {
     }
 
     const int64_t s = counters_.step;
-    if (s % c_.log_interval == 0 || s == 1 || s == c_.max_iters) {
+    if (s % c_.observe.log_interval == 0 || s == 1 || s == c_.schedule.max_iters) {
       StepMetrics m;
       m.step = static_cast<int>(s);
-      m.max_iters = c_.max_iters;
+      m.max_iters = c_.schedule.max_iters;
       m.loss = mean_over_ranks(step.loss, dp_);
       m.lr = lr;
       m.grad_norm = step.grad_norm;
@@ -468,8 +475,8 @@ class Trainer {
   double eta_seconds(int64_t run_step) const {
     if (run_step < 1) return -1.0;
     const double elapsed = seconds_since(loop_start_);
-    double eta = elapsed / run_step * static_cast<double>(c_.max_iters - counters_.step);
-    if (c_.max_seconds > 0) eta = std::min(eta, std::max(0.0, c_.max_seconds - elapsed));
+    double eta = elapsed / run_step * static_cast<double>(c_.schedule.max_iters - counters_.step);
+    if (c_.schedule.max_seconds > 0) eta = std::min(eta, std::max(0.0, c_.schedule.max_seconds - elapsed));
     return eta;
   }
 
@@ -477,26 +484,26 @@ class Trainer {
   // ranks take the slowest rank's step time, so they agree on the number of steps.
   void fit_schedule(double elapsed) {
     TimeBudgetInput in;
-    in.budget_seconds = c_.max_seconds;
+    in.budget_seconds = c_.schedule.max_seconds;
     in.elapsed_seconds = elapsed;
     in.steps_done = counters_.step;
     in.step_seconds = timed_seconds_ / kTimedSteps;
     world_->host_allreduce(&in.step_seconds, 1, dist::HostReduce::Max);
-    in.eval_interval = c_.eval_interval;
-    in.eval_iters = c_.eval_iters;
-    in.grad_accum = c_.grad_accum;
-    in.warmup_iters = c_.warmup_iters;
+    in.eval_interval = c_.schedule.eval_interval;
+    in.eval_iters = c_.schedule.eval_iters;
+    in.grad_accum = c_.data.grad_accum;
+    in.warmup_iters = c_.schedule.warmup_iters;
     FittedSchedule fitted = fit_schedule_to_time(in);
-    c_.max_iters = static_cast<int>(fitted.max_iters);
-    c_.lr_decay_iters = fitted.lr_decay_iters;
-    c_.warmup_iters = fitted.warmup_iters;
-    schedule_ = LrSchedule{c_.lr, c_.min_lr, c_.warmup_iters, c_.lr_decay_iters};
+    c_.schedule.max_iters = static_cast<int>(fitted.max_iters);
+    c_.schedule.lr_decay_iters = fitted.lr_decay_iters;
+    c_.schedule.warmup_iters = fitted.warmup_iters;
+    schedule_ = LrSchedule{c_.optim.lr, c_.optim.min_lr, c_.schedule.warmup_iters, c_.schedule.lr_decay_iters};
     char line[200];
     std::snprintf(line, sizeof(line),
                   "schedule: %.0f ms a step -> %d steps in %.0f s (warmup %d, cosine decay to step %d), "
                   "about %.0f s left",
-                  1000.0 * in.step_seconds, c_.max_iters, c_.max_seconds, c_.warmup_iters, c_.lr_decay_iters,
-                  c_.max_seconds - elapsed);
+                  1000.0 * in.step_seconds, c_.schedule.max_iters, c_.schedule.max_seconds, c_.schedule.warmup_iters,
+                  c_.schedule.lr_decay_iters, c_.schedule.max_seconds - elapsed);
     say(line);
   }
 
@@ -521,7 +528,7 @@ class Trainer {
 
   // Through the pipeline's stages at pp > 1; the mean over the data-parallel replicas.
   double eval_loss(const EvalReader& reader) {
-    if (grid_->pp_size() == 1) return mean_eval_loss(*model_, reader, c_.eval_iters, dp_);
+    if (grid_->pp_size() == 1) return mean_eval_loss(*model_, reader, c_.schedule.eval_iters, dp_);
     return mean_over_ranks(pipeline_eval(c_, *model_, reader, *grid_), dp_);
   }
 
@@ -530,7 +537,7 @@ class Trainer {
   // included) time for the whole checkpoint on a slow disk on top of --comm-timeout.
   // Asynchronous: this only takes the snapshot; the loop completes the save when every part is in.
   void save_checkpoint(TrainResult& result) {
-    if (c_.no_checkpoint) return;
+    if (c_.checkpoint.disabled) return;
     const double bytes = 12.0 * static_cast<double>(model_->num_parameters());  // params, m, v in f32
     auto watched = watch("the checkpoint at step " + std::to_string(counters_.step) + " (" +
                              std::to_string(static_cast<int64_t>(bytes / 1e6)) + " MB over all ranks)",
@@ -552,7 +559,7 @@ class Trainer {
     std::string path = resume_run(parts, counters_, *world_, skipped, &fp8_notes);
     for (const std::string& line : skipped) say(line);
     if (path.empty()) {
-      say("--resume: no checkpoint in " + c_.out_dir + " yet; starting from scratch");
+      say("--resume: no checkpoint in " + c_.checkpoint.out_dir + " yet; starting from scratch");
       return false;
     }
     saver_->set_saved_step(counters_.step);
@@ -613,7 +620,7 @@ TrainResult run_training(const TrainConfig& config, const RunContext& context) {
       if (on) op_timer::set_table(false);
     }
     bool on;
-  } table(config.op_times);
+  } table(config.observe.op_times);
   Trainer trainer(config, context);
   return trainer.run();
 }

@@ -88,15 +88,15 @@ TEST(ExperimentArgs, CommandLineOverBaseVariantOverBoth) {
   ExperimentArgs args = parse_experiment_args(ablate_flag_set(), 10, argv);
   EXPECT_EQ(args.flags.get_int("seeds"), 2);
   train::TrainConfig control = variant_config(args.flags, nullptr);
-  EXPECT_DOUBLE_EQ(control.lr, 0.002);
-  EXPECT_EQ(control.n_layer, 4) << "the command line overrides the base";
+  EXPECT_DOUBLE_EQ(control.optim.lr, 0.002);
+  EXPECT_EQ(control.model.n_layer, 4) << "the command line overrides the base";
   train::TrainConfig hot = variant_config(args.flags, &args.spec.variants[0]);
-  EXPECT_DOUBLE_EQ(hot.lr, 0.02);
-  EXPECT_EQ(hot.warmup_iters, 3) << "x0.25 of 10, rounded";
-  EXPECT_EQ(hot.n_layer, 4);
+  EXPECT_DOUBLE_EQ(hot.optim.lr, 0.02);
+  EXPECT_EQ(hot.schedule.warmup_iters, 3) << "x0.25 of 10, rounded";
+  EXPECT_EQ(hot.model.n_layer, 4);
   train::TrainConfig deep = variant_config(args.flags, &args.spec.variants[1]);
-  EXPECT_EQ(deep.n_layer, 8) << "a variant overrides the command line";
-  EXPECT_DOUBLE_EQ(deep.lr, 0.002);
+  EXPECT_EQ(deep.model.n_layer, 8) << "a variant overrides the command line";
+  EXPECT_DOUBLE_EQ(deep.optim.lr, 0.002);
 }
 
 TEST(ExperimentArgs, AScaledValueBelowTheSmallestDoubleIsAnInputError) {
@@ -157,11 +157,11 @@ TEST(Ablate, BuiltinVariantsAndSelection) {
   const char* argv[] = {"ablate", "--data", "d", "--out", "o", "--lr", "0.003", "--warmup-iters", "40"};
   ExperimentArgs args = parse_experiment_args(ablate_flag_set(), 9, argv);
   train::TrainConfig lr100 = variant_config(args.flags, &pool[7]);
-  EXPECT_NEAR(lr100.lr, 0.3, 1e-15);
-  EXPECT_NEAR(lr100.min_lr, 100 * train::TrainConfig{}.min_lr, 1e-15);
-  EXPECT_EQ(variant_config(args.flags, &pool[1]).warmup_iters, 4);
+  EXPECT_NEAR(lr100.optim.lr, 0.3, 1e-15);
+  EXPECT_NEAR(lr100.optim.min_lr, 100 * train::TrainConfig{}.optim.min_lr, 1e-15);
+  EXPECT_EQ(variant_config(args.flags, &pool[1]).schedule.warmup_iters, 4);
   train::TrainConfig both = variant_config(args.flags, &pool[5]);
-  EXPECT_TRUE(both.no_layernorm && both.no_residual);
+  EXPECT_TRUE(both.model.no_layernorm && both.model.no_residual);
 }
 
 TEST(Sweep, LadderSizes) {
@@ -171,9 +171,9 @@ TEST(Sweep, LadderSizes) {
   const char* argv[] = {"sweep", "--data", "d", "--out", "o"};
   ExperimentArgs args = parse_experiment_args(sweep_flag_set(), 5, argv);
   train::TrainConfig c = variant_config(args.flags, &sizes[1]);
-  EXPECT_EQ(c.n_layer, 4);
-  EXPECT_EQ(c.n_embd, 128);
-  EXPECT_EQ(c.n_head, 2);
+  EXPECT_EQ(c.model.n_layer, 4);
+  EXPECT_EQ(c.model.n_embd, 128);
+  EXPECT_EQ(c.model.n_head, 2);
   for (const char* bad : {"4", "4x", "x64", "4x64x2", "0x64", "4xabc", "2x64,2x64"})
     EXPECT_THROW(ladder_variants(bad, 64), Error) << bad;
   EXPECT_THROW(ladder_variants("2x96", 64), Error) << "96 is not a multiple of 64";

@@ -30,7 +30,7 @@ TEST(FormatsFp16, BothFp16VariantsTrainOnTheCpu) {
       if (v.name == name) variant = &v;
     ASSERT_TRUE(variant != nullptr || std::string(name) == "control") << name << " is not in " << file;
     train::TrainConfig c = variant_config(args.flags, variant);
-    c.out_dir = dir / name;
+    c.checkpoint.out_dir = dir / name;
     std::ostringstream log;
     train::RunContext ctx;
     ctx.log = &log;

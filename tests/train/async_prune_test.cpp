@@ -19,12 +19,12 @@ using testing::TempDir;
 
 TrainConfig saving_every_two_steps(const TempDir& dir, const std::string& out, const std::string& async) {
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.max_iters = 9;
-  c.lr_decay_iters = 9;
-  c.log_interval = 1;
-  c.keep = 2;
-  c.ckpt_interval = 2;
-  c.async_save = async;
+  c.schedule.max_iters = 9;
+  c.schedule.lr_decay_iters = 9;
+  c.observe.log_interval = 1;
+  c.checkpoint.keep = 2;
+  c.checkpoint.interval = 2;
+  c.checkpoint.async_save = parse_async_save(async);
   return c;
 }
 

@@ -21,11 +21,11 @@ TEST(AsyncSaveLine, GivesThePartsWriteTimeBesideTheTotal) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 4;
-  c.lr_decay_iters = 4;
-  c.ckpt_interval = 2;
-  c.eval_iters = 50;  // the final evaluation, which the last save's total includes
-  c.async_save = "true";
+  c.schedule.max_iters = 4;
+  c.schedule.lr_decay_iters = 4;
+  c.checkpoint.interval = 2;
+  c.schedule.eval_iters = 50;  // the final evaluation, which the last save's total includes
+  c.checkpoint.async_save = AsyncSave::On;
   std::ostringstream log;
   RunContext context;
   context.log = &log;

@@ -148,7 +148,7 @@ TEST(CheckpointModel, ConfigAttributesRoundTripTheModel) {
   m.bias = false;
   m.use_residual = false;
   TrainConfig t = testing::tiny_config("d", "o");
-  t.dropout = 0.1;
+  t.model.dropout = 0.1;
   auto attrs = config_attributes(m, t);
   nn::GPTConfig back = model_config_from_attributes(attrs, "x");
   EXPECT_EQ(back.n_layer, 3);
@@ -159,7 +159,7 @@ TEST(CheckpointModel, ConfigAttributesRoundTripTheModel) {
   EXPECT_FALSE(back.use_residual);
   EXPECT_TRUE(back.use_layernorm);
   EXPECT_EQ(attr_as_double(find_attr(attrs, "dropout", "x"), "dropout"), 0.1);
-  EXPECT_EQ(attr_as_double(find_attr(attrs, "lr", "x"), "lr"), t.lr);
+  EXPECT_EQ(attr_as_double(find_attr(attrs, "lr", "x"), "lr"), t.optim.lr);
   EXPECT_EQ(attr_as_string(find_attr(attrs, "data", "x"), "data"), "d");
   EXPECT_EQ(attr_as_int(find_attr(attrs, "grad_accum", "x"), "grad_accum"), 1);
 }

@@ -56,11 +56,11 @@ TEST(ChunkedChecksum, IsTheChecksumOfTheChunksChecksumsAndCatchesAFlippedWord) {
 
 TrainConfig tiny_run(const TempDir& dir, const std::string& out) {
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.max_iters = 4;
-  c.lr_decay_iters = 4;
-  c.ckpt_interval = 4;
-  c.keep = 0;
-  c.async_save = "false";
+  c.schedule.max_iters = 4;
+  c.schedule.lr_decay_iters = 4;
+  c.checkpoint.interval = 4;
+  c.checkpoint.keep = 0;
+  c.checkpoint.async_save = AsyncSave::Off;
   return c;
 }
 

@@ -19,17 +19,17 @@ class CommPlanTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int tp, bool sp, int steps) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_layer = 2;
-    c.n_head = 4;
-    c.n_embd = 128;  // 1.6 MB of f32 parameters: the 1 MB first bucket, then one per large entry
-    c.block_size = 16;
-    c.batch_size = 4;
-    c.tp = tp;
-    c.sequence_parallel = sp;
-    c.max_iters = steps;
-    c.eval_interval = 0;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;  // several buckets after the first
+    c.model.n_layer = 2;
+    c.model.n_head = 4;
+    c.model.n_embd = 128;  // 1.6 MB of f32 parameters: the 1 MB first bucket, then one per large entry
+    c.model.block_size = 16;
+    c.data.batch_size = 4;
+    c.parallel.tp = tp;
+    c.parallel.sequence_parallel = sp;
+    c.schedule.max_iters = steps;
+    c.schedule.eval_interval = 0;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;  // several buckets after the first
     return c;
   }
 

@@ -43,45 +43,45 @@ void write(const std::string& path, const std::string& text) { std::ofstream(pat
 
 TEST(TrainConfig, DefaultsMatchTheCliContract) {
   TrainConfig c = parse({});
-  EXPECT_EQ(c.n_layer, 6);
-  EXPECT_EQ(c.n_head, 6);
-  EXPECT_EQ(c.n_embd, 384);
-  EXPECT_EQ(c.block_size, 256);
-  EXPECT_EQ(c.batch_size, 64);
-  EXPECT_EQ(c.grad_accum, 1);
-  EXPECT_EQ(c.max_iters, 5000);
-  EXPECT_DOUBLE_EQ(c.lr, 1e-3);
-  EXPECT_DOUBLE_EQ(c.min_lr, 1e-4);
-  EXPECT_EQ(c.warmup_iters, 100);
-  EXPECT_DOUBLE_EQ(c.beta2, 0.99);
-  EXPECT_DOUBLE_EQ(c.grad_clip, 1.0);
-  EXPECT_EQ(c.eval_interval, 250);
-  EXPECT_EQ(c.eval_iters, 20);
-  EXPECT_TRUE(c.bias);
-  EXPECT_FALSE(c.no_layernorm);
-  EXPECT_FALSE(c.resume);
-  EXPECT_EQ(c.keep, 3);
-  EXPECT_EQ(c.seed, 1337u);
+  EXPECT_EQ(c.model.n_layer, 6);
+  EXPECT_EQ(c.model.n_head, 6);
+  EXPECT_EQ(c.model.n_embd, 384);
+  EXPECT_EQ(c.model.block_size, 256);
+  EXPECT_EQ(c.data.batch_size, 64);
+  EXPECT_EQ(c.data.grad_accum, 1);
+  EXPECT_EQ(c.schedule.max_iters, 5000);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.optim.min_lr, 1e-4);
+  EXPECT_EQ(c.schedule.warmup_iters, 100);
+  EXPECT_DOUBLE_EQ(c.optim.beta2, 0.99);
+  EXPECT_DOUBLE_EQ(c.optim.grad_clip, 1.0);
+  EXPECT_EQ(c.schedule.eval_interval, 250);
+  EXPECT_EQ(c.schedule.eval_iters, 20);
+  EXPECT_TRUE(c.model.bias);
+  EXPECT_FALSE(c.model.no_layernorm);
+  EXPECT_FALSE(c.checkpoint.resume);
+  EXPECT_EQ(c.checkpoint.keep, 3);
+  EXPECT_EQ(c.debug.seed, 1337u);
 }
 
 TEST(TrainConfig, CommandLineSetsEveryKind) {
   TrainConfig c = parse({"--n-layer", "3", "--lr", "3e-4", "--device", "cpu", "--data", "d", "--out=o", "--seed", "7"});
-  EXPECT_EQ(c.n_layer, 3);
-  EXPECT_DOUBLE_EQ(c.lr, 3e-4);
-  EXPECT_EQ(c.data_dir, "d");
-  EXPECT_EQ(c.out_dir, "o");
-  EXPECT_EQ(c.seed, 7u);
+  EXPECT_EQ(c.model.n_layer, 3);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 3e-4);
+  EXPECT_EQ(c.data.dir, "d");
+  EXPECT_EQ(c.checkpoint.out_dir, "o");
+  EXPECT_EQ(c.debug.seed, 7u);
 }
 
 TEST(TrainConfig, BooleansTakeTheBareSwitchAndWords) {
-  EXPECT_TRUE(parse({"--resume"}).resume);
-  EXPECT_TRUE(parse({"--no-layernorm", "--n-layer", "2"}).no_layernorm);
-  EXPECT_FALSE(parse({"--bias", "false"}).bias);
-  EXPECT_FALSE(parse({"--bias=false"}).bias);
-  EXPECT_TRUE(parse({"--bias", "true"}).bias);
+  EXPECT_TRUE(parse({"--resume"}).checkpoint.resume);
+  EXPECT_TRUE(parse({"--no-layernorm", "--n-layer", "2"}).model.no_layernorm);
+  EXPECT_FALSE(parse({"--bias", "false"}).model.bias);
+  EXPECT_FALSE(parse({"--bias=false"}).model.bias);
+  EXPECT_TRUE(parse({"--bias", "true"}).model.bias);
   TrainConfig c = parse({"--resume", "--n-layer", "2"});
-  EXPECT_TRUE(c.resume);
-  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_TRUE(c.checkpoint.resume);
+  EXPECT_EQ(c.model.n_layer, 2);
 }
 
 TEST(TrainConfig, FileSetsDefaultsAndFlagsOverride) {
@@ -95,47 +95,104 @@ TEST(TrainConfig, FileSetsDefaultsAndFlagsOverride) {
         "dropout = 0.2\n"
         "bias = false\n");
   TrainConfig c = parse({"--config", dir / "x.conf", "--lr", "1e-2"});
-  EXPECT_EQ(c.n_layer, 4);
-  EXPECT_EQ(c.n_head, 2);
-  EXPECT_DOUBLE_EQ(c.dropout, 0.2);
-  EXPECT_FALSE(c.bias);
-  EXPECT_DOUBLE_EQ(c.lr, 1e-2);  // the command line wins
+  EXPECT_EQ(c.model.n_layer, 4);
+  EXPECT_EQ(c.model.n_head, 2);
+  EXPECT_DOUBLE_EQ(c.model.dropout, 0.2);
+  EXPECT_FALSE(c.model.bias);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 1e-2);  // the command line wins
   // The order on the command line does not matter: the file only supplies defaults.
-  EXPECT_DOUBLE_EQ(parse({"--lr", "1e-2", "--config", dir / "x.conf"}).lr, 1e-2);
+  EXPECT_DOUBLE_EQ(parse({"--lr", "1e-2", "--config", dir / "x.conf"}).optim.lr, 1e-2);
 }
 
 // --allreduce is the old name of --collectives: on the command line, in a config file, and in --help.
 TEST(TrainConfig, AllreduceIsAnAliasOfCollectives) {
-  EXPECT_EQ(parse({}).collectives, "native");
-  EXPECT_EQ(parse({"--collectives", "ring"}).collectives, "ring");
-  EXPECT_EQ(parse({"--allreduce", "ring"}).collectives, "ring");
-  EXPECT_EQ(parse({"--allreduce=auto"}).collectives, "auto");
-  EXPECT_EQ(parse({"--pp", "1", "--tp", "2"}).pp, 1);
+  EXPECT_EQ(parse({}).parallel.collectives, dist::Collectives::Native);
+  EXPECT_EQ(parse({"--collectives", "ring"}).parallel.collectives, dist::Collectives::Ring);
+  EXPECT_EQ(parse({"--allreduce", "ring"}).parallel.collectives, dist::Collectives::Ring);
+  EXPECT_EQ(parse({"--allreduce=auto"}).parallel.collectives, dist::Collectives::Auto);
+  EXPECT_EQ(parse({"--pp", "1", "--tp", "2"}).parallel.pp, 1);
   TempDir dir;
   write(dir / "old.conf", "allreduce = ring\n");
-  EXPECT_EQ(parse({"--config", dir / "old.conf"}).collectives, "ring");
-  EXPECT_EQ(parse({"--config", dir / "old.conf", "--collectives", "native"}).collectives, "native");
+  EXPECT_EQ(parse({"--config", dir / "old.conf"}).parallel.collectives, dist::Collectives::Ring);
+  EXPECT_EQ(parse({"--config", dir / "old.conf", "--collectives", "native"}).parallel.collectives,
+            dist::Collectives::Native);
   EXPECT_NE(train_flag_set().help().find("--allreduce TEXT"), std::string::npos);
   EXPECT_NE(train_flag_set().help().find("alias of --collectives"), std::string::npos);
 }
 
+// The choices are parsed when the flag is read, into the type the code uses, with the flag's own
+// error line; the text they give back reads back as the same value (checkpoints and run.conf
+// record it), and every default's text is a fixed point.
+TEST(TrainConfig, ChoicesAreParsedWhenReadAndWrittenBackAsRead) {
+  TrainConfig c = parse({"--device", "cuda", "--dtype", "fp16", "--grad-dtype", "f32", "--loss-scale", "1024",
+                         "--fp8-layers", "mlp,attn", "--pp-schedule", "zb", "--collectives", "peer", "--attention",
+                         "cudnn", "--recompute", "block", "--async-save", "false"});
+  EXPECT_EQ(c.parallel.device, Device::cuda(0));
+  EXPECT_EQ(c.precision.dtype, DType::F16);
+  EXPECT_EQ(c.precision.grad_dtype, DType::F32);
+  ASSERT_TRUE(c.precision.loss_scale.has_value());
+  EXPECT_FALSE(c.precision.loss_scale->dynamic);
+  EXPECT_EQ(c.precision.loss_scale->initial_scale, 1024.0);
+  EXPECT_EQ(c.precision.fp8_layers, (Fp8Layers{true, true, false}));
+  EXPECT_EQ(c.parallel.pp_schedule, PipelineKind::ZeroBubble);
+  EXPECT_EQ(c.parallel.collectives, dist::Collectives::Peer);
+  EXPECT_EQ(c.model.attention, AttentionBackend::Cudnn);
+  EXPECT_EQ(c.model.recompute, nn::Recompute::Block);
+  EXPECT_EQ(c.checkpoint.async_save, AsyncSave::Off);
+  EXPECT_FALSE(parse({}).precision.grad_dtype.has_value());
+  EXPECT_FALSE(parse({"--loss-scale", "auto"}).precision.loss_scale.has_value());
+  EXPECT_TRUE(parse({"--loss-scale", "dynamic"}).precision.loss_scale->dynamic);
+
+  std::map<std::string, std::string> text;
+  for (const ConfigField& f : train_config_fields(c)) text[f.name] = f.text;
+  EXPECT_EQ(text["device"], "cuda:0");
+  EXPECT_EQ(text["dtype"], "fp16");
+  EXPECT_EQ(text["grad-dtype"], "f32");
+  EXPECT_EQ(text["loss-scale"], "1024");
+  EXPECT_EQ(text["fp8-layers"], "attn,mlp");
+  EXPECT_EQ(text["pp-schedule"], "zb");
+  EXPECT_EQ(text["collectives"], "peer");
+  EXPECT_EQ(text["attention"], "cudnn");
+  EXPECT_EQ(text["recompute"], "block");
+  EXPECT_EQ(text["async-save"], "false");
+  for (const TrainConfig& config : {c, TrainConfig{}}) {
+    for (const ConfigField& f : train_config_fields(config)) {
+      TrainConfig again;
+      set_train_config_field(again, f.name, f.text, f.name);
+      for (const ConfigField& g : train_config_fields(again))
+        if (g.name == f.name) EXPECT_EQ(g.text, f.text) << f.name;
+    }
+  }
+
+  EXPECT_NE(error_of({"--device", "gpu"}).find("bad device 'gpu'"), std::string::npos);
+  EXPECT_NE(error_of({"--dtype", "f8"}).find("unknown dtype 'f8'"), std::string::npos);
+  EXPECT_NE(error_of({"--loss-scale", "-1"}).find("--loss-scale must be 'dynamic' or a positive number"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--fp8-layers", "attn,ffn"}).find("--fp8-layers takes all or a comma list"), std::string::npos);
+  EXPECT_NE(error_of({"--recompute", "all"}).find("--recompute must be none, attention or block, got 'all'"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--async-save", "yes"}).find("--async-save must be true, false or auto, got 'yes'"),
+            std::string::npos);
+  EXPECT_NE(error_of({"--allreduce", "tree"}).find("--collectives (or --allreduce) must be native"), std::string::npos);
+}
+
 TEST(TrainConfig, ShippedShakespeareCharConfigParses) {
   TrainConfig c = parse({"--config", std::string(ND_SOURCE_DIR) + "/configs/shakespeare_char.conf"});
-  EXPECT_EQ(c.n_layer, 6);
-  EXPECT_EQ(c.n_head, 6);
-  EXPECT_EQ(c.n_embd, 384);
-  EXPECT_EQ(c.block_size, 256);
-  EXPECT_EQ(c.batch_size, 64);
-  EXPECT_DOUBLE_EQ(c.dropout, 0.2);
-  EXPECT_DOUBLE_EQ(c.lr, 1e-3);
-  EXPECT_DOUBLE_EQ(c.min_lr, 1e-4);
-  EXPECT_EQ(c.warmup_iters, 100);
-  EXPECT_EQ(c.max_iters, 5000);
-  EXPECT_EQ(c.lr_decay_iters, 5000);
-  EXPECT_DOUBLE_EQ(c.beta2, 0.99);
-  EXPECT_EQ(c.eval_interval, 250);
-  EXPECT_EQ(c.eval_iters, 200);
-  EXPECT_EQ(c.log_interval, 10);
+  EXPECT_EQ(c.model.n_layer, 6);
+  EXPECT_EQ(c.model.n_head, 6);
+  EXPECT_EQ(c.model.n_embd, 384);
+  EXPECT_EQ(c.model.block_size, 256);
+  EXPECT_EQ(c.data.batch_size, 64);
+  EXPECT_DOUBLE_EQ(c.model.dropout, 0.2);
+  EXPECT_DOUBLE_EQ(c.optim.lr, 1e-3);
+  EXPECT_DOUBLE_EQ(c.optim.min_lr, 1e-4);
+  EXPECT_EQ(c.schedule.warmup_iters, 100);
+  EXPECT_EQ(c.schedule.max_iters, 5000);
+  EXPECT_EQ(c.schedule.lr_decay_iters, 5000);
+  EXPECT_DOUBLE_EQ(c.optim.beta2, 0.99);
+  EXPECT_EQ(c.schedule.eval_interval, 250);
+  EXPECT_EQ(c.schedule.eval_iters, 200);
+  EXPECT_EQ(c.observe.log_interval, 10);
 }
 
 // Every shipped config (configs/*.conf) parses and passes validation (on the CPU here, so the
@@ -153,15 +210,16 @@ TEST(TrainConfig, EveryShippedConfigParsesAndValidates) {
   for (const auto& file : files) {
     SCOPED_TRACE(file.string());
     TrainConfig c = parse({"--config", file.string(), "--data", "d", "--out", "o", "--device", "cpu", "--dtype", "f32"});
-    EXPECT_NO_THROW(validate_train_config(c, c.tp));
+    EXPECT_NO_THROW(validate_train_config(c, c.parallel.tp));
     auto named = gpt2_millions.find(file.stem().string());
     if (named == gpt2_millions.end()) continue;
     ++gpt2_seen;
-    const double C = c.n_embd, L = c.n_layer;
-    const double params = 50257 * C + c.block_size * C + L * (12 * C * C + 13 * C) + 2 * C;
-    EXPECT_NEAR(params / 1e6, named->second, 0.03 * named->second) << "n-layer " << c.n_layer << " n-embd " << c.n_embd;
-    EXPECT_EQ(c.n_embd / c.n_head, 64) << "GPT-2 heads are 64 wide";
-    EXPECT_EQ(c.block_size, 1024);
+    const double C = c.model.n_embd, L = c.model.n_layer;
+    const double params = 50257 * C + c.model.block_size * C + L * (12 * C * C + 13 * C) + 2 * C;
+    EXPECT_NEAR(params / 1e6, named->second, 0.03 * named->second)
+        << "n-layer " << c.model.n_layer << " n-embd " << c.model.n_embd;
+    EXPECT_EQ(c.model.n_embd / c.model.n_head, 64) << "GPT-2 heads are 64 wide";
+    EXPECT_EQ(c.model.block_size, 1024);
   }
   EXPECT_EQ(gpt2_seen, 4);
 }
@@ -215,7 +273,7 @@ TEST(TrainConfig, HelpListsEveryFlagWithItsDefault) {
 TEST(TrainConfig, ATensorParallelSizeThatOverflowsThePaddedVocabularyIsAnInputError) {
   // tp = 2^31 - 1: 128 x tp overflowed an int (undefined behaviour, a negative padded vocabulary).
   TrainConfig c = testing::tiny_config("d", "o");
-  c.tp = 2147483647;
+  c.parallel.tp = 2147483647;
   try {
     validate_train_config(c, 1);
     ADD_FAILURE() << "tp 2^31 - 1 was taken";
@@ -240,113 +298,112 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_EQ(error_of_config(ok, 1), "");
 
   TrainConfig c = ok;
-  c.n_embd = 30;
-  c.n_head = 4;
+  c.model.n_embd = 30;
+  c.model.n_head = 4;
   std::string e = error_of_config(c, 1);
   EXPECT_NE(e.find("--n-embd 30 is not divisible by --n-head 4"), std::string::npos) << e;
 
   // --grad-accum counts each rank's micro-steps, so any world size fits it.
   c = ok;
-  c.grad_accum = 4;
+  c.data.grad_accum = 4;
   EXPECT_EQ(error_of_config(c, 2), "");
   EXPECT_EQ(error_of_config(c, 3), "");
 
   // --pp: the stages must split the blocks (evenly, or as --pp-layers lists them), the schedule
   // must be one the runtime runs.
   c = ok;
-  c.n_layer = 4;
-  c.pp = 3;
+  c.model.n_layer = 4;
+  c.parallel.pp = 3;
   EXPECT_NE(error_of_config(c, 3).find("--pp 3 does not divide --n-layer 4"), std::string::npos)
       << error_of_config(c, 3);
-  c.pp_layers = "2,1,1";
+  c.parallel.pp_layers = "2,1,1";
   EXPECT_EQ(error_of_config(c, 3), "");
-  c.pp_layers = "2,1";
+  c.parallel.pp_layers = "2,1";
   EXPECT_NE(error_of_config(c, 3).find("lists 2 stages of 3 blocks"), std::string::npos) << error_of_config(c, 3);
-  c.pp_layers = "2,x,1";
+  c.parallel.pp_layers = "2,x,1";
   EXPECT_NE(error_of_config(c, 3).find("'x' is not a block count"), std::string::npos) << error_of_config(c, 3);
   c = ok;
-  c.n_layer = 4;
-  c.pp = 2;
+  c.model.n_layer = 4;
+  c.parallel.pp = 2;
   EXPECT_EQ(error_of_config(c, 2), "");
-  c.pp_schedule = "nosuch";
-  EXPECT_NE(error_of_config(c, 2).find("--pp-schedule must be gpipe, 1f1b, interleaved or zb"), std::string::npos);
-  c.pp_schedule = "zb";
+  EXPECT_NE(error_of({"--pp-schedule", "nosuch"}).find("--pp-schedule must be gpipe, 1f1b, interleaved or zb"),
+            std::string::npos);
+  c.parallel.pp_schedule = PipelineKind::ZeroBubble;
   EXPECT_EQ(error_of_config(c, 2), "");
-  c.pp_schedule = "interleaved";
-  c.pp_virtual = 2;
-  c.grad_accum = 2;
+  c.parallel.pp_schedule = PipelineKind::Interleaved;
+  c.parallel.pp_virtual = 2;
+  c.data.grad_accum = 2;
   EXPECT_NE(error_of_config(c, 2).find("must be a multiple of --pp 2 above it"), std::string::npos)
       << error_of_config(c, 2);
-  c.grad_accum = 4;
+  c.data.grad_accum = 4;
   EXPECT_EQ(error_of_config(c, 2), "");  // 4 stages of one block, two per rank
-  c.pp_schedule = "gpipe";
+  c.parallel.pp_schedule = PipelineKind::GPipe;
   EXPECT_NE(error_of_config(c, 2).find("--pp-virtual 2 needs --pp-schedule interleaved"), std::string::npos);
-  c.pp = 0;
+  c.parallel.pp = 0;
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
-  EXPECT_EQ(ok.dp_size(4), 4);
+  EXPECT_EQ(ok.parallel.dp_size(4), 4);
 
   // --zero: 0 to 3; what stages 2 and 3 do not support yet is refused with a line that says so, as
   // is sequence parallelism.
   c = ok;
-  c.zero = 2;
+  c.parallel.zero = 2;
   EXPECT_EQ(error_of_config(c, 2), "");
-  c.zero = 3;
+  c.parallel.zero = 3;
   EXPECT_EQ(error_of_config(c, 2), "");
-  c.zero = 4;
+  c.parallel.zero = 4;
   EXPECT_NE(error_of_config(c, 2).find("--zero must be 0, 1, 2 or 3, got 4"), std::string::npos);
-  c.zero = 2;
-  c.layer_stats = 5;
+  c.parallel.zero = 2;
+  c.observe.layer_stats = 5;
   EXPECT_NE(error_of_config(c, 2).find("--zero 2 with --layer-stats is not available yet"), std::string::npos);
-  c.layer_stats = 0;
-  c.zero = 3;
-  c.init_from = "gpt2";
+  c.observe.layer_stats = 0;
+  c.parallel.zero = 3;
+  c.checkpoint.init_from = "gpt2";
   EXPECT_NE(error_of_config(c, 2).find("--zero 3 with --init-from is not available yet"), std::string::npos);
-  c.init_from = "";
-  c.zero = 1;
-  c.tp = 2;
-  c.sequence_parallel = true;
+  c.checkpoint.init_from = "";
+  c.parallel.zero = 1;
+  c.parallel.tp = 2;
+  c.parallel.sequence_parallel = true;
   EXPECT_NE(error_of_config(c, 4).find("--zero 1 with --sequence-parallel is not available yet"), std::string::npos);
 
   c = ok;
-  c.tp = 2;
+  c.parallel.tp = 2;
   EXPECT_NE(error_of_config(c, 3).find("not divisible by --tp 2"), std::string::npos);
   EXPECT_EQ(error_of_config(c, 2), "");
   EXPECT_EQ(error_of_config(c, 4), "");
-  c.tp = 3;
-  c.n_head = 3;
-  c.n_embd = 48;
+  c.parallel.tp = 3;
+  c.model.n_head = 3;
+  c.model.n_embd = 48;
   EXPECT_EQ(error_of_config(c, 3), "");
-  c.n_embd = 40;
-  c.n_head = 4;
+  c.model.n_embd = 40;
+  c.model.n_head = 4;
   EXPECT_NE(error_of_config(c, 3).find("--n-head 4 is not divisible by --tp 3"), std::string::npos);
 
   // Sequence parallelism splits each sequence: tp must divide --block-size (16), not the batch. At
   // tp 1 it changes nothing (so one flag set serves a ladder of tp sizes).
   c = ok;
-  c.sequence_parallel = true;
+  c.parallel.sequence_parallel = true;
   EXPECT_EQ(error_of_config(c, 1), "");
-  c.tp = 3;
-  c.n_head = 3;
-  c.n_embd = 48;
-  c.batch_size = 1;
+  c.parallel.tp = 3;
+  c.model.n_head = 3;
+  c.model.n_embd = 48;
+  c.data.batch_size = 1;
   EXPECT_NE(error_of_config(c, 3).find("--sequence-parallel: --block-size 16 is not divisible by --tp 3"),
             std::string::npos);
-  c.block_size = 15;
+  c.model.block_size = 15;
   EXPECT_EQ(error_of_config(c, 3), "");
 
   c = ok;
-  c.data_dir = "";
+  c.data.dir = "";
   EXPECT_NE(error_of_config(c, 1).find("--data"), std::string::npos);
   c = ok;
-  c.dropout = 1.0;
+  c.model.dropout = 1.0;
   EXPECT_NE(error_of_config(c, 1).find("--dropout"), std::string::npos);
   c = ok;
-  c.dtype = "bf16";
+  c.precision.dtype = DType::BF16;
   EXPECT_NE(error_of_config(c, 1).find("bf16"), std::string::npos);
+  EXPECT_NE(error_of({"--collectives", "tree"}).find("--collectives"), std::string::npos);
   c = ok;
-  c.collectives = "tree";
-  EXPECT_NE(error_of_config(c, 1).find("--collectives"), std::string::npos);
-  c.collectives = "auto";
+  c.parallel.collectives = dist::Collectives::Auto;
   EXPECT_EQ(error_of_config(c, 1), "");
 }
 
@@ -355,28 +412,28 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
 // cudnn there is an input error that says why.
 TEST(TrainConfig, AttentionKernelChoice) {
   TrainConfig c = testing::tiny_config("d", "o");
-  EXPECT_EQ(c.attention, "auto");
+  EXPECT_EQ(c.model.attention, AttentionBackend::Auto);
   EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);  // tiny_config trains on the CPU
   EXPECT_EQ(model_config_for(c, 65).attention, ops::AttentionKernel::Ours);
-  c.attention = "ours";
+  c.model.attention = AttentionBackend::Ours;
   EXPECT_EQ(attention_kernel_for(c), ops::AttentionKernel::Ours);
-  c.attention = "auto";
+  c.model.attention = AttentionBackend::Auto;
   // Decided before cuDNN is asked for: the same on every machine.
   TrainConfig gpu = c;
-  gpu.device = "cuda";
-  gpu.dtype = "bf16";
+  gpu.parallel.device = Device::cuda();
+  gpu.precision.dtype = DType::BF16;
   {
     TrainConfig tp_dropout = gpu;
-    tp_dropout.tp = 2;
-    tp_dropout.dropout = 0.1;
+    tp_dropout.parallel.tp = 2;
+    tp_dropout.model.dropout = 0.1;
     EXPECT_EQ(attention_kernel_for(tp_dropout), ops::AttentionKernel::Ours);
   }
   for (int n_embd : {36, 272}) {  // head sizes 12 (not a multiple of 8) and 136 (above 128)
     TrainConfig odd_heads = gpu;
-    odd_heads.n_head = n_embd == 36 ? 3 : 2;
-    odd_heads.n_embd = n_embd;
+    odd_heads.model.n_head = n_embd == 36 ? 3 : 2;
+    odd_heads.model.n_embd = n_embd;
     EXPECT_EQ(attention_kernel_for(odd_heads), ops::AttentionKernel::Ours) << n_embd;
-    odd_heads.attention = "cudnn";
+    odd_heads.model.attention = AttentionBackend::Cudnn;
     try {
       attention_kernel_for(odd_heads);
       ADD_FAILURE() << "--attention cudnn at n_embd " << n_embd << " was accepted";
@@ -392,17 +449,17 @@ TEST(TrainConfig, AttentionKernelChoice) {
     }
     return "";
   };
-  c.attention = "cudnn";
+  c.model.attention = AttentionBackend::Cudnn;
   EXPECT_NE(error_of_kernel(c).find("--attention cudnn: cuDNN attention runs on the GPU, and --device is cpu"),
             std::string::npos)
       << error_of_kernel(c);
-  c.attention = "flash";
-  EXPECT_NE(error_of_kernel(c).find("--attention must be ours, cudnn or auto, got 'flash'"), std::string::npos);
+  EXPECT_NE(error_of({"--attention", "flash"}).find("--attention must be ours, cudnn or auto, got 'flash'"),
+            std::string::npos);
   if (!cuda_available()) {
     // A GPU run asked for where there is none (or no cuDNN in the build): the reason, not a crash.
-    c.attention = "cudnn";
-    c.device = "cuda";
-    c.dtype = "bf16";
+    c.model.attention = AttentionBackend::Cudnn;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
     EXPECT_NE(error_of_kernel(c).find("--attention cudnn: "), std::string::npos) << error_of_kernel(c);
     std::string why;
     EXPECT_FALSE(cudnn::attention_available(&why));

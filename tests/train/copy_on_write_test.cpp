@@ -166,12 +166,12 @@ TEST(CopyOnWrite, PartWrittenWhileTheMemoryChangesHoldsTheBytesOfTheSave) {
 
 TrainConfig run_config(const TempDir& dir, const std::string& out, const std::string& async) {
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.max_iters = 10;
-  c.lr_decay_iters = 10;
-  c.log_interval = 1;
-  c.keep = 0;
-  c.ckpt_interval = 5;
-  c.async_save = async;
+  c.schedule.max_iters = 10;
+  c.schedule.lr_decay_iters = 10;
+  c.observe.log_interval = 1;
+  c.checkpoint.keep = 0;
+  c.checkpoint.interval = 5;
+  c.checkpoint.async_save = parse_async_save(async);
   return c;
 }
 

@@ -27,20 +27,20 @@ class CudaGraphTraining : public ::testing::Test {
 
   TrainConfig config(const std::string& out, const std::string& dtype, bool graph) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.device = "cuda";
-    c.dtype = dtype;
-    c.cuda_graph = graph;
-    c.grad_accum = 2;
-    c.eval_interval = 5;  // evals between replays must not disturb the graph's memory
-    c.grad_clip = 0.5;    // small enough that clipping acts on some steps
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = parse_dtype(dtype);
+    c.debug.cuda_graph = graph;
+    c.data.grad_accum = 2;
+    c.schedule.eval_interval = 5;  // evals between replays must not disturb the graph's memory
+    c.optim.grad_clip = 0.5;    // small enough that clipping acts on some steps
     return c;
   }
 
   void expect_identical(const std::string& dtype, double dropout = 0.0, const std::string& attention = "ours") {
     const std::string tag = dtype + (dropout > 0 ? "_dropout_" : "_") + attention;
     TrainConfig eager_config = config("eager_" + tag, dtype, false), graph_config = config("graph_" + tag, dtype, true);
-    eager_config.dropout = graph_config.dropout = dropout;
-    eager_config.attention = graph_config.attention = attention;
+    eager_config.model.dropout = graph_config.model.dropout = dropout;
+    eager_config.model.attention = graph_config.model.attention = parse_attention_backend(attention);
     TrainResult eager = run_training(eager_config);
     std::ostringstream log;
     RunContext ctx;

@@ -16,13 +16,13 @@ class DDPHierarchicalTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int ranks) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.batch_size = kGlobalBatch / ranks;
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;  // several buckets, some of them smaller than a node's ranks
+    c.data.batch_size = kGlobalBatch / ranks;
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = 0;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;  // several buckets, some of them smaller than a node's ranks
     return c;
   }
 };
@@ -32,8 +32,8 @@ TEST_F(DDPHierarchicalTest, MatchesOneRank) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("hierarchical", comm_->size());
-  c.collectives = "hierarchical";
-  c.ranks_per_node = 2;
+  c.parallel.collectives = dist::Algorithm::Hierarchical;
+  c.parallel.ranks_per_node = 2;
   TrainResult r = run_training(c, ctx);
   expect_close(mean_losses(r.step_losses, *comm_), reference);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";

@@ -21,13 +21,13 @@ class DDPTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int ranks) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.batch_size = kGlobalBatch / ranks;
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;  // several buckets even for a tiny model
+    c.data.batch_size = kGlobalBatch / ranks;
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = 0;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;  // several buckets even for a tiny model
     return c;
   }
 
@@ -44,7 +44,7 @@ TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("native", comm_->size());
-  c.collectives = "native";
+  c.parallel.collectives = dist::Collectives::Native;
   TrainResult r = run_training(c, ctx);
   expect_close(mean_losses(r.step_losses, *comm_), reference);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
@@ -55,15 +55,15 @@ TEST_F(DDPTest, RingAllreduceMatchesOneRank) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("ring", comm_->size());
-  c.collectives = "ring";
-  c.grad_accum = 2;  // only the last micro-step communicates
-  c.batch_size = kGlobalBatch / (2 * comm_->size()) > 0 ? kGlobalBatch / comm_->size() / 2 : 1;
+  c.parallel.collectives = dist::Collectives::Ring;
+  c.data.grad_accum = 2;  // only the last micro-step communicates
+  c.data.batch_size = kGlobalBatch / (2 * comm_->size()) > 0 ? kGlobalBatch / comm_->size() / 2 : 1;
   TrainResult r = run_training(c, ctx);
   if (kGlobalBatch % (2 * comm_->size()) == 0) {
     // Same global batch as the reference (B/N/2 rows x 2 micro-steps per rank).
     TrainConfig ref = config("reference_accum_" + std::to_string(comm_->rank()), 1);
-    ref.batch_size = kGlobalBatch / 2;
-    ref.grad_accum = 2;
+    ref.data.batch_size = kGlobalBatch / 2;
+    ref.data.grad_accum = 2;
     expect_close(mean_losses(r.step_losses, *comm_), run_training(ref).step_losses);
   }
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
@@ -75,8 +75,8 @@ TEST_F(DDPTest, CheckpointResumesOnFewerRanks) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("written", comm_->size());
-  c.ckpt_interval = kSteps / 2;
-  c.keep = 0;
+  c.checkpoint.interval = kSteps / 2;
+  c.checkpoint.keep = 0;
   run_training(c, ctx);
   comm_->barrier();
   for (int ranks : {2, 1})

@@ -50,9 +50,9 @@ class EvalMpi : public testing::MpiDataTest {};
 TEST_F(EvalMpi, RanksShareTheSplitAndRankZeroPrintsTheOneRankTotal) {
   const int tp = comm_->size() % 2 == 0 ? 2 : 1;
   TrainConfig config = testing::tiny_config(root_ + "/data", root_ + "/run");
-  config.tp = tp;
-  config.batch_size = 2;
-  config.max_iters = 6;
+  config.parallel.tp = tp;
+  config.data.batch_size = 2;
+  config.schedule.max_iters = 6;
   RunContext context;
   context.comm = comm_.get();
   run_training(config, context);

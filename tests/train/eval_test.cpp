@@ -70,8 +70,8 @@ class Eval : public ::testing::Test {
     testing::write_tiny_data(dir / "data");
     TrainConfig config = testing::tiny_config(dir / "data", dir / "run");
     // A model that has learned something: its loss is far from ln(vocab).
-    config.max_iters = config.lr_decay_iters = 60;
-    config.lr = 1e-2;
+    config.schedule.max_iters = config.schedule.lr_decay_iters = 60;
+    config.optim.lr = 1e-2;
     run_training(config);
     ckpt = newest_checkpoint(dir / "run");
     ASSERT_FALSE(ckpt.empty());

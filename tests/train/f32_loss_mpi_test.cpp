@@ -26,18 +26,18 @@ class F32LossMpiTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int ranks, int tp, int pp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.dtype = "fp16";
-    c.n_layer = 2;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.tp = tp;
-    c.pp = pp;
-    c.batch_size = kGlobalBatch / (ranks / (tp * pp));
-    c.grad_accum = 2;
-    c.max_iters = c.lr_decay_iters = kSteps;
-    c.eval_interval = kSteps;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
+    c.precision.dtype = DType::F16;
+    c.model.n_layer = 2;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.parallel.tp = tp;
+    c.parallel.pp = pp;
+    c.data.batch_size = kGlobalBatch / (ranks / (tp * pp));
+    c.data.grad_accum = 2;
+    c.schedule.max_iters = c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = kSteps;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
     return c;
   }
 

@@ -33,11 +33,11 @@ TEST(F32LossTraining, Fp16RunLogsF32Losses) {
   testing::write_tiny_data(dir / "data");
   for (int accum : {1, 2}) {
     TrainConfig c = testing::tiny_config(dir / "data", dir / ("fp16_" + std::to_string(accum)));
-    c.dtype = "fp16";
-    c.grad_accum = accum;
-    c.max_iters = c.lr_decay_iters = 4;
-    c.eval_interval = 4;
-    c.eval_iters = 2;
+    c.precision.dtype = DType::F16;
+    c.data.grad_accum = accum;
+    c.schedule.max_iters = c.schedule.lr_decay_iters = 4;
+    c.schedule.eval_interval = 4;
+    c.schedule.eval_iters = 2;
     const TrainResult r = quiet_run(c);
     ASSERT_EQ(r.step_losses.size(), 4u);
     for (size_t i = 0; i < r.step_losses.size(); ++i)
@@ -46,8 +46,8 @@ TEST(F32LossTraining, Fp16RunLogsF32Losses) {
     EXPECT_TRUE(std::isfinite(r.last_val_loss));
     EXPECT_FALSE(on_f16_grid(r.last_val_loss, 4)) << "grad_accum " << accum << " val loss " << r.last_val_loss;
     TrainConfig f32 = c;
-    f32.dtype = "f32";
-    f32.out_dir = dir / ("f32_" + std::to_string(accum));
+    f32.precision.dtype = DType::F32;
+    f32.checkpoint.out_dir = dir / ("f32_" + std::to_string(accum));
     const TrainResult want = quiet_run(f32);
     for (size_t i = 0; i < r.step_losses.size(); ++i)
       EXPECT_NEAR(r.step_losses[i], want.step_losses[i], 3e-3 * want.step_losses[i]) << "step " << i + 1;

@@ -25,13 +25,13 @@ class Fp16TrainingCuda : public ::testing::Test {
 
   TrainConfig config(const std::string& out, const std::string& dtype) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.n_embd = 32;
-    c.max_iters = 60;
-    c.lr_decay_iters = 60;
-    c.lr = 1e-2;
-    c.min_lr = 1e-3;
-    c.device = "cuda";
-    c.dtype = dtype;
+    c.model.n_embd = 32;
+    c.schedule.max_iters = 60;
+    c.schedule.lr_decay_iters = 60;
+    c.optim.lr = 1e-2;
+    c.optim.min_lr = 1e-3;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = parse_dtype(dtype);
     return c;
   }
 
@@ -51,10 +51,10 @@ TEST_F(Fp16TrainingCuda, LearnsLikeBf16) {
 
 TEST_F(Fp16TrainingCuda, FollowsTheCpuEmulation) {
   TrainConfig gpu = config("gpu", "fp16");
-  gpu.max_iters = gpu.lr_decay_iters = 8;
+  gpu.schedule.max_iters = gpu.schedule.lr_decay_iters = 8;
   TrainConfig cpu = gpu;
-  cpu.out_dir = dir_ / "cpu";
-  cpu.device = "cpu";
+  cpu.checkpoint.out_dir = dir_ / "cpu";
+  cpu.parallel.device = Device::cpu();
   const TrainResult g = run_training(gpu), c = run_training(cpu);
   ASSERT_EQ(g.step_losses.size(), c.step_losses.size());
   for (size_t i = 0; i < g.step_losses.size(); ++i)
@@ -65,23 +65,23 @@ TEST_F(Fp16TrainingCuda, FollowsTheCpuEmulation) {
 
 TEST_F(Fp16TrainingCuda, AnInfiniteSeedSkipsEveryUpdateInTheGraph) {
   TrainConfig c = config("huge", "fp16");
-  c.max_iters = c.lr_decay_iters = 20;
+  c.schedule.max_iters = c.schedule.lr_decay_iters = 20;
   // Past f32's largest: the seed (f32, the loss's dtype, ops::loss_dtype) is itself inf. (1e6, past
   // f16's 65504, is an f32 seed like any other.)
-  c.loss_scale = "1e39";
+  c.precision.loss_scale = parse_loss_scale("1e39");
   const TrainResult r = run_training(c);
   EXPECT_FALSE(r.diverged);
   EXPECT_EQ(r.overflow_skips, 20);
   EXPECT_GT(r.cuda_graph_replays, 0);
   TrainConfig none = config("untrained", "fp16");
-  none.max_iters = 0;
+  none.schedule.max_iters = 0;
   EXPECT_EQ(r.params_hash, run_training(none).params_hash);
 }
 
 TEST_F(Fp16TrainingCuda, LayerStatisticsRunOnF16) {
   TrainConfig c = config("stats", "fp16");
-  c.max_iters = c.lr_decay_iters = 4;
-  c.layer_stats = 2;
+  c.schedule.max_iters = c.schedule.lr_decay_iters = 4;
+  c.observe.layer_stats = 2;
   const TrainResult r = run_training(c);
   EXPECT_FALSE(r.diverged);
 }

@@ -30,11 +30,11 @@ TEST(Fp16Training, TrainsAndFollowsTheF32Run) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig f32 = testing::tiny_config(dir / "data", dir / "f32");
-  f32.max_iters = f32.lr_decay_iters = 40;
-  f32.lr = 1e-2;
+  f32.schedule.max_iters = f32.schedule.lr_decay_iters = 40;
+  f32.optim.lr = 1e-2;
   TrainConfig f16 = f32;
-  f16.out_dir = dir / "f16";
-  f16.dtype = "fp16";
+  f16.checkpoint.out_dir = dir / "f16";
+  f16.precision.dtype = DType::F16;
   const TrainResult a = quiet_run(f32), b = quiet_run(f16);
   ASSERT_EQ(a.step_losses.size(), b.step_losses.size());
   EXPECT_FALSE(b.diverged);
@@ -51,9 +51,9 @@ TEST(Fp16Training, GradAccumulationLetsTheScaleStartAt65536) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.dtype = "fp16";
-  c.grad_accum = 2;
-  c.max_iters = c.lr_decay_iters = 4;
+  c.precision.dtype = DType::F16;
+  c.data.grad_accum = 2;
+  c.schedule.max_iters = c.schedule.lr_decay_iters = 4;
   const TrainResult r = quiet_run(c);
   EXPECT_FALSE(r.diverged);
   EXPECT_EQ(r.loss_scale * std::pow(2.0, static_cast<double>(r.overflow_skips)), 65536.0);
@@ -63,14 +63,14 @@ TEST(Fp16Training, ResumesWeightsMastersAndScaler) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig whole = testing::tiny_config(dir / "data", dir / "whole");
-  whole.dtype = "fp16";
-  whole.max_iters = whole.lr_decay_iters = 8;
+  whole.precision.dtype = DType::F16;
+  whole.schedule.max_iters = whole.schedule.lr_decay_iters = 8;
   TrainConfig first = whole;
-  first.out_dir = dir / "split";
-  first.max_iters = 4;
+  first.checkpoint.out_dir = dir / "split";
+  first.schedule.max_iters = 4;
   TrainConfig rest = whole;
-  rest.out_dir = dir / "split";
-  rest.resume = true;
+  rest.checkpoint.out_dir = dir / "split";
+  rest.checkpoint.resume = true;
   const TrainResult a = quiet_run(whole);
   quiet_run(first);
   const TrainResult b = quiet_run(rest);
@@ -83,7 +83,7 @@ TEST(Fp16Training, ResumesWeightsMastersAndScaler) {
 
 TEST(Fp16Training, PrecisionPolicyAndRefusals) {
   TrainConfig c;
-  c.dtype = "fp16";
+  c.precision.dtype = DType::F16;
   const PrecisionPolicy p = precision_policy(c);
   EXPECT_EQ(p.param, DType::F16);
   EXPECT_EQ(p.compute, DType::F16);
@@ -92,21 +92,21 @@ TEST(Fp16Training, PrecisionPolicyAndRefusals) {
   EXPECT_TRUE(p.loss_scaling);
   EXPECT_TRUE(p.loss_scaler.dynamic);
   EXPECT_EQ(p.str(), "param f16, compute f16, grad f32, reduce f32, master f32, loss scale dynamic");
-  c.loss_scale = "1";
+  c.precision.loss_scale = parse_loss_scale("1");
   EXPECT_FALSE(precision_policy(c).loss_scaling);
-  c.loss_scale = "1024";
+  c.precision.loss_scale = parse_loss_scale("1024");
   EXPECT_EQ(precision_policy(c).loss_scaler.initial_scale, 1024.0);
-  c.loss_scale = "auto";
-  c.grad_dtype = "f16";
+  c.precision.loss_scale = std::nullopt;
+  c.precision.grad_dtype = DType::F16;
   EXPECT_EQ(precision_policy(c).grad, DType::F16);
-  c.grad_dtype = "bf16";
+  c.precision.grad_dtype = DType::BF16;
   EXPECT_THROW(precision_policy(c), Error);
-  c.grad_dtype = "";
-  c.fp8 = true;
+  c.precision.grad_dtype = std::nullopt;
+  c.precision.fp8 = true;
   EXPECT_THROW(precision_policy(c), Error);
   TrainConfig bf16;
-  bf16.dtype = "bf16";
-  bf16.grad_dtype = "f16";
+  bf16.precision.dtype = DType::BF16;
+  bf16.precision.grad_dtype = DType::F16;
   EXPECT_THROW(precision_policy(bf16), Error);
 }
 

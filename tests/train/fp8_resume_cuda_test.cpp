@@ -31,10 +31,10 @@ class Fp8Resume : public testing::TinyFp8Run<::testing::TestWithParam<const char
  protected:
   TrainConfig config(const std::string& out) {
     TrainConfig c = tiny_gpu_config(out);
-    c.max_iters = c.lr_decay_iters = 8;
-    c.eval_interval = 4;
-    c.fp8 = true;
-    c.async_save = GetParam();
+    c.schedule.max_iters = c.schedule.lr_decay_iters = 8;
+    c.schedule.eval_interval = 4;
+    c.precision.fp8 = true;
+    c.checkpoint.async_save = parse_async_save(GetParam());
     return c;
   }
 };
@@ -42,7 +42,7 @@ class Fp8Resume : public testing::TinyFp8Run<::testing::TestWithParam<const char
 TEST_P(Fp8Resume, GivesTheUninterruptedRunBitForBit) {
   const TrainResult whole = logged_run(config("whole"));
   TrainConfig first = config("split");
-  first.max_iters = 4;
+  first.schedule.max_iters = 4;
   logged_run(first);
 
   // The saved scales: what the resumed run's first step must quantise with.
@@ -55,7 +55,7 @@ TEST_P(Fp8Resume, GivesTheUninterruptedRunBitForBit) {
   EXPECT_EQ(ckpt.read_tensor("/state/fp8/amax_history/lm_head.dout").shape()[0], 1024);
 
   TrainConfig rest = config("split");
-  rest.resume = true;
+  rest.checkpoint.resume = true;
   std::string log;
   const TrainResult resumed = logged_run(rest, &log);
   EXPECT_NE(log.find("--fp8: restored the amax histories and scales of 27 quantised tensors"), std::string::npos)
@@ -75,22 +75,22 @@ INSTANTIATE_TEST_SUITE_P(Saves, Fp8Resume, ::testing::Values("true", "false"));
 // the newest amaxes; each says so in one line.
 TEST_P(Fp8Resume, MismatchesSaySo) {
   TrainConfig plain = config("plain");
-  plain.fp8 = false;
-  plain.max_iters = 4;
+  plain.precision.fp8 = false;
+  plain.schedule.max_iters = 4;
   logged_run(plain);
   TrainConfig with_fp8 = config("plain");
-  with_fp8.resume = true;
+  with_fp8.checkpoint.resume = true;
   std::string log;
   logged_run(with_fp8, &log);
   EXPECT_NE(log.find("holds no FP8 scaling state"), std::string::npos) << log;
 
   TrainConfig fp8 = config("fp8");
-  fp8.max_iters = 4;
+  fp8.schedule.max_iters = 4;
   logged_run(fp8);
   // A shorter --fp8-amax-history than the checkpoint's 1024 keeps the newest amaxes.
   TrainConfig shorter = config("fp8");
-  shorter.fp8_amax_history = 2;
-  shorter.resume = true;
+  shorter.precision.fp8_amax_history = 2;
+  shorter.checkpoint.resume = true;
   const TrainResult r = logged_run(shorter, &log);
   EXPECT_NE(log.find("holds amax histories of 1024 steps, this run keeps 2: the newest amaxes that fit are kept"),
             std::string::npos)
@@ -98,9 +98,9 @@ TEST_P(Fp8Resume, MismatchesSaySo) {
   EXPECT_EQ(r.step_losses.size(), 4u);
 
   TrainConfig without = config("fp8");
-  without.fp8 = false;
-  without.max_iters = without.lr_decay_iters = 12;
-  without.resume = true;
+  without.precision.fp8 = false;
+  without.schedule.max_iters = without.schedule.lr_decay_iters = 12;
+  without.checkpoint.resume = true;
   logged_run(without, &log);
   EXPECT_NE(log.find("this run has no --fp8 and does not use it"), std::string::npos) << log;
 }

@@ -19,16 +19,16 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int pp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = "f32";
-    c.fp8 = true;
-    c.n_embd = 32;
-    c.pp = pp;
-    c.grad_accum = 2;
-    c.max_iters = c.lr_decay_iters = 8;
-    c.eval_interval = 4;
-    c.lr = 1e-2;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.precision.grad_dtype = DType::F32;
+    c.precision.fp8 = true;
+    c.model.n_embd = 32;
+    c.parallel.pp = pp;
+    c.data.grad_accum = 2;
+    c.schedule.max_iters = c.schedule.lr_decay_iters = 8;
+    c.schedule.eval_interval = 4;
+    c.optim.lr = 1e-2;
     return c;
   }
 
@@ -42,10 +42,10 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
     ctx.comm = &test::training_world();
     const TrainResult whole = run_training(config(name + "_whole", pp), ctx);
     TrainConfig first = config(name + "_split", pp);
-    first.max_iters = 4;
+    first.schedule.max_iters = 4;
     run_training(first, ctx);
     TrainConfig rest = config(name + "_split", pp);
-    rest.resume = true;
+    rest.checkpoint.resume = true;
     std::ostringstream log;
     ctx.log = &log;
     const TrainResult resumed = run_training(rest, ctx);

@@ -26,11 +26,11 @@ class TinyFp8Run : public Base {
   // bf16 on the GPU with f32 gradients and lr 1e-2; --fp8 is the test's to set.
   TrainConfig tiny_gpu_config(const std::string& out) {
     TrainConfig c = tiny_config(dir_ / "data", dir_ / out);
-    c.n_embd = 32;
-    c.lr = 1e-2;
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = "f32";
+    c.model.n_embd = 32;
+    c.optim.lr = 1e-2;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.precision.grad_dtype = DType::F32;
     return c;
   }
 

@@ -19,9 +19,9 @@ class Fp8Training : public testing::TinyFp8Run<> {
  protected:
   TrainConfig config(const std::string& out) {
     TrainConfig c = tiny_gpu_config(out);
-    c.max_iters = 60;
-    c.lr_decay_iters = 60;
-    c.min_lr = 1e-3;
+    c.schedule.max_iters = 60;
+    c.schedule.lr_decay_iters = 60;
+    c.optim.min_lr = 1e-3;
     return c;
   }
 };
@@ -29,7 +29,7 @@ class Fp8Training : public testing::TinyFp8Run<> {
 TEST_F(Fp8Training, AllLinearsInFp8LearnLikeBf16) {
   TrainResult bf16 = run_training(config("bf16"));
   TrainConfig c = config("fp8");
-  c.fp8 = true;
+  c.precision.fp8 = true;
   TrainResult fp8 = run_training(c);
   ASSERT_EQ(fp8.step_losses.size(), 60u);
   EXPECT_LT(tail(fp8), fp8.step_losses.front() - 0.3) << "FP8 training did not learn";
@@ -41,8 +41,8 @@ TEST_F(Fp8Training, AllLinearsInFp8LearnLikeBf16) {
 TEST_F(Fp8Training, OnlyTheHeadInFp8) {
   TrainResult bf16 = run_training(config("bf16"));
   TrainConfig c = config("head");
-  c.fp8 = true;
-  c.fp8_layers = "head";
+  c.precision.fp8 = true;
+  c.precision.fp8_layers = parse_fp8_layers("head");
   TrainResult head = run_training(c);
   EXPECT_NEAR(tail(head), tail(bf16), 0.05 * tail(bf16));
 }
@@ -51,13 +51,13 @@ TEST_F(Fp8Training, OnlyTheHeadInFp8) {
 // in fp8_gelu_mlp) without its GEMM, and the run follows the recorded one step for step.
 TEST_F(Fp8Training, BlockRecomputationFollowsTheRecordedRun) {
   TrainConfig c = config("fp8_none");
-  c.fp8 = true;
-  c.max_iters = 20;
-  c.lr_decay_iters = 20;
-  c.dropout = 0.1;
+  c.precision.fp8 = true;
+  c.schedule.max_iters = 20;
+  c.schedule.lr_decay_iters = 20;
+  c.model.dropout = 0.1;
   const TrainResult none = run_training(c);
-  c.out_dir = dir_ / "fp8_block";
-  c.recompute = "block";
+  c.checkpoint.out_dir = dir_ / "fp8_block";
+  c.model.recompute = nn::Recompute::Block;
   const TrainResult block = run_training(c);
   ASSERT_EQ(block.step_losses.size(), none.step_losses.size());
   for (size_t i = 0; i < none.step_losses.size(); ++i)

@@ -22,12 +22,12 @@ class GpuTraining : public ::testing::Test {
 
   TrainConfig config(const std::string& out, const std::string& device, const std::string& dtype) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.device = device;
-    c.dtype = dtype;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
+    c.schedule.eval_interval = 0;
+    c.schedule.eval_iters = 2;
+    c.parallel.device = parse_device(device);
+    c.precision.dtype = parse_dtype(dtype);
     return c;
   }
 
@@ -47,10 +47,10 @@ TEST_F(GpuTraining, F32LossesTrackTheCpu) {
 
 TEST_F(GpuTraining, Bf16Learns) {
   TrainConfig c = config("bf16", "cuda", "bf16");
-  c.max_iters = 60;
-  c.lr_decay_iters = 60;
-  c.lr = 1e-2;
-  c.min_lr = 1e-3;
+  c.schedule.max_iters = 60;
+  c.schedule.lr_decay_iters = 60;
+  c.optim.lr = 1e-2;
+  c.optim.min_lr = 1e-3;
   TrainResult r = run_training(c);
   ASSERT_EQ(r.step_losses.size(), 60u);
   EXPECT_LT(r.step_losses.back(), r.step_losses.front() - 0.3);
@@ -61,9 +61,9 @@ TEST_F(GpuTraining, F32MainGradientsTrackTheF32RunCloserThanBf16Gradients) {
   auto with_accum = [&](const std::string& out, const std::string& device, const std::string& dtype,
                         const std::string& grad_dtype) {
     TrainConfig c = config(out, device, dtype);
-    c.grad_accum = 4;
-    c.grad_dtype = grad_dtype;
-    c.lr = 1e-2;
+    c.data.grad_accum = 4;
+    c.precision.grad_dtype = parse_grad_dtype(grad_dtype);
+    c.optim.lr = 1e-2;
     return run_training(c);
   };
   TrainResult ref = with_accum("ref", "cpu", "f32", "");

@@ -137,17 +137,17 @@ class InitFrom : public ::testing::Test {
   void SetUp() override {
     testing::write_tiny_data(dir / "data");
     TrainConfig c = testing::tiny_config(dir / "data", dir / "base");
-    c.max_iters = 10;
+    c.schedule.max_iters = 10;
     ckpt = run_training(c).last_checkpoint;
     ASSERT_FALSE(ckpt.empty());
   }
   // One step (or none) from `source` into OUT.
   TrainResult start_from(const std::string& source, const std::string& out, int steps, int block = 16) {
     TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-    c.init_from = source;
-    c.max_iters = steps;
-    c.block_size = block;
-    c.seed = 99;  // another seed than the source's: the weights must come from the source
+    c.checkpoint.init_from = source;
+    c.schedule.max_iters = steps;
+    c.model.block_size = block;
+    c.debug.seed = 99;  // another seed than the source's: the weights must come from the source
     return run_training(c);
   }
   TempDir dir;
@@ -177,8 +177,8 @@ TEST_F(InitFrom, HuggingFaceGpt2LoadsTheSameModelAsItsCheckpoint) {
   // Trained for 10 steps, the source is far below a fresh model's ln(vocab).
   const TrainResult fresh = [&] {
     TrainConfig c = testing::tiny_config(dir / "data", dir / "fresh");
-    c.max_iters = 1;
-    c.seed = 99;
+    c.schedule.max_iters = 1;
+    c.debug.seed = 99;
     return run_training(c);
   }();
   EXPECT_LT(one_hf.step_losses[0], fresh.step_losses[0]);
@@ -201,7 +201,7 @@ TEST_F(InitFrom, ShorterContextTokenizerAndVocabularyChecks) {
   other.val_fraction = 0.2;
   prepare_text(testing::tiny_text(3000) + "XYZ!", "other", other);
   TrainConfig c = testing::tiny_config(dir / "other", dir / "o");
-  c.init_from = ckpt;
+  c.checkpoint.init_from = ckpt;
   try {
     run_training(c);
     FAIL() << "data of another tokenizer were accepted";
@@ -218,8 +218,8 @@ TEST_F(InitFrom, ShorterContextTokenizerAndVocabularyChecks) {
   same.tokenizer_source = dir / "base";
   prepare_text(testing::tiny_text(2000), "new", same);
   c = testing::tiny_config(dir / "same", dir / "s");
-  c.init_from = dir / "base";
-  c.max_iters = 1;
+  c.checkpoint.init_from = dir / "base";
+  c.schedule.max_iters = 1;
   EXPECT_EQ(run_training(c).step_losses.size(), 1u);
 
   EXPECT_THROW(describe_init_source(dir / "nothing"), Error);
@@ -231,10 +231,10 @@ TEST_F(InitFrom, ShapeComesFromTheSource) {
   const InitSource source = describe_init_source(ckpt);
   TrainConfig c;
   take_model_shape(c, source, [](const std::string&) { return false; });
-  EXPECT_EQ(c.n_layer, 2);
-  EXPECT_EQ(c.n_embd, 16);
-  EXPECT_EQ(c.block_size, 16);
-  c.n_layer = 3;
+  EXPECT_EQ(c.model.n_layer, 2);
+  EXPECT_EQ(c.model.n_embd, 16);
+  EXPECT_EQ(c.model.block_size, 16);
+  c.model.n_layer = 3;
   try {
     take_model_shape(c, source, [](const std::string& flag) { return flag == "n-layer"; });
     FAIL() << "a conflicting --n-layer was accepted";

@@ -40,14 +40,14 @@ class LayerStatsMpiTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int dp, int tp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.tp = tp;
-    c.batch_size = kGlobalBatch / dp;
-    c.max_iters = 4;
-    c.layer_stats = 2;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.parallel.tp = tp;
+    c.data.batch_size = kGlobalBatch / dp;
+    c.schedule.max_iters = 4;
+    c.observe.layer_stats = 2;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;
     return c;
   }
 

@@ -202,8 +202,8 @@ TEST(LayerStats, TrainingWritesOneLinePerStatisticsStep) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 6;
-  c.layer_stats = 3;
+  c.schedule.max_iters = 6;
+  c.observe.layer_stats = 3;
   run_training(c);
   std::ifstream in(dir / "out/metrics.jsonl");
   std::vector<int64_t> steps;
@@ -220,11 +220,11 @@ TEST(LayerStats, LeavesTheRunBitIdentical) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "plain");
-  c.max_iters = 6;
-  c.dropout = 0.2;
+  c.schedule.max_iters = 6;
+  c.model.dropout = 0.2;
   TrainResult plain = run_training(c);
-  c.out_dir = dir / "stats";
-  c.layer_stats = 1;
+  c.checkpoint.out_dir = dir / "stats";
+  c.observe.layer_stats = 1;
   TrainResult stats = run_training(c);
   EXPECT_EQ(stats.step_losses, plain.step_losses);
   EXPECT_EQ(stats.params_hash, plain.params_hash);

@@ -22,12 +22,12 @@ class GpuLossScaling : public ::testing::Test {
 
   TrainConfig config(const std::string& out) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = "f32";
-    c.lr = 1e-2;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.precision.grad_dtype = DType::F32;
+    c.optim.lr = 1e-2;
     return c;
   }
 
@@ -37,7 +37,7 @@ class GpuLossScaling : public ::testing::Test {
 TEST_F(GpuLossScaling, DynamicScaleFollowsTheUnscaledRun) {
   TrainResult plain = run_training(config("plain"));
   TrainConfig c = config("scaled");
-  c.loss_scale = "dynamic";
+  c.precision.loss_scale = LossScalerOptions{};
   TrainResult scaled = run_training(c);
   ASSERT_EQ(plain.step_losses.size(), scaled.step_losses.size());
   for (size_t i = 0; i < plain.step_losses.size(); ++i)
@@ -49,13 +49,13 @@ TEST_F(GpuLossScaling, DynamicScaleFollowsTheUnscaledRun) {
 
 TEST_F(GpuLossScaling, OverflowSkipsEveryUpdateInTheGraphToo) {
   TrainConfig c = config("huge");
-  c.loss_scale = "1e39";  // beyond f32's and bf16's range: the seed is inf
+  c.precision.loss_scale = parse_loss_scale("1e39");  // beyond f32's and bf16's range: the seed is inf
   TrainResult r = run_training(c);
   EXPECT_FALSE(r.diverged);
   EXPECT_EQ(r.overflow_skips, 20);
   EXPECT_GT(r.cuda_graph_replays, 0);
   TrainConfig none = config("untrained");
-  none.max_iters = 0;
+  none.schedule.max_iters = 0;
   EXPECT_EQ(r.params_hash, run_training(none).params_hash);
 }
 
@@ -65,11 +65,11 @@ TEST_F(GpuLossScaling, Bf16WithoutMastersLearnsLessAtASmallLearningRate) {
   // into bf16 in place those updates vanish; with f32 masters they add up.
   auto run = [&](const std::string& out, bool masters) {
     TrainConfig c = config(out);
-    c.max_iters = 200;
-    c.lr_decay_iters = 200;
-    c.warmup_iters = 0;
-    c.lr = c.min_lr = 1e-4;
-    c.master_weights = masters;
+    c.schedule.max_iters = 200;
+    c.schedule.lr_decay_iters = 200;
+    c.schedule.warmup_iters = 0;
+    c.optim.lr = c.optim.min_lr = 1e-4;
+    c.precision.master_weights = masters;
     return run_training(c);
   };
   auto tail = [](const TrainResult& r) {

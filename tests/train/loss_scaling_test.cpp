@@ -35,10 +35,10 @@ TEST(LossScaling, PowerOfTwoScaleFollowsTheUnscaledRunBitForBit) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig plain = testing::tiny_config(dir / "data", dir / "plain");
-  plain.grad_accum = 2;
+  plain.data.grad_accum = 2;
   TrainConfig scaled = plain;
-  scaled.out_dir = dir / "scaled";
-  scaled.loss_scale = "1024";
+  scaled.checkpoint.out_dir = dir / "scaled";
+  scaled.precision.loss_scale = parse_loss_scale("1024");
   const TrainResult a = quiet_run(plain), b = quiet_run(scaled);
   ASSERT_EQ(a.step_losses.size(), b.step_losses.size());
   for (size_t i = 0; i < a.step_losses.size(); ++i) EXPECT_EQ(a.step_losses[i], b.step_losses[i]) << "step " << i + 1;
@@ -51,9 +51,9 @@ TEST(LossScaling, DynamicScaleIsLoggedAndCheckpointed) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.loss_scale = "dynamic";
-  c.max_iters = 6;
-  c.log_interval = 1;
+  c.precision.loss_scale = LossScalerOptions{};
+  c.schedule.max_iters = 6;
+  c.observe.log_interval = 1;
   const TrainResult r = quiet_run(c);
   EXPECT_EQ(r.overflow_skips, 0);
   EXPECT_EQ(r.loss_scale, 65536.0);
@@ -64,8 +64,8 @@ TEST(LossScaling, DynamicScaleIsLoggedAndCheckpointed) {
   EXPECT_EQ(saved.state.loss_scale_finite_steps, 6);
   EXPECT_EQ(saved.state.overflow_skips, 0);
   // Resumed, the scaler goes on counting from the checkpoint's 6 finite steps.
-  c.max_iters = 8;
-  c.resume = true;
+  c.schedule.max_iters = 8;
+  c.checkpoint.resume = true;
   quiet_run(c);
   EXPECT_EQ(read_checkpoint(newest_checkpoint(dir / "out")).state.loss_scale_finite_steps, 8);
 }
@@ -74,10 +74,10 @@ TEST(LossScaling, OverflowingBackwardSkipsEveryUpdateWithoutStopping) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "huge");
-  c.max_iters = 5;
+  c.schedule.max_iters = 5;
   // Beyond f32's largest (3.4e38) the seed itself is inf: every gradient overflows. (At 3e38 this
   // tiny model's backward stays finite, the loss being a mean over 64 tokens.)
-  c.loss_scale = "1e39";
+  c.precision.loss_scale = parse_loss_scale("1e39");
   const TrainResult r = quiet_run(c);
   EXPECT_FALSE(r.diverged);
   EXPECT_EQ(r.steps_done, 5);
@@ -85,7 +85,7 @@ TEST(LossScaling, OverflowingBackwardSkipsEveryUpdateWithoutStopping) {
   EXPECT_EQ(r.skipped_nonfinite, 0);
   EXPECT_EQ(r.loss_scale, 1e39);  // a fixed scale never backs off
   TrainConfig untrained = testing::tiny_config(dir / "data", dir / "untrained");
-  untrained.max_iters = 0;
+  untrained.schedule.max_iters = 0;
   EXPECT_EQ(r.params_hash, quiet_run(untrained).params_hash) << "a skipped update changed the weights";
 }
 

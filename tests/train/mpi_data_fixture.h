@@ -76,14 +76,15 @@ class MpiDataTest : public ::testing::Test {
     std::unique_ptr<dist::Comm> sub = comm_->split(member ? 0 : 1, comm_->rank());
     if (member) {
       if (comm_->rank() == 0) {
-        std::filesystem::create_directories(resumed.out_dir);
+        std::filesystem::create_directories(resumed.checkpoint.out_dir);
         // The index and its parts.
-        const std::string from = checkpoint_path(from_dir, step), to = checkpoint_path(resumed.out_dir, step);
+        const std::string from = checkpoint_path(from_dir, step),
+                          to = checkpoint_path(resumed.checkpoint.out_dir, step);
         std::filesystem::copy(parts_directory(from), parts_directory(to), std::filesystem::copy_options::recursive);
         std::filesystem::copy_file(from, to);
       }
       sub->barrier();
-      resumed.resume = true;
+      resumed.checkpoint.resume = true;
       RunContext sub_ctx;
       sub_ctx.comm = ranks > 1 ? sub.get() : nullptr;
       TrainResult r = run_training(resumed, sub_ctx);

@@ -14,11 +14,11 @@ TEST(NoCheckpoint, WritesNoCheckpoint) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 4;
-  c.lr_decay_iters = 4;
-  c.eval_interval = 2;
-  c.ckpt_interval = 2;
-  c.no_checkpoint = true;
+  c.schedule.max_iters = 4;
+  c.schedule.lr_decay_iters = 4;
+  c.schedule.eval_interval = 2;
+  c.checkpoint.interval = 2;
+  c.checkpoint.disabled = true;
   const TrainResult r = run_training(c);
   EXPECT_EQ(r.steps_done, 4);
   EXPECT_TRUE(r.last_checkpoint.empty()) << r.last_checkpoint;

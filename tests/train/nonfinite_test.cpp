@@ -20,11 +20,11 @@ using testing::TempDir;
 
 TrainConfig exploding_config(const TempDir& dir, const std::string& out) {
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.max_iters = 30;
-  c.warmup_iters = 0;
-  c.lr = c.min_lr = 1e30;  // the first update overflows the weights: step 2 is non-finite
-  c.grad_clip = 0.0;
-  c.log_interval = 1;
+  c.schedule.max_iters = 30;
+  c.schedule.warmup_iters = 0;
+  c.optim.lr = c.optim.min_lr = 1e30;  // the first update overflows the weights: step 2 is non-finite
+  c.optim.grad_clip = 0.0;
+  c.observe.log_interval = 1;
   return c;
 }
 
@@ -59,7 +59,7 @@ TEST(NonFinite, SkipDropsUpToNUpdatesThenStops) {
   TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = exploding_config(dir, "skip");
-  c.skip_nonfinite = 3;
+  c.debug.skip_nonfinite = 3;
   std::ostringstream log;
   RunContext ctx;
   ctx.log = &log;
@@ -80,7 +80,7 @@ TEST(NonFinite, SkipDropsUpToNUpdatesThenStops) {
 
   // The dropped updates changed nothing: the weights are those after step 1.
   TrainConfig one = exploding_config(dir, "one");
-  one.max_iters = 1;
+  one.schedule.max_iters = 1;
   TrainResult after_one = run_training(one);
   EXPECT_FALSE(after_one.diverged);
   EXPECT_EQ(r.params_hash, after_one.params_hash);

@@ -19,9 +19,9 @@ namespace {
 TrainConfig gpu_config(const testing::TempDir& dir) {
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.device = "cuda";
-  c.dtype = "bf16";
-  c.max_iters = 12;
+  c.parallel.device = Device::cuda();
+  c.precision.dtype = DType::BF16;
+  c.schedule.max_iters = 12;
   return c;
 }
 
@@ -29,8 +29,8 @@ TEST(ObservabilityCuda, TraceFromCudaEventsIsNestedJson) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
   testing::TempDir dir;
   TrainConfig c = gpu_config(dir);
-  c.trace = dir / "trace.json";
-  c.trace_steps = "4:5";
+  c.observe.trace = dir / "trace.json";
+  c.observe.trace_steps = "4:5";
   std::ostringstream log;
   RunContext context;
   context.log = &log;
@@ -52,7 +52,7 @@ TEST(ObservabilityCuda, LayerStatsInBf16KeepTheGraph) {
   if (!cuda_available()) GTEST_SKIP() << "no GPU";
   testing::TempDir dir;
   TrainConfig c = gpu_config(dir);
-  c.layer_stats = 5;
+  c.observe.layer_stats = 5;
   TrainResult r = run_training(c);
   EXPECT_GT(r.cuda_graph_replays, 0);
   std::ifstream in(dir / "out/metrics.jsonl");

@@ -17,21 +17,21 @@ class PpNcclTest : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int pp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.device = "cuda";
-    c.dtype = "f32";
-    c.n_layer = 4;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.block_size = 16;
-    c.pp = pp;
-    c.batch_size = 4;
-    c.grad_accum = 4;
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.eval_interval = 10;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
-    c.overwrite = true;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::F32;
+    c.model.n_layer = 4;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.model.block_size = 16;
+    c.parallel.pp = pp;
+    c.data.batch_size = 4;
+    c.data.grad_accum = 4;
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = 10;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
+    c.checkpoint.overwrite = true;
     return c;
   }
 
@@ -41,13 +41,13 @@ class PpNcclTest : public testing::MpiDataTest {
     dist::Comm& world = test::training_world();
     // The one-GPU reference on this rank's own GPU, the one its pipeline stage runs on.
     TrainConfig reference = config("one_gpu_" + std::to_string(comm_->rank()), 1);
-    reference.device = world.device().str();
+    reference.parallel.device = world.device();
     TrainResult one = run_training(reference);
     RunContext ctx;
     ctx.comm = &world;
     TrainConfig c = config("pp2_" + schedule, 2);
-    c.pp_schedule = schedule;
-    if (schedule == "interleaved") c.pp_virtual = 2;
+    c.parallel.pp_schedule = parse_pipeline_kind(schedule);
+    if (schedule == "interleaved") c.parallel.pp_virtual = 2;
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), one.step_losses);
     EXPECT_NEAR(r.last_val_loss, one.last_val_loss, 1e-5 * one.last_val_loss);

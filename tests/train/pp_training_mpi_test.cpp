@@ -22,26 +22,26 @@ class PpTrainingTest : public testing::MpiDataTest {
   // their data-parallel replicas.
   TrainConfig config(const std::string& out, int ranks, int tp, int pp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_layer = 4;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.block_size = 16;
-    c.tp = tp;
-    c.pp = pp;
-    c.batch_size = kGlobalBatch / (ranks / (tp * pp));
-    c.grad_accum = kMicro;
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.eval_interval = 10;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;
+    c.model.n_layer = 4;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.model.block_size = 16;
+    c.parallel.tp = tp;
+    c.parallel.pp = pp;
+    c.data.batch_size = kGlobalBatch / (ranks / (tp * pp));
+    c.data.grad_accum = kMicro;
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = 10;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;
     return c;
   }
 
   static TrainConfig with_dropout_and_clipping(TrainConfig c) {
-    c.dropout = 0.1f;
-    c.grad_clip = 0.05;
+    c.model.dropout = 0.1f;
+    c.optim.grad_clip = 0.05;
     return c;
   }
 
@@ -49,14 +49,14 @@ class PpTrainingTest : public testing::MpiDataTest {
   void trains_like_one_rank(int tp, const std::string& schedule, bool dropout = false) {
     if (comm_->size() % (tp * kPp) != 0) GTEST_SKIP() << "tp " << tp << " x pp " << kPp << " on " << comm_->size();
     TrainConfig one = config("reference_" + std::to_string(comm_->rank()), 1, 1, 1);
-    one.overwrite = true;  // a test may compare several runs with it
+    one.checkpoint.overwrite = true;  // a test may compare several runs with it
     if (dropout) one = with_dropout_and_clipping(one);
     TrainResult reference = run_training(one);
     RunContext ctx;
     ctx.comm = comm_.get();
     TrainConfig c = config(schedule + "_tp" + std::to_string(tp) + (dropout ? "_dropout" : ""), comm_->size(), tp, kPp);
-    c.pp_schedule = schedule;
-    if (schedule == "interleaved") c.pp_virtual = 2;  // 4 stages of one block, two per rank
+    c.parallel.pp_schedule = parse_pipeline_kind(schedule);
+    if (schedule == "interleaved") c.parallel.pp_virtual = 2;  // 4 stages of one block, two per rank
     if (dropout) c = with_dropout_and_clipping(c);
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), reference.step_losses);
@@ -93,15 +93,15 @@ TEST_F(PpTrainingTest, PpTwoCheckpointResumesAtPpOneAndBack) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("written_pp2", comm_->size(), 1, kPp);
-  c.ckpt_interval = kSteps / 2;
-  c.keep = 0;
+  c.checkpoint.interval = kSteps / 2;
+  c.checkpoint.keep = 0;
   run_training(c, ctx);
   comm_->barrier();
   expect_resume_matches(config("resumed_pp1", 1, 1, 1), 1, root_ + "/written_pp2", kSteps / 2, reference);
   if (comm_->rank() == 0) {
     TrainConfig one = config("written_pp1", 1, 1, 1);
-    one.ckpt_interval = kSteps / 2;
-    one.keep = 0;
+    one.checkpoint.interval = kSteps / 2;
+    one.checkpoint.keep = 0;
     run_training(one);
   }
   comm_->barrier();
@@ -114,19 +114,19 @@ TEST_F(PpTrainingTest, InitFromAOnePipelineCheckpoint) {
   const std::string source = root_ + "/init_source";
   if (comm_->rank() == 0) {
     TrainConfig c = config("init_source", 1, 1, 1);
-    c.max_iters = 3;
+    c.schedule.max_iters = 3;
     run_training(c);
   }
   comm_->barrier();
   TrainConfig one = config("init_pp1_" + std::to_string(comm_->rank()), 1, 1, 1);
-  one.init_from = source;
-  one.max_iters = 5;
+  one.checkpoint.init_from = source;
+  one.schedule.max_iters = 5;
   std::vector<double> reference = run_training(one).step_losses;
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("init_pp2", kPp, 1, kPp);
-  c.init_from = source;
-  c.max_iters = 5;
+  c.checkpoint.init_from = source;
+  c.schedule.max_iters = 5;
   expect_close(mean_losses(run_training(c, ctx).step_losses, *comm_), reference);
 }
 

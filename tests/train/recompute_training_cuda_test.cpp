@@ -22,19 +22,19 @@ class RecomputeGpuTraining : public ::testing::Test {
 
   TrainResult train(const std::string& recompute) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / ("out_" + recompute));
-    c.n_layer = 4;
-    c.n_head = 2;
-    c.n_embd = 128;
-    c.block_size = 256;
-    c.batch_size = 8;
-    c.max_iters = 8;
-    c.lr_decay_iters = 8;
-    c.eval_interval = 0;
-    c.dropout = 0.1;
-    c.grad_accum = 2;
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.recompute = recompute;
+    c.model.n_layer = 4;
+    c.model.n_head = 2;
+    c.model.n_embd = 128;
+    c.model.block_size = 256;
+    c.data.batch_size = 8;
+    c.schedule.max_iters = 8;
+    c.schedule.lr_decay_iters = 8;
+    c.schedule.eval_interval = 0;
+    c.model.dropout = 0.1;
+    c.data.grad_accum = 2;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.model.recompute = parse_recompute(recompute);
     return run_training(c);
   }
 

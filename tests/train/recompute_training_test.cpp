@@ -21,12 +21,12 @@ class RecomputeTraining : public ::testing::Test {
 
   TrainResult train(const std::string& recompute) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / ("out_" + recompute));
-    c.max_iters = 6;
-    c.lr_decay_iters = 6;
-    c.eval_interval = 6;
-    c.dropout = 0.1;
-    c.grad_accum = 2;
-    c.recompute = recompute;
+    c.schedule.max_iters = 6;
+    c.schedule.lr_decay_iters = 6;
+    c.schedule.eval_interval = 6;
+    c.model.dropout = 0.1;
+    c.data.grad_accum = 2;
+    c.model.recompute = parse_recompute(recompute);
     return run_training(c);
   }
 
@@ -47,9 +47,9 @@ TEST_F(RecomputeTraining, LossesAndParametersEqualNoneBitForBit) {
 TEST_F(RecomputeTraining, TheFlagReachesTheModel) {
   TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / "out");
   EXPECT_EQ(model_config_for(c, 65).recompute, nn::Recompute::None);
-  c.recompute = "attention";
+  c.model.recompute = nn::Recompute::Attention;
   EXPECT_EQ(model_config_for(c, 65).recompute, nn::Recompute::Attention);
-  c.recompute = "block";
+  c.model.recompute = nn::Recompute::Block;
   EXPECT_EQ(model_config_for(c, 65).recompute, nn::Recompute::Block);
 }
 

@@ -68,11 +68,11 @@ TEST(CheckpointSlices, PaddingRowsBelongToNoBlock) {
 
 TrainConfig small_run(const TempDir& dir, const std::string& out) {
   TrainConfig c = testing::tiny_config(dir / "data", dir / out);
-  c.n_embd = 32;  // tensors above a page, so the writer cuts blocks into row ranges
-  c.max_iters = 12;
-  c.lr_decay_iters = 12;
-  c.log_interval = 1;
-  c.keep = 0;
+  c.model.n_embd = 32;  // tensors above a page, so the writer cuts blocks into row ranges
+  c.schedule.max_iters = 12;
+  c.schedule.lr_decay_iters = 12;
+  c.observe.log_interval = 1;
+  c.checkpoint.keep = 0;
   return c;
 }
 
@@ -81,10 +81,10 @@ TEST(ShardedCheckpoint, AsyncAndSyncSavesWriteIdenticalFiles) {
   testing::write_tiny_data(dir / "data");
   for (const char* mode : {"true", "false"}) {
     TrainConfig c = small_run(dir, std::string("async_") + mode);
-    c.ckpt_interval = 4;
-    c.async_save = mode;
+    c.checkpoint.interval = 4;
+    c.checkpoint.async_save = parse_async_save(mode);
     TrainResult r = run_training(c);
-    EXPECT_EQ(r.last_checkpoint, checkpoint_path(c.out_dir, 12));
+    EXPECT_EQ(r.last_checkpoint, checkpoint_path(c.checkpoint.out_dir, 12));
   }
   for (int step : {4, 8, 12}) {
     const std::string a = checkpoint_path(dir / "async_true", step), b = checkpoint_path(dir / "async_false", step);
@@ -106,8 +106,8 @@ TEST(ShardedCheckpoint, CorruptNewestCheckpointIsSkipped) {
   testing::write_tiny_data(dir / "data");
   TrainResult straight = run_training(small_run(dir, "straight"));
   TrainConfig c = small_run(dir, "run");
-  c.max_iters = 8;
-  c.ckpt_interval = 4;
+  c.schedule.max_iters = 8;
+  c.checkpoint.interval = 4;
   run_training(c);
   testing::flip_a_checkpoint_byte(checkpoint_path(dir / "run", 8));
 
@@ -118,8 +118,8 @@ TEST(ShardedCheckpoint, CorruptNewestCheckpointIsSkipped) {
   ASSERT_EQ(skipped.size(), 1u);
   EXPECT_NE(skipped[0].find("checksum mismatch"), std::string::npos) << skipped[0];
 
-  c.max_iters = 12;
-  c.resume = true;
+  c.schedule.max_iters = 12;
+  c.checkpoint.resume = true;
   std::ostringstream log;
   RunContext ctx;
   ctx.log = &log;

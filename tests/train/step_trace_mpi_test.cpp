@@ -18,14 +18,14 @@ class StepTraceMpiTest : public testing::MpiDataTest {
     const int np = comm_->size();
     if (np % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << np << " ranks";
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/out_tp" + std::to_string(tp));
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.tp = tp;
-    c.batch_size = 2;
-    c.max_iters = 4;
-    c.bucket_mb = 0.005;  // several gradient buckets
-    c.trace = root_ + "/trace_tp" + std::to_string(tp) + ".json";
-    c.trace_steps = "2:3";
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.parallel.tp = tp;
+    c.data.batch_size = 2;
+    c.schedule.max_iters = 4;
+    c.parallel.bucket_mb = 0.005;  // several gradient buckets
+    c.observe.trace = root_ + "/trace_tp" + std::to_string(tp) + ".json";
+    c.observe.trace_steps = "2:3";
     auto counts = std::make_shared<testing::CountingComm::Counts>();
     testing::CountingComm counting(*comm_, counts);
     std::ostringstream log;
@@ -40,7 +40,7 @@ class StepTraceMpiTest : public testing::MpiDataTest {
       all[static_cast<size_t>(comm_->rank()) * kinds.size() + k] = counts->count(kinds[k]) ? counts->at(kinds[k]) : 0;
     comm_->host_allreduce(all.data(), static_cast<int>(all.size()), dist::HostReduce::Sum);
     if (comm_->rank() != 0) return;
-    auto events = testing::read_chrome_trace(c.trace);
+    auto events = testing::read_chrome_trace(c.observe.trace);
     testing::expect_nested_per_track(events);
     for (int r = 0; r < np; ++r) {
       std::map<std::string, int> traced = testing::comm_kinds(events, r);

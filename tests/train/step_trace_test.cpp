@@ -35,9 +35,9 @@ TEST(StepTrace, OneRankTraceIsValidNestedJson) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 5;
-  c.trace = dir / "trace.json";
-  c.trace_steps = "2:3";
+  c.schedule.max_iters = 5;
+  c.observe.trace = dir / "trace.json";
+  c.observe.trace_steps = "2:3";
   std::ostringstream log;
   RunContext context;
   context.log = &log;

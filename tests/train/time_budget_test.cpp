@@ -76,11 +76,11 @@ TEST(TimeBudget, ARunFollowsTheScheduleItFitted) {
   testing::TempDir dir;
   testing::write_tiny_data(dir / "data");
   TrainConfig c = testing::tiny_config(dir / "data", dir / "out");
-  c.max_iters = 1000000;
-  c.lr_decay_iters = 1000000;
-  c.log_interval = 1;
-  c.max_seconds = 3;
-  c.fit_schedule = true;
+  c.schedule.max_iters = 1000000;
+  c.schedule.lr_decay_iters = 1000000;
+  c.observe.log_interval = 1;
+  c.schedule.max_seconds = 3;
+  c.schedule.fit_schedule = true;
   std::ostringstream log;
   RunContext context;
   context.log = &log;
@@ -95,24 +95,24 @@ TEST(TimeBudget, ARunFollowsTheScheduleItFitted) {
   if (!std::regex_search(text, fit, schedule_line)) {
     // A machine so slow that the budget was spent before the timed steps were done.
     EXPECT_LE(r.steps_done, fit_after) << text;
-    EXPECT_GE(seconds, c.max_seconds) << text;
+    EXPECT_GE(seconds, c.schedule.max_seconds) << text;
     return;
   }
   const int steps = std::stoi(fit[1]), warmup = std::stoi(fit[2]), decay = std::stoi(fit[3]);
   EXPECT_GE(steps, fit_after);
   EXPECT_EQ(decay, steps) << "the cosine must reach min_lr at the last step";
-  EXPECT_EQ(warmup, std::min(c.warmup_iters, steps / 10));
+  EXPECT_EQ(warmup, std::min(c.schedule.warmup_iters, steps / 10));
   if (r.steps_done < steps) {
-    EXPECT_GE(seconds, c.max_seconds) << "stopped at step " << r.steps_done << " of " << steps << " within the budget";
+    EXPECT_GE(seconds, c.schedule.max_seconds) << "stopped at step " << r.steps_done << " of " << steps << " within the budget";
   } else {
     EXPECT_EQ(r.steps_done, steps);
   }
   const std::map<int, double> lrs = logged_lrs(dir / "out/metrics.jsonl");
   EXPECT_EQ(static_cast<int64_t>(lrs.size()), r.steps_done);
-  const LrSchedule configured{c.lr, c.min_lr, c.warmup_iters, c.lr_decay_iters}, fitted{c.lr, c.min_lr, warmup, decay};
+  const LrSchedule configured{c.optim.lr, c.optim.min_lr, c.schedule.warmup_iters, c.schedule.lr_decay_iters}, fitted{c.optim.lr, c.optim.min_lr, warmup, decay};
   for (const auto& [step, lr] : lrs) {
     const double want = (step <= fit_after ? configured : fitted).at(step - 1);
-    EXPECT_NEAR(lr, want, 1e-6 * c.lr) << "step " << step << " of " << steps;
+    EXPECT_NEAR(lr, want, 1e-6 * c.optim.lr) << "step " << step << " of " << steps;
   }
 }
 

@@ -28,18 +28,18 @@ class TpTrainingTest : public testing::MpiDataTest {
   // tensor-parallel size `tp` share the global batch over their ranks / tp data-parallel groups.
   TrainConfig config(const std::string& out, int ranks, int tp) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_layer = 2;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.block_size = 16;
-    c.tp = tp;
-    c.batch_size = kGlobalBatch / (ranks / tp);
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
-    c.bucket_mb = 0.01;
+    c.model.n_layer = 2;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.model.block_size = 16;
+    c.parallel.tp = tp;
+    c.data.batch_size = kGlobalBatch / (ranks / tp);
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.schedule.eval_interval = 0;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
+    c.parallel.bucket_mb = 0.01;
     return c;
   }
 
@@ -47,8 +47,8 @@ class TpTrainingTest : public testing::MpiDataTest {
   // enter the norm) and, with one data-parallel replica, dropout (its masks must be the tp = 1
   // ones; data-parallel replicas draw masks of their own, which the one-rank run does not).
   TrainConfig with_clipping_and_dropout(TrainConfig c) const {
-    c.grad_clip = 0.05;
-    if (comm_->size() == kTp) c.dropout = 0.1f;
+    c.optim.grad_clip = 0.05;
+    if (comm_->size() == kTp) c.model.dropout = 0.1f;
     return c;
   }
 
@@ -64,10 +64,10 @@ class TpTrainingTest : public testing::MpiDataTest {
     RunContext ctx;
     ctx.comm = comm_.get();
     TrainConfig c = config(collectives + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
-    c.collectives = collectives;
+    c.parallel.collectives = dist::parse_collectives(collectives);
     if (sequence_parallel) {
       c = with_clipping_and_dropout(c);
-      c.sequence_parallel = true;
+      c.parallel.sequence_parallel = true;
     }
     TrainResult r = run_training(c, ctx);
     expect_close(mean_losses(r.step_losses, *comm_), reference);
@@ -94,8 +94,8 @@ TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("written_tp2", comm_->size(), kTp);
-  c.ckpt_interval = kSteps / 2;
-  c.keep = 0;
+  c.checkpoint.interval = kSteps / 2;
+  c.checkpoint.keep = 0;
   run_training(c, ctx);
   comm_->barrier();
   expect_resume_matches(config("resumed_tp1", 1, 1), 1, root_ + "/written_tp2", kSteps / 2, reference);
@@ -106,8 +106,8 @@ TEST_F(TpTrainingTest, TpOneCheckpointResumesAtTpTwo) {
   std::vector<double> reference = reference_losses();
   if (comm_->rank() == 0) {
     TrainConfig c = config("written_tp1", 1, 1);
-    c.ckpt_interval = kSteps / 2;
-    c.keep = 0;
+    c.checkpoint.interval = kSteps / 2;
+    c.checkpoint.keep = 0;
     run_training(c);
   }
   comm_->barrier();

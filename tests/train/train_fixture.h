@@ -69,19 +69,19 @@ inline double mean_of_last(const std::vector<double>& losses, size_t n) {
 // A model and run small enough for a test: 2 layers, width 16, context 16, batch 4.
 inline TrainConfig tiny_config(const std::string& data_dir, const std::string& out_dir) {
   TrainConfig c;
-  c.data_dir = data_dir;
-  c.out_dir = out_dir;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
-  c.block_size = 16;
-  c.batch_size = 4;
-  c.max_iters = 20;
-  c.warmup_iters = 3;
-  c.lr_decay_iters = 20;
-  c.eval_interval = 0;
-  c.eval_iters = 2;
-  c.log_interval = 5;
+  c.data.dir = data_dir;
+  c.checkpoint.out_dir = out_dir;
+  c.model.n_layer = 2;
+  c.model.n_head = 2;
+  c.model.n_embd = 16;
+  c.model.block_size = 16;
+  c.data.batch_size = 4;
+  c.schedule.max_iters = 20;
+  c.schedule.warmup_iters = 3;
+  c.schedule.lr_decay_iters = 20;
+  c.schedule.eval_interval = 0;
+  c.schedule.eval_iters = 2;
+  c.observe.log_interval = 5;
   return c;
 }
 

@@ -39,12 +39,12 @@ TEST(Trainer, LearnsAndLogsMetrics) {
   TempDir dir;
   write_tiny_data(dir / "data");
   TrainConfig c = tiny_config(dir / "data", dir / "out");
-  c.max_iters = 30;
-  c.lr = 1e-2;
-  c.min_lr = 1e-3;
-  c.lr_decay_iters = 30;
-  c.eval_interval = 10;
-  c.log_interval = 10;
+  c.schedule.max_iters = 30;
+  c.optim.lr = 1e-2;
+  c.optim.min_lr = 1e-3;
+  c.schedule.lr_decay_iters = 30;
+  c.schedule.eval_interval = 10;
+  c.observe.log_interval = 10;
   std::ostringstream log;
   RunContext ctx;
   ctx.log = &log;
@@ -78,10 +78,10 @@ TEST(Trainer, HashAndCheckpointsOnlyWhenAsked) {
   write_tiny_data(dir / "data");
   auto run = [&](const std::string& out, bool hash, bool no_checkpoint) {
     TrainConfig c = tiny_config(dir / "data", dir / out);
-    c.max_iters = 4;
-    c.lr_decay_iters = 4;
-    c.no_checkpoint = no_checkpoint;
-    c.async_save = "true";
+    c.schedule.max_iters = 4;
+    c.schedule.lr_decay_iters = 4;
+    c.checkpoint.disabled = no_checkpoint;
+    c.checkpoint.async_save = AsyncSave::On;
     RunContext ctx;
     ctx.hash_parameters = hash;
     return run_training(c, ctx);
@@ -106,17 +106,17 @@ TEST(Trainer, ResumeIsBitExact) {
   TempDir dir;
   write_tiny_data(dir / "data");
   TrainConfig c = tiny_config(dir / "data", dir / "straight");
-  c.dropout = 0.1;  // the dropout stream must resume where it stopped
-  c.grad_accum = 2;
-  c.max_iters = 20;
+  c.model.dropout = 0.1;  // the dropout stream must resume where it stopped
+  c.data.grad_accum = 2;
+  c.schedule.max_iters = 20;
   TrainResult straight = run_training(c);
   ASSERT_EQ(straight.step_losses.size(), 20u);
 
-  c.out_dir = dir / "split";
-  c.max_iters = 10;
+  c.checkpoint.out_dir = dir / "split";
+  c.schedule.max_iters = 10;
   TrainResult first = run_training(c);
-  c.max_iters = 20;
-  c.resume = true;
+  c.schedule.max_iters = 20;
+  c.checkpoint.resume = true;
   TrainResult second = run_training(c);
   EXPECT_EQ(second.first_step, 10);
   ASSERT_EQ(first.step_losses.size(), 10u);
@@ -138,9 +138,9 @@ TEST(Trainer, KeepsTheNewestCheckpoints) {
   TempDir dir;
   write_tiny_data(dir / "data");
   TrainConfig c = tiny_config(dir / "data", dir / "out");
-  c.max_iters = 8;
-  c.ckpt_interval = 2;
-  c.keep = 2;
+  c.schedule.max_iters = 8;
+  c.checkpoint.interval = 2;
+  c.checkpoint.keep = 2;
   run_training(c);
   auto ckpts = list_checkpoints(dir / "out");
   ASSERT_EQ(ckpts.size(), 2u);
@@ -152,8 +152,8 @@ TEST(Trainer, MaxSecondsStopsWithAFinalEvalAndCheckpoint) {
   TempDir dir;
   write_tiny_data(dir / "data");
   TrainConfig c = tiny_config(dir / "data", dir / "out");
-  c.max_iters = 1000;
-  c.max_seconds = 1e-6;
+  c.schedule.max_iters = 1000;
+  c.schedule.max_seconds = 1e-6;
   TrainResult r = run_training(c);
   EXPECT_EQ(r.steps_done, 1);
   EXPECT_TRUE(std::isfinite(r.best_val_loss));
@@ -164,13 +164,13 @@ TEST(Trainer, ResumeRefusesAnotherModelOrVocabulary) {
   TempDir dir;
   write_tiny_data(dir / "data");
   TrainConfig c = tiny_config(dir / "data", dir / "out");
-  c.max_iters = 2;
+  c.schedule.max_iters = 2;
   run_training(c);
 
   TrainConfig wider = c;
-  wider.resume = true;
-  wider.max_iters = 4;
-  wider.n_embd = 32;
+  wider.checkpoint.resume = true;
+  wider.schedule.max_iters = 4;
+  wider.model.n_embd = 32;
   std::string e = error_of(wider);
   EXPECT_NE(e.find("model shape mismatch"), std::string::npos) << e;
   EXPECT_NE(e.find("n_embd 16 in the checkpoint vs 32 now"), std::string::npos) << e;
@@ -181,9 +181,9 @@ TEST(Trainer, ResumeRefusesAnotherModelOrVocabulary) {
   options.val_fraction = 0.2;
   prepare_text(testing::tiny_text(3000) + "XYZ!?", "tiny2", options);
   TrainConfig other = c;
-  other.resume = true;
-  other.max_iters = 4;
-  other.data_dir = dir / "data2";
+  other.checkpoint.resume = true;
+  other.schedule.max_iters = 4;
+  other.data.dir = dir / "data2";
   e = error_of(other);
   EXPECT_NE(e.find("vocabulary mismatch"), std::string::npos) << e;
 }
@@ -200,7 +200,7 @@ TEST(Trainer, BadDataIsAnError) {
   // Fewer than block_size + 1 tokens in a split.
   write_tiny_data(dir / "short", 60);
   TrainConfig s = tiny_config(dir / "short", dir / "out");
-  s.block_size = 16;
+  s.model.block_size = 16;
   std::string e = error_of(s);
   EXPECT_NE(e, "");
   EXPECT_NE(e.find("17"), std::string::npos) << "the message names block_size + 1: " << e;

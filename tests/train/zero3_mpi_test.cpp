@@ -31,7 +31,7 @@ class Zero3Test : public testing::ZeroFixture {
  protected:
   TrainConfig config(const std::string& out, int ranks, int tp, int zero) const override {
     TrainConfig c = tiny_zero_config(out, ranks, tp, zero, /*n_layer=*/3);
-    c.ckpt_interval = 0;  // one checkpoint, at the end: the final weights
+    c.checkpoint.interval = 0;  // one checkpoint, at the end: the final weights
     return c;
   }
 
@@ -59,16 +59,16 @@ class Zero3Test : public testing::ZeroFixture {
     if (comm_->size() % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << comm_->size() << " ranks";
     const std::string tag = "_tp" + std::to_string(tp) + "_" + collectives + "_" + recompute;
     TrainConfig c = config("zero0" + tag, comm_->size(), tp, 0);
-    c.collectives = collectives;
-    c.recompute = recompute;
-    c.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
+    c.parallel.collectives = collectives;
+    c.model.recompute = recompute;
+    c.schedule.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
     TrainResult reference = train(c), stage_two;
     for (int zero : {2, 3}) {
       SCOPED_TRACE("zero " + std::to_string(zero) + tag);
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
-      c.collectives = collectives;
-      c.recompute = recompute;
-      c.eval_interval = kSteps / 2;
+      c.parallel.collectives = dist::parse_collectives(collectives);
+      c.model.recompute = parse_recompute(recompute);
+      c.schedule.eval_interval = kSteps / 2;
       TrainResult r = train(c);
       expect_close(r.step_losses, reference.step_losses, 0, 1e-6);
       expect_close({r.last_val_loss}, {reference.last_val_loss}, 0, 1e-6);
@@ -114,11 +114,11 @@ TEST_F(Zero3Test, GathersEachBlockOncePerPassAndKeepsWhatItHolds) {
       auto log = std::make_shared<test::CallLog>();
       test::CountingComm counting(*comm_, log);
       TrainConfig c = config("counted_" + recompute + std::to_string(steps), comm_->size(), 1, 3);
-      c.n_layer = kLayers;
-      c.recompute = recompute;
-      c.grad_accum = 1;
-      c.max_iters = steps;
-      c.no_checkpoint = true;
+      c.model.n_layer = kLayers;
+      c.model.recompute = parse_recompute(recompute);
+      c.data.grad_accum = 1;
+      c.schedule.max_iters = steps;
+      c.checkpoint.disabled = true;
       RunContext ctx;
       ctx.comm = &counting;
       run_training(c, ctx);

@@ -22,16 +22,16 @@ class Zero3Nccl : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int zero, const std::string& recompute, const std::string& grad_dtype) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.grad_dtype = grad_dtype;
-    c.n_layer = 3;
-    c.zero = zero;
-    c.recompute = recompute;
-    c.grad_accum = 2;
-    c.grad_clip = 0.05;
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.precision.grad_dtype = parse_grad_dtype(grad_dtype);
+    c.model.n_layer = 3;
+    c.parallel.zero = zero;
+    c.model.recompute = parse_recompute(recompute);
+    c.data.grad_accum = 2;
+    c.optim.grad_clip = 0.05;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
     return c;
   }
 };
@@ -69,7 +69,7 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
   TrainResult reference = run_training(config("zero0_for_peer", 0, "none", ""), ctx);
   ctx.peer_copy_block_bytes = 4096;
   TrainConfig c = config("zero3_peer", 3, "none", "");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Collectives::Peer;
   TrainResult r = run_training(c, ctx);
   ASSERT_EQ(r.step_losses.size(), reference.step_losses.size());
   for (size_t i = 0; i < r.step_losses.size(); ++i)
@@ -87,10 +87,10 @@ TEST_F(Zero3Nccl, GatheredBlocksGiveStageTwosBits) {
   RunContext ctx;
   ctx.comm = &test::gpu_world();
   TrainConfig c = config("zero3_gathered", 3, "block", "");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Algorithm::Peer;
   const TrainResult gathered = run_training(c, ctx);
   c = config("zero2_whole", 2, "block", "");
-  c.collectives = "peer";
+  c.parallel.collectives = dist::Algorithm::Peer;
   const TrainResult whole = run_training(c, ctx);
   EXPECT_EQ(gathered.step_losses, whole.step_losses);
   EXPECT_EQ(gathered.params_hash, whole.params_hash);

@@ -26,11 +26,11 @@ class ZeroAccumulate : public testing::ZeroFixture {
 
   TrainConfig config(const std::string& out, int ranks, int tp, int zero) const override {
     TrainConfig c = tiny_zero_config(out, ranks, tp, zero, /*n_layer=*/2);
-    c.grad_accum = 3;
-    c.batch_size = 2;
-    c.max_iters = kAccumSteps;
-    c.lr_decay_iters = kAccumSteps;
-    c.log_interval = 1;  // every step's gradient norm in metrics.jsonl
+    c.data.grad_accum = 3;
+    c.data.batch_size = 2;
+    c.schedule.max_iters = kAccumSteps;
+    c.schedule.lr_decay_iters = kAccumSteps;
+    c.observe.log_interval = 1;  // every step's gradient norm in metrics.jsonl
     return c;
   }
 
@@ -51,13 +51,13 @@ class ZeroAccumulate : public testing::ZeroFixture {
     const std::string tag = "zero" + std::to_string(zero) + "_" + dtype;
     SCOPED_TRACE(tag);
     TrainConfig c = config("landing_" + tag, comm_->size(), 1, zero);
-    c.dtype = dtype;
-    c.grad_dtype = "f32";
+    c.precision.dtype = parse_dtype(dtype);
+    c.precision.grad_dtype = DType::F32;
     const TrainResult landing = train(c);
     test::AccumulatingComm accumulating(*comm_);
     RunContext ctx;
     ctx.comm = &accumulating;
-    c.out_dir = root_ + "/accumulated_" + tag;
+    c.checkpoint.out_dir = root_ + "/accumulated_" + tag;
     const TrainResult accumulated = run_training(c, ctx);
     // Every step's micro-batches after the first, one reduce-scatter per bucket each.
     EXPECT_GE(accumulated.steps_done, kAccumSteps);
@@ -65,7 +65,7 @@ class ZeroAccumulate : public testing::ZeroFixture {
     EXPECT_EQ(accumulated.step_losses, landing.step_losses);
     EXPECT_EQ(accumulated.params_hash, landing.params_hash);
     if (comm_->rank() == 0) {
-      const std::vector<std::string> norms = grad_norms(c.out_dir);
+      const std::vector<std::string> norms = grad_norms(c.checkpoint.out_dir);
       EXPECT_EQ(norms.size(), static_cast<size_t>(kAccumSteps));
       EXPECT_EQ(norms, grad_norms(root_ + "/landing_" + tag));
     }

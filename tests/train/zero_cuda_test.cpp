@@ -21,14 +21,14 @@ class ZeroGpu : public ::testing::Test {
 
   TrainConfig config(const std::string& out, const std::string& dtype, int zero) {
     TrainConfig c = testing::tiny_config(dir_ / "data", dir_ / out);
-    c.device = "cuda";
-    c.dtype = dtype;
-    c.zero = zero;
-    c.grad_accum = 2;
-    c.grad_clip = 0.05;
-    c.bucket_mb = 0.004;
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = parse_dtype(dtype);
+    c.parallel.zero = zero;
+    c.data.grad_accum = 2;
+    c.optim.grad_clip = 0.05;
+    c.parallel.bucket_mb = 0.004;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
     return c;
   }
 
@@ -54,12 +54,12 @@ TEST_F(ZeroGpu, Bf16StagesMatchZeroZero) {
   for (const char* grad : {"bf16", "f32"}) {
     SCOPED_TRACE(std::string("--grad-dtype ") + grad);
     TrainConfig c = config(std::string("bf16_zero0_") + grad, "bf16", 0);
-    c.grad_dtype = grad;
+    c.precision.grad_dtype = parse_grad_dtype(grad);
     TrainResult reference = run_training(c);
     for (int zero : {1, 2, 3}) {
       SCOPED_TRACE("zero " + std::to_string(zero));
       c = config("bf16_zero" + std::to_string(zero) + "_" + grad, "bf16", zero);
-      c.grad_dtype = grad;
+      c.precision.grad_dtype = parse_grad_dtype(grad);
       expect_near(run_training(c), reference, 1e-2);
     }
   }
@@ -68,10 +68,10 @@ TEST_F(ZeroGpu, Bf16StagesMatchZeroZero) {
 TEST_F(ZeroGpu, CheckpointOfZeroOneResumesAtZeroZero) {
   TrainResult reference = run_training(config("uninterrupted", "f32", 0));
   TrainConfig c = config("resumed", "f32", 1);
-  c.max_iters = 10;  // the schedule stays the 20-step one
+  c.schedule.max_iters = 10;  // the schedule stays the 20-step one
   run_training(c);
   c = config("resumed", "f32", 0);
-  c.resume = true;
+  c.checkpoint.resume = true;
   TrainResult r = run_training(c);
   ASSERT_EQ(r.first_step, 10);
   for (size_t i = 0; i < r.step_losses.size(); ++i)

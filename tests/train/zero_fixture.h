@@ -23,20 +23,20 @@ class ZeroFixture : public MpiDataTest {
   // gradient norm (the sharded norm decides every step), no evaluation until the end.
   TrainConfig tiny_zero_config(const std::string& out, int ranks, int tp, int zero, int n_layer) const {
     TrainConfig c = tiny_config(root_ + "/data", root_ + "/" + out);
-    c.n_layer = n_layer;
-    c.n_head = 4;
-    c.n_embd = 32;
-    c.block_size = 16;
-    c.tp = tp;
-    c.zero = zero;
-    c.grad_accum = 2;
-    c.batch_size = kGlobalBatch / (ranks / tp);
-    c.max_iters = kSteps;
-    c.lr_decay_iters = kSteps;
-    c.grad_clip = 0.05;
-    c.eval_interval = 0;
-    c.eval_iters = 2;
-    c.log_interval = 1000;
+    c.model.n_layer = n_layer;
+    c.model.n_head = 4;
+    c.model.n_embd = 32;
+    c.model.block_size = 16;
+    c.parallel.tp = tp;
+    c.parallel.zero = zero;
+    c.data.grad_accum = 2;
+    c.data.batch_size = kGlobalBatch / (ranks / tp);
+    c.schedule.max_iters = kSteps;
+    c.schedule.lr_decay_iters = kSteps;
+    c.optim.grad_clip = 0.05;
+    c.schedule.eval_interval = 0;
+    c.schedule.eval_iters = 2;
+    c.observe.log_interval = 1000;
     return c;
   }
 
@@ -55,8 +55,8 @@ class ZeroFixture : public MpiDataTest {
     const std::vector<double> reference = one_rank_losses();
     const std::string written = "written_zero" + std::to_string(zero);
     TrainConfig c = config(written, comm_->size(), 1, zero);
-    c.ckpt_interval = kSteps / 2;
-    c.keep = 0;
+    c.checkpoint.interval = kSteps / 2;
+    c.checkpoint.keep = 0;
     train(c);
     comm_->barrier();
     expect_resume_matches(config("resumed_zero0", 1, 1, 0), 1, root_ + "/" + written, kSteps / 2, reference);
@@ -67,8 +67,8 @@ class ZeroFixture : public MpiDataTest {
     const std::vector<double> reference = one_rank_losses();
     if (comm_->rank() == 0) {
       TrainConfig c = config("written_one_rank", 1, 1, 0);
-      c.ckpt_interval = kSteps / 2;
-      c.keep = 0;
+      c.checkpoint.interval = kSteps / 2;
+      c.checkpoint.keep = 0;
       run_training(c);
     }
     comm_->barrier();

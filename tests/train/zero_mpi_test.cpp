@@ -27,7 +27,7 @@ class ZeroTest : public testing::ZeroFixture {
  protected:
   TrainConfig config(const std::string& out, int ranks, int tp, int zero) const override {
     TrainConfig c = tiny_zero_config(out, ranks, tp, zero, /*n_layer=*/2);
-    c.bucket_mb = 0.004;  // several buckets, with tensors across their boundaries
+    c.parallel.bucket_mb = 0.004;  // several buckets, with tensors across their boundaries
     return c;
   }
 
@@ -37,12 +37,12 @@ class ZeroTest : public testing::ZeroFixture {
     if (comm_->size() % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << comm_->size() << " ranks";
     const std::string tag = "_tp" + std::to_string(tp) + "_" + collectives;
     TrainConfig c = config("zero0" + tag, comm_->size(), tp, 0);
-    c.collectives = collectives;
+    c.parallel.collectives = dist::parse_collectives(collectives);
     TrainResult reference = train(c);
     for (int zero : {1, 2}) {
       SCOPED_TRACE("zero " + std::to_string(zero) + tag);
       c = config("zero" + std::to_string(zero) + tag, comm_->size(), tp, zero);
-      c.collectives = collectives;
+      c.parallel.collectives = dist::parse_collectives(collectives);
       TrainResult r = train(c);
       expect_close(r.step_losses, reference.step_losses, 0, 1e-6);
       EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
@@ -65,10 +65,10 @@ TEST_F(ZeroTest, StagesOneAndTwoUnderTensorParallelism) {
 // rerun, and the losses are still zero 0's (with the same recompute).
 TEST_F(ZeroTest, StageTwoWithRecomputeBlock) {
   TrainConfig c = config("zero0_recompute", comm_->size(), 1, 0);
-  c.recompute = "block";
+  c.model.recompute = nn::Recompute::Block;
   TrainResult reference = train(c);
   c = config("zero2_recompute", comm_->size(), 1, 2);
-  c.recompute = "block";
+  c.model.recompute = nn::Recompute::Block;
   TrainResult r = train(c);
   expect_close(r.step_losses, reference.step_losses, 0, 1e-6);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";

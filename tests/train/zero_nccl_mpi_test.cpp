@@ -16,15 +16,15 @@ class ZeroNccl : public testing::MpiDataTest {
  protected:
   TrainConfig config(const std::string& out, int zero, const std::string& collectives) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
-    c.device = "cuda";
-    c.dtype = "bf16";
-    c.zero = zero;
-    c.collectives = collectives;
-    c.grad_accum = 2;
-    c.grad_clip = 0.05;
-    c.bucket_mb = 0.004;
-    c.max_iters = 20;
-    c.lr_decay_iters = 20;
+    c.parallel.device = Device::cuda();
+    c.precision.dtype = DType::BF16;
+    c.parallel.zero = zero;
+    c.parallel.collectives = dist::parse_collectives(collectives);
+    c.data.grad_accum = 2;
+    c.optim.grad_clip = 0.05;
+    c.parallel.bucket_mb = 0.004;
+    c.schedule.max_iters = 20;
+    c.schedule.lr_decay_iters = 20;
     return c;
   }
 };

@@ -186,16 +186,16 @@ void take_model_shape(TrainConfig& c, const InitSource& source, const std::funct
     ND_CHECK_INPUT(field == value, "--" << flag << " " << field << " but --init-from " << source.path << " has "
                                         << value << "; drop --" << flag << " (the model's shape comes from --init-from)");
   };
-  take("n-layer", c.n_layer, m.n_layer);
-  take("n-head", c.n_head, m.n_head);
-  take("n-embd", c.n_embd, m.n_embd);
-  take("bias", c.bias, m.bias);
-  take("no-layernorm", c.no_layernorm, !m.use_layernorm);
-  take("no-residual", c.no_residual, !m.use_residual);
-  if (!given("block-size")) c.block_size = m.block_size;
-  ND_CHECK_INPUT(c.block_size <= m.block_size, "--block-size " << c.block_size << " but --init-from " << source.path
-                                                               << " has positions for " << m.block_size
-                                                               << " tokens; at most that many");
+  take("n-layer", c.model.n_layer, m.n_layer);
+  take("n-head", c.model.n_head, m.n_head);
+  take("n-embd", c.model.n_embd, m.n_embd);
+  take("bias", c.model.bias, m.bias);
+  take("no-layernorm", c.model.no_layernorm, !m.use_layernorm);
+  take("no-residual", c.model.no_residual, !m.use_residual);
+  if (!given("block-size")) c.model.block_size = m.block_size;
+  ND_CHECK_INPUT(c.model.block_size <= m.block_size, "--block-size " << c.model.block_size << " but --init-from "
+                                                                     << source.path << " has positions for "
+                                                                     << m.block_size << " tokens; at most that many");
 }
 
 CheckpointData initial_weights(const InitSource& source, int block_size) {
@@ -219,18 +219,18 @@ CheckpointData initial_weights(const InitSource& source, int block_size) {
 
 std::string load_initial_weights(const TrainConfig& config, const std::string& data_tokenizer_text, nn::GPT& model,
                                  AdamW& optimizer, const dist::TensorParallel& tp) {
-  const InitSource source = describe_init_source(config.init_from);
+  const InitSource source = describe_init_source(config.checkpoint.init_from);
   const nn::GPTConfig& run = model.config();
   ND_CHECK_INPUT(source.model.vocab_size == run.vocab_size,
                  "--init-from " << source.path << " has a vocabulary of " << source.model.vocab_size
-                                << " tokens, the data in " << config.data_dir << " " << run.vocab_size
+                                << " tokens, the data in " << config.data.dir << " " << run.vocab_size
                                 << "; tokenize the text with the source's tokenizer (nanodist prepare --tokenizer-from "
-                                << config.init_from << ")");
+                                << config.checkpoint.init_from << ")");
   ND_CHECK_INPUT(source.tokenizer_text.empty() || data_tokenizer_text.empty() ||
                      source.tokenizer_text == data_tokenizer_text,
-                 "the data in " << config.data_dir << " were tokenized with another tokenizer than --init-from "
+                 "the data in " << config.data.dir << " were tokenized with another tokenizer than --init-from "
                                 << source.path << "; prepare them with nanodist prepare --tokenizer-from "
-                                << config.init_from);
+                                << config.checkpoint.init_from);
   nn::GPTConfig expected = source.model;
   expected.block_size = run.block_size;
   check_same_model(expected, run, source.path);

@@ -35,8 +35,8 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   std::string completed = finish();
   if (counters.step == saved_step_) return completed;
   saved_step_ = counters.step;
-  out_dir_ = run.config.out_dir;
-  keep_ = run.config.keep;
+  out_dir_ = run.config.checkpoint.out_dir;
+  keep_ = run.config.checkpoint.keep;
   pending_path_ = checkpoint_path(out_dir_, counters.step);
   // A complete checkpoint of this step (from an earlier run in this directory) stops being one
   // before any part of it is replaced.

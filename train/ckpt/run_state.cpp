@@ -49,7 +49,7 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
   const CheckpointData& meta = reader->meta();
   check_same_model(model_config_from_attributes(meta.config, path), run.model_config, path);
   ND_CHECK_INPUT(meta.tokenizer_text == run.tokenizer_text,
-                 "tokenizer mismatch: " << path << " was trained with another tokenizer than " << run.config.data_dir
+                 "tokenizer mismatch: " << path << " was trained with another tokenizer than " << run.config.data.dir
                                         << "/tokenizer.txt");
   try {
     load_model_slices(*reader, run.model, run.tp, &run.optimizer);
@@ -76,7 +76,7 @@ std::string try_load(const std::string& path, RunParts& run, RunCounters& counte
 
 std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, std::vector<std::string>& skipped,
                        std::vector<std::string>* notes) {
-  auto all = list_checkpoints(run.config.out_dir);
+  auto all = list_checkpoints(run.config.checkpoint.out_dir);
   std::reverse(all.begin(), all.end());
   // A candidate given up on may have set part of the FP8 state: each starts from the fresh one.
   std::optional<nn::DelayedScaling> fresh_fp8;
@@ -99,7 +99,8 @@ std::string resume_run(RunParts& run, RunCounters& counters, dist::Comm& world, 
                       (why.empty() ? std::string("another rank could not read its slices") : why));
   }
   // The model may hold part of a damaged checkpoint now: starting from scratch would be wrong.
-  ND_CHECK_INPUT(all.empty(), "--resume: none of the " << all.size() << " checkpoint(s) in " << run.config.out_dir
+  ND_CHECK_INPUT(all.empty(), "--resume: none of the " << all.size() << " checkpoint(s) in "
+                                                       << run.config.checkpoint.out_dir
                                                        << " can be read (newest: " << skipped.front() << ")");
   return "";
 }

@@ -33,26 +33,27 @@ std::string describe_previous_run(const std::string& out_dir) {
 }
 
 ClaimedOutputDir claim_output_dir(const TrainConfig& c) {
-  ND_CHECK_INPUT(!(c.resume && c.overwrite),
+  ND_CHECK_INPUT(!(c.checkpoint.resume && c.checkpoint.overwrite),
                  "--resume and --overwrite contradict each other: --resume continues the run in --out "
-                     << c.out_dir << ", --overwrite deletes it; pass one");
+                     << c.checkpoint.out_dir << ", --overwrite deletes it; pass one");
   ClaimedOutputDir claimed;
-  prepare_output_dir(c.out_dir);
-  claimed.lock = std::make_unique<RunDirLock>(c.out_dir);
-  remove_checkpoint_temporaries(c.out_dir);  // left by a run that was killed while writing
-  if (c.resume) return claimed;
-  const std::string previous = describe_previous_run(c.out_dir);
+  prepare_output_dir(c.checkpoint.out_dir);
+  claimed.lock = std::make_unique<RunDirLock>(c.checkpoint.out_dir);
+  remove_checkpoint_temporaries(c.checkpoint.out_dir);  // left by a run that was killed while writing
+  if (c.checkpoint.resume) return claimed;
+  const std::string previous = describe_previous_run(c.checkpoint.out_dir);
   if (previous.empty()) return claimed;
-  ND_CHECK_INPUT(c.overwrite, "--out " << c.out_dir << " holds another run: " << previous
+  ND_CHECK_INPUT(c.checkpoint.overwrite, "--out " << c.checkpoint.out_dir << " holds another run: " << previous
                                        << "; pass --resume to continue it, or --overwrite to delete it and start over "
                                           "(or pick another --out)");
   std::error_code ec;
-  for (const auto& [step, path] : list_checkpoints(c.out_dir)) remove_checkpoint(path);  // the index and its parts
-  for (const std::string& path : {metrics_path(c.out_dir), run_settings_path(c.out_dir)}) {
+  for (const auto& [step, path] : list_checkpoints(c.checkpoint.out_dir))
+    remove_checkpoint(path);  // the index and its parts
+  for (const std::string& path : {metrics_path(c.checkpoint.out_dir), run_settings_path(c.checkpoint.out_dir)}) {
     std::filesystem::remove(path, ec);
     ND_CHECK_INPUT(!ec, "--overwrite: cannot remove " << path << ": " << ec.message());
   }
-  claimed.notes.push_back("--overwrite: removed " + previous + " of the previous run in " + c.out_dir);
+  claimed.notes.push_back("--overwrite: removed " + previous + " of the previous run in " + c.checkpoint.out_dir);
   return claimed;
 }
 
@@ -70,7 +71,8 @@ ClaimedOutputDir claim_output_dir_on_rank0(const TrainConfig& config, dist::Comm
   }
   if (world.size() > 1) world.host_allreduce(&failed, 1, dist::HostReduce::Max);
   if (failure) std::rethrow_exception(failure);
-  ND_CHECK_INPUT(failed == 0, "rank 0 could not take --out " << config.out_dir << " (its error line says why)");
+  ND_CHECK_INPUT(failed == 0,
+                 "rank 0 could not take --out " << config.checkpoint.out_dir << " (its error line says why)");
   return claimed;
 }
 
