@@ -270,6 +270,7 @@ std::string FlagSet::help() const {
   out << "usage: nanodist " << command_ << " " << usage_ << "\n";
   std::vector<std::string> groups;
   for (const FlagSpec& s : specs_) {
+    if (s.hidden) continue;
     bool known = false;
     for (const std::string& g : groups) known = known || g == s.group;
     if (!known) groups.push_back(s.group);
@@ -277,7 +278,7 @@ std::string FlagSet::help() const {
   for (const std::string& group : groups) {
     out << "\n" << (group.empty() ? "options" : group) << ":\n";
     for (const FlagSpec& s : specs_) {
-      if (s.group != group) continue;
+      if (s.group != group || s.hidden) continue;
       std::string help = s.help;
       if (!s.default_value.empty()) help += " (default: " + s.default_value + ")";
       if (s.repeated) help += " (may be repeated)";

@@ -22,6 +22,7 @@ struct FlagSpec {
   FlagType type = FlagType::String;  // Bool: the bare flag means true; also takes true/false
   bool repeated = false;      // may be given several times (--input a --input b)
   std::vector<std::string> aliases;  // other names for it, on the command line and in config files
+  bool hidden = false;  // read (a shared config file may set it) but not listed in --help
 };
 
 // A FlagSpec in one call: flag("iters", "20", "timed iterations", FlagType::Int).

@@ -3,6 +3,7 @@
 // table of `bench-comm --fit-table` (or the built-in 2-GPU NVLink one): each collective's group,
 // size, calls per step, whether the schedule hides it, and the model's time; totals last.
 #include <cstdio>
+#include <set>
 #include <string>
 
 #include "cli/subcommand.h"
@@ -18,8 +19,16 @@ FlagSet plan_flags() {
   FlagSet set("plan",
               "[--config TRAIN_CONF] [train flags: --n-layer, --tp, --pp, --batch-size, --dtype ...] --dp N [--zero Z] "
               "[--table FITS.csv] [--impl native|ring|...]");
-  for (const FlagSpec& spec : train.specs())
-    if (spec.name != "config") set.add(spec);
+  // Every train flag is read (so that a run's config file serves as it is), but only those that
+  // shape the step's communication are listed.
+  const std::set<std::string> shown{"n-layer", "n-head",   "n-embd", "block-size", "vocab-size", "bias",
+                                    "batch-size", "grad-accum", "device", "dtype", "grad-dtype", "tp", "pp",
+                                    "sequence-parallel", "tp-overlap", "bucket-mb", "zero"};
+  for (FlagSpec spec : train.specs()) {
+    if (spec.name == "config") continue;
+    spec.hidden = shown.count(spec.name) == 0;
+    set.add(spec);
+  }
   set.allow_config_file();
   set.group("plan");
   set.add(flag("dp", "1", "data-parallel size (the world is dp x tp x pp)", FlagType::Int));

@@ -69,7 +69,7 @@ const std::vector<Binding>& train_bindings() {
     b.group("batch");
     b.add("batch-size", &C::data, &C::Data::batch_size, "sequences per rank per micro-step");
     b.add("grad-accum", &C::data, &C::Data::grad_accum,
-          "micro-steps per rank per optimizer step (global batch = batch-size x grad-accum x ranks)");
+          "micro-steps per rank per optimizer step (global batch = batch-size x grad-accum x data-parallel size, which is ranks / (tp x pp))");
     b.group("schedule");
     b.add("max-iters", &C::schedule, &C::Schedule::max_iters, "optimizer steps");
     b.add("lr", &C::optim, &C::Optim::lr, "peak learning rate");

@@ -90,12 +90,19 @@ TrainConfig resolved(TrainConfig config) {
   return config;
 }
 
-// Parameters of the whole model, not this rank's shards (padding rows of the embedding included).
+// Parameters of the whole model, not this rank's shards. The embedding's padding rows (the
+// vocabulary rounded up to a multiple of tp) are left out, so the count is the same at every tp.
 int64_t full_parameter_count(const nn::GPT& model) {
   int64_t n = 0;
   const auto infos = model.named_param_infos();
   const auto params = model.named_parameters();
-  for (size_t i = 0; i < params.size(); ++i) n += params[i].second.data().numel() * infos.at(i).second.shards;
+  for (size_t i = 0; i < params.size(); ++i) {
+    const nn::ParamInfo& info = infos.at(i).second;
+    const Shape full = info.full_shape(params[i].second.data().shape());
+    int64_t numel = 1;
+    for (size_t d = 0; d < full.size(); ++d) numel *= (d == 0 && info.used_rows >= 0) ? info.used_rows : full[d];
+    n += numel;
+  }
   return n;
 }
 

@@ -34,6 +34,19 @@ TEST(Plan, LayoutsRun) {
   }
 }
 
+// The help lists the flags that shape the step's communication, not train's paths and schedule
+// (which a run's config file may still set: they are read, not listed).
+TEST(Plan, HelpListsOnlyTheLayoutFlags) {
+  ::testing::internal::CaptureStdout();
+  EXPECT_EQ(run_words({"plan", "--help"}), 0);
+  const std::string help = ::testing::internal::GetCapturedStdout();
+  for (const char* listed : {"--n-layer", "--tp", "--pp", "--zero", "--dp", "--batch-size", "--dtype"})
+    EXPECT_NE(help.find(listed), std::string::npos) << listed;
+  for (const char* unlisted : {"--data ", "--out ", "--lr ", "--max-iters", "(required)"})
+    EXPECT_EQ(help.find(unlisted), std::string::npos) << unlisted;
+  EXPECT_EQ(run_words({"plan", "--config", kConfig, "--dp", "2", "--data", "d", "--lr", "0.1"}), 0);
+}
+
 TEST(Plan, ReadsAFitTable) {
   const std::string path = "plan_test_table.csv";
   {

@@ -106,16 +106,16 @@ TEST(TrainConfig, FileSetsDefaultsAndFlagsOverride) {
 
 // --allreduce is the old name of --collectives: on the command line, in a config file, and in --help.
 TEST(TrainConfig, AllreduceIsAnAliasOfCollectives) {
-  EXPECT_EQ(parse({}).parallel.collectives, dist::Collectives::Native);
-  EXPECT_EQ(parse({"--collectives", "ring"}).parallel.collectives, dist::Collectives::Ring);
-  EXPECT_EQ(parse({"--allreduce", "ring"}).parallel.collectives, dist::Collectives::Ring);
-  EXPECT_EQ(parse({"--allreduce=auto"}).parallel.collectives, dist::Collectives::Auto);
+  EXPECT_EQ(parse({}).parallel.collectives, dist::Algorithm::Native);
+  EXPECT_EQ(parse({"--collectives", "ring"}).parallel.collectives, dist::Algorithm::Ring);
+  EXPECT_EQ(parse({"--allreduce", "ring"}).parallel.collectives, dist::Algorithm::Ring);
+  EXPECT_EQ(parse({"--allreduce=auto"}).parallel.collectives, dist::Algorithm::Auto);
   EXPECT_EQ(parse({"--pp", "1", "--tp", "2"}).parallel.pp, 1);
   TempDir dir;
   write(dir / "old.conf", "allreduce = ring\n");
-  EXPECT_EQ(parse({"--config", dir / "old.conf"}).parallel.collectives, dist::Collectives::Ring);
+  EXPECT_EQ(parse({"--config", dir / "old.conf"}).parallel.collectives, dist::Algorithm::Ring);
   EXPECT_EQ(parse({"--config", dir / "old.conf", "--collectives", "native"}).parallel.collectives,
-            dist::Collectives::Native);
+            dist::Algorithm::Native);
   EXPECT_NE(train_flag_set().help().find("--allreduce TEXT"), std::string::npos);
   EXPECT_NE(train_flag_set().help().find("alias of --collectives"), std::string::npos);
 }
@@ -135,7 +135,7 @@ TEST(TrainConfig, ChoicesAreParsedWhenReadAndWrittenBackAsRead) {
   EXPECT_EQ(c.precision.loss_scale->initial_scale, 1024.0);
   EXPECT_EQ(c.precision.fp8_layers, (Fp8Layers{true, true, false}));
   EXPECT_EQ(c.parallel.pp_schedule, PipelineKind::ZeroBubble);
-  EXPECT_EQ(c.parallel.collectives, dist::Collectives::Peer);
+  EXPECT_EQ(c.parallel.collectives, dist::Algorithm::Peer);
   EXPECT_EQ(c.model.attention, AttentionBackend::Cudnn);
   EXPECT_EQ(c.model.recompute, nn::Recompute::Block);
   EXPECT_EQ(c.checkpoint.async_save, AsyncSave::Off);
@@ -403,7 +403,7 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("bf16"), std::string::npos);
   EXPECT_NE(error_of({"--collectives", "tree"}).find("--collectives"), std::string::npos);
   c = ok;
-  c.parallel.collectives = dist::Collectives::Auto;
+  c.parallel.collectives = dist::Algorithm::Auto;
   EXPECT_EQ(error_of_config(c, 1), "");
 }
 

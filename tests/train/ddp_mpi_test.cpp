@@ -44,7 +44,7 @@ TEST_F(DDPTest, NativeAllreduceMatchesOneRank) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("native", comm_->size());
-  c.parallel.collectives = dist::Collectives::Native;
+  c.parallel.collectives = dist::Algorithm::Native;
   TrainResult r = run_training(c, ctx);
   expect_close(mean_losses(r.step_losses, *comm_), reference);
   EXPECT_TRUE(same_everywhere(r.params_hash, *comm_)) << "parameters differ between ranks";
@@ -55,7 +55,7 @@ TEST_F(DDPTest, RingAllreduceMatchesOneRank) {
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("ring", comm_->size());
-  c.parallel.collectives = dist::Collectives::Ring;
+  c.parallel.collectives = dist::Algorithm::Ring;
   c.data.grad_accum = 2;  // only the last micro-step communicates
   c.data.batch_size = kGlobalBatch / (2 * comm_->size()) > 0 ? kGlobalBatch / comm_->size() / 2 : 1;
   TrainResult r = run_training(c, ctx);

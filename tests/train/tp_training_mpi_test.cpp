@@ -53,14 +53,14 @@ class TpTrainingTest : public testing::MpiDataTest {
   }
 
   // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
-  std::vector<double> reference_losses(bool sequence_parallel = false) const {
+  TrainResult reference_run(bool sequence_parallel = false) const {
     TrainConfig c = config("reference_" + std::to_string(comm_->rank()), 1, 1);
-    return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c).step_losses;
+    return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c);
   }
 
   void trains_like_one_rank(const std::string& collectives, bool sequence_parallel = false) {
     if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
-    std::vector<double> reference = reference_losses(sequence_parallel);
+    const TrainResult reference = reference_run(sequence_parallel);
     RunContext ctx;
     ctx.comm = comm_.get();
     TrainConfig c = config(collectives + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
@@ -70,7 +70,9 @@ class TpTrainingTest : public testing::MpiDataTest {
       c.parallel.sequence_parallel = true;
     }
     TrainResult r = run_training(c, ctx);
-    expect_close(mean_losses(r.step_losses, *comm_), reference);
+    expect_close(mean_losses(r.step_losses, *comm_), reference.step_losses);
+    // The model's size, as reported, is the tp 1 one: the vocabulary's padding rows are not counted.
+    EXPECT_EQ(r.params, reference.params);
     EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
     // The shards differ inside a tp group (otherwise nothing was split)...
     dist::ParallelGrid grid(*comm_, kTp);
@@ -90,7 +92,7 @@ TEST_F(TpTrainingTest, SequenceParallelRingMatchesOneRank) { trains_like_one_ran
 
 TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
   if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
-  std::vector<double> reference = reference_losses();
+  std::vector<double> reference = reference_run().step_losses;
   RunContext ctx;
   ctx.comm = comm_.get();
   TrainConfig c = config("written_tp2", comm_->size(), kTp);
@@ -103,7 +105,7 @@ TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
 
 TEST_F(TpTrainingTest, TpOneCheckpointResumesAtTpTwo) {
   if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
-  std::vector<double> reference = reference_losses();
+  std::vector<double> reference = reference_run().step_losses;
   if (comm_->rank() == 0) {
     TrainConfig c = config("written_tp1", 1, 1);
     c.checkpoint.interval = kSteps / 2;

@@ -59,8 +59,8 @@ class Zero3Test : public testing::ZeroFixture {
     if (comm_->size() % tp != 0) GTEST_SKIP() << "tp " << tp << " does not divide " << comm_->size() << " ranks";
     const std::string tag = "_tp" + std::to_string(tp) + "_" + collectives + "_" + recompute;
     TrainConfig c = config("zero0" + tag, comm_->size(), tp, 0);
-    c.parallel.collectives = collectives;
-    c.model.recompute = recompute;
+    c.parallel.collectives = dist::parse_collectives(collectives);
+    c.model.recompute = parse_recompute(recompute);
     c.schedule.eval_interval = kSteps / 2;  // evaluations (forwards without gradients) between the steps
     TrainResult reference = train(c), stage_two;
     for (int zero : {2, 3}) {

@@ -69,7 +69,7 @@ TEST_F(Zero3Nccl, StageThreeOnTheCopyEnginesMatchesZeroZero) {
   TrainResult reference = run_training(config("zero0_for_peer", 0, "none", ""), ctx);
   ctx.peer_copy_block_bytes = 4096;
   TrainConfig c = config("zero3_peer", 3, "none", "");
-  c.parallel.collectives = dist::Collectives::Peer;
+  c.parallel.collectives = dist::Algorithm::Peer;
   TrainResult r = run_training(c, ctx);
   ASSERT_EQ(r.step_losses.size(), reference.step_losses.size());
   for (size_t i = 0; i < r.step_losses.size(); ++i)
