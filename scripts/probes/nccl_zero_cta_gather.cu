@@ -1,5 +1,4 @@
-// A probe for 2 or more GPUs of one node, outside the build (docs/PERFORMANCE.md, issue 28, "Every
-// implementation in one run"): can NCCL itself move sequence parallelism's all-gathers on the copy
+// A probe for 2 or more GPUs of one node, outside the build: can NCCL itself move sequence parallelism's all-gathers on the copy
 // engines? Its collective kernels need SMs, and beside the GEMMs (persistent kernels that hold every
 // SM) they wait, which is why tp 2 over NCCL makes 1.27x tp 1 with sequence parallelism against
 // 1.52x over nanodist's copy-engine collectives. NCCL 2.28 has a communicator CTA policy,
@@ -9,8 +8,8 @@
 // (default, efficiency, zero) it times all-gathers and reduce-scatters of 1, 10.5 and 64 MB wholes
 // into registered windows, alone and beside the 6.7B GPT's forward GEMMs on another stream of each
 // GPU (median us of 20 calls). Run it with NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,COLL,REG to see
-// which path NCCL logs ("Copy Engine" or a kernel). Run in session 20 on 2 H200 with NCCL 2.28.3:
-// no policy kept the gathers from waiting for the GEMMs (docs/PERFORMANCE.md, issue 28, session 20).
+// which path NCCL logs ("Copy Engine" or a kernel). Run on 2 H200 with NCCL 2.28.3:
+// no policy kept the gathers from waiting for the GEMMs (docs/benchmarks/2026-11-26-negative-nccl-settings-h200.md).
 // Build and run: nvcc -O3 -arch=sm_90 nccl_zero_cta_gather.cu -lnccl -lcublas -o /tmp/p && /tmp/p
 #include <nccl.h>
 
