@@ -73,9 +73,14 @@ const std::vector<Binding>& train_bindings() {
     b.group("schedule");
     b.add("max-iters", &C::schedule, &C::Schedule::max_iters, "optimizer steps");
     b.add("lr", &C::optim, &C::Optim::lr, "peak learning rate");
-    b.add("min-lr", &C::optim, &C::Optim::min_lr, "learning rate after the cosine decay");
+    b.add("min-lr", &C::optim, &C::Optim::min_lr, "learning rate at the end of the decay");
     b.add("warmup-iters", &C::schedule, &C::Schedule::warmup_iters, "linear warmup steps (0 = no warmup)");
-    b.add("lr-decay-iters", &C::schedule, &C::Schedule::lr_decay_iters, "step where the cosine decay reaches min-lr (-1 = --max-iters)");
+    b.add("lr-schedule", &C::schedule, &C::Schedule::lr_schedule,
+          "the decay after warmup: cosine (nanoGPT's), linear, wsd (warmup-stable-decay: the peak held, then a "
+          "linear decay over the last --decay-frac of the span) or constant (the peak to the end)");
+    b.add("decay-frac", &C::schedule, &C::Schedule::decay_frac,
+          "with --lr-schedule wsd: the share of the steps from warmup to --lr-decay-iters spent decaying");
+    b.add("lr-decay-iters", &C::schedule, &C::Schedule::lr_decay_iters, "step where the decay reaches min-lr (-1 = --max-iters)");
     b.add("weight-decay", &C::optim, &C::Optim::weight_decay, "AdamW decoupled weight decay (matrices and embeddings only)");
     b.add("beta1", &C::optim, &C::Optim::beta1, "AdamW beta1");
     b.add("beta2", &C::optim, &C::Optim::beta2, "AdamW beta2");

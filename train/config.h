@@ -13,6 +13,7 @@
 #include "train/config_enums.h"
 #include "train/config_value.h"
 #include "train/loss_scaler.h"
+#include "train/lr_schedule.h"
 
 namespace nd::train {
 
@@ -50,6 +51,8 @@ struct TrainConfig {
     int max_iters = 5000;
     int warmup_iters = 100;
     int lr_decay_iters = -1;  // -1 = max_iters (resolve_train_config)
+    LrShape lr_schedule = LrShape::Cosine;  // the decay's shape (train/lr_schedule.h)
+    double decay_frac = 0.2;                // wsd: the share of the decay span spent decaying
     int eval_interval = 250;
     int eval_iters = 20;
     double max_seconds = 0.0;

@@ -97,6 +97,7 @@ inline std::string attention_text(const AttentionBackend& a) { return attention_
 inline std::string recompute_text(const nn::Recompute& r) { return recompute_name(r); }
 inline std::string async_save_text(const AsyncSave& a) { return async_save_name(a); }
 inline std::string fp8_text(const Fp8Layers& l) { return fp8_layers_text(l); }
+inline std::string lr_shape_text(const LrShape& s) { return lr_shape_name(s); }
 
 template <>
 struct Codec<Device> : ChoiceCodec<Device, parse_device, device_text> {};
@@ -119,5 +120,7 @@ template <>
 struct Codec<AsyncSave> : ChoiceCodec<AsyncSave, parse_async_save, async_save_text> {};
 template <>
 struct Codec<Fp8Layers> : ChoiceCodec<Fp8Layers, parse_fp8_layers, fp8_text> {};
+template <>
+struct Codec<LrShape> : ChoiceCodec<LrShape, parse_lr_shape, lr_shape_text> {};
 
 }  // namespace nd::train::config_codec

@@ -26,6 +26,8 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(c.optim.lr >= 0.0 && c.optim.min_lr >= 0.0,
                  "--lr and --min-lr must be >= 0, got " << c.optim.lr << " and " << c.optim.min_lr);
   ND_CHECK_INPUT(c.schedule.warmup_iters >= 0, "--warmup-iters must be >= 0, got " << c.schedule.warmup_iters);
+  ND_CHECK_INPUT(c.schedule.decay_frac >= 0.0 && c.schedule.decay_frac <= 1.0,
+                 "--decay-frac must be in [0, 1], got " << c.schedule.decay_frac);
   ND_CHECK_INPUT(c.schedule.lr_decay_iters >= -1,
                  "--lr-decay-iters must be >= 0 (-1 = --max-iters), got " << c.schedule.lr_decay_iters);
   ND_CHECK_INPUT(c.optim.weight_decay >= 0.0, "--weight-decay must be >= 0, got " << c.optim.weight_decay);

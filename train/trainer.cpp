@@ -201,7 +201,8 @@ class Trainer {
         if (info.split.sharded()) sharded.push_back(name);
       optimizer_->set_tensor_parallel(&grid_->model_parallel(), sharded);
     }
-    schedule_ = LrSchedule{c_.optim.lr, c_.optim.min_lr, c_.schedule.warmup_iters, c_.schedule.lr_decay_iters};
+    schedule_ = LrSchedule{c_.optim.lr,          c_.optim.min_lr,          c_.schedule.warmup_iters,
+                           c_.schedule.lr_decay_iters, c_.schedule.lr_schedule, c_.schedule.decay_frac};
     tokens_per_step_ = static_cast<int64_t>(c_.data.batch_size) * c_.model.block_size * c_.data.grad_accum * dp_size;
     // 6 N + 12 L C T of the whole model: a stage's N summed over the pipeline.
     const double attention_flops = 12.0 * c_.model.n_layer * c_.model.n_embd * static_cast<double>(c_.model.block_size);
@@ -504,7 +505,8 @@ class Trainer {
     c_.schedule.max_iters = static_cast<int>(fitted.max_iters);
     c_.schedule.lr_decay_iters = fitted.lr_decay_iters;
     c_.schedule.warmup_iters = fitted.warmup_iters;
-    schedule_ = LrSchedule{c_.optim.lr, c_.optim.min_lr, c_.schedule.warmup_iters, c_.schedule.lr_decay_iters};
+    schedule_ = LrSchedule{c_.optim.lr,          c_.optim.min_lr,          c_.schedule.warmup_iters,
+                           c_.schedule.lr_decay_iters, c_.schedule.lr_schedule, c_.schedule.decay_frac};
     char line[200];
     std::snprintf(line, sizeof(line),
                   "schedule: %.0f ms a step -> %d steps in %.0f s (warmup %d, cosine decay to step %d), "

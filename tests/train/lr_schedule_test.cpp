@@ -1,8 +1,11 @@
-// The warmup + cosine schedule at its key points, against the closed form written out here.
+// The warmup and the decay shapes (cosine, linear, wsd, constant) at their key points, against the
+// closed forms written out here; --lr-schedule and --decay-frac as flags.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "common/expect_input_error.h"
+#include "train/config.h"
 #include "train/lr_schedule.h"
 
 namespace nd::train {
@@ -43,6 +46,47 @@ TEST(LrSchedule, DecayNotAfterWarmupGoesToFloor) {
   LrSchedule s{1e-3, 1e-4, 10, 5};
   EXPECT_DOUBLE_EQ(s.at(9), 1e-3 * 10.0 / 11.0);
   EXPECT_DOUBLE_EQ(s.at(10), 1e-4);
+}
+
+TEST(LrSchedule, LinearFromPeakToFloor) {
+  LrSchedule s{1e-3, 1e-4, 100, 1100, LrShape::Linear};
+  EXPECT_DOUBLE_EQ(s.at(99), 1e-3 * 100.0 / 101.0);  // the same warmup
+  EXPECT_DOUBLE_EQ(s.at(100), 1e-3);
+  EXPECT_NEAR(s.at(350), 1e-3 - 0.25 * 9e-4, 1e-15);  // a quarter of the way: a quarter of the drop
+  EXPECT_NEAR(s.at(1100), 1e-4, 1e-15);
+  EXPECT_DOUBLE_EQ(s.at(1101), 1e-4);
+}
+
+// Warmup 100, decay span 100..1100, decay_frac 0.2: the peak held to step 900, then a straight line
+// to the floor at 1100.
+TEST(LrSchedule, WsdHoldsThePeakThenDecaysOverTheLastFraction) {
+  LrSchedule s{1e-3, 1e-4, 100, 1100, LrShape::Wsd, 0.2};
+  EXPECT_DOUBLE_EQ(s.at(100), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(500), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(900), 1e-3);
+  EXPECT_NEAR(s.at(1000), 1e-3 - 0.5 * 9e-4, 1e-15);
+  EXPECT_NEAR(s.at(1100), 1e-4, 1e-15);
+  EXPECT_DOUBLE_EQ(s.at(1200), 1e-4);
+  for (int it = 901; it <= 1100; ++it) EXPECT_LT(s.at(it), s.at(it - 1));
+}
+
+TEST(LrSchedule, ConstantKeepsThePeak) {
+  LrSchedule s{1e-3, 1e-4, 10, 100, LrShape::Constant};
+  EXPECT_DOUBLE_EQ(s.at(5), 1e-3 * 6.0 / 11.0);
+  EXPECT_DOUBLE_EQ(s.at(10), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(100), 1e-3);
+  EXPECT_DOUBLE_EQ(s.at(100000), 1e-3);
+}
+
+TEST(LrSchedule, ShapesAreFlags) {
+  for (LrShape shape : {LrShape::Cosine, LrShape::Linear, LrShape::Wsd, LrShape::Constant})
+    EXPECT_EQ(parse_lr_shape(lr_shape_name(shape)), shape);
+  testing::expect_input_error([] { parse_lr_shape("step"); }, "--lr-schedule");
+  TrainConfig c;
+  set_train_config_field(c, "lr-schedule", "wsd", "test");
+  set_train_config_field(c, "decay-frac", "0.1", "test");
+  EXPECT_EQ(c.schedule.lr_schedule, LrShape::Wsd);
+  EXPECT_DOUBLE_EQ(c.schedule.decay_frac, 0.1);
 }
 
 }  // namespace
