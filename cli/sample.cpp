@@ -18,6 +18,10 @@ FlagSet sample_flags() {
       .add(flag("tokens", "200", "tokens to generate", FlagType::Int))
       .add(flag("temperature", "0.8", "softmax temperature (0 = greedy)", FlagType::Float))
       .add(flag("top-k", "200", "sample among the k likeliest tokens (0 = all)", FlagType::Int))
+      .add(flag("top-p", "1", "then among the fewest likeliest tokens that hold this share of the probability "
+                              "(nucleus sampling; 1 = all)", FlagType::Float))
+      .add(flag("num-samples", "1", "samples to draw from the prompt, one after another", FlagType::Int))
+      .add(flag("stop", "", "end a sample where it produces this text (it is kept); default: --tokens tokens"))
       .add(flag("seed", "1337", "sampling seed", FlagType::Int))
       .add(flag("device", "cpu", "cpu or cuda"));
   return set;
@@ -53,12 +57,30 @@ int run_sample(const ParsedFlags& flags) {
   options.max_new_tokens = static_cast<int>(flags.get_int("tokens"));
   options.temperature = flags.get_double("temperature");
   options.top_k = static_cast<int>(flags.get_int("top-k"));
+  options.top_p = flags.get_double("top-p");
+  const int64_t samples = flags.get_int("num-samples");
+  const std::string stop = flags.get_string("stop");
+  if (!stop.empty())
+    options.stop = [&](const std::vector<int32_t>& generated) {
+      return tokenizer->decode(generated).find(stop) != std::string::npos;
+    };
   ND_CHECK_INPUT(options.max_new_tokens >= 0, "--tokens must be >= 0, got " << options.max_new_tokens);
   ND_CHECK_INPUT(options.top_k >= 0, "--top-k must be >= 0, got " << options.top_k);
   ND_CHECK_INPUT(options.temperature >= 0, "--temperature must be >= 0, got " << options.temperature);
+  ND_CHECK_INPUT(options.top_p > 0 && options.top_p <= 1, "--top-p must be in (0, 1], got " << options.top_p);
+  ND_CHECK_INPUT(samples >= 1, "--num-samples must be >= 1, got " << samples);
   Generator gen(static_cast<uint64_t>(flags.get_int("seed")), 3);
-  std::vector<int32_t> ids = generate(model, context, options, gen);
-  std::cout << tokenizer->decode(ids) << std::endl;
+  for (int64_t i = 0; i < samples; ++i) {
+    if (i > 0) std::cout << "---------------" << std::endl;  // nanoGPT's separator between samples
+    std::vector<int32_t> ids = generate(model, context, options, gen);
+    std::string text = tokenizer->decode(ids);
+    if (!stop.empty()) {  // cut after the stop text, which the last token may overshoot
+      const size_t prompt_chars = tokenizer->decode(context).size();
+      const size_t at = text.find(stop, prompt_chars);
+      if (at != std::string::npos) text.resize(at + stop.size());
+    }
+    std::cout << text << std::endl;
+  }
   return 0;
 }
 

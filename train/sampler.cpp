@@ -29,6 +29,23 @@ int32_t pick_token(const std::vector<float>& logits, const SampleOptions& o, Gen
     x = std::exp(x - top);
     total += x;
   }
+  if (o.top_p < 1.0) {
+    // The likeliest tokens in turn until they hold top_p of the mass; the rest get none. Ties at
+    // the edge stay in, so the kept set does not depend on the sort's order among equals.
+    std::vector<double> sorted = scaled;
+    std::sort(sorted.begin(), sorted.end(), std::greater<double>());
+    double kept = 0.0, edge = sorted.front();
+    for (double p : sorted) {
+      edge = p;
+      kept += p;
+      if (kept >= o.top_p * total) break;
+    }
+    total = 0.0;
+    for (double& x : scaled) {
+      if (x < edge) x = 0.0;
+      total += x;
+    }
+  }
   double u = static_cast<double>(gen.next_uniform()) * total;
   for (int64_t i = 0; i < V; ++i) {
     u -= scaled[static_cast<size_t>(i)];
@@ -58,6 +75,7 @@ std::vector<int32_t> generate(nn::GPT& model, std::vector<int32_t> context, cons
     std::vector<float> row = last.to_float_vector();
     row.resize(static_cast<size_t>(c.vocab_size));  // padding columns are never predicted
     context.push_back(pick_token(row, options, gen));
+    if (options.stop && options.stop(std::vector<int32_t>(context.end() - (n + 1), context.end()))) break;
   }
   model.set_training(was_training);
   return context;

@@ -2,6 +2,8 @@
 // ending in exactly one stderr line `nanodist: error: ...` and a non-zero exit status.
 #include <gtest/gtest.h>
 
+#include <cctype>
+
 #include <filesystem>
 #include <fstream>
 
@@ -63,6 +65,24 @@ TEST_F(Cli, PrepareTrainSample) {
   // Same seed, same text.
   EXPECT_EQ(run_nanodist("sample --ckpt " + (dir / "out") + " --prompt 'the ' --tokens 12 --seed 3", dir.path()).out,
             r.out);
+  // Two samples, nanoGPT's separator between them; a stop text ends each where it first appears
+  // (the one-byte tokens of a char model cannot overshoot it).
+  r = run_nanodist("sample --ckpt " + (dir / "out") + " --prompt 'the ' --tokens 12 --num-samples 2 --seed 3",
+                   dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.size(), 2 * (4u + 12u + 1u) + 16u) << r.out;
+  EXPECT_NE(r.out.find("\n---------------\n"), std::string::npos) << r.out;
+  const std::string first = r.out.substr(0, 4 + 12);
+  size_t at = 4 + 5;  // from the sixth generated character, a letter (quoted for the shell below)
+  while (at < first.size() && !std::isalpha(static_cast<unsigned char>(first[at]))) ++at;
+  if (at < first.size()) {
+    const std::string stop = first.substr(at, 1);
+    r = run_nanodist("sample --ckpt " + (dir / "out") + " --prompt 'the ' --tokens 12 --seed 3 --stop " + stop,
+                     dir.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out, first.substr(0, first.find(stop, 4) + 1) + "\n");
+  }
+  expect_cli_error(run_nanodist("sample --ckpt " + (dir / "out") + " --top-p 0", dir.path()), "--top-p");
 }
 
 TEST_F(Cli, MissingTruncatedOrForeignTokenFiles) {
