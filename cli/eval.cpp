@@ -15,6 +15,7 @@
 #include "tensor/error.h"
 #include "train/ckpt/checkpoint_model.h"
 #include "train/metrics.h"
+#include "train/multiple_choice.h"
 #include "train/split_eval.h"
 
 namespace nd::cli {
@@ -27,7 +28,10 @@ FlagSet eval_flags() {
               "cut into consecutive windows of block-size inputs and a shorter last window for the rest; each\n"
               "window starts a fresh context. The model (and block size) come from the checkpoint, whatever tp\n"
               "trained it. Under mpirun the ranks share the windows and rank 0 prints one line:\n"
-              "  eval: split val, tokens N, loss L, perplexity P, R tok/s, S s   (--json: one JSON object)");
+              "  eval: split val, tokens N, loss L, perplexity P, R tok/s, S s   (--json: one JSON object)\n"
+              "With --task hellaswag --file FILE (the published hellaswag_val.jsonl) it scores each example's\n"
+              "endings by the loss of their tokens after the context and prints the accuracy: acc by the total\n"
+              "loss, acc_norm by the mean per token (llm.c's figure), instead of --data's loss.");
   set.add(flag("ckpt", "", "checkpoint file, or a run directory (its newest checkpoint) (required)"))
       .add(flag("data", "", "data: a nanodist prepare directory, llm.c shards (directory or glob) or nanoGPT "
                             "train.bin/val.bin (required)"))
@@ -36,7 +40,10 @@ FlagSet eval_flags() {
       .add(flag("batch-size", "8", "windows of block-size tokens per forward (per rank)", FlagType::Int))
       .add(flag("device", "cpu", "cpu or cuda (under mpirun: one GPU per rank)"))
       .add(flag("dtype", "f32", "f32 or bf16 (bf16 needs cuda)"))
-      .add(flag("json", "false", "print one JSON object instead of the text line", FlagType::Bool));
+      .add(flag("json", "false", "print one JSON object instead of the text line", FlagType::Bool))
+      .add(flag("task", "", "hellaswag: multiple-choice accuracy over --file instead of --data's loss"))
+      .add(flag("file", "", "with --task hellaswag: the examples, one JSON object a line (ctx, endings, label)"))
+      .add(flag("max-examples", "0", "with --task: score only the first N examples (0 = all)", FlagType::Int));
   return set;
 }
 
@@ -80,7 +87,12 @@ std::string result_line(const std::string& split, const train::SplitScore& s, do
 
 int run_eval(const ParsedFlags& flags) {
   ND_CHECK_INPUT(flags.has("ckpt"), "--ckpt FILE_OR_DIR is required (a checkpoint, or the --out directory of a run)");
-  ND_CHECK_INPUT(flags.has("data"), "--data DIR is required (the data to score the checkpoint on)");
+  const std::string task = flags.get_string("task");
+  ND_CHECK_INPUT(task.empty() || task == "hellaswag", "--task must be hellaswag, got '" << task << "'");
+  ND_CHECK_INPUT(!task.empty() || flags.has("data"), "--data DIR is required (the data to score the checkpoint on)");
+  ND_CHECK_INPUT(task.empty() || flags.has("file"), "--task hellaswag needs --file (the HellaSwag jsonl)");
+  const int64_t max_examples = flags.get_int("max-examples");
+  ND_CHECK_INPUT(max_examples >= 0, "--max-examples must be >= 0 (0 = all), got " << max_examples);
   const std::string split = flags.get_string("split");
   ND_CHECK_INPUT(split == "val" || split == "train", "--split must be val or train, got '" << split << "'");
   const int64_t max_tokens = flags.get_int("max-tokens"), batch_size = flags.get_int("batch-size");
@@ -101,8 +113,17 @@ int run_eval(const ParsedFlags& flags) {
   train::CheckpointData ckpt = train::read_newest_checkpoint(flags.get_string("ckpt"), ckpt_path, skipped);
   for (const std::string& line : skipped) std::cerr << "nanodist: " << line << std::endl;
   nn::GPTConfig model_config = train::model_config_from_checkpoint(ckpt, ckpt_path);
-  std::shared_ptr<const TokenSource> tokens =
-      open_split(flags.get_string("data"), split, ckpt, model_config, ckpt_path);
+  std::shared_ptr<const TokenSource> tokens;
+  std::vector<train::ChoiceExample> examples;
+  if (task.empty()) {
+    tokens = open_split(flags.get_string("data"), split, ckpt, model_config, ckpt_path);
+  } else {
+    ND_CHECK_INPUT(!ckpt.tokenizer_text.empty(),
+                   ckpt_path << " has no tokenizer to encode the examples with (trained on llm.c or nanoGPT token "
+                                "files); score a model trained on data made by nanodist prepare");
+    examples = train::read_hellaswag(flags.get_string("file"));
+    if (max_examples > 0 && static_cast<int64_t>(examples.size()) > max_examples) examples.resize(max_examples);
+  }
 
   // Under mpirun: MPI on the CPU, NCCL on the GPU (which also picks this rank's GPU).
   std::unique_ptr<dist::Comm> comm = dist::make_world_comm(device, /*ring_transfers=*/false);
@@ -118,6 +139,24 @@ int run_eval(const ParsedFlags& flags) {
   model.set_training(false);
 
   const auto start = std::chrono::steady_clock::now();
+  if (!task.empty()) {
+    const std::unique_ptr<Tokenizer> tokenizer = train::tokenizer_from_text(ckpt.tokenizer_text, ckpt_path + ":/tokenizer");
+    const train::ChoiceAccuracy a = train::score_examples(model, examples, *tokenizer, comm.get());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (guard) guard->finish();
+    if (comm->rank() == 0) {
+      char line[256];
+      if (flags.get_bool("json"))
+        std::snprintf(line, sizeof line, "{\"task\":\"%s\",\"examples\":%lld,\"acc\":%.6f,\"acc_norm\":%.6f,\"seconds\":%.3f,\"step\":%lld}",
+                      task.c_str(), static_cast<long long>(a.examples), a.acc(), a.acc_norm(), seconds,
+                      static_cast<long long>(ckpt.state.step));
+      else
+        std::snprintf(line, sizeof line, "eval: task %s, examples %lld, acc %.4f, acc_norm %.4f, %.2f s", task.c_str(),
+                      static_cast<long long>(a.examples), a.acc(), a.acc_norm(), seconds);
+      std::cout << line << std::endl;
+    }
+    return 0;
+  }
   train::SplitScore score = train::score_split(model, *tokens, max_tokens, batch_size, comm.get());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (guard) guard->finish();

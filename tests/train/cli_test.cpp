@@ -83,6 +83,14 @@ TEST_F(Cli, PrepareTrainSample) {
     EXPECT_EQ(r.out, first.substr(0, first.find(stop, 4) + 1) + "\n");
   }
   expect_cli_error(run_nanodist("sample --ckpt " + (dir / "out") + " --top-p 0", dir.path()), "--top-p");
+
+  // HellaSwag's format scored end to end (the scoring itself: multiple_choice_test).
+  std::ofstream(dir / "hs.jsonl") << "{\"ctx\": \"the king\", \"endings\": [\"and\", \"of\", \"now\", \"rome\"], \"label\": 0}\n"
+                                  << "{\"ctx\": \"shall\", \"endings\": [\"speak\", \"thee\"], \"label\": 1}\n";
+  r = run_nanodist("eval --ckpt " + (dir / "out") + " --task hellaswag --file " + (dir / "hs.jsonl"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("eval: task hellaswag, examples 2, acc "), std::string::npos) << r.out;
+  expect_cli_error(run_nanodist("eval --ckpt " + (dir / "out") + " --task hellaswag", dir.path()), "--file");
 }
 
 TEST_F(Cli, MissingTruncatedOrForeignTokenFiles) {
