@@ -62,7 +62,6 @@ void validate_train_config(const TrainConfig& c, int world_size) {
                  "--zero " << c.parallel.zero << " with --pp > 1 is not available yet");
   ND_CHECK_INPUT(c.parallel.zero < 2 || c.observe.layer_stats == 0,
                  "--zero " << c.parallel.zero << " with --layer-stats is not available yet");
-  ND_CHECK_INPUT(c.parallel.zero < 3 || !c.precision.fp8, "--zero 3 with --fp8 is not available yet");
   ND_CHECK_INPUT(c.schedule.max_seconds >= 0.0,
                  "--max-seconds must be >= 0 (0 = no limit), got " << c.schedule.max_seconds);
   ND_CHECK_INPUT(!c.schedule.fit_schedule || c.schedule.max_seconds > 0,
