@@ -1,8 +1,9 @@
 // A --fp8 run on two GPUs (mpirun -np 2, NCCL) saved at step 4 and resumed gives the uninterrupted
 // run's losses and weights bit for bit, at dp 2 (the replicas agree on every amax, so the one saved
 // copy of the histories resumes both), at pp 2 (each stage saves and restores the quantised
-// tensors it holds) and at dp 2 under ZeRO 3 (the blocks' weights gathered for the FP8 casts).
-// Skips without a GPU of compute capability 8.9+ per rank.
+// tensors it holds), at tp 2 (the group agrees on the split tensors' amaxes, so both ranks restore
+// the one copy) and at dp 2 under ZeRO 3 (the blocks' weights gathered for the FP8 casts). Skips
+// without a GPU of compute capability 8.9+ per rank.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -74,6 +75,8 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
 TEST_F(Fp8ResumeNccl, DataParallel) { resumes_like_the_uninterrupted_run("dp2", {}); }
 
 TEST_F(Fp8ResumeNccl, Pipeline) { resumes_like_the_uninterrupted_run("pp2", {/*pp=*/2}); }
+
+TEST_F(Fp8ResumeNccl, TensorParallel) { resumes_like_the_uninterrupted_run("tp2", {/*pp=*/1, /*tp=*/2}); }
 
 TEST_F(Fp8ResumeNccl, ZeroThree) { resumes_like_the_uninterrupted_run("zero3", {/*pp=*/1, /*tp=*/1, /*zero=*/3}); }
 

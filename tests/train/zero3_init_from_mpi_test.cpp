@@ -117,7 +117,8 @@ TEST_F(Zero3InitFrom, TrainsLikeTheOneRankRunUnderTensorParallelism) {
     const std::string out = source == source_ ? "zero3_tp2_ckpt" : "zero3_tp2_hf";
     const TrainResult r = train(from(source, out, comm_->size(), 2, 3));
     expect_close(mean_losses(r.step_losses, *comm_), reference);
-    expect_same_weights(checkpoint_path(root_ + "/" + out, kSteps), checkpoint_path(root_ + "/reference_for_tp", kSteps));
+    expect_same_weights(checkpoint_path(root_ + "/" + out, kSteps),
+                        checkpoint_path(root_ + "/reference_for_tp", kSteps));
   }
 }
 
