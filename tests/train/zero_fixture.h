@@ -1,6 +1,7 @@
 // What the ZeRO trainer tests under mpirun share (zero_mpi_test: stages 1 and 2; zero3_mpi_test:
-// stages 2 and 3): training on the world communicator, and the two checkpoint round trips between
-// a stage on every rank and zero 0 on one rank, each against the uninterrupted one-rank losses.
+// stages 2 and 3; zero3_init_from_mpi_test): training on the world communicator, two checkpoints'
+// weights compared, and the two checkpoint round trips between a stage on every rank and zero 0 on
+// one rank, each against the uninterrupted one-rank losses.
 #pragma once
 #include <cmath>
 #include <string>
