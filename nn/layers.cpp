@@ -82,10 +82,12 @@ Variable MLP::forward(const Variable& x, Generator& dropout_gen, bool output_rea
   const bool skip = !output_read;
   Variable y;
   if (c_fc_->fp8() && c_proj_->fp8()) {
-    // Both linears in FP8: the GELU and its gradient inside the FP8 quantises.
+    // Both linears in FP8: the GELU and its gradient inside the FP8 quantises. The GEMMs are the
+    // op's, so each linear's seams apply around it, as in fused_forward.
+    Variable in = c_fc_->gemm_input(x);
     WithoutForward tail(skip);
-    y = ops::fp8_gelu_mlp(x, c_fc_->weight, c_fc_->bias, c_fc_->fp8_scalars(), c_proj_->weight, c_proj_->bias,
-                          c_proj_->fp8_scalars());
+    y = c_proj_->output_from_gemm(ops::fp8_gelu_mlp(in, c_fc_->weight, c_fc_->gemm_bias(), c_fc_->fp8_scalars(),
+                                                    c_proj_->weight, c_proj_->gemm_bias(), c_proj_->fp8_scalars()));
   } else if (!c_fc_->fp8() && !c_proj_->fp8() && !c_fc_->gelu_in_epilogue()) {
     y = fused_forward(x, skip);
   } else {  // each linear in its own precision: the bf16 gelu_mlp would drop an FP8 one's quantising

@@ -50,7 +50,7 @@ class Linear : public Module {
   virtual int64_t first_output() const { return 0; }
 
   // Runs the GEMMs in FP8 (ops::fp8_linear) with these device scalars (nn/fp8_linear_scaling.h).
-  virtual void use_fp8(Tensor scalars) { fp8_scalars_ = std::move(scalars); }
+  void use_fp8(Tensor scalars) { fp8_scalars_ = std::move(scalars); }
   bool fp8() const { return fp8_scalars_.defined(); }
   const Tensor& fp8_scalars() const { return fp8_scalars_; }  // for a fused op (ops::fp8_gelu_mlp)
 

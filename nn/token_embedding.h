@@ -30,7 +30,7 @@ class TokenEmbedding : public Module {
   // over the vocabulary [0, used_rows). With `loss_gradient` (null = none) the forward also writes
   // the logits' gradient for that seed (ops::LossGradient).
   virtual Variable loss(const Variable& logits, const Tensor& targets, const ops::LossGradient* loss_gradient) const;
-  virtual void use_fp8(Tensor scalars) { fp8_scalars_ = std::move(scalars); }
+  void use_fp8(Tensor scalars) { fp8_scalars_ = std::move(scalars); }
   bool fp8() const { return fp8_scalars_.defined(); }
 
   const EmbeddingSpec& spec() const { return spec_; }

@@ -107,8 +107,9 @@ const std::vector<Binding>& train_bindings() {
           "weights in place, an ablation)");
     b.add("fp8", &C::precision, &C::Precision::fp8,
           "run the linears' GEMMs in FP8 (E4M3 forward, E5M2 gradients, delayed scaling over an amax history of "
-          "--fp8-amax-history steps; needs --dtype bf16 on a GPU with FP8 tensor cores, --tp 1, and batch-size x block-size, n-embd "
-          "multiples of 16); attention, LayerNorm and softmax stay bf16, the loss reads bf16 logits and is f32");
+          "--fp8-amax-history steps; needs --dtype bf16 on a GPU with FP8 tensor cores, batch-size x block-size a "
+          "multiple of 16 and n-embd of 16 x --tp; at --tp > 1 each rank quantises its shard with the scale agreed over "
+          "the group); attention, LayerNorm and softmax stay bf16, the loss reads bf16 logits and is f32");
     b.add("fp8-layers", &C::precision, &C::Precision::fp8_layers, "with --fp8: all, or a comma list of attn, mlp, head");
     b.add("fp8-amax-history", &C::precision, &C::Precision::fp8_amax_history,
           "with --fp8: the steps of amax history each quantised tensor's scale is taken from (the max over them); "

@@ -2,6 +2,8 @@
 // then the combinations that cannot run, each an input error naming the flags.
 #include "train/config.h"
 
+#include <algorithm>
+
 #include "tensor/error.h"
 #include "train/model_config.h"
 #include "train/pipeline_stages.h"
@@ -46,12 +48,14 @@ void validate_train_config(const TrainConfig& c, int world_size) {
   ND_CHECK_INPUT(!c.precision.fp8 || device.is_cuda(), "--fp8 needs --device cuda");
   ND_CHECK_INPUT(c.precision.fp8_amax_history >= 1,
                  "--fp8-amax-history must be >= 1, got " << c.precision.fp8_amax_history);
-  ND_CHECK_INPUT(!c.precision.fp8 || c.parallel.tp == 1,
-                 "--fp8 runs at --tp 1 only for now, got --tp " << c.parallel.tp);
+  // Every FP8 GEMM sees a micro-batch's tokens whole (under sequence parallelism too) and a
+  // tensor-parallel shard of the features: n-embd / tp (attention's c_proj), 3 n-embd / tp, 4 n-embd / tp.
+  const int64_t fp8_width = 16 * static_cast<int64_t>(std::max(1, c.parallel.tp));
   ND_CHECK_INPUT(!c.precision.fp8 || (static_cast<int64_t>(c.data.batch_size) * c.model.block_size % 16 == 0 &&
-                                      c.model.n_embd % 16 == 0),
-                 "--fp8: batch-size x block-size and n-embd must be multiples of 16 (FP8 GEMM alignment), got "
-                     << c.data.batch_size << " x " << c.model.block_size << " and " << c.model.n_embd);
+                                      c.model.n_embd % fp8_width == 0),
+                 "--fp8: batch-size x block-size must be a multiple of 16 and n-embd of 16 x --tp (FP8 GEMM "
+                 "alignment), got " << c.data.batch_size << " x " << c.model.block_size << " and " << c.model.n_embd
+                                    << " at --tp " << c.parallel.tp);
   ND_CHECK_INPUT(!device.is_cuda() || cuda_available(),
                  "--device " << device.str() << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.parallel.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.parallel.bucket_mb);
@@ -64,9 +68,6 @@ void validate_train_config(const TrainConfig& c, int world_size) {
                  "--zero " << c.parallel.zero << " with --pp > 1 is not available yet");
   ND_CHECK_INPUT(c.parallel.zero < 2 || c.observe.layer_stats == 0,
                  "--zero " << c.parallel.zero << " with --layer-stats is not available yet");
-  ND_CHECK_INPUT(c.parallel.zero < 3 || !c.precision.fp8, "--zero 3 with --fp8 is not available yet");
-  ND_CHECK_INPUT(c.parallel.zero < 3 || c.checkpoint.init_from.empty(),
-                 "--zero 3 with --init-from is not available yet");
   ND_CHECK_INPUT(c.schedule.max_seconds >= 0.0,
                  "--max-seconds must be >= 0 (0 = no limit), got " << c.schedule.max_seconds);
   ND_CHECK_INPUT(!c.schedule.fit_schedule || c.schedule.max_seconds > 0,

@@ -424,7 +424,9 @@ class Trainer {
     if (step_trace_)
       for (const std::string& line : step_trace_->after_step(counters_.step + 1)) say(line);
     if (!step.graph_note.empty()) say("cuda graph: " + step.graph_note);
-    if (fp8_scaling_) fp8_scaling_->end_step(nullptr, dist::max_over(dp_));  // this step's amaxes -> the next step's scales
+    // This step's amaxes -> the next step's scales, agreed over the replicas (dp) and, for the
+    // tensors tensor parallelism splits, over the tp group.
+    if (fp8_scaling_) fp8_scaling_->end_step(dist::max_over(&grid_->tp()), dist::max_over(dp_));
     const double step_loss_scale = loss_scaler_ ? loss_scaler_->scale() : -1.0;
     overflow_skipped_ = false;
     if (loss_scaler_) {

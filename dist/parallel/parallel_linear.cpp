@@ -1,7 +1,8 @@
 // The tensor-parallel linear layers: initialisation by drawing this rank's slice, and the
 // row-parallel forward (partial products, the bias in rank 0's, all-reduce; under sequence
 // parallelism a chunked reduce-scatter to this rank's share, dist::scattered_row_linear, the bias
-// again in rank 0's products).
+// again in rank 0's products). In FP8 both layers run ops::fp8_linear on their shard between the
+// plain mappings (no chunked overlap).
 #include "dist/parallel/parallel_linear.h"
 
 #include "autograd/ops/fp8_linear.h"
@@ -36,13 +37,15 @@ RowParallelLinear::RowParallelLinear(const nn::LinearSpec& spec, Generator& gen,
   ND_CHECK(spec.role == nn::LinearRole::Project, "RowParallelLinear: a Project linear splits by input features");
 }
 
+// In FP8 the input enters the tensor-parallel region on its own (copy_to_tp, or the all-gather of
+// the tokens) and the FP8 GEMM reads it whole: every rank quantises the same x with the same scale.
 Variable ColumnParallelLinear::forward(const Variable& x) const {
-  if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars());
+  if (fp8()) return ops::fp8_linear(gemm_input(x), weight, bias, fp8_scalars());
   return column_parallel_linear(x, weight, bias, tp_);
 }
 
 Variable ColumnParallelLinear::forward_gelu(const Variable& x) const {
-  if (tp_.splits_tokens()) return gathered_column_linear(x, weight, bias, tp_, /*gelu=*/true);
+  if (tp_.splits_tokens() && !fp8()) return gathered_column_linear(x, weight, bias, tp_, /*gelu=*/true);
   return ops::gelu(forward(x));
 }
 
@@ -52,18 +55,10 @@ int64_t ColumnParallelLinear::first_output() const {
   return static_cast<int64_t>(tp_.rank()) * weight.shape()[0] / spec().parts;
 }
 
-void ColumnParallelLinear::use_fp8(Tensor scalars) {
-  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
-  nn::Linear::use_fp8(std::move(scalars));
-}
-
-void RowParallelLinear::use_fp8(Tensor scalars) {
-  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
-  nn::Linear::use_fp8(std::move(scalars));
-}
-
+// In FP8 this rank's partial product comes from the FP8 GEMM and is summed (or reduce-scattered)
+// as the bf16 one's is.
 Variable RowParallelLinear::forward(const Variable& x) const {
-  if (fp8()) return ops::fp8_linear(x, weight, bias, fp8_scalars());
+  if (fp8()) return output_from_gemm(ops::fp8_linear(x, weight, gemm_bias(), fp8_scalars()));
   if (!tp_.active()) return ops::linear(x, weight, bias);
   if (tp_.splits_tokens()) return scattered_row_linear(x, weight, tp_, bias);
   return output_from_gemm(ops::linear(x, weight, gemm_bias()));

@@ -21,16 +21,16 @@ class ColumnParallelLinear : public nn::Linear {
   // x (..., in), the same on every rank -> (..., out / tp), this rank's output features. Backward
   // all-reduces x's gradient while the weight gradient is computed (dist::column_parallel_linear).
   // When tp splits tokens, x is this rank's share (B, T / tp, in) of the tokens, all-gathered in
-  // chunks that overlap the GEMMs, and the output (B, T, out / tp) holds every token.
+  // chunks that overlap the GEMMs, and the output (B, T, out / tp) holds every token. In FP8
+  // (use_fp8) the GEMMs are ops::fp8_linear's on x as gemm_input() gives it, collectives unsplit.
   Variable forward(const Variable& x) const override;
-  // When tp splits tokens, the GELU runs in the gathered GEMMs' epilogue (gathered_column_linear).
+  // When tp splits tokens, the GELU runs in the gathered GEMMs' epilogue (gathered_column_linear),
+  // but in FP8.
   Variable forward_gelu(const Variable& x) const override;
   bool gelu_in_epilogue() const override { return tp_.splits_tokens(); }
   // Into the tensor-parallel region: copy_to_tp, or the all-gather of the tokens (enter_tp_region).
   Variable gemm_input(const Variable& x) const override;
   int64_t first_output() const override;
-  // FP8 GEMMs at tp 1 only (nd::Error otherwise).
-  void use_fp8(Tensor scalars) override;
 
  private:
   TensorParallel tp_;
@@ -43,16 +43,15 @@ class RowParallelLinear : public nn::Linear {
   RowParallelLinear(const nn::LinearSpec& spec, Generator& gen, nn::Placement at, const TensorParallel& tp);
   // x (..., in / tp), this rank's input features -> (..., out), the full output on every rank;
   // when tp splits tokens, x (B, T, in / tp) -> (B, T / tp, out), this rank's share of the tokens.
+  // In FP8 (use_fp8) the partial product is ops::fp8_linear's, then output_from_gemm.
   Variable forward(const Variable& x) const override;
   // The bias this rank adds to its partial product: the bias on rank 0, none on the others (and
   // none anywhere when tp splits tokens: each share takes it after the reduce-scatter).
   Variable gemm_bias() const override;
   // The output from this rank's partial product x · weightᵀ + gemm_bias() (under tp > 1): the sum
   // over the group (or this rank's share of it), which holds the bias once. For a product made by
-  // another op (ops::gelu_mlp).
+  // another op (ops::gelu_mlp, ops::fp8_gelu_mlp).
   Variable output_from_gemm(const Variable& partial) const override;
-  // As ColumnParallelLinear::use_fp8.
-  void use_fp8(Tensor scalars) override;
 
  private:
   TensorParallel tp_;

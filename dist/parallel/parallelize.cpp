@@ -23,10 +23,29 @@ std::unique_ptr<nn::GPT> parallelize(const nn::GPTConfig& config, Generator& ini
   return std::make_unique<nn::GPT>(config, init_gen, device, dtype, plan.stage, layers);
 }
 
+namespace {
+
+// Which of a layer's quantised tensors differ between the ranks of its tensor-parallel group, so
+// that their amaxes are agreed (max) over it: the weight when it is split; with it an Expand
+// linear's (column-parallel: x the same on every rank) output gradient, a Project linear's
+// (row-parallel: the output's gradient the same on every rank) input features.
+nn::Fp8LinearSharding fp8_sharding(const nn::ParamInfo& weight, nn::LinearRole role) {
+  if (weight.shards == 1) return {};
+  if (role == nn::LinearRole::Expand) return {/*x=*/false, /*w=*/true, /*dout=*/true};
+  return {/*x=*/true, /*w=*/true, /*dout=*/false};
+}
+
+}  // namespace
+
 void use_fp8(nn::GPT& model, nn::Fp8LinearScaling& scaling, const Fp8Linears& linears) {
   std::map<const nn::Module*, std::string> names;
   for (const auto& [name, module] : model.named_modules()) names[module] = name;
-  auto convert = [&](nn::Linear& linear) { linear.use_fp8(scaling.add(names.at(&linear), {})); };
+  std::map<std::string, nn::ParamInfo> infos;
+  for (const auto& [name, info] : model.named_param_infos()) infos[name] = info;
+  auto convert = [&](nn::Linear& linear) {
+    const std::string& name = names.at(&linear);
+    linear.use_fp8(scaling.add(name, fp8_sharding(infos.at(name + ".weight"), linear.spec().role)));
+  };
   for (int i = 0; i < model.num_blocks(); ++i) {
     nn::Block& block = model.block(i);
     if (linears.attn) {
@@ -38,8 +57,12 @@ void use_fp8(nn::GPT& model, nn::Fp8LinearScaling& scaling, const Fp8Linears& li
       convert(block.mlp().c_proj());
     }
   }
-  // The head's scalars keep the name of nanoGPT's head module: the FP8 state is saved by name.
-  if (linears.head && model.is_last_stage()) model.token_embedding()->use_fp8(scaling.add("lm_head", {}));
+  // The head's scalars keep the name of nanoGPT's head module: the FP8 state is saved by name. Split,
+  // it is column-parallel over the vocabulary.
+  if (linears.head && model.is_last_stage()) {
+    nn::TokenEmbedding& head = *model.token_embedding();
+    head.use_fp8(scaling.add("lm_head", fp8_sharding(infos.at(names.at(&head) + ".weight"), nn::LinearRole::Expand)));
+  }
 }
 
 void fully_shard(nn::GPT& model, UnitHooks* engine) { model.set_block_hooks(engine); }

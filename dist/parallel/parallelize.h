@@ -34,7 +34,11 @@ struct Fp8Linears {
 };
 // FP8 GEMMs (ops::fp8_linear: bf16 on a GPU with FP8 tensor cores) on the chosen linears of
 // `model`, registered with `scaling` in block order under their module names
-// (transformer.h.3.mlp.c_fc), the head last as lm_head. Tensor-parallel layers refuse (tp 1 only).
+// (transformer.h.3.mlp.c_fc), the head last as lm_head. A tensor-parallel layer's split tensors
+// (nn::Fp8LinearSharding: column-parallel w and the output's gradient, row-parallel x and w) are
+// registered as sharded, so that their amaxes are agreed over the tp group
+// (Fp8LinearScaling::end_step with max_over(tp)) and every rank quantises with the one scale of
+// the whole tensor, the scale of the tp = 1 run.
 void use_fp8(nn::GPT& model, nn::Fp8LinearScaling& scaling, const Fp8Linears& linears);
 
 // A sharded data-parallel engine (ZeRO 2 and 3) takes the model's blocks as its units: it is

@@ -30,8 +30,10 @@ Variable VocabParallelEmbedding::embed(const Tensor& idx, const Variable& wpe) c
   return ops::add_positions_share(leave_tp_region(own_rows, tp_), wpe, tp_.rank() * share, idx.size(1));
 }
 
+// In FP8 the hidden state enters the tensor-parallel region on its own (copy_to_tp, or the
+// all-gather of the tokens), so every rank quantises the same x, as ColumnParallelLinear does.
 Variable VocabParallelEmbedding::logits(const Variable& x) const {
-  if (fp8()) return ops::fp8_linear(x, weight, Variable(), fp8_scalars());
+  if (fp8()) return ops::fp8_linear(enter_tp_region(x, tp_), weight, Variable(), fp8_scalars());
   return column_parallel_linear(x, weight, Variable(), tp_);
 }
 
@@ -39,11 +41,6 @@ Variable VocabParallelEmbedding::loss(const Variable& logits, const Tensor& targ
                                       const ops::LossGradient* loss_gradient) const {
   if (!tp_.active()) return nn::TokenEmbedding::loss(logits, targets, loss_gradient);
   return vocab_parallel_cross_entropy(logits, targets, spec().used_rows, tp_, loss_gradient);
-}
-
-void VocabParallelEmbedding::use_fp8(Tensor scalars) {
-  ND_CHECK(!tp_.active(), "FP8 linears run at tp 1 only");
-  nn::TokenEmbedding::use_fp8(std::move(scalars));
 }
 
 }  // namespace nd::dist

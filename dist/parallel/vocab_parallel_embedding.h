@@ -18,11 +18,10 @@ class VocabParallelEmbedding : public nn::TokenEmbedding {
   // idx (B, T) -> (B, T, C), or this rank's share (B, T / tp, C) when tp splits tokens (a T that
   // tp does not divide is then an nd::Error).
   Variable embed(const Tensor& idx, const Variable& wpe) const override;
-  // x (B, T, C) (or this rank's share) -> (B, T, rows / tp), this rank's columns of the logits.
+  // x (B, T, C) (or this rank's share) -> (B, T, rows / tp), this rank's columns of the logits (in
+  // FP8 once use_fp8 gave it scalars).
   Variable logits(const Variable& x) const override;
   Variable loss(const Variable& logits, const Tensor& targets, const ops::LossGradient* loss_gradient) const override;
-  // FP8 at tp 1 only (nd::Error otherwise).
-  void use_fp8(Tensor scalars) override;
 
  private:
   TensorParallel tp_;

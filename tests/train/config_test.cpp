@@ -357,13 +357,29 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 2).find("--zero 2 with --layer-stats is not available yet"), std::string::npos);
   c.observe.layer_stats = 0;
   c.parallel.zero = 3;
-  c.checkpoint.init_from = "gpt2";
-  EXPECT_NE(error_of_config(c, 2).find("--zero 3 with --init-from is not available yet"), std::string::npos);
+  c.checkpoint.init_from = "gpt2";  // loaded into the shards (zero3_init_from_mpi_test)
+  EXPECT_EQ(error_of_config(c, 2), "");
   c.checkpoint.init_from = "";
   c.parallel.zero = 1;
   c.parallel.tp = 2;
   c.parallel.sequence_parallel = true;
   EXPECT_NE(error_of_config(c, 4).find("--zero 1 with --sequence-parallel is not available yet"), std::string::npos);
+
+  // --fp8 at any tp and ZeRO stage: what it checks is that every rank's shard of the features is a
+  // multiple of 16 (before the GPU is looked for, so the line is the same on every machine).
+  c = ok;
+  c.parallel.device = Device::cuda();
+  c.precision.dtype = DType::BF16;
+  c.precision.fp8 = true;
+  c.model.n_embd = 32;
+  c.parallel.tp = 2;
+  c.parallel.zero = 3;
+  EXPECT_EQ(error_of_config(c, 4).find("--fp8"), std::string::npos) << error_of_config(c, 4);
+  EXPECT_EQ(error_of_config(c, 4).find("--zero 3"), std::string::npos) << error_of_config(c, 4);
+  c.model.n_embd = 48;  // 24 a rank
+  EXPECT_NE(error_of_config(c, 4).find("n-embd of 16 x --tp (FP8 GEMM alignment), got 4 x 16 and 48 at --tp 2"),
+            std::string::npos)
+      << error_of_config(c, 4);
 
   c = ok;
   c.parallel.tp = 2;

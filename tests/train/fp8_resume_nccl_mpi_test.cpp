@@ -1,7 +1,9 @@
 // A --fp8 run on two GPUs (mpirun -np 2, NCCL) saved at step 4 and resumed gives the uninterrupted
 // run's losses and weights bit for bit, at dp 2 (the replicas agree on every amax, so the one saved
-// copy of the histories resumes both) and at pp 2 (each stage saves and restores the quantised
-// tensors it holds). Skips without a GPU of compute capability 8.9+ per rank.
+// copy of the histories resumes both), at pp 2 (each stage saves and restores the quantised
+// tensors it holds), at tp 2 (the group agrees on the split tensors' amaxes, so both ranks restore
+// the one copy) and at dp 2 under ZeRO 3 (the blocks' weights gathered for the FP8 casts). Skips
+// without a GPU of compute capability 8.9+ per rank.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -17,14 +19,20 @@ namespace {
 
 class Fp8ResumeNccl : public testing::MpiDataTest {
  protected:
-  TrainConfig config(const std::string& out, int pp) const {
+  struct Layout {
+    int pp = 1, tp = 1, zero = 0;
+  };
+
+  TrainConfig config(const std::string& out, const Layout& layout) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
     c.parallel.device = Device::cuda();
     c.precision.dtype = DType::BF16;
     c.precision.grad_dtype = DType::F32;
     c.precision.fp8 = true;
     c.model.n_embd = 32;
-    c.parallel.pp = pp;
+    c.parallel.pp = layout.pp;
+    c.parallel.tp = layout.tp;
+    c.parallel.zero = layout.zero;
     c.data.grad_accum = 2;
     c.schedule.max_iters = c.schedule.lr_decay_iters = 8;
     c.schedule.eval_interval = 4;
@@ -32,7 +40,7 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
     return c;
   }
 
-  void resumes_like_the_uninterrupted_run(const std::string& name, int pp) {
+  void resumes_like_the_uninterrupted_run(const std::string& name, const Layout& layout) {
     SKIP_WITHOUT_GPU();
     if (comm_->size() != 2) GTEST_SKIP() << "two ranks";
 #if NANODIST_WITH_CUDA
@@ -40,11 +48,11 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
 #endif
     RunContext ctx;
     ctx.comm = &test::training_world();
-    const TrainResult whole = run_training(config(name + "_whole", pp), ctx);
-    TrainConfig first = config(name + "_split", pp);
+    const TrainResult whole = run_training(config(name + "_whole", layout), ctx);
+    TrainConfig first = config(name + "_split", layout);
     first.schedule.max_iters = 4;
     run_training(first, ctx);
-    TrainConfig rest = config(name + "_split", pp);
+    TrainConfig rest = config(name + "_split", layout);
     rest.checkpoint.resume = true;
     std::ostringstream log;
     ctx.log = &log;
@@ -64,9 +72,13 @@ class Fp8ResumeNccl : public testing::MpiDataTest {
   }
 };
 
-TEST_F(Fp8ResumeNccl, DataParallel) { resumes_like_the_uninterrupted_run("dp2", 1); }
+TEST_F(Fp8ResumeNccl, DataParallel) { resumes_like_the_uninterrupted_run("dp2", {}); }
 
-TEST_F(Fp8ResumeNccl, Pipeline) { resumes_like_the_uninterrupted_run("pp2", 2); }
+TEST_F(Fp8ResumeNccl, Pipeline) { resumes_like_the_uninterrupted_run("pp2", {/*pp=*/2}); }
+
+TEST_F(Fp8ResumeNccl, TensorParallel) { resumes_like_the_uninterrupted_run("tp2", {/*pp=*/1, /*tp=*/2}); }
+
+TEST_F(Fp8ResumeNccl, ZeroThree) { resumes_like_the_uninterrupted_run("zero3", {/*pp=*/1, /*tp=*/1, /*zero=*/3}); }
 
 }  // namespace
 }  // namespace nd::train

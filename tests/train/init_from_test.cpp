@@ -6,7 +6,6 @@
 // checks, and prepare --tokenizer-from.
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -14,6 +13,7 @@
 #include "train/ckpt/init_from.h"
 #include "data/json_value.h"
 #include "train/ckpt/safetensors.h"
+#include "train/hugging_face_dir.h"
 #include "train/trainer.h"
 #include "train_fixture.h"
 
@@ -22,34 +22,8 @@ namespace {
 
 using testing::TempDir;
 
-struct RawTensor {
-  std::string name, dtype;
-  Shape shape;
-  std::string bytes;  // little-endian, as stored
-};
-
-std::string f32_bytes(const std::vector<float>& values) {
-  std::string out(values.size() * 4, '\0');
-  std::memcpy(out.data(), values.data(), out.size());  // the test machine is little-endian (x86, arm64)
-  return out;
-}
-
-// A .safetensors file: the header lists tensors in order, data back to back.
-void write_safetensors(const std::string& path, const std::vector<RawTensor>& tensors) {
-  std::string header = "{\"__metadata__\":{\"format\":\"pt\"}", data;
-  for (const RawTensor& t : tensors) {
-    header += ",\"" + t.name + "\":{\"dtype\":\"" + t.dtype + "\",\"shape\":[";
-    for (size_t i = 0; i < t.shape.size(); ++i) header += (i ? "," : "") + std::to_string(t.shape[i]);
-    header += "],\"data_offsets\":[" + std::to_string(data.size()) + "," + std::to_string(data.size() + t.bytes.size()) +
-              "]}";
-    data += t.bytes;
-  }
-  header += "}";
-  std::ofstream out(path, std::ios::binary);
-  uint64_t n = header.size();
-  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xFF));
-  out << header << data;
-}
+using testing::f32_bytes;
+using testing::write_safetensors;
 
 TEST(Safetensors, ReadsF32F16Bf16AsWritten) {
   TempDir dir;
@@ -97,41 +71,6 @@ TEST(Json, ValuesEscapesAndErrors) {
   EXPECT_THROW(parse_json("{} x", "t"), Error);
 }
 
-// The checkpoint at `ckpt` as a GPT-2 directory the way Hugging Face publishes one.
-void export_as_gpt2(const std::string& ckpt, const std::string& dir) {
-  CheckpointData data = read_checkpoint(ckpt);
-  std::filesystem::create_directories(dir);
-  int64_t vocab = 0, positions = 0, width = 0;
-  std::vector<RawTensor> tensors;
-  std::string wte_bytes;
-  for (const auto& [name, t] : data.params) {
-    std::string hf = name.substr(std::string("transformer.").size());
-    Tensor out = t;
-    bool conv1d = false;
-    for (const char* s : {"c_attn.weight", "attn.c_proj.weight", "c_fc.weight", "mlp.c_proj.weight"})
-      conv1d = conv1d || hf.find(s) != std::string::npos;
-    if (conv1d) {  // (out, in) -> (in, out)
-      const int64_t rows = t.shape()[0], cols = t.shape()[1];
-      out = Tensor::empty({cols, rows});
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) out.data<float>()[c * rows + r] = t.data<float>()[r * cols + c];
-    }
-    if (hf == "wte.weight") vocab = t.shape()[0], width = t.shape()[1];
-    if (hf == "wpe.weight") positions = t.shape()[0];
-    const float* p = out.data<float>();
-    tensors.push_back({hf, "F32", out.shape(), f32_bytes(std::vector<float>(p, p + out.numel()))});
-    if (hf == "wte.weight") wte_bytes = tensors.back().bytes;
-    if (hf == "h.0.attn.c_attn.bias")  // a causal-mask buffer, as older exports keep
-      tensors.push_back({"h.0.attn.bias", "F32", {1, 1, 2, 2}, f32_bytes({1, 0, 1, 1})});
-  }
-  tensors.push_back({"lm_head.weight", "F32", {vocab, width}, wte_bytes});
-  write_safetensors(dir + "/model.safetensors", tensors);
-  std::ofstream(dir + "/config.json") << "{\"model_type\": \"gpt2\", \"n_layer\": 2, \"n_head\": 2, \"n_embd\": " << width
-                                      << ", \"n_positions\": " << positions << ", \"vocab_size\": " << vocab
-                                      << ", \"n_inner\": null, \"activation_function\": \"gelu_new\", "
-                                         "\"layer_norm_epsilon\": 1e-05, \"tie_word_embeddings\": true}";
-}
-
 class InitFrom : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -155,7 +94,7 @@ class InitFrom : public ::testing::Test {
 };
 
 TEST_F(InitFrom, HuggingFaceGpt2LoadsTheSameModelAsItsCheckpoint) {
-  export_as_gpt2(ckpt, dir / "hf");
+  testing::export_as_gpt2(ckpt, dir / "hf");
   ASSERT_TRUE(is_hugging_face_dir(dir / "hf"));
   const InitSource source = describe_init_source(dir / "hf");
   EXPECT_TRUE(source.hugging_face);

@@ -1,10 +1,13 @@
 // What the ZeRO trainer tests under mpirun share (zero_mpi_test: stages 1 and 2; zero3_mpi_test:
-// stages 2 and 3): training on the world communicator, and the two checkpoint round trips between
-// a stage on every rank and zero 0 on one rank, each against the uninterrupted one-rank losses.
+// stages 2 and 3; zero3_init_from_mpi_test): training on the world communicator, two checkpoints'
+// weights compared, and the two checkpoint round trips between a stage on every rank and zero 0 on
+// one rank, each against the uninterrupted one-rank losses.
 #pragma once
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "train/ckpt/checkpoint_index.h"
 #include "train/mpi_data_fixture.h"
 
 namespace nd::train::testing {
@@ -38,6 +41,25 @@ class ZeroFixture : public MpiDataTest {
     c.schedule.eval_iters = 2;
     c.observe.log_interval = 1000;
     return c;
+  }
+
+  // The weights of two checkpoints (full shapes by name), element by element to f32 reduction-order
+  // tolerance (|a - b| <= 1e-5 + 1e-4 |b|), read on rank 0; collective over the world.
+  void expect_same_weights(const std::string& got_ckpt, const std::string& want_ckpt) {
+    if (comm_->rank() == 0) {
+      CheckpointReader got(got_ckpt), want(want_ckpt);
+      EXPECT_EQ(got.names("params"), want.names("params"));
+      for (const std::string& name : want.names("params")) {
+        const std::vector<double> a = got.read_full("params", name).to_double_vector();
+        const std::vector<double> b = want.read_full("params", name).to_double_vector();
+        EXPECT_EQ(a.size(), b.size()) << name;
+        if (a.size() != b.size()) continue;
+        int wrong = 0;
+        for (size_t i = 0; i < a.size(); ++i) wrong += std::abs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::abs(b[i]) ? 0 : 1;
+        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << a.size() << " elements differ";
+      }
+    }
+    comm_->barrier();
   }
 
   TrainResult train(const TrainConfig& c) {
