@@ -2,6 +2,10 @@
 // train_config_fields(TrainConfig{}), so the flag table and the struct never drift apart.
 #include "cli/train_flags.h"
 
+#include <map>
+
+#include "train/run/run_settings_file.h"
+
 namespace nd::cli {
 
 FlagSet train_flag_set() {
@@ -24,6 +28,19 @@ train::TrainConfig train_config_from_flags(const ParsedFlags& flags) {
   train::TrainConfig config;
   for (const train::ConfigField& f : train::train_config_fields(config))
     train::set_train_config_field(config, f.name, flags.get_string(f.name), flags.origin(f.name));
+  // --resume continues the run in --out as it was launched (nanoGPT's init_from='resume'): a flag
+  // given neither on the command line nor in --config takes its value from OUT/run.conf.
+  if (config.checkpoint.resume && !config.checkpoint.out_dir.empty()) {
+    const std::string record = train::run_settings_path(config.checkpoint.out_dir);
+    std::map<std::string, std::string> recorded = train::read_run_settings_file(config.checkpoint.out_dir);
+    // run.conf holds the resolved decay end: one equal to the steps followed --max-iters, and
+    // keeps following it when the resume runs longer.
+    if (recorded.count("lr-decay-iters") && recorded["lr-decay-iters"] == recorded["max-iters"])
+      recorded.erase("lr-decay-iters");
+    for (const auto& [key, text] : recorded)
+      if (flags.values.count(key) && !flags.has(key) && key != "out")
+        train::set_train_config_field(config, key, text, "'" + key + "' in " + record);
+  }
   return config;
 }
 

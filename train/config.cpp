@@ -191,7 +191,7 @@ const std::vector<Binding>& train_bindings() {
           "with --pp: write each rank's pipeline passes of the last step (start and end on the device) to "
           "DIR/timeline_rank<R>.json, for scripts/plot_pp_timeline.py (the CUDA graph is off)");
     b.group("state");
-    b.add("resume", &C::checkpoint, &C::Checkpoint::resume, "continue from the newest complete checkpoint in --out");
+    b.add("resume", &C::checkpoint, &C::Checkpoint::resume, "continue from the newest complete checkpoint in --out; flags not given (here or in --config) take the run's values from OUT/run.conf");
     b.add("ckpt-interval", &C::checkpoint, &C::Checkpoint::interval,
           "checkpoint every N steps (-1 = at every evaluation, 0 = only at the end); SIGTERM, SIGINT or SIGUSR1 "
           "also save, then stop with exit status 75");

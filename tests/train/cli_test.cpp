@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "tests/common/scoped_env.h"
 #include "train_fixture.h"
@@ -146,6 +147,25 @@ TEST_F(Cli, ResumeFromAnotherModelOrVocabulary) {
   options.val_fraction = 0.2;
   prepare_text(testing::tiny_text(3000) + "QXZ", "other", options);
   expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6"), dir.path()), "vocabulary mismatch");
+}
+
+// --resume with nothing but --out continues the run as launched: every flag not given comes from
+// OUT/run.conf, whose paths are absolute (a resume from another directory finds the data); a flag
+// given still wins, and a model flag that contradicts the checkpoint is still refused.
+TEST_F(Cli, ResumeTakesTheRunsSettings) {
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  std::ifstream conf(dir / "out/run.conf");
+  const std::string text((std::istreambuf_iterator<char>(conf)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("data = " + std::filesystem::absolute(dir / "data").lexically_normal().string() + "\n"),
+            std::string::npos)
+      << text;
+  std::filesystem::create_directories(dir / "elsewhere");
+  auto r = run_nanodist("train --out " + (dir / "out") + " --resume --max-iters 5", dir / "elsewhere");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step 5/5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 layers, 2 heads, 8 wide"), std::string::npos) << r.out;
+  expect_cli_error(run_nanodist("train --out " + (dir / "out") + " --resume --max-iters 7 --n-layer 2", dir.path()),
+                   "n_layer 1 in the checkpoint vs 2 now");
 }
 
 // A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.

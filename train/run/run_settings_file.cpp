@@ -18,6 +18,13 @@ constexpr const char* kLegacySettingsFile = "settings.conf";
 
 bool launch_flag(const std::string& key) { return key == "resume" || key == "overwrite"; }
 
+// The data and the run folder as absolute paths, so that the record means the same from any
+// working directory (a resume launched elsewhere, a copied run folder).
+std::string as_recorded(const std::string& key, const std::string& text) {
+  if ((key != "data" && key != "out") || text.empty()) return text;
+  return std::filesystem::absolute(text).lexically_normal().string();
+}
+
 std::string trim(const std::string& s) {
   const size_t begin = s.find_first_not_of(" \t\r");
   if (begin == std::string::npos) return "";
@@ -38,6 +45,20 @@ std::string as_read(const std::string& key, const std::string& text) {
   return text;
 }
 
+// The key = value lines of a settings file, with run.conf's ranks comment as the key "ranks".
+std::map<std::string, std::string> read_settings(const std::string& path) {
+  std::map<std::string, std::string> recorded;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    line = trim(line);
+    if (line.rfind(kRanksComment, 0) == 0) line = line.substr(2);
+    if (line.empty() || line[0] == '#') continue;
+    const size_t eq = line.find('=');
+    if (eq != std::string::npos) recorded[trim(line.substr(0, eq))] = trim(line.substr(eq + 1));
+  }
+  return recorded;
+}
+
 }  // namespace
 
 std::string run_settings_path(const std::string& out_dir) { return out_dir + "/run.conf"; }
@@ -47,7 +68,7 @@ void write_run_settings_file(const TrainConfig& config, int world_size) {
       "# The resolved settings of the run in this directory (nanodist train --config run.conf repeats it).\n";
   text += kRanksComment + std::to_string(world_size) + "\n";
   for (const ConfigField& f : train_config_fields(config))
-    if (!launch_flag(f.name)) text += f.name + " = " + f.text + "\n";
+    if (!launch_flag(f.name)) text += f.name + " = " + as_recorded(f.name, f.text) + "\n";
   write_file_atomically(run_settings_path(config.checkpoint.out_dir), text);
 }
 
@@ -63,29 +84,25 @@ std::optional<std::vector<SettingChange>> changed_run_settings(const TrainConfig
   // settings.conf held them as asked for.
   TrainConfig asked = config;
   if (!legacy) resolve_train_config(asked);
-  std::map<std::string, std::string> recorded;
-  std::ifstream in(path);
-  for (std::string line; std::getline(in, line);) {
-    line = trim(line);
-    if (line.rfind(kRanksComment, 0) == 0) line = line.substr(2);  // run.conf keeps the ranks in a comment
-    if (line.empty() || line[0] == '#') continue;
-    const size_t eq = line.find('=');
-    if (eq != std::string::npos) recorded[trim(line.substr(0, eq))] = trim(line.substr(eq + 1));
-  }
+  const std::map<std::string, std::string> recorded = read_settings(path);
   std::vector<std::pair<std::string, std::string>> now = {{"ranks", std::to_string(world_size)}};
   for (const ConfigField& f : train_config_fields(asked))
-    if (!launch_flag(f.name)) now.emplace_back(f.name, f.text);
+    if (!launch_flag(f.name)) now.emplace_back(f.name, as_recorded(f.name, f.text));
   std::vector<SettingChange> changed;
   for (const auto& [key, value] : now) {
     if (ignored.count(key)) continue;
     auto it = recorded.find(key);
     if (it == recorded.end()) {
       changed.push_back({key, std::nullopt, value});
-    } else if (as_read(key, it->second) != value) {
+    } else if (as_recorded(key, as_read(key, it->second)) != value) {
       changed.push_back({key, it->second, value});
     }
   }
   return changed;
+}
+
+std::map<std::string, std::string> read_run_settings_file(const std::string& out_dir) {
+  return read_settings(run_settings_path(out_dir));
 }
 
 std::vector<std::string> update_run_settings_file(const TrainConfig& config, int world_size, bool resumed) {

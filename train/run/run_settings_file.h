@@ -4,6 +4,7 @@
 // settings: a resume names the keys that changed since, and ablate and sweep refuse to skip or
 // resume a folder whose record differs from what they ask for now.
 #pragma once
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,6 +34,9 @@ struct SettingChange {
 // wrote beside it. None when the folder has neither.
 std::optional<std::vector<SettingChange>> changed_run_settings(const TrainConfig& config, int world_size,
                                                                const std::set<std::string>& ignored = {});
+
+// The key = value lines of OUT/run.conf (its ranks comment as "ranks"); empty when there is none.
+std::map<std::string, std::string> read_run_settings_file(const std::string& out_dir);
 
 // At the start of a run (rank 0): the lines to log about OUT/run.conf (on a resume, the keys that
 // changed since it was written), then the file rewritten for this launch.
