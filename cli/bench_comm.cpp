@@ -350,11 +350,6 @@ std::string bench_comm_csv_header() {
   return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing";
 }
 
-std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
-                                  const dist::Comm& comm) {
-  return format_bench_comm_csv_as(row, options, comm, impl_name(options, comm));
-}
-
 std::string format_bench_comm_csv_as(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
                                      const dist::Comm& comm, const std::string& impl) {
   char line[512];
