@@ -89,6 +89,20 @@ void check_peer(const Comm& comm, int peer, const char* what) {
            what << ": peer " << peer << " is out of range for a comm of size " << comm.size());
 }
 
+void check_reduce_scatter(const Comm& comm, const Tensor& input, const Tensor& output) {
+  check_comm_buffer(comm, input, "reduce_scatter input");
+  check_comm_buffer(comm, output, "reduce_scatter output");
+  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * comm.size(),
+           "reduce_scatter: input " << input.str() << " must hold " << comm.size() << " x output " << output.str());
+}
+
+void check_all_gather(const Comm& comm, const Tensor& input, const Tensor& output) {
+  check_comm_buffer(comm, input, "all_gather input");
+  check_comm_buffer(comm, output, "all_gather output");
+  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * comm.size(),
+           "all_gather: output " << output.str() << " must hold " << comm.size() << " x input " << input.str());
+}
+
 void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output) {
   check_comm_buffer(comm, input, "all_to_all input");
   check_comm_buffer(comm, output, "all_to_all output");

@@ -183,7 +183,10 @@ class Comm {
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what);
 void check_reducible(const Tensor& buffer, const char* what);
 void check_peer(const Comm& comm, int peer, const char* what);
-// all_to_all's arguments: both on the comm's device, same dtype, same count, a multiple of size().
+// The collectives' arguments: both on the comm's device, one dtype; reduce_scatter's input and
+// all_gather's output size() times the other; all_to_all's of one count, a multiple of size().
+void check_reduce_scatter(const Comm& comm, const Tensor& input, const Tensor& output);
+void check_all_gather(const Comm& comm, const Tensor& input, const Tensor& output);
 void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output);
 
 // The smallest and the largest of a value over the ranks: what checks that every rank passes the

@@ -168,10 +168,7 @@ CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
 }
 
 CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  check_comm_buffer(*this, input, "reduce_scatter input");
-  check_comm_buffer(*this, output, "reduce_scatter output");
-  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
-           "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
+  check_reduce_scatter(*this, input, output);
   ncclDataType_t type = nccl_reduce_type(input.dtype());
   agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Native, input, static_cast<int>(op));
   order_after_compute();
@@ -181,10 +178,7 @@ CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
-  check_comm_buffer(*this, input, "all_gather input");
-  check_comm_buffer(*this, output, "all_gather output");
-  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
-           "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  check_all_gather(*this, input, output);
   agree_on_layout(CollectiveOp::AllGather, Algorithm::Native, input, 0);
   order_after_compute();
   NCCL_CHECK(
