@@ -128,10 +128,6 @@ void Comm::agree_on_layout(CollectiveOp op, Algorithm algorithm, const Tensor& b
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
   if (op == CollectiveOp::Broadcast) {
     ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
-  } else if (algorithm == Algorithm::Ring && op != CollectiveOp::AllToAll) {
-    ND_CHECK(same(1), name << ": ranks pass different reduce ops or ring pipelines (this rank "
-                           << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", " << detail / 16 % 16
-                           << " pipe(s) of " << detail / 256 << " CTAs)");
   } else if (op == CollectiveOp::AllToAll || op == CollectiveOp::AllGather) {
     ND_CHECK(same(1), name << ": ranks disagree on the call's detail (this rank " << detail << ")");
   } else {

@@ -161,8 +161,8 @@ class Comm {
   virtual void stream_copy(Tensor& dst, const Tensor& src);
 
   // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
-  // collective with the same algorithm, element count (of `buffer`), dtype and `detail` (reduce op,
-  // root; for the ring collectives op + 16 * (pipes + 16 * pipe CTAs), dist/comm/ring_allreduce.cpp).
+  // collective with the same algorithm, element count (of `buffer`), dtype and `detail` (reduce op
+  // or root).
   // The agreement is one small host allreduce, held the first time this rank calls a layout on
   // this comm; later calls with a layout it has already agreed on skip it (nothing per step).
   // Caught, on every rank: a disagreement where every rank is at a layout new to it (ranks with

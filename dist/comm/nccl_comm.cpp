@@ -116,7 +116,6 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
 // A destructor must not throw, so its CUDA, NCCL and MPI calls are not checked.
 NcclComm::~NcclComm() {
   cudaSetDevice(device_index_);
-  pipes_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (side_stream_) cudaStreamSynchronize(side_stream_);
   scratch_.clear();
@@ -257,7 +256,6 @@ std::unique_ptr<Comm> NcclComm::split(int color, int key) {
 }
 
 void NcclComm::synchronize() {
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->synchronize();
   CUDA_CHECK(cudaStreamSynchronize(side_stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   synchronize_device_streams(device_index_);
@@ -278,7 +276,6 @@ std::string NcclComm::async_error() {
     if (c && ncclCommGetAsyncError(c, &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress)
       return std::string(ncclGetErrorString(state)) + " " + ncclGetLastError(c);
   }
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) return pipes->async_error();
   return "";
 }
 
@@ -286,7 +283,6 @@ std::string NcclComm::async_error() {
 // the GPU is free at once. The communicators are not used again.
 void NcclComm::abort() {
   if (aborted_.exchange(true)) return;
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->abort();
   if (p2p_ && p2p_ != nccl_) ncclCommAbort(p2p_);
   if (nccl_) ncclCommAbort(nccl_);
 }
@@ -308,25 +304,6 @@ Tensor NcclComm::scratch(int64_t numel, DType dtype) {
     buffer = Tensor::empty({numel}, dtype, device());
   }
   return buffer.narrow(0, numel);
-}
-
-std::shared_ptr<NcclPipes> NcclComm::current_pipes() {
-  std::lock_guard<std::mutex> lock(pipes_mutex_);
-  return pipes_;
-}
-
-NcclPipes& NcclComm::ring_pipes(int count, int ctas) {
-  if (pipes_ && pipes_->count() == count && pipes_->ctas() == ctas) return *pipes_;
-  if (pipes_) synchronize();  // queued work may still run on the old pipes
-  // Made outside the mutex: the watchdog must stay able to read errors while peers join.
-  auto fresh = std::make_shared<NcclPipes>(mpi_, rank_, size_, device_index_, count, ctas);
-  std::shared_ptr<NcclPipes> old;
-  {
-    std::lock_guard<std::mutex> lock(pipes_mutex_);
-    old = std::move(pipes_);
-    pipes_ = fresh;
-  }
-  return *fresh;
 }
 
 }  // namespace nd::dist
