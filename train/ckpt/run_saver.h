@@ -64,8 +64,8 @@ class RunSaver {
   std::string agree_and_complete();     // collective: all parts written? then the index
   std::string complete_pending();       // rank 0: index and prune; every rank: clear pending
   // The prune after an asynchronous save that completes at the per-step agreement runs on the
-  // writer thread (removing a checkpoint of gigabytes took ~0.55 s on the training thread: the
-  // disk's discard); finish() waits for it and raises its error, as does the next prune.
+  // writer thread (removing gigabytes waits on the disk's discard); finish() waits for it and
+  // raises its error, as does the next prune.
   void wait_for_prune();
   void raise_prune_error();
   [[noreturn]] void fail_pending(const std::string& why);
