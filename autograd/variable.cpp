@@ -45,12 +45,6 @@ Variable Variable::without_data() const {
   return edge;
 }
 
-void Variable::set_requires_grad(bool value) {
-  ND_CHECK(impl_, "use of an undefined Variable");
-  ND_CHECK(is_leaf() || value, "cannot stop gradients of a non-leaf Variable in place");
-  impl_->autograd->requires_grad = value;
-}
-
 const std::shared_ptr<Node>& Variable::grad_fn() const {
   ND_CHECK(impl_, "use of an undefined Variable");
   return impl_->autograd->grad_fn;

@@ -66,7 +66,6 @@ class Variable {
   DType dtype() const;
 
   bool requires_grad() const { return impl_ && impl_->autograd->requires_grad; }
-  void set_requires_grad(bool value);
   bool is_leaf() const { return !impl_ || impl_->autograd->grad_fn == nullptr; }
   const std::shared_ptr<Node>& grad_fn() const;
 

@@ -70,18 +70,19 @@ FlagSet bench_comm_flags() {
       .group("ring")
       .add(flag("slice-bytes", "0", "pipeline slice size (0 = automatic)"))
       .add(flag("direct-max-bytes", "-1", "largest all-reduce sent directly to every rank (-1 = automatic)"))
-      .add(flag("pipeline", "0",
-                "GPU: 1 = step by step on one NCCL communicator, 2..8 = that many pipes on communicators of "
-                "their own (0 = automatic)",
-                FlagType::Int))
-      .add(flag("pipe-ctas", "0", "GPU: CTAs of each pipe's communicator, 1..64 (0 = 64 / pipes, at least 8)",
-                FlagType::Int))
       .group("faults")
       .add(flag("comm-timeout", "600", "seconds one size may take before the rank aborts and exits (0 = off)",
                 FlagType::Float))
       .add(flag("heartbeat-timeout", "15",
                 "seconds without a heartbeat after which a peer rank counts as frozen or gone (0 = off)",
                 FlagType::Float));
+  // The pipelined ring's settings: read, so that an old command line gets the error naming what
+  // runs instead (bench_comm_setup), but no longer listed.
+  for (const char* removed : {"pipeline", "pipe-ctas"}) {
+    FlagSpec spec = flag(removed, "0", "", FlagType::Int);
+    spec.hidden = true;
+    set.add(spec);
+  }
   return set;
 }
 
@@ -90,18 +91,15 @@ namespace {
 // The ops --impl peer runs on the copy engines (dist/comm/peer_copy.h) rather than as an all-reduce.
 bool on_copy_engines(dist::BenchOp op) { return op == dist::BenchOp::ReduceScatter || op == dist::BenchOp::AllGather; }
 
-// "native", "ring", "hierarchical", or "ring-pN" for the pipelined GPU ring on N pipes (its own
-// curve in a plot).
-std::string impl_name(const dist::BenchCommOptions& options, const dist::Comm& comm) {
+// "native", "ring", "hierarchical" or the peer impl that ran.
+std::string impl_name(const dist::BenchCommOptions& options) {
   // Where there is no peer memory the peer impls are the backend's, and their rows say so.
   if (auto* peer = dynamic_cast<const dist::PeerComm*>(options.decorated)) {
     if (on_copy_engines(options.op)) return peer->copy_usable() ? "peer" : "native";
     return peer->peer_usable() ? dist::algorithm_name(peer->options().mode) : "native";
   }
   if (!options.ring()) return "native";
-  if (options.algorithm == dist::Algorithm::Hierarchical) return "hierarchical";
-  const int pipes = comm.device().is_cuda() ? dist::ring_pipeline(options.ring_options) : 1;
-  return pipes >= 2 ? "ring-p" + std::to_string(pipes) : "ring";
+  return options.algorithm == dist::Algorithm::Hierarchical ? "hierarchical" : "ring";
 }
 
 // The point-to-point matrix: two N x N tables (latency, bandwidth) on rank 0, CSV rows per pair.
@@ -211,11 +209,9 @@ BenchCommSetup bench_comm_setup(const ParsedFlags& flags) {
   options.ring_options.slice_bytes = parse_byte_size(flags.get_string("slice-bytes"));
   const std::string direct = flags.get_string("direct-max-bytes");
   options.ring_options.direct_max_bytes = direct == "-1" ? -1 : parse_byte_size(direct);
-  const int64_t pipeline = flags.get_int("pipeline"), pipe_ctas = flags.get_int("pipe-ctas");
-  ND_CHECK_INPUT(pipeline >= 0 && pipeline <= 8, "--pipeline " << pipeline << " must be from 0 to 8");
-  ND_CHECK_INPUT(pipe_ctas >= 0 && pipe_ctas <= 64, "--pipe-ctas " << pipe_ctas << " must be from 0 to 64");
-  options.ring_options.pipeline = static_cast<int>(pipeline);
-  options.ring_options.pipe_ctas = static_cast<int>(pipe_ctas);
+  ND_CHECK_INPUT(flags.get_int("pipeline") <= 1 && flags.get_int("pipe-ctas") == 0,
+                 "--pipeline and --pipe-ctas: the pipelined ring was removed (it lost to the step-by-step ring, which "
+                 "--impl ring runs)");
   setup.comm_timeout = flags.get_double("comm-timeout");
   setup.heartbeat_timeout = flags.get_double("heartbeat-timeout");
   ND_CHECK_INPUT(setup.comm_timeout >= 0.0, "--comm-timeout must be >= 0 (0 = off), got " << setup.comm_timeout);
@@ -271,7 +267,7 @@ int run_bench_comm(BenchCommSetup& setup, dist::Comm& comm, dist::BenchLoad* loa
     if (guard) guard->finish();
     return status;
   }
-  const std::string impl = impl_name(options, comm) + suffix;
+  const std::string impl = impl_name(options) + suffix;
   if (printer) {
     std::printf(
         "# nanodist bench-comm: op %s, impl %s, %d rank(s), backend %s on %s, dtype %s, %d warmup + %d iters, "
@@ -348,11 +344,6 @@ std::string format_bench_comm_row(const dist::BenchCommRow& row) {
 
 std::string bench_comm_csv_header() {
   return "op,impl,device,nranks,size,count,type,redop,time_us,algbw_gbps,busbw_gbps,wrong,timing";
-}
-
-std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
-                                  const dist::Comm& comm) {
-  return format_bench_comm_csv_as(row, options, comm, impl_name(options, comm));
 }
 
 std::string format_bench_comm_csv_as(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,

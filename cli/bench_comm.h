@@ -42,9 +42,7 @@ int64_t parse_byte_size(const std::string& text);
 std::string bench_comm_header();  // size count type redop time(us) algbw(GB/s) busbw(GB/s) #wrong
 std::string format_bench_comm_row(const dist::BenchCommRow& row);
 std::string bench_comm_csv_header();
-std::string format_bench_comm_csv(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
-                                  const dist::Comm& comm);
-// The same row under another implementation's name (the lab's compare writes six per size).
+// A row under the implementation name `impl` (the lab's compare writes six per size).
 std::string format_bench_comm_csv_as(const dist::BenchCommRow& row, const dist::BenchCommOptions& options,
                                      const dist::Comm& comm, const std::string& impl);
 // --op p2p-matrix: one row per ordered pair (latency at min_bytes, bandwidth at max_bytes).

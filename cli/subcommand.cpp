@@ -12,9 +12,8 @@ namespace nd::cli {
 
 const std::vector<Subcommand>& subcommands() {
   static const std::vector<Subcommand> table = {
-      prepare_command(), train_command(),      eval_command(),          sample_command(),
-      ablate_command(),  sweep_command(),      bench_comm_command(),    bench_kernels_command(),
-      watch_command(),   plan_command(),
+      prepare_command(), train_command(), eval_command(), sample_command(), ablate_command(),
+      sweep_command(),   bench_comm_command(), watch_command(), plan_command(),
   };
   return table;
 }
@@ -68,6 +67,8 @@ int run_command_line(int argc, const char* const* argv) {
     apply_thread_count(flags.threads);
     return c.run(flags);
   }
+  ND_CHECK_INPUT(name != "bench-kernels", "bench-kernels is the lab's now: nanodist-lab bench-kernels (a build configured "
+                                          "with -DNANODIST_LAB=ON); nanodist train --op-times times the ops of a run");
   ND_FAIL_INPUT("unknown command '" << name << "' (commands: " << names << "; see nanodist --help)");
 }
 

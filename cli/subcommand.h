@@ -26,7 +26,6 @@ Subcommand eval_command();
 Subcommand ablate_command();
 Subcommand sweep_command();
 Subcommand bench_comm_command();
-Subcommand bench_kernels_command();
 Subcommand watch_command();
 Subcommand plan_command();
 

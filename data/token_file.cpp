@@ -153,8 +153,4 @@ TokenFile TokenFile::open(const std::string& path) {
   return file;
 }
 
-std::shared_ptr<const TokenFile> TokenFile::open_shared(const std::string& path) {
-  return std::make_shared<const TokenFile>(open(path));
-}
-
 }  // namespace nd

@@ -3,7 +3,6 @@
 // vocabulary fits in 16 bits and i32 otherwise. Validated completely on open.
 #pragma once
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -37,7 +36,6 @@ class TokenFile {
   // header, wrong magic, unknown version, bad width, wrong size for the count, or a token id
   // outside the vocabulary.
   static TokenFile open(const std::string& path);
-  static std::shared_ptr<const TokenFile> open_shared(const std::string& path);
   // An in-memory token stream (tests, or a loader over freshly encoded text); same checks.
   TokenFile(std::vector<int32_t> tokens, int64_t vocab_size, std::string name = "<memory>");
 

@@ -61,9 +61,4 @@ ND_HOST_DEVICE inline uint8_t fp8_encode(float x, Fp8Format f) {
   return static_cast<uint8_t>(sign | (code > s.max_code ? s.max_code : code));
 }
 
-// x scaled, encoded and decoded: what a tensor scaled by `scale` holds after FP8 storage, unscaled.
-ND_HOST_DEVICE inline float fp8_round_trip(float x, float scale, Fp8Format f) {
-  return fp8_decode(fp8_encode(x * scale, f), f) / scale;
-}
-
 }  // namespace nd

@@ -2,15 +2,14 @@
 # Collective bandwidth curves on the GPUs of this machine: for each rank count (default: 2, 4
 # and all GPUs found), runs `nanodist bench-comm` with NCCL (native) and with our ring, 8 B to
 # 4 GB, and writes one CSV per (op, impl, ranks, dtype) into the output folder. Plot them with
-# scripts/plot_bandwidth.py. --pipelines "1 2 4" runs the ring once per pipe count (bench-comm
-# --pipeline; 1 = step by step), each into its own CSV (impl ring, ring-p2, ring-p4). --peer
-# "oneshot twoshot peer auto" adds the peer-memory all-reduces (allreduce only); --fit-table FILE
-# appends every curve's alpha-beta fit to FILE (bench-comm --fit), for nanodist plan (and the lab's --peer-table).
+# scripts/plot_bandwidth.py. --peer "oneshot twoshot peer auto" adds the peer-memory all-reduces
+# (allreduce only); --fit-table FILE appends every curve's alpha-beta fit to FILE (bench-comm --fit),
+# for nanodist plan (and the lab's --peer-table).
 # --ops takes allreduce reducescatter allgather broadcast alltoall sendrecv p2p-matrix.
 #
 # usage: scripts/bandwidth_curve.sh [--out DIR] [--np "2 4"] [--ops "allreduce"] [--dtype f32]
 #                                   [--min-bytes 8] [--max-bytes 4G] [--iters 20] [--warmup 5]
-#                                   [--pipelines "0"] [--peer ""] [--fit-table FILE] [--bin build/nanodist]
+#                                   [--peer ""] [--fit-table FILE] [--bin build/nanodist]
 set -euo pipefail
 
 out=bandwidth
@@ -21,7 +20,6 @@ min_bytes=8
 max_bytes=4G
 iters=20
 warmup=5
-pipelines=0
 peer=""
 fit_table=""
 bin=build/nanodist
@@ -35,11 +33,10 @@ while [[ $# -gt 0 ]]; do
     --max-bytes) max_bytes=$2; shift 2 ;;
     --iters) iters=$2; shift 2 ;;
     --warmup) warmup=$2; shift 2 ;;
-    --pipelines) pipelines=$2; shift 2 ;;
     --peer) peer=$2; shift 2 ;;
     --fit-table) fit_table=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "bandwidth_curve.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -65,7 +62,7 @@ for np in $nps; do
     continue
   fi
   for op in $ops; do
-    runs="native"
+    runs="native ring"
     if [[ $op == p2p-matrix ]]; then
       csv="$out/p2p-matrix_${np}gpu_${dtype}.csv"
       echo "== p2p-matrix on $np GPU(s) -> $csv"
@@ -74,19 +71,11 @@ for np in $nps; do
         --csv "$csv" || status=1
       continue
     fi
-    for p in $pipelines; do runs="$runs ring:$p"; done
     [[ $op == allreduce ]] && for i in $peer; do runs="$runs $i"; done
-    for run in $runs; do
-      impl=${run%%:*}
-      name=$impl
+    for impl in $runs; do
       flags=()
-      if [[ $impl == ring ]]; then
-        p=${run#*:}
-        [[ $p -ge 2 ]] && name="ring-p$p"
-        flags=(--pipeline "$p")
-      fi
-      csv="$out/${op}_${name}_${np}gpu_${dtype}.csv"
-      echo "== $op $name on $np GPU(s) -> $csv"
+      csv="$out/${op}_${impl}_${np}gpu_${dtype}.csv"
+      echo "== $op $impl on $np GPU(s) -> $csv"
       [[ -n $fit_table ]] && flags+=(--fit --fit-table "$fit_table")
       mpirun -np "$np" --bind-to none -x NCCL_NVLS_ENABLE "$bin" bench-comm --op "$op" --impl "$impl" \
         --device cuda --dtype "$dtype" --min-bytes "$min_bytes" --max-bytes "$max_bytes" \

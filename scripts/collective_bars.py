@@ -3,8 +3,7 @@
 the one-shot all-reduces (oneshot: pull, push: flags in the data) against NCCL from 8 B to 256 KB
 (bar: at most 0.7x NCCL's time; each variant's worst ratio, and the faster one's), auto against
 the best of its choices from 8 B to 1 GB (bar: at most 1.05x), our reduce-scatter and all-gather
-bus bandwidth against NCCL's from 64 MB (bar: at least 0.9x; the step-by-step ring and every
-pipelined ring-pN found), each for every timing found (eager,
+bus bandwidth against NCCL's from 64 MB (bar: at least 0.9x), each for every timing found (eager,
 graph), and the plan against measured steps (check_plan.sh's TSV; bar 0.8..1.2). Prints Markdown.
 
 usage: scripts/collective_bars.py DIR   (reads DIR/*.csv and DIR/plan_vs_measured.tsv)

@@ -7,8 +7,8 @@
 #      ring busbw vs NCCL's from 64 MB), and the all-reduce fits of NCCL and the ring for the plan;
 #   3. scripts/check_plan.sh with those fits (bar: plan vs traced dp 2 / tp 2 steps);
 # then, while the elapsed time is under --budget seconds (default 270, so that the whole run stays
-# near 5 minutes on 2 H100/H200), the rest: the same compare with eager timing, the pipelined ring's halves from
-# 16 MB, the other collectives and the point-to-point matrix. Each step's full output goes to
+# near 5 minutes on 2 H100/H200), the rest: the same compare with eager timing, the other
+# collectives and the point-to-point matrix. Each step's full output goes to
 # OUT/logs/, one line per step to the terminal; writes the CSVs into OUT (docs/bandwidth/ takes
 # them), OUT/fits_2gpu.csv, OUT/plan_vs_measured.tsv, OUT/provenance.txt, OUT/bars.md
 # (scripts/collective_bars.py, printed last) and OUT/bandwidth.png. --device cpu: a smoke run of
@@ -40,10 +40,10 @@ done
 [[ -x "$bin" ]] || { echo "gpu_collectives.sh: $bin not found (build first)" >&2; exit 1; }
 lab=${lab:-$(dirname "$bin")/nanodist-lab}
 [[ -x "$lab" ]] || { echo "gpu_collectives.sh: $lab not found (build with NANODIST_LAB=ON)" >&2; exit 1; }
-# Sizes: the largest of most sweeps, of the other collectives' and the pipelined ring's first.
-large=1G; medium=256M; pipe_from=16M; timing=graph; plan_flags=()
+# Sizes: the largest of most sweeps and of the other collectives'.
+large=1G; medium=256M; timing=graph; plan_flags=()
 if [[ "$device" == cpu ]]; then
-  large=64K; medium=64K; pipe_from=16K; timing=eager; plan_flags=(--device cpu --tiny --steps 4 --runs "small_dp2 small_tp2")
+  large=64K; medium=64K; timing=eager; plan_flags=(--device cpu --tiny --steps 4 --runs "small_dp2 small_tp2")
 elif [[ "$device" == cuda ]]; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
   [[ "$gpus" -ge 2 ]] || { echo "gpu_collectives.sh: needs 2 GPUs, found ${gpus:-0}" >&2; exit 1; }
@@ -125,21 +125,12 @@ if [[ "$plan" == 1 ]]; then
   rm -rf "$out/plan/data"
 fi
 
-# 4. While the budget lasts: eager timing (the host's cost per call included), the pipelined ring,
-# the other collectives and the p2p matrix.
+# 4. While the budget lasts: eager timing (the host's cost per call included), the other
+# collectives and the p2p matrix.
 if [[ "$timing" != eager ]] && in_budget compare-eager; then
   bench compare-eager --op allreduce --impl compare --timing eager --max-bytes "$large" \
     --csv "$out/allreduce_compare_eager_2gpu_f32.csv"
 fi
-# The pipelined ring (--pipeline P: P pieces round the ring on communicators and streams of their
-# own) for the two halves, from 16 MB: does it close a gap to NCCL that the step-by-step ring leaves?
-for op in reducescatter allgather; do
-  for p in 2 4; do
-    in_budget "$op-ring-p$p" || continue
-    bench "$op-ring-p$p" --op "$op" --impl ring --pipeline "$p" --min-bytes "$pipe_from" --max-bytes "$large" \
-      --csv "$out/${op}_ring-p${p}_2gpu_f32.csv"
-  done
-done
 if [[ "$curves" == 1 ]]; then
   for op in broadcast alltoall sendrecv; do
     for impl in native ring; do

@@ -8,7 +8,6 @@ int g_rank = -1;
 }
 
 void set_error_rank(int rank) { g_rank = rank; }
-int error_rank() { return g_rank; }
 
 void throw_error(const char* statement, const char* file, int line, const std::string& message, ErrorKind kind) {
   std::string path(file);

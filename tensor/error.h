@@ -29,7 +29,6 @@ class Error : public std::runtime_error {
 
 // The process's rank in the world communicator, -1 until a communicator sets it.
 void set_error_rank(int rank);
-int error_rank();
 
 [[noreturn]] void throw_error(const char* statement, const char* file, int line, const std::string& message,
                               ErrorKind kind = ErrorKind::Internal);

@@ -207,8 +207,8 @@ const std::vector<Binding>& train_bindings() {
           "directory) or a Hugging Face GPT-2 directory (config.json + model.safetensors); with --resume, a "
           "checkpoint in --out wins");
     b.add("async-save", &C::checkpoint, &C::Checkpoint::async_save,
-          "write checkpoints in a background thread while training goes on (on a GPU from a pinned host "
-          "snapshot, on the CPU from the live buffers, copied on write): true, false or auto (true on a GPU)");
+          "write checkpoints in a background thread while training goes on, from a host snapshot taken at "
+          "the save (pinned on a GPU): true, false or auto (true on a GPU)");
     return b.bindings();
   }();
   return bindings;

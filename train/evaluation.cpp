@@ -11,13 +11,6 @@ double mean_over_ranks(double value, dist::Comm* comm) {
   return value / comm->size();
 }
 
-bool any_rank(bool flag, dist::Comm* comm) {
-  if (comm == nullptr || comm->size() == 1) return flag;
-  int64_t v = flag ? 1 : 0;
-  comm->host_allreduce(&v, 1, dist::HostReduce::Max);
-  return v != 0;
-}
-
 double mean_eval_loss(const nn::GPT& model, const EvalReader& reader, int iters, dist::Comm* dp) {
   NoGradGuard no_grad;
   // Dropout is off in eval mode, so this generator is never drawn from; a local one keeps the

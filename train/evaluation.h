@@ -14,7 +14,4 @@ double mean_eval_loss(const nn::GPT& model, const EvalReader& reader, int iters,
 // Mean of `value` over the ranks of `comm` (null or one rank: `value` itself). Collective.
 double mean_over_ranks(double value, dist::Comm* comm);
 
-// True on every rank of `comm` when `flag` is true on any of them. Collective.
-bool any_rank(bool flag, dist::Comm* comm);
-
 }  // namespace nd::train

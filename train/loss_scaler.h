@@ -5,8 +5,7 @@
 // in a row. Fixed (`--loss-scale X`): the scale never moves, overflowing steps are still skipped;
 // X = 1 is no scaling at all. A dynamic scale never exceeds max_scale (unbounded unless set). The
 // backward's seed (scale / grad-accum) is f32, like the loss (ops::loss_dtype), so any scale f32
-// holds is a finite seed; fp16 runs once capped the scale at 32768 x grad-accum, when the seed was
-// an f16 number (finite only up to 65504).
+// holds is a finite seed.
 #pragma once
 #include <cmath>
 #include <cstdint>

@@ -56,16 +56,11 @@ bool in_decay_group(const Tensor& param);
 // The flat optimizer state: m, v and (for bf16 parameters) the f32 masters, numel() each, or under
 // ZeRO the rank's shard of them; `grads` is what the update reads (the flat gradients, or the
 // engine's f32 gradient shard), and `shard_group` (ZeRO) the group whose shards sum to the norm.
-class CopyOnWrite;
-
 struct FlatOptimizerState {
   Tensor m, v, master;
   Tensor grads;
   Tensor params;  // what the update writes: the flat parameters, or under ZeRO 3 the parameter shard
   dist::Comm* shard_group = nullptr;
-  // An asynchronous checkpoint save reading these buffers on the CPU (train/ckpt/copy_on_write.h): the
-  // CPU update tells it each range before overwriting it. Null: none.
-  CopyOnWrite* copy_on_write = nullptr;
 };
 
 // A contiguous range [begin, begin + length) of the flat buffers whose tensors all have a gradient

@@ -211,7 +211,7 @@ class Trainer {
                                                    static_cast<int64_t>(stage_weights / 6.0 + 0.5), *model_, *grid_));
 
     // No writer under --no-checkpoint: its pinned host snapshot of the shard's parameters and AdamW
-    // state is taken at start (a 6.7B zero 3 rank: ~20 s in cudaHostAlloc, before the first step).
+    // state would be allocated at start, before the first step.
     const bool async_save =
         !c_.checkpoint.disabled && (c_.checkpoint.async_save == AsyncSave::On ||
                                     (c_.checkpoint.async_save == AsyncSave::Auto && model_->device().is_cuda()));

@@ -89,6 +89,20 @@ void check_peer(const Comm& comm, int peer, const char* what) {
            what << ": peer " << peer << " is out of range for a comm of size " << comm.size());
 }
 
+void check_reduce_scatter(const Comm& comm, const Tensor& input, const Tensor& output) {
+  check_comm_buffer(comm, input, "reduce_scatter input");
+  check_comm_buffer(comm, output, "reduce_scatter output");
+  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * comm.size(),
+           "reduce_scatter: input " << input.str() << " must hold " << comm.size() << " x output " << output.str());
+}
+
+void check_all_gather(const Comm& comm, const Tensor& input, const Tensor& output) {
+  check_comm_buffer(comm, input, "all_gather input");
+  check_comm_buffer(comm, output, "all_gather output");
+  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * comm.size(),
+           "all_gather: output " << output.str() << " must hold " << comm.size() << " x input " << input.str());
+}
+
 void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output) {
   check_comm_buffer(comm, input, "all_to_all input");
   check_comm_buffer(comm, output, "all_to_all output");
@@ -114,10 +128,6 @@ void Comm::agree_on_layout(CollectiveOp op, Algorithm algorithm, const Tensor& b
   ND_CHECK(same(3), name << ": ranks pass different dtypes (this rank " << dtype_name(buffer.dtype()) << ")");
   if (op == CollectiveOp::Broadcast) {
     ND_CHECK(same(1), name << ": ranks pass different roots (this rank " << detail << ")");
-  } else if (algorithm == Algorithm::Ring && op != CollectiveOp::AllToAll) {
-    ND_CHECK(same(1), name << ": ranks pass different reduce ops or ring pipelines (this rank "
-                           << reduce_op_name(static_cast<ReduceOp>(detail % 16)) << ", " << detail / 16 % 16
-                           << " pipe(s) of " << detail / 256 << " CTAs)");
   } else if (op == CollectiveOp::AllToAll || op == CollectiveOp::AllGather) {
     ND_CHECK(same(1), name << ": ranks disagree on the call's detail (this rank " << detail << ")");
   } else {

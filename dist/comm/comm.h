@@ -26,11 +26,9 @@ inline float reduce_scale(ReduceOp op, int ranks) {
 // Reductions for small host-side values (sizes, flags, timings): always blocking, on the host.
 enum class HostReduce { Sum, Max };
 
-// How a collective is carried out: the backend's own (NCCL on the GPU, MPI on the CPU); ours from
-// send/recv: the ring (dist/comm/ring_comm.h), and the ring in two levels, inside each node then
-// across (dist/comm/hierarchical_comm.h); over GPU peer memory (dist/comm/peer_comm.h): the one-shot,
-// two-shot and push all-reduces, `peer` (one-shot up to a size, two-shot above) and `auto` (by size
-// from a table timed at start).
+// How a collective runs: the backend's own (NCCL on GPU, MPI on CPU); our ring, flat or in two
+// levels (ring_comm.h, hierarchical_comm.h); over GPU peer memory (peer_comm.h): one-shot, two-shot,
+// push, `peer` (one-shot, then two-shot by size) and `auto` (by size from a table timed at start).
 enum class Algorithm { Native, Ring, Hierarchical, OneShot, TwoShot, Push, Peer, Auto };
 // native | ring | hierarchical | oneshot | twoshot | push | peer | auto; anything else raises.
 Algorithm parse_algorithm(const std::string& name);
@@ -160,18 +158,12 @@ class Comm {
   // host backends at once. Raw material for collectives built from send/recv (dist/comm/ring_comm.h).
   virtual void stream_copy(Tensor& dst, const Tensor& src);
 
-  // Backends fail alike: raises nd::Error on every rank unless all ranks call the same
-  // collective with the same algorithm, element count (of `buffer`), dtype and `detail` (reduce op,
-  // root; for the ring collectives op + 16 * (pipes + 16 * pipe CTAs), dist/comm/ring_allreduce.cpp).
-  // The agreement is one small host allreduce, held the first time this rank calls a layout on
-  // this comm; later calls with a layout it has already agreed on skip it (nothing per step).
-  // Caught, on every rank: a disagreement where every rank is at a layout new to it (ranks with
-  // different batch or model sizes, dtypes, reduce ops or roots, or calling different
-  // collectives). Not caught: a rank at a layout it has already agreed on while another is at a
-  // new one (the first skips the agreement, the second waits in it: NCCL hangs; MPI pairs the
-  // agreement with the collective, a hang or an MPI error); point-to-point counts on NCCL (MPI
-  // reports a short recv); calls in a different order with agreed layouts; buffer contents; a
-  // local argument check (device, dtype, shapes) that fails on one rank only: it raises alone.
+  // Backends fail alike: raises nd::Error on every rank unless all ranks call the same collective
+  // with the same algorithm, element count, dtype and `detail` (reduce op or root). One small host
+  // allreduce the first time this rank calls a layout on this comm, none after. It catches ranks
+  // that all meet a new layout (different sizes, dtypes, ops, roots or collectives); not a rank at
+  // an agreed layout beside one at a new layout (NCCL hangs), point-to-point counts on NCCL,
+  // reordered calls, or a local argument check that fails on one rank only.
   void agree_on_layout(CollectiveOp op, Algorithm algorithm, const Tensor& buffer, int detail);
 
  private:
@@ -183,7 +175,10 @@ class Comm {
 void check_comm_buffer(const Comm& comm, const Tensor& buffer, const char* what);
 void check_reducible(const Tensor& buffer, const char* what);
 void check_peer(const Comm& comm, int peer, const char* what);
-// all_to_all's arguments: both on the comm's device, same dtype, same count, a multiple of size().
+// The collectives' arguments: both on the comm's device, one dtype; reduce_scatter's input and
+// all_gather's output size() times the other; all_to_all's of one count, a multiple of size().
+void check_reduce_scatter(const Comm& comm, const Tensor& input, const Tensor& output);
+void check_all_gather(const Comm& comm, const Tensor& input, const Tensor& output);
 void check_all_to_all(const Comm& comm, const Tensor& input, const Tensor& output);
 
 // The smallest and the largest of a value over the ranks: what checks that every rank passes the

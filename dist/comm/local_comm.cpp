@@ -43,20 +43,14 @@ CommWork LocalComm::allreduce_async(Tensor& buffer, ReduceOp) {
 }
 
 CommWork LocalComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp) {
-  check_comm_buffer(*this, input, "reduce_scatter input");
-  check_comm_buffer(*this, output, "reduce_scatter output");
+  check_reduce_scatter(*this, input, output);
   check_reducible(input, "reduce_scatter input");
-  ND_CHECK(input.numel() == output.numel() && input.dtype() == output.dtype(),
-           "reduce_scatter of " << input.str() << " into " << output.str() << " on 1 rank");
   output.copy_from(input.view(output.shape()));
   return CommWork();
 }
 
 CommWork LocalComm::all_gather_async(const Tensor& input, Tensor& output) {
-  check_comm_buffer(*this, input, "all_gather input");
-  check_comm_buffer(*this, output, "all_gather output");
-  ND_CHECK(input.numel() == output.numel() && input.dtype() == output.dtype(),
-           "all_gather of " << input.str() << " into " << output.str() << " on 1 rank");
+  check_all_gather(*this, input, output);
   output.copy_from(input.view(output.shape()));
   return CommWork();
 }

@@ -168,11 +168,8 @@ CommWork MpiComm::allreduce_async(Tensor& buffer, ReduceOp op) {
 }
 
 CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  check_comm_buffer(*this, input, "reduce_scatter input");
-  check_comm_buffer(*this, output, "reduce_scatter output");
+  check_reduce_scatter(*this, input, output);
   check_reducible(input, "reduce_scatter input");
-  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
-           "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
   agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Native, input, static_cast<int>(op));
   int count = mpi_count(output.numel(), "reduce_scatter");
   const size_t bytes = static_cast<size_t>(output.numel()) * dtype_size(output.dtype());
@@ -190,10 +187,7 @@ CommWork MpiComm::reduce_scatter_async(const Tensor& input, Tensor& output, Redu
 }
 
 CommWork MpiComm::all_gather_async(const Tensor& input, Tensor& output) {
-  check_comm_buffer(*this, input, "all_gather input");
-  check_comm_buffer(*this, output, "all_gather output");
-  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
-           "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  check_all_gather(*this, input, output);
   agree_on_layout(CollectiveOp::AllGather, Algorithm::Native, input, 0);
   int count = mpi_count(input.numel(), "all_gather");
   MPI_Datatype type = mpi_datatype(input.dtype());

@@ -116,7 +116,6 @@ NcclComm::NcclComm(MPI_Comm parent, int device_index, bool wide_p2p) : device_in
 // A destructor must not throw, so its CUDA, NCCL and MPI calls are not checked.
 NcclComm::~NcclComm() {
   cudaSetDevice(device_index_);
-  pipes_.reset();
   if (stream_) cudaStreamSynchronize(stream_);
   if (side_stream_) cudaStreamSynchronize(side_stream_);
   scratch_.clear();
@@ -168,10 +167,7 @@ CommWork NcclComm::allreduce_async(Tensor& buffer, ReduceOp op) {
 }
 
 CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
-  check_comm_buffer(*this, input, "reduce_scatter input");
-  check_comm_buffer(*this, output, "reduce_scatter output");
-  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size_,
-           "reduce_scatter: input " << input.str() << " must hold " << size_ << " x output " << output.str());
+  check_reduce_scatter(*this, input, output);
   ncclDataType_t type = nccl_reduce_type(input.dtype());
   agree_on_layout(CollectiveOp::ReduceScatter, Algorithm::Native, input, static_cast<int>(op));
   order_after_compute();
@@ -181,10 +177,7 @@ CommWork NcclComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 }
 
 CommWork NcclComm::all_gather_async(const Tensor& input, Tensor& output) {
-  check_comm_buffer(*this, input, "all_gather input");
-  check_comm_buffer(*this, output, "all_gather output");
-  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size_,
-           "all_gather: output " << output.str() << " must hold " << size_ << " x input " << input.str());
+  check_all_gather(*this, input, output);
   agree_on_layout(CollectiveOp::AllGather, Algorithm::Native, input, 0);
   order_after_compute();
   NCCL_CHECK(
@@ -263,7 +256,6 @@ std::unique_ptr<Comm> NcclComm::split(int color, int key) {
 }
 
 void NcclComm::synchronize() {
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->synchronize();
   CUDA_CHECK(cudaStreamSynchronize(side_stream_));
   CUDA_CHECK(cudaStreamSynchronize(stream_));
   synchronize_device_streams(device_index_);
@@ -284,7 +276,6 @@ std::string NcclComm::async_error() {
     if (c && ncclCommGetAsyncError(c, &state) == ncclSuccess && state != ncclSuccess && state != ncclInProgress)
       return std::string(ncclGetErrorString(state)) + " " + ncclGetLastError(c);
   }
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) return pipes->async_error();
   return "";
 }
 
@@ -292,7 +283,6 @@ std::string NcclComm::async_error() {
 // the GPU is free at once. The communicators are not used again.
 void NcclComm::abort() {
   if (aborted_.exchange(true)) return;
-  if (std::shared_ptr<NcclPipes> pipes = current_pipes()) pipes->abort();
   if (p2p_ && p2p_ != nccl_) ncclCommAbort(p2p_);
   if (nccl_) ncclCommAbort(nccl_);
 }
@@ -314,25 +304,6 @@ Tensor NcclComm::scratch(int64_t numel, DType dtype) {
     buffer = Tensor::empty({numel}, dtype, device());
   }
   return buffer.narrow(0, numel);
-}
-
-std::shared_ptr<NcclPipes> NcclComm::current_pipes() {
-  std::lock_guard<std::mutex> lock(pipes_mutex_);
-  return pipes_;
-}
-
-NcclPipes& NcclComm::ring_pipes(int count, int ctas) {
-  if (pipes_ && pipes_->count() == count && pipes_->ctas() == ctas) return *pipes_;
-  if (pipes_) synchronize();  // queued work may still run on the old pipes
-  // Made outside the mutex: the watchdog must stay able to read errors while peers join.
-  auto fresh = std::make_shared<NcclPipes>(mpi_, rank_, size_, device_index_, count, ctas);
-  std::shared_ptr<NcclPipes> old;
-  {
-    std::lock_guard<std::mutex> lock(pipes_mutex_);
-    old = std::move(pipes_);
-    pipes_ = fresh;
-  }
-  return *fresh;
 }
 
 }  // namespace nd::dist

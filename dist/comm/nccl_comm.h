@@ -13,11 +13,9 @@
 #include <atomic>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <vector>
 
 #include "dist/comm/comm.h"
-#include "dist/comm/nccl_pipes.h"
 
 namespace nd::dist {
 
@@ -80,10 +78,6 @@ class NcclComm : public Comm {
   // A device buffer of at least `numel` elements of `dtype`, reused across calls (staging); one
   // per dtype.
   Tensor scratch(int64_t numel, DType dtype);
-  // The pipes of the pipelined ring (dist/comm/nccl_pipes.h): `count` communicators of `ctas` CTAs,
-  // made on first use and remade when count or ctas change. Collective: every rank asks for the
-  // same pipes at the same point (the ring agrees on them in its layout check first).
-  NcclPipes& ring_pipes(int count, int ctas);
 
  private:
   MPI_Comm mpi_ = MPI_COMM_NULL;
@@ -108,11 +102,6 @@ class NcclComm : public Comm {
   // staging) and f32 statistics (the loss's row sums) every step, and a shared buffer would be
   // reallocated, with a host synchronisation, at each switch, and so could not be captured.
   std::map<DType, Tensor> scratch_;
-  // Replaced only by the main thread; the watchdog thread reads it (async_error, abort) under
-  // the mutex, which is never held across a collective call.
-  std::shared_ptr<NcclPipes> pipes_;
-  std::mutex pipes_mutex_;
-  std::shared_ptr<NcclPipes> current_pipes();
 };
 
 // Picks this process's GPU from its local rank (OMPI_COMM_WORLD_LOCAL_RANK, else the rank in

@@ -1,13 +1,9 @@
 // PeerComm: a Comm decorator whose all-reduce (Sum/Avg, f32/bf16) runs over peer memory on the
-// GPUs of one node (kernels/cuda/peer_allreduce.h): each rank registers one buffer at start, its
-// CUDA IPC handle travels to the others over the host channel, and calls meet at flags in peer
-// memory (no host barrier, safe under CUDA graph replay). One-shot below a size, two-shot above;
-// push (each rank stores its data into every peer's memory, flags inside the data words); or
-// `auto`, which picks push, one-shot, two-shot, our ring or NCCL by size from a table made at start
-// (PeerOptions::decide). Its reduce-scatters and all-gathers run on the copy engines
-// (dist/comm/peer_copy.h) up to a block size, with the extras of PeerMemory (dist/comm/peer_memory.h).
-// Everything else, and any call it cannot take (Max, no peer access, other dtypes, larger than the
-// buffer, host comms), is the wrapped comm's.
+// GPUs of one node (kernels/cuda/peer_allreduce.h; buffers registered at start, calls meeting at
+// flags in peer memory, safe under CUDA graph replay): one-shot, two-shot, push (flags inside the
+// data words), or `auto` by size from a table made at start. Its reduce-scatters and all-gathers
+// run on the copy engines (peer_copy.h) with the extras of PeerMemory. Anything else (Max, no peer
+// access, other dtypes, larger than the buffer) is the wrapped comm's.
 #pragma once
 #include <cstdint>
 #include <functional>

@@ -1,32 +1,20 @@
-// PeerCopy: all-gather and reduce-scatter between the GPUs of one node whose data the copy
-// engines move (cudaMemcpyAsync into peer memory mapped through CUDA IPC), so that a transfer
-// takes no SM from the GEMMs it should hide behind. Hopper's GEMMs are persistent kernels that
-// hold every SM until they end: a collective kernel (NCCL's, our ring's) issued beside one starts
-// only as the GEMM drains, and then slows it; a copy engine's transfer runs under it. The ranks
-// meet at flags that stream memory operations write and await (cuStreamWriteValue32 and
-// cuStreamWaitValue32, no kernel either), so nothing waits on the host and a CUDA graph may
-// capture the calls. The reduce-scatter's sum is the one kernel (kernels/cuda/sum_blocks.h).
+// PeerCopy: all-gather and reduce-scatter between the GPUs of one node, moved by the copy engines
+// (cudaMemcpyAsync into peer memory mapped through CUDA IPC) so that no SM is taken from the
+// persistent GEMMs they hide behind. The ranks meet at flags that stream memory operations write
+// and await (cuStreamWriteValue32/WaitValue32: no kernel, no host wait, capturable in a CUDA
+// graph); the reduce-scatter's sum is the one kernel (kernels/cuda/sum_blocks.h).
 //
-// Each rank registers kSlots slots of ranks x block_bytes; a call takes the next slot (the same
-// on every rank: calls come in the same order), and sender q's block for rank r lands in r's slot
-// at block q. A block larger than block_bytes moves in block_bytes pieces, each through the next
-// slot (so ZeRO's gathers and reduce-scatters of whole transformer blocks take the copy engines
-// too). Two flags per slot and pair, each in the memory of the rank that waits on it:
-// full[s][q] in the receiver's region (q's block is in slot s) and free[s][r] in the sender's
-// (r has consumed what the sender last put in r's slot s; 1 at start). A sender waits for free,
-// clears it, copies, sets the receiver's full; the receiver waits for full, clears it, consumes
-// the block, sets the sender's free. The values are constants, so a captured graph's replays
-// reuse them as they are. A rank that never comes leaves the others waiting on the device: the
-// watchdog's --comm-timeout ends the run (dist/comm/watchdog.h).
+// Each rank registers kSlots slots of ranks x block_bytes; a call takes the next slot (the same on
+// every rank), and sender q's block for rank r lands in r's slot at block q; larger blocks move in
+// slot-sized pieces. Per slot and pair, full[s][q] (in the receiver's region: q's block is in) and
+// free[s][r] (in the sender's: r has consumed it; 1 at start): a sender waits for free, clears it,
+// copies, sets full; the receiver waits for full, clears it, consumes, sets free. A rank that never
+// comes leaves the others waiting on the device until --comm-timeout (dist/comm/watchdog.h).
 //
-// Shared buffers (share(): up to kShared, registered and mapped on every rank like the slots) take
-// an all-gather with no slot: each rank copies its block straight into every peer's output, so the
-// receiver has no copy out of a slot to run (a copy within one GPU is an SM kernel, which waits for
-// the GEMMs beside it and then slows them). Two more flags per buffer and pair, in the memory of
-// the rank that waits on them: granted[b][q] in the sender's region (q's buffer b may be written:
-// q's earlier readers of it are done, which q's stream ordered before setting it) and landed[b][q]
-// in the receiver's (q's block is in place). Each call starts with the grants, so a sender never
-// overwrites what a receiver still reads.
+// Shared buffers (share(), up to kShared) take an all-gather with no slot: each rank copies its
+// block straight into every peer's output. Per buffer and pair, granted[b][q] (in the sender's
+// region: q's earlier readers are done) and landed[b][q] (in the receiver's: q's block is in);
+// each call starts with the grants, so a sender never overwrites what a receiver still reads.
 #pragma once
 #include <cstdint>
 #include <functional>

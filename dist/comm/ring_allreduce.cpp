@@ -20,38 +20,6 @@ constexpr int64_t kGpuDirectMaxBytes = 64 << 10;
 // and in slices of at most kGpuMaxSliceBytes, at least two, above that.
 constexpr int64_t kGpuPipelineAboveBytes = 32 << 20;
 constexpr int64_t kGpuMaxSliceBytes = 128 << 20;
-// Pipelined ring: at most this many pipes; by default they share the CTAs of the step-by-step
-// ring's point-to-point communicator (64), at least kMinPipeCtas each.
-constexpr int kMaxPipes = 8;
-constexpr int kPipeCtaBudget = 64;
-constexpr int kMinPipeCtas = 8;
-
-struct PipeChoice {
-  int pipes = 1;
-  int ctas = 0;
-};
-
-// RingOptions.pipeline and pipe_ctas resolved. Automatic is the step-by-step ring until the
-// pipelined one is measured against it on GPUs (docs/PERFORMANCE.md).
-PipeChoice pipe_choice(const RingOptions& options) {
-  PipeChoice choice;
-  choice.pipes = options.pipeline == 0 ? 1 : options.pipeline;
-  ND_CHECK(choice.pipes >= 1 && choice.pipes <= kMaxPipes,
-           "ring pipeline " << choice.pipes << " must be from 1 to " << kMaxPipes << " pipes");
-  ND_CHECK(options.pipe_ctas >= 0 && options.pipe_ctas <= 64,
-           "RingOptions.pipe_ctas " << options.pipe_ctas << " must be from 0 (automatic) to 64");
-  // One pipe is the step-by-step ring, which has no pipe communicators.
-  if (choice.pipes >= 2)
-    choice.ctas = options.pipe_ctas > 0 ? options.pipe_ctas : std::max(kMinPipeCtas, kPipeCtaBudget / choice.pipes);
-  return choice;
-}
-
-// What the ranks must agree on besides count and dtype: the op and the pipeline (op < 16,
-// pipes <= 8, ctas <= 64), packed into the layout check's one detail.
-int layout_detail(ReduceOp op, const RingOptions& options) {
-  PipeChoice choice = pipe_choice(options);
-  return static_cast<int>(op) + 16 * (choice.pipes + 16 * choice.ctas);
-}
 
 // Checks the buffer and, when asked, that every rank passes the same layout; then orders the
 // ring after the compute stream. Returns false when there is nothing to do (one rank or an
@@ -93,35 +61,11 @@ ring::GpuRingPlan gpu_plan(const Comm& comm, const Tensor& buffer, const RingOpt
   plan.slice_elems = (part + nslices - 1) / nslices;
   return plan;
 }
-
-// The pipelined ring's plan, or pipes 0 when the step-by-step ring runs (CPU, or one pipe).
-ring::GpuPipePlan pipe_plan(const Comm& comm, const Tensor& buffer, const RingOptions& options) {
-  ring::GpuPipePlan plan;
-  PipeChoice choice = pipe_choice(options);
-  plan.pipes = comm.device().is_cuda() && choice.pipes >= 2 ? choice.pipes : 0;
-  plan.ctas = choice.ctas;
-  plan.lanes = gpu_plan(comm, buffer, options).lanes;
-  return plan;
-}
 #endif
 
 int64_t direct_max_bytes(const Comm& comm, const RingOptions& options) {
   if (options.direct_max_bytes >= 0) return options.direct_max_bytes;
   return comm.device().is_cuda() ? kGpuDirectMaxBytes : 0;
-}
-
-// Runs `halves` on the pipelined GPU ring when the options ask for it; false when the
-// step-by-step ring must run them instead.
-bool ran_pipelined(Comm& comm, Tensor& flat, ReduceOp op, const RingOptions& options, ring::RingHalves halves) {
-#if NANODIST_WITH_CUDA
-  ring::GpuPipePlan plan = pipe_plan(comm, flat, options);
-  if (plan.pipes == 0) return false;
-  ring::cuda_pipelined_ring(comm, flat, op, plan, halves);
-  return true;
-#else
-  (void)comm, (void)flat, (void)op, (void)options, (void)halves;
-  return false;
-#endif
 }
 
 void reduce_scatter_flat(Comm& comm, Tensor& flat, ReduceOp op, const RingOptions& options) {
@@ -156,16 +100,14 @@ RingChunk ring_chunk(int64_t count, int nranks, int index) {
   return {index * base + std::min<int64_t>(index, extra), base + (index < extra ? 1 : 0)};
 }
 
-int ring_pipeline(const RingOptions& options) { return pipe_choice(options).pipes; }
-
 CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
   ND_CHECK(op != ReduceOp::Max, "ring_allreduce sums or averages; take the backend's all-reduce for max");
-  if (!prepare(comm, buffer, options, "ring_allreduce buffer", CollectiveOp::AllReduce, layout_detail(op, options)))
+  if (!prepare(comm, buffer, options, "ring_allreduce buffer", CollectiveOp::AllReduce, static_cast<int>(op)))
     return CommWork();
   Tensor flat = buffer.view({-1});
   if (static_cast<int64_t>(flat.nbytes()) <= direct_max_bytes(comm, options)) {
     direct_allreduce_flat(comm, flat, op);
-  } else if (!ran_pipelined(comm, flat, op, options, ring::RingHalves::Both)) {
+  } else {
     reduce_scatter_flat(comm, flat, op, options);
     all_gather_flat(comm, flat, options);
   }
@@ -174,20 +116,17 @@ CommWork ring_allreduce_async(Comm& comm, Tensor& buffer, ReduceOp op, const Rin
 
 CommWork ring_reduce_scatter_async(Comm& comm, Tensor& buffer, ReduceOp op, const RingOptions& options) {
   ND_CHECK(op != ReduceOp::Max, "ring_reduce_scatter sums or averages; take the backend's for max");
-  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", CollectiveOp::ReduceScatter,
-               layout_detail(op, options)))
+  if (!prepare(comm, buffer, options, "ring_reduce_scatter buffer", CollectiveOp::ReduceScatter, static_cast<int>(op)))
     return CommWork();
   Tensor flat = buffer.view({-1});
-  if (!ran_pipelined(comm, flat, op, options, ring::RingHalves::ReduceScatter)) reduce_scatter_flat(comm, flat, op, options);
+  reduce_scatter_flat(comm, flat, op, options);
   return comm.record_work();
 }
 
 CommWork ring_all_gather_async(Comm& comm, Tensor& buffer, const RingOptions& options) {
-  if (!prepare(comm, buffer, options, "ring_all_gather buffer", CollectiveOp::AllGather,
-               layout_detail(ReduceOp::Sum, options)))
-    return CommWork();
+  if (!prepare(comm, buffer, options, "ring_all_gather buffer", CollectiveOp::AllGather, 0)) return CommWork();
   Tensor flat = buffer.view({-1});
-  if (!ran_pipelined(comm, flat, ReduceOp::Sum, options, ring::RingHalves::AllGather)) all_gather_flat(comm, flat, options);
+  all_gather_flat(comm, flat, options);
   return comm.record_work();
 }
 

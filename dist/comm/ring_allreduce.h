@@ -24,16 +24,7 @@ struct RingOptions {
   // every other rank in one group and sums the N copies in rank order (one step instead of
   // 2(N-1), for latency-bound sizes). -1 picks one for the device (64 KiB on GPU, 0 on CPU).
   int64_t direct_max_bytes = -1;
-  // GPU only: 1 runs the ring step by step on one NCCL communicator (each step a launch of its
-  // own, one after another); P >= 2 (at most 8) runs the pipelined ring: each lane's part of a
-  // chunk is cut into P pieces and piece p goes round the ring on communicator and stream p, so
-  // the steps of different pipes overlap (dist/comm/nccl_pipes.h). 0 picks (for now 1). Every rank
-  // must pick the same (the layout check below compares it).
-  int pipeline = 0;
-  // CTAs (NCCL channels) of each pipe's communicator, 1..64; 0 picks 64 / pipes, at least 8,
-  // so the pipes together keep the 64 of the step-by-step ring's communicator.
-  int pipe_ctas = 0;
-  // Agree on the element count, dtype, op and pipeline with the other ranks (Comm::agree_on_layout: one
+  // Agree on the element count, dtype and op with the other ranks (Comm::agree_on_layout: one
   // small host allreduce the first time a layout is used), so a mismatch raises nd::Error on
   // every rank instead of hanging.
   bool check_sizes = true;
@@ -46,10 +37,6 @@ struct RingChunk {
   int64_t size = 0;
 };
 RingChunk ring_chunk(int64_t count, int nranks, int index);
-
-// The pipe count `options` choose (RingOptions.pipeline with 0 resolved); raises on a value out
-// of range. The pipes run only on GPU buffers.
-int ring_pipeline(const RingOptions& options);
 
 // In place on `buffer` (any shape, contiguous, f32 or bf16): every rank ends with the
 // reduction (sum or average) over all ranks. bf16 is summed in f32 and rounded at each step.

@@ -27,11 +27,8 @@ CommWork RingComm::allreduce_async(Tensor& buffer, ReduceOp op) {
 
 CommWork RingComm::reduce_scatter_async(const Tensor& input, Tensor& output, ReduceOp op) {
   if (op == ReduceOp::Max || size() == 1) return inner_.reduce_scatter_async(input, output, op);
-  check_comm_buffer(*this, input, "reduce_scatter input");
-  check_comm_buffer(*this, output, "reduce_scatter output");
+  check_reduce_scatter(*this, input, output);
   check_reducible(input, "reduce_scatter input");
-  ND_CHECK(input.dtype() == output.dtype() && input.numel() == output.numel() * size(),
-           "reduce_scatter: input " << input.str() << " must hold " << size() << " x output " << output.str());
   Tensor flat = staging(input.numel(), input.dtype());
   inner_.order_after_compute();  // the copy reads what compute wrote
   inner_.stream_copy(flat, input);
@@ -45,10 +42,7 @@ CommWork RingComm::reduce_scatter_async(const Tensor& input, Tensor& output, Red
 
 CommWork RingComm::all_gather_async(const Tensor& input, Tensor& output) {
   if (size() == 1) return inner_.all_gather_async(input, output);
-  check_comm_buffer(*this, input, "all_gather input");
-  check_comm_buffer(*this, output, "all_gather output");
-  ND_CHECK(input.dtype() == output.dtype() && output.numel() == input.numel() * size(),
-           "all_gather: output " << output.str() << " must hold " << size() << " x input " << input.str());
+  check_all_gather(*this, input, output);
   const RingChunk mine = ring_chunk(output.numel(), size(), rank());
   Tensor block = output.view({-1}).narrow(mine.begin, mine.size);
   inner_.order_after_compute();

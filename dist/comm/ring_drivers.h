@@ -7,9 +7,6 @@
 
 namespace nd::dist::ring {
 
-// Which halves of the ring a call runs: the all-reduce runs both.
-enum class RingHalves { Both, ReduceScatter, AllGather };
-
 // CPU: any comm whose buffers live on the host (MpiComm). MPI Isend/Irecv of the next slice
 // are in flight while the current slice is reduced.
 void cpu_reduce_scatter(Comm& comm, Tensor& flat, ReduceOp op, int64_t slice_elems);
@@ -32,17 +29,6 @@ struct GpuRingPlan {
 void cuda_reduce_scatter(Comm& comm, Tensor& flat, ReduceOp op, const GpuRingPlan& plan);
 void cuda_all_gather(Comm& comm, Tensor& flat, int lanes);
 void cuda_direct_allreduce(Comm& comm, Tensor& flat, ReduceOp op);
-
-// The pipelined ring (RingOptions.pipeline >= 2): every lane's part of every chunk is cut into
-// `pipes` pieces, and pipe p runs the ring over its pieces on its own NCCL communicator and
-// stream (NcclComm::ring_pipes, `ctas` CTAs each), reduce-scatter straight into all-gather, so
-// the pipes' transfers, reductions and launch costs overlap (schedule: ring_transfer).
-struct GpuPipePlan {
-  int lanes = 1;
-  int pipes = 2;
-  int ctas = 32;
-};
-void cuda_pipelined_ring(Comm& comm, Tensor& flat, ReduceOp op, const GpuPipePlan& plan, RingHalves halves);
 #endif
 
 }  // namespace nd::dist::ring

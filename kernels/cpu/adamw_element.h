@@ -1,6 +1,5 @@
 // The CPU AdamW update of one element and the step's scalars it uses (adamw.h gives the formula),
-// shared by cpu::adamw_update and the update that checksums a checkpoint on its way
-// (train/ckpt/checksummed_adamw.h), so that both give the same bits.
+// shared by the scalar update and the vectorised span (adamw_span.cpp), so that both give the same bits.
 #pragma once
 #include <cmath>
 #include <cstdint>

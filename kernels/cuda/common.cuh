@@ -136,16 +136,6 @@ __device__ __forceinline__ float block_sum(float x, float* scratch) {
   return warp_sum(total);
 }
 
-__device__ __forceinline__ float block_max(float x, float* scratch) {
-  int lane = threadIdx.x % 32, warp = threadIdx.x / 32, nwarps = blockDim.x / 32;
-  x = warp_max(x);
-  __syncthreads();
-  if (lane == 0) scratch[warp] = x;
-  __syncthreads();
-  float total = lane < nwarps ? scratch[lane] : -INFINITY;
-  return warp_max(total);
-}
-
 }  // namespace nd::cuda
 
 // Explicit instantiations of a launcher template for the three storage types of the CUDA backend.

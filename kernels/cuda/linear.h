@@ -34,8 +34,8 @@ bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int
 // The input gradient of a linear whose input was gelu(pre): dout (M, N), w (N, K), pre (M, K) ->
 // dpre (M, K) = (dout · w) * gelu'(pre), written, and db (K) (+)= column sums of dpre (the bias
 // gradient of the linear that made pre). A GEMM, the GELU gradient in place and a column sum:
-// cuBLASLt's DGELU_BGRAD epilogue does the same in one GEMM but was measured slower than the three
-// at GPT-2 124M's shape (B*T = 32768, 3072 -> 768, bf16).
+// cuBLASLt's DGELU_BGRAD epilogue does the same in one GEMM but is slower than the three
+// (docs/benchmarks/2026-11-22-negative-dgelu-epilogue-h100.md).
 template <typename T>
 void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
                            int64_t K, cudaStream_t stream = nullptr);

@@ -39,8 +39,8 @@ Error error_of(const std::vector<std::string>& words) {
 TEST(Subcommands, NamesAreUniqueAndEachHasASummary) {
   const std::vector<Subcommand>& table = subcommands();
   // The commands of the command-line contract, in the order `nanodist --help` lists them.
-  const std::vector<std::string> expected = {"prepare", "train", "eval", "sample", "ablate", "sweep", "bench-comm",
-                                             "bench-kernels", "watch", "plan"};
+  const std::vector<std::string> expected = {"prepare", "train",      "eval",  "sample", "ablate",
+                                             "sweep",   "bench-comm", "watch", "plan"};
   ASSERT_EQ(table.size(), expected.size());
   for (size_t i = 0; i < table.size(); ++i) EXPECT_EQ(table[i].name, expected[i]);
   for (size_t i = 0; i < table.size(); ++i) {

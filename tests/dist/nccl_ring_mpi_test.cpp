@@ -1,7 +1,6 @@
 // The NCCL backend and the GPU ring under mpirun (one rank per GPU): ring against NCCL's own
 // all-reduce and the closed form, through every GPU path (direct, one slice on one stream,
-// many slices on two streams, one and two lanes, the pipelined ring on 2 and 3 pipes of their
-// own communicators); the halves alone; broadcast, split and
+// many slices on two streams, one and two lanes); the halves alone; broadcast, split and
 // grouped send/recv; collectives whose layouts differ between ranks raise on every rank, as
 // they do on MPI, instead of hanging in NCCL; a bf16 ring and an f32 direct all-reduce captured
 // together into a CUDA graph, as a tensor-parallel step does.
@@ -102,31 +101,6 @@ TEST(NcclRing, LargeSlicesOnCappedReductionGrid) {
   check_ring(options, 12000007, "ring, large slices");
 }
 
-// Pieces of every size down to empty ones (count 1 leaves most pipes nothing), one and two
-// lanes, and pipes remade when their count or CTAs change.
-TEST(NcclRing, PipelinedMatchesNcclAndClosedForm) {
-  SKIP_WITHOUT_GPU();
-  const int n = gpu_world().size();
-  for (int pipes : {2, 3}) {
-    for (int lanes : {1, 2}) {
-      RingOptions options;
-      options.direct_max_bytes = 0;
-      options.pipeline = pipes;
-      options.lanes = lanes;
-      const std::string path = "pipelined, " + std::to_string(pipes) + " pipes, " + std::to_string(lanes) + " lane(s)";
-      for (int64_t count : {int64_t{1}, int64_t(n), int64_t{100003}, int64_t{(4 << 20) + 3}})
-        check_ring(options, count, path.c_str());
-    }
-  }
-  RingOptions few_ctas;
-  few_ctas.pipeline = 2;
-  few_ctas.pipe_ctas = 4;
-  check_ring(few_ctas, 3000017, "pipelined, 2 pipes of 4 CTAs");
-  RingOptions four;
-  four.pipeline = 4;
-  check_ring(four, 1000003, "pipelined, 4 pipes of 16 CTAs");
-}
-
 // The ring's two halves alone: reduce-scatter (with `options`) leaves each rank its own chunk
 // summed over the ranks (in `scatter` dtype, seed `seed`); all-gather (with `gather_options`) fills
 // every chunk from its owner (in `gather` dtype, seed `seed` + 1), the rest starting at -100.
@@ -150,13 +124,6 @@ void check_halves_alone(int64_t count, const RingOptions& options, const RingOpt
     for (int64_t i = c.begin; i < c.begin + c.size; ++i) want[i] = test::rank_value(owner, i, seed + 1);
   }
   EXPECT_EQ(count_mismatches(gathered.to_double_vector(), want, 0.0, "gathered"), 0);
-}
-
-TEST(NcclRing, PipelinedHalvesAlone) {
-  SKIP_WITHOUT_GPU();
-  RingOptions options;
-  options.pipeline = 3;
-  check_halves_alone(300007, options, options, DType::BF16, DType::F32, 33);
 }
 
 TEST(NcclRing, DirectPath) {

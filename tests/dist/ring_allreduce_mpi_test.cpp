@@ -129,33 +129,6 @@ TEST(RingAllreduce, MismatchedCountsRaiseOnEveryRank) {
   EXPECT_EQ(fine.to_double_vector()[9], comm->size());
 }
 
-// The pipeline is a GPU schedule, but every rank must choose the same one (a rank on pipes and
-// a rank without would wait for each other forever on NCCL): the layout check compares it on
-// every backend, and bad values raise before any transfer.
-TEST(RingAllreduce, PipelineChoiceIsCheckedAndAgreed) {
-  auto comm = make_world_comm(Device::cpu());
-  if (comm->size() == 1) GTEST_SKIP() << "needs two ranks";
-  RingOptions differ;
-  differ.pipeline = comm->rank() == 0 ? 1 : 2;
-  Tensor buffer = Tensor::ones({999});
-  EXPECT_THROW(ring_allreduce(*comm, buffer, ReduceOp::Sum, differ), Error);
-  RingOptions ctas_differ;
-  ctas_differ.pipeline = 2;
-  ctas_differ.pipe_ctas = comm->rank() == 0 ? 16 : 32;
-  EXPECT_THROW(ring_reduce_scatter(*comm, buffer, ReduceOp::Sum, ctas_differ), Error);
-  for (int bad_pipes : {-1, 9}) {
-    RingOptions bad;
-    bad.pipeline = bad_pipes;
-    EXPECT_THROW(ring_allreduce(*comm, buffer, ReduceOp::Sum, bad), Error);
-  }
-  RingOptions bad_ctas;
-  bad_ctas.pipe_ctas = 65;
-  EXPECT_THROW(ring_all_gather(*comm, buffer, bad_ctas), Error);
-  RingOptions same;
-  same.pipeline = 4;
-  check_ring_matches(*comm, 4099, same);
-}
-
 // Forwards everything to an MPI comm and counts the host all-reduces, which is what the ring's
 // layout agreement costs.
 class CountingComm : public ForwardingComm {

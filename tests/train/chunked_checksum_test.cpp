@@ -1,17 +1,9 @@
-// Slice checksums per 1 MiB chunk (issue 24): the chunked checksum is checksum64 of the chunks'
-// checksum64 values, it catches one flipped word anywhere; checkpoints written the old way
-// (checksum64 of the bytes, no attribute) still load and still catch a flipped byte; and an
-// asynchronous writer whose update never comes completes once told to (no hang), writing the
-// bytes and checksums of a synchronous write.
+// Slice checksums per 1 MiB chunk: the chunked checksum is checksum64 of the chunks' checksum64
+// values, it catches one flipped word anywhere; checkpoints written the old way (checksum64 of the
+// bytes, no attribute) still load and still catch a flipped byte.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <chrono>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-#include <thread>
 #include <vector>
 
 #include "tensor/random.h"
@@ -19,7 +11,6 @@
 #include "train/ckpt/checkpoint_index.h"
 #include "train/ckpt/checkpoint_part.h"
 #include "train/ckpt/checksum.h"
-#include "train/ckpt/copy_on_write.h"
 #include "train/ckpt/hdf5_file.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
@@ -31,7 +22,7 @@ namespace {
 
 using testing::random_floats;
 using testing::TempDir;
-constexpr int64_t kChunk = CopyOnWrite::kChunkFloats;
+constexpr int64_t kChunk = kChecksumChunkBytes / sizeof(float);
 
 TEST(ChunkedChecksum, IsTheChecksumOfTheChunksChecksumsAndCatchesAFlippedWord) {
   std::vector<float> data = random_floats(2 * kChunk + 1234, 5);
@@ -89,77 +80,6 @@ TEST(ChunkedChecksum, CheckpointsWrittenTheOldWayStillLoadAndVerify) {
       EXPECT_NE(std::string(e.message()).find("checksum mismatch"), std::string::npos) << e.message();
     }
   }
-}
-
-// No update comes after the save (the run ends, or the update is dropped): the writer waits for
-// the checksums, then, told that none will come, takes them itself. Same bytes as a synchronous write.
-TEST(ChunkedChecksum, AWriterWhoseUpdateNeverComesCompletesWhenTold) {
-  TempDir dir;
-  const std::vector<int64_t> sizes = {3 * kChunk + 5, 7};
-  std::vector<std::vector<float>> live, side;
-  std::vector<OwnedSlice> slices;
-  std::vector<CopyOnWrite::Region> regions;
-  for (size_t k = 0; k < sizes.size(); ++k) {
-    live.push_back(random_floats(sizes[k], 20 + k));
-    side.emplace_back(live.back().size());
-    const std::string name = "w" + std::to_string(k);
-    slices.push_back(OwnedSlice{"params", name, {sizes[k]}, Hyperslab{{0}, {sizes[k]}}, live[k].data()});
-    // The second region has no side buffer (nobody updates it): the writer hashes it.
-    regions.push_back(CopyOnWrite::Region{live[k].data(), k == 0 ? side[k].data() : nullptr, sizes[k]});
-  }
-  std::filesystem::create_directories(dir / "sync");
-  std::filesystem::create_directories(dir / "async");
-  const std::string sync_index = dir / "sync/ckpt_000004.h5", async_index = dir / "async/ckpt_000004.h5";
-  const std::vector<SliceRecord> expected = write_checkpoint_part(sync_index, 0, slices);
-  CopyOnWrite cow;
-  cow.arm(regions);
-  std::atomic<bool> done{false};
-  std::vector<SliceRecord> written;
-  std::thread writer([&] {
-    written = write_checkpoint_part(async_index, 0, slices, &cow);
-    done = true;
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  EXPECT_FALSE(done.load()) << "the manifest came before the update's checksums";
-  EXPECT_TRUE(cow.armed());
-  cow.finish_checksums();
-  writer.join();
-  EXPECT_FALSE(cow.armed());
-  ASSERT_EQ(written.size(), expected.size());
-  for (size_t k = 0; k < written.size(); ++k) EXPECT_EQ(written[k].checksum, expected[k].checksum) << k;
-  EXPECT_EQ(testing::rank0_part_bytes(async_index), testing::rank0_part_bytes(sync_index));
-}
-
-// The update takes the checksums: chunks it finds written are hashed before they change, the
-// others copied and hashed; the writer then completes without being told.
-TEST(ChunkedChecksum, TheUpdateAfterTheSaveTakesTheChecksums) {
-  TempDir dir;
-  const int64_t n = 6 * kChunk + 99;
-  std::vector<float> live = random_floats(n, 30), frozen = live, side(static_cast<size_t>(n));
-  std::filesystem::create_directories(dir / "sync");
-  std::filesystem::create_directories(dir / "async");
-  const std::string sync_index = dir / "sync/ckpt_000004.h5", async_index = dir / "async/ckpt_000004.h5";
-  const std::vector<SliceRecord> expected =
-      write_checkpoint_part(sync_index, 0, {OwnedSlice{"params", "w", {n}, Hyperslab{{0}, {n}}, frozen.data()}});
-  CopyOnWrite cow;
-  cow.arm({{live.data(), side.data(), n}});
-  set_write_delay_for_testing(20000);  // 20 ms a chunk: the update meets the writer mid-way
-  std::vector<SliceRecord> written;
-  std::thread writer([&] {
-    written = write_checkpoint_part(async_index, 0, {OwnedSlice{"params", "w", {n}, Hyperslab{{0}, {n}}, live.data()}}, &cow);
-  });
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  for (int64_t c = 6; c >= 0; --c) {  // one update of everything, from the writer's far end as the optimizer's
-    const int64_t at = c * kChunk, count = std::min(kChunk, n - at);
-    cow.before_update(live.data() + at, count);
-    for (int64_t i = at; i < at + count; ++i) live[static_cast<size_t>(i)] *= 0.5f;
-  }
-  writer.join();  // no finish_checksums: the update was enough
-  set_write_delay_for_testing(0);
-  EXPECT_GT(cow.copied_chunks(), 0) << "the writer had taken every chunk: the test proved less";
-  ASSERT_EQ(written.size(), 1u);
-  EXPECT_EQ(written[0].checksum, expected[0].checksum);
-  EXPECT_EQ(testing::rank0_part_bytes(async_index), testing::rank0_part_bytes(sync_index));
 }
 
 }  // namespace

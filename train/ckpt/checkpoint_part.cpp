@@ -23,7 +23,6 @@
 #include "tensor/checked_size.h"
 #include "tensor/error.h"
 #include "train/ckpt/checksum.h"
-#include "train/ckpt/copy_on_write.h"
 #include "train/ckpt/direct_write.h"
 
 namespace nd::train {
@@ -175,71 +174,27 @@ void add_manifest(const std::string& path, const std::vector<SliceRecord>& recor
 
 // Chunks per write: 8 MiB writes cost a direct-I/O writer about half the system time of 1 MiB
 // ones and keep more of the disk busy.
-constexpr int64_t kChunksPerWrite = 8;
+constexpr size_t kChunksPerWrite = 8;
 
 // Tests only: write checksums the way older checkpoints did (no attribute).
 std::atomic<bool> g_legacy_checksums{false};
 
-// Writes slice k's bytes at its record's offset (their whole pages directly) kChunksPerWrite
-// chunks at a time. With `live`, each chunk comes from live.acquire(k, c): the bytes as they were
-// at the save, while the model may already be changing; chunks that lie one after the other in
-// memory (live, or copied to the side) go in one write. The chunks' checksums: without `live`
-// taken here on the way and returned; with it taken here only for regions nobody updates (handed
-// to live), the others by the update (copy_on_write.h).
-std::vector<uint64_t> write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, size_t k,
-                                  const SliceRecord& record, CopyOnWrite* live, const std::string& path) {
-  const int64_t n = slice.box.numel(), chunk_floats = CopyOnWrite::kChunkFloats;
-  const int64_t chunks = (n + chunk_floats - 1) / chunk_floats;
-  const bool hash_here = !live || live->writer_hashes(k);
-  std::vector<uint64_t> sums(hash_here ? static_cast<size_t>(chunks) : 0);
-  for (int64_t first = 0; first < chunks; first += kChunksPerWrite) {
-    struct Held {  // released also when a write throws: an update must not wait on them for ever
-      CopyOnWrite* live;
-      size_t k;
-      int64_t first, end;
-      ~Held() {
-        if (live)
-          for (int64_t c = first; c < end; ++c) live->release(k, c);
-      }
-    } held{live, k, first, first};
-    const float* at_chunk[kChunksPerWrite];
-    for (; held.end < std::min(chunks, first + kChunksPerWrite); ++held.end)
-      at_chunk[held.end - first] = live ? live->acquire(k, held.end) : slice.data + held.end * chunk_floats;
-    for (int64_t c = first; c < held.end;) {
-      int64_t stop = c + 1;  // [c, stop) lie one after the other in memory
-      while (stop < held.end && at_chunk[stop - first] == at_chunk[c - first] + (stop - c) * chunk_floats) ++stop;
-      const char* data = reinterpret_cast<const char*>(at_chunk[c - first]);
-      const size_t bytes = static_cast<size_t>(std::min(n, stop * chunk_floats) - c * chunk_floats) * sizeof(float);
-      if (hash_here)
-        for (int64_t h = c; h < stop; ++h) {
-          const size_t at = static_cast<size_t>((h - c) * chunk_floats) * sizeof(float);
-          sums[static_cast<size_t>(h)] = checksum64(data + at, std::min(kChecksumChunkBytes, bytes - at));
-        }
-      const int64_t at = record.file_offset + c * chunk_floats * static_cast<int64_t>(sizeof(float));
-      const size_t done = direct.write_pages(data, bytes, at);
-      write_all(fd, data + done, bytes - done, at + static_cast<int64_t>(done), path);
-      c = stop;
-    }
-    if (live && hash_here) {
-      for (int64_t c = first; c < held.end; ++c) live->release_hashed(k, c, sums[static_cast<size_t>(c)]);
-      held.end = first;
-    }
+// Writes a slice's bytes at its record's offset (their whole pages directly), kChunksPerWrite
+// checksum chunks a write, and returns the chunks' checksums.
+std::vector<uint64_t> write_slice(int fd, DirectWriter& direct, const OwnedSlice& slice, const SliceRecord& record,
+                                  const std::string& path) {
+  const size_t total = static_cast<size_t>(slice.box.numel()) * sizeof(float);
+  const char* data = reinterpret_cast<const char*>(slice.data);
+  std::vector<uint64_t> sums;
+  for (size_t at = 0; at < total; at += kChunksPerWrite * kChecksumChunkBytes) {
+    const size_t bytes = std::min(kChunksPerWrite * kChecksumChunkBytes, total - at);
+    for (size_t c = 0; c < bytes; c += kChecksumChunkBytes)
+      sums.push_back(checksum64(data + at + c, std::min(kChecksumChunkBytes, bytes - c)));
+    const int64_t offset = record.file_offset + static_cast<int64_t>(at);
+    const size_t done = direct.write_pages(data + at, bytes, offset);
+    write_all(fd, data + at + done, bytes - done, offset + static_cast<int64_t>(done), path);
   }
   return sums;
-}
-
-// Every slice's checksum from its chunks' (kChunkedChecksum), once all are known: with `live`, after
-// the update has taken them or finish_checksums() said it will not.
-void set_checksums(std::vector<SliceRecord>& records, std::vector<std::vector<uint64_t>>& sums, CopyOnWrite* live) {
-  if (live) live->wait_for_checksums();
-  for (size_t k = 0; k < records.size(); ++k) {
-    if (live) {
-      const int64_t chunks = live->chunks(k);
-      sums[k].resize(static_cast<size_t>(chunks));
-      for (int64_t c = 0; c < chunks; ++c) sums[k][static_cast<size_t>(c)] = live->chunk_checksum(k, c);
-    }
-    records[k].checksum = combine_chunk_checksums(sums[k].data(), sums[k].size());
-  }
 }
 
 }  // namespace
@@ -255,7 +210,7 @@ std::string part_file_name(const std::string& index_path, int rank) {
 }
 
 std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, int rank,
-                                               const std::vector<OwnedSlice>& slices, CopyOnWrite* live) {
+                                               const std::vector<OwnedSlice>& slices) {
   // With SIGXFSZ ignored, a write past the file-size limit fails with EFBIG instead of killing us.
   std::signal(SIGXFSZ, SIG_IGN);
   const std::string dir = parts_directory(index_path);
@@ -283,17 +238,13 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
     ND_CHECK_INPUT(fd >= 0, "cannot open " << temp << ": " << errno_text());
     try {
       DirectWriter direct(temp);  // the aligned pages of each slice; the rest through fd
-      std::vector<std::vector<uint64_t>> sums(slices.size());
-      for (size_t k = 0; k < slices.size(); ++k) sums[k] = write_slice(fd, direct, slices[k], k, records[k], live, temp);
       const bool legacy = g_legacy_checksums.load();
-      if (legacy) {
-        ND_CHECK(!live, "legacy checksums are for synchronous test writes only");
-        for (size_t k = 0; k < slices.size(); ++k)
-          records[k].checksum = checksum64(slices[k].data, static_cast<size_t>(slices[k].box.numel()) * sizeof(float));
-      } else {
-        set_checksums(records, sums, live);
+      for (size_t k = 0; k < slices.size(); ++k) {
+        const std::vector<uint64_t> sums = write_slice(fd, direct, slices[k], records[k], temp);
+        records[k].checksum =
+            legacy ? checksum64(slices[k].data, static_cast<size_t>(slices[k].box.numel()) * sizeof(float))
+                   : combine_chunk_checksums(sums.data(), sums.size());
       }
-      if (live) live->disarm();  // every byte is on its way to the disk and hashed: updates go ahead freely
       add_manifest(temp, records, !legacy);
       ND_CHECK_INPUT(::fsync(fd) == 0, "cannot fsync " << temp << ": " << errno_text());
     } catch (...) {
@@ -305,7 +256,6 @@ std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, in
                    "cannot rename " << temp << " to " << final_path << ": " << errno_text());
     fsync_path(dir, O_RDONLY | O_DIRECTORY);
   } catch (const Error& e) {
-    if (live) live->disarm();
     ::unlink(temp.c_str());
     ND_FAIL_INPUT("cannot write checkpoint part " << final_path << ": " << e.message());
   }

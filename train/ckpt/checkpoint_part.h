@@ -40,15 +40,10 @@ std::string parts_directory(const std::string& index_path);
 // "ckpt_000250.parts/rank_00003.h5", relative to the index's directory.
 std::string part_file_name(const std::string& index_path, int rank);
 
-class CopyOnWrite;
-
 // Writes rank `rank`'s part durably (creating the parts directory); returns its records.
-// With `live` (armed with one region per slice, in order: copy_on_write.h) the slices' bytes are
-// read through it, so training may go on changing the memory they point into; it is disarmed
-// once every byte is written (or the write failed).
 // nd::Error "cannot write checkpoint part ...: <why>" with no file left behind on failure.
 std::vector<SliceRecord> write_checkpoint_part(const std::string& index_path, int rank,
-                                               const std::vector<OwnedSlice>& slices, CopyOnWrite* live = nullptr);
+                                               const std::vector<OwnedSlice>& slices);
 
 // Tests only: synchronous writes checksum slices as older checkpoints did (no attribute), to check that
 // such checkpoints still verify.

@@ -6,12 +6,11 @@
 #include <cstring>
 #include <vector>
 
-#include "tensor/error.h"
-
 namespace nd::train {
 namespace {
 
-constexpr uint64_t kPrime = kChecksumPrime;
+constexpr uint64_t kSeed = 0xcbf29ce484222325ull;
+constexpr uint64_t kPrime = 0x100000001b3ull;  // FNV-1a's: odd, so (h ^ w) * p is a bijection in w
 
 inline uint64_t load_word(const unsigned char* p) {
   uint64_t w;
@@ -29,10 +28,9 @@ inline uint64_t mix(uint64_t h) {  // splitmix64's finaliser
 
 }  // namespace
 
-void Checksum64::add(const void* bytes, size_t nbytes) {
-  ND_CHECK(!ended_, "Checksum64: a piece of " << nbytes << " bytes after one that was not a multiple of 32");
+uint64_t checksum64(const void* bytes, size_t nbytes) {
   const auto* p = static_cast<const unsigned char*>(bytes);
-  uint64_t h0 = h_[0], h1 = h_[1], h2 = h_[2], h3 = h_[3];
+  uint64_t h0 = kSeed, h1 = kSeed ^ 1, h2 = kSeed ^ 2, h3 = kSeed ^ 3;
   size_t i = 0;
   for (; i + 32 <= nbytes; i += 32) {
     h0 = (h0 ^ load_word(p + i)) * kPrime;
@@ -46,21 +44,7 @@ void Checksum64::add(const void* bytes, size_t nbytes) {
     std::memcpy(&w, p + i, nbytes - i);
     h0 = (h0 ^ w) * kPrime;
   }
-  h_[0] = h0, h_[1] = h1, h_[2] = h2, h_[3] = h3;
-  length_ += nbytes;
-  ended_ = nbytes % 32 != 0;
-}
-
-uint64_t Checksum64::value() const { return checksum64_of_lanes(h_, length_); }
-
-uint64_t checksum64_of_lanes(const uint64_t lanes[4], uint64_t nbytes) {
-  return mix(mix(mix(mix(lanes[0] ^ nbytes) ^ lanes[1]) ^ lanes[2]) ^ lanes[3]);
-}
-
-uint64_t checksum64(const void* bytes, size_t nbytes) {
-  Checksum64 sum;
-  sum.add(bytes, nbytes);
-  return sum.value();
+  return mix(mix(mix(mix(h0 ^ static_cast<uint64_t>(nbytes)) ^ h1) ^ h2) ^ h3);
 }
 
 uint64_t combine_chunk_checksums(const uint64_t* chunk_sums, size_t count) {

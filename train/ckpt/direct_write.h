@@ -1,8 +1,7 @@
 // Writing the page-aligned bulk of a checkpoint part without the page cache (O_DIRECT): the bytes
-// go from the host buffer to the disk with no copy into kernel memory. On a small machine that
-// copy is CPU time an asynchronous save's writer takes from training (4.8 s of system time for a
-// 4.25 GB part on a 2-core VM). Where the file system refuses direct I/O (tmpfs) nothing is
-// written directly and the caller writes everything as before.
+// go from the host buffer to the disk with no copy into kernel memory, which on a small machine is
+// CPU time an asynchronous save's writer takes from training. Where the file system refuses direct
+// I/O (tmpfs) nothing is written directly and the caller writes everything.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -103,27 +103,6 @@ Hdf5File Hdf5File::create(const std::string& path) {
   return Hdf5File(id, path);
 }
 
-Hdf5File Hdf5File::create_in_memory(const std::string& name, int64_t expected_bytes) {
-  silence_hdf5_errors();
-  Handle access(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  // backing_store 0: nothing is ever written to `name`. The slack covers HDF5's own metadata.
-  const size_t increment = static_cast<size_t>(std::max<int64_t>(expected_bytes, 0)) + (1 << 20);
-  ND_CHECK(access.ok() && H5Pset_fapl_core(access.get(), increment, 0) >= 0,
-           "cannot set up an in-memory HDF5 file for " << name);
-  hid_t id = H5Fcreate(name.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, access.get());
-  ND_CHECK(id >= 0, "cannot create an in-memory HDF5 file for " << name);
-  return Hdf5File(id, name);
-}
-
-std::vector<char> Hdf5File::image() {
-  flush();
-  ssize_t size = H5Fget_file_image(id_, nullptr, 0);
-  ND_CHECK(size > 0, "cannot get the image of HDF5 file " << path_);
-  std::vector<char> bytes(static_cast<size_t>(size));
-  ND_CHECK(H5Fget_file_image(id_, bytes.data(), bytes.size()) == size, "cannot copy the image of HDF5 file " << path_);
-  return bytes;
-}
-
 Hdf5File Hdf5File::open_read(const std::string& path) {
   silence_hdf5_errors();
   ND_CHECK_INPUT(std::ifstream(path).good(), "cannot open " << path << ": no such readable file");
@@ -181,26 +160,6 @@ std::vector<std::string> Hdf5File::list(const std::string& group) const {
            "cannot list group " << group << " in " << path_);
   std::sort(names.begin(), names.end());
   return names;
-}
-
-void Hdf5File::write_tensor(const std::string& object, const Tensor& tensor) {
-  Tensor host = tensor.device().is_cpu() ? tensor : tensor.to(Device::cpu());
-  bool is_int = host.dtype() == DType::I32;
-  ND_CHECK(is_int || host.dtype() == DType::F32 || host.dtype() == DType::BF16 || host.dtype() == DType::F16 ||
-               host.dtype() == DType::F64,
-           "cannot store " << host.str() << " as " << object);
-  if (!is_int && host.dtype() != DType::F32) host = host.to(DType::F32);
-  ensure_parent_groups(object);
-  std::vector<hsize_t> dims(host.shape().begin(), host.shape().end());
-  Handle space(dims.empty() ? H5Screate(H5S_SCALAR) : H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr),
-               H5Sclose);
-  hid_t file_type = is_int ? H5T_STD_I32LE : H5T_IEEE_F32LE;
-  hid_t mem_type = is_int ? H5T_NATIVE_INT32 : H5T_NATIVE_FLOAT;
-  Handle ds(H5Dcreate2(id_, object.c_str(), file_type, space.get(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), H5Dclose);
-  ND_CHECK(ds.ok(), "cannot create dataset " << object << " in " << path_);
-  if (host.numel() > 0)
-    ND_CHECK(H5Dwrite(ds.get(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, host.raw_data()) >= 0,
-             "cannot write dataset " << object << " to " << path_);
 }
 
 Shape Hdf5File::dataset_shape(const std::string& object) const {

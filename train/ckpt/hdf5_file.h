@@ -17,12 +17,6 @@ class Hdf5File {
  public:
   static Hdf5File create(const std::string& path);     // truncates an existing file
   static Hdf5File open_read(const std::string& path);  // nd::Error if missing or not HDF5
-  // A file that lives in memory only (HDF5's core driver); `name` is for messages. image() gives
-  // its bytes, which the caller writes out itself: a failed write then leaves no half-closed
-  // HDF5 file behind, and the error names the system's reason (a full disk, a size limit).
-  // `expected_bytes` sizes the memory it grows by (one step when the guess is right).
-  static Hdf5File create_in_memory(const std::string& name, int64_t expected_bytes);
-  std::vector<char> image();  // flushes, then copies the whole file image
   Hdf5File(Hdf5File&& other) noexcept;
   Hdf5File& operator=(Hdf5File&&) = delete;
   Hdf5File(const Hdf5File&) = delete;
@@ -36,8 +30,6 @@ class Hdf5File {
   bool exists(const std::string& object) const;
   std::vector<std::string> list(const std::string& group) const;  // member names, sorted
 
-  // A CPU tensor of any float dtype, stored as f32 (or i32 as i32) with its full shape.
-  void write_tensor(const std::string& object, const Tensor& tensor);
   Tensor read_tensor(const std::string& object) const;  // f32 or i32 on the CPU
   Shape dataset_shape(const std::string& object) const;
 

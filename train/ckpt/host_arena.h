@@ -1,9 +1,8 @@
 // HostArena: page-aligned host buffers carved out of big chunks, each chunk touched by several
 // threads at once (allocate_touched) and, for a GPU's device-to-host copies, pinned by one
-// cudaHostRegister. A checkpoint snapshot asks for hundreds of buffers, one for each piece of a
-// tensor's parameters, m and v that the rank holds (a 6.7B GPT's ZeRO 3 rank: from kilobytes to a
-// few hundred megabytes, 40 GB in all); allocated one by one, each was touched by a single thread
-// and pinned by a call of its own.
+// cudaHostRegister. A checkpoint snapshot asks for hundreds of buffers (one for each piece of a
+// tensor's parameters, m and v that the rank holds), which one by one would each be touched by a
+// single thread and pinned by a call of its own.
 #pragma once
 #include <cstddef>
 #include <vector>

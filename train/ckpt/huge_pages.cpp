@@ -15,10 +15,6 @@
 namespace nd::train {
 namespace {
 
-#ifndef MADV_COLLAPSE
-constexpr int MADV_COLLAPSE = 25;  // Linux 6.1; older headers lack the name
-#endif
-
 // The whole huge pages inside [data, data + bytes): their start and length (0 when none).
 std::pair<char*, size_t> interior(void* data, size_t bytes) {
   const uintptr_t begin = (reinterpret_cast<uintptr_t>(data) + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
@@ -31,8 +27,7 @@ std::pair<char*, size_t> interior(void* data, size_t bytes) {
 constexpr size_t kBytesPerThread = size_t{256} << 20;
 constexpr unsigned kMaxTouchThreads = 8;
 
-}  // namespace
-
+// Memory not yet touched: asks for huge pages from its first touch on (MADV_HUGEPAGE).
 void prefer_huge_pages(void* data, size_t bytes) {
 #ifdef MADV_HUGEPAGE
   auto [begin, length] = interior(data, bytes);
@@ -40,12 +35,7 @@ void prefer_huge_pages(void* data, size_t bytes) {
 #endif
 }
 
-bool collapse_to_huge_pages(void* data, size_t bytes) {
-  auto [begin, length] = interior(data, bytes);
-  if (length == 0) return false;
-  prefer_huge_pages(begin, length);  // and khugepaged keeps them so
-  return ::madvise(begin, length, MADV_COLLAPSE) == 0;
-}
+}  // namespace
 
 void* allocate_touched(size_t bytes, size_t alignment) {
   bytes = std::max<size_t>(bytes, 1);

@@ -170,45 +170,29 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const dist::TensorParalle
               return (g == 0 && at_flat_offsets ? flat_offset.at(e.name) + element
                                                        : piece.local + (element - piece.begin));
             };
-            if (mode != SnapshotMode::kCopy && contiguous && !on_gpu) {
-              borrow(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
-                                source[g]->data<float>() + at(first)},
-                     mode, index);
+            if (mode == SnapshotMode::kBorrow && contiguous && !on_gpu) {
+              slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full,
+                                           source[g]->data<float>() + at(first)});
               continue;
             }
             float* dst = buffer(index++, static_cast<size_t>(in.numel()), on_gpu);
             for (int64_t r = 0; r < (contiguous ? 1 : rows); ++r)
               copy_to_host(*source[g], at(first + r * cols), contiguous ? in.numel() : width, dst + r * width);
             slices_.push_back(OwnedSlice{kCheckpointGroups[g], e.name, e.placement.full_shape, full, dst});
-            side_.push_back(nullptr);
           }
         }
       }
     }
   }
-  if (mode != SnapshotMode::kCopy) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
+  if (mode == SnapshotMode::kBorrow) held_.insert(held_.end(), {*source[0], *source[1], *source[2]});
 #if NANODIST_WITH_CUDA
   if (on_gpu) CUDA_CHECK(cudaStreamSynchronize(compute_stream(model.device().index)));
 #endif
 }
 
-void ModelSnapshot::borrow(OwnedSlice slice, SnapshotMode mode, size_t& index) {
-  const size_t count = static_cast<size_t>(slice.box.numel());
-  side_.push_back(mode == SnapshotMode::kCopyOnWrite ? buffer(index++, count, false) : nullptr);
-  slices_.push_back(std::move(slice));
-}
-
-std::vector<CopyOnWrite::Region> ModelSnapshot::regions() const {
-  std::vector<CopyOnWrite::Region> out;
-  for (size_t k = 0; k < slices_.size(); ++k)
-    out.push_back(CopyOnWrite::Region{slices_[k].data, side_[k], slices_[k].box.numel()});
-  return out;
-}
-
 void ModelSnapshot::take(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW* optimizer, int dp_rank,
                          int dp_size, SnapshotMode mode) {
   slices_.clear();
-  side_.clear();
   held_.clear();
   if (optimizer != nullptr && optimizer->sharded()) return take_sharded(model, tp, *optimizer, mode);
   const bool on_gpu = model.device().is_cuda();
@@ -225,11 +209,9 @@ void ModelSnapshot::take(const nn::GPT& model, const dist::TensorParallel& tp, c
       int64_t row = 1;
       for (size_t d = 1; d < src->shape().size(); ++d) row *= src->shape()[d];
       const int64_t first = b.local.offset.empty() ? 0 : b.local.offset[0] * row;
-      // A conversion (host_f32) is private: nothing changes it, so it is borrowed without a side.
-      if (mode != SnapshotMode::kCopy && rows && src->device().is_cpu()) {
+      if (mode == SnapshotMode::kBorrow && rows && src->device().is_cpu()) {
         held_.push_back(*src);
-        borrow(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, src->data<float>() + first},
-               host_f32.defined() ? SnapshotMode::kBorrow : mode, index);
+        slices_.push_back(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, src->data<float>() + first});
         continue;
       }
       float* dst = buffer(index++, static_cast<size_t>(b.full.numel()), on_gpu);
@@ -241,7 +223,6 @@ void ModelSnapshot::take(const nn::GPT& model, const dist::TensorParallel& tp, c
                  b.local.count, std::vector<int64_t>(b.local.count.size(), 0), b.local.count, sizeof(float));
       }
       slices_.push_back(OwnedSlice{e.group, e.name, e.placement.full_shape, b.full, dst});
-      side_.push_back(nullptr);
     }
   }
 #if NANODIST_WITH_CUDA

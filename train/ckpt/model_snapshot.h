@@ -1,8 +1,8 @@
 // Between a live model (and its AdamW state) and the slices of a sharded checkpoint. A snapshot
 // holds the slices this rank writes (checkpoint_slices.h decides which): copied into host buffers
 // (pinned on a GPU) so a background thread can write them while training goes on, or pointing
-// into the model's own CPU memory (SnapshotMode below). load_model_slices fills each rank's tensors from any checkpoint layout, reading only the
-// slices that meet what the rank holds.
+// into the model's own CPU memory for a synchronous save. load_model_slices fills each rank's
+// tensors from any checkpoint layout, reading only the slices that meet what the rank holds.
 #pragma once
 #include <cstddef>
 #include <memory>
@@ -11,17 +11,15 @@
 #include "dist/parallel/tp_mappings.h"
 #include "nn/gpt.h"
 #include "train/ckpt/checkpoint_index.h"
-#include "train/ckpt/copy_on_write.h"
 #include "train/ckpt/host_arena.h"
 #include "train/optimizer.h"
 
 namespace nd::train {
 
 // How a snapshot holds the slices. kCopy: copied into its own host buffers (pinned on a GPU), the
-// model may change right after. kBorrow: f32 CPU tensors' slices point into the tensors (a
-// synchronous save, written before the model changes). kCopyOnWrite: as kBorrow, and each such
-// slice gets a side buffer of its size for copy_on_write.h (an asynchronous save on the CPU).
-enum class SnapshotMode { kCopy, kBorrow, kCopyOnWrite };
+// model may change right after (an asynchronous save). kBorrow: f32 CPU tensors' slices point into
+// the tensors (a synchronous save, written before the model changes).
+enum class SnapshotMode { kCopy, kBorrow };
 
 class ModelSnapshot {
  public:
@@ -32,14 +30,11 @@ class ModelSnapshot {
   // Takes this rank's owned slices of the parameters (the f32 masters where there are), the
   // AdamW moments (when `optimizer` is not null) out of the model; `tp` is the model's
   // tensor-parallel group, `dp_rank` of `dp_size` this rank's place among the data-parallel
-  // replicas. Returns when the copies are complete. Buffers (copies and side buffers, page-aligned,
-  // touched once) are kept for the next snapshot of the same layout.
+  // replicas. Returns when the copies are complete. Buffers (page-aligned, touched once) are kept
+  // for the next snapshot of the same layout.
   void take(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW* optimizer, int dp_rank, int dp_size,
             SnapshotMode mode = SnapshotMode::kCopy);
   const std::vector<OwnedSlice>& slices() const { return slices_; }
-  // kCopyOnWrite: one region per slice, in order; a slice that points into the model has its
-  // side buffer, a copied one none (nothing changes it).
-  std::vector<CopyOnWrite::Region> regions() const;
   int64_t bytes() const;
 
  private:
@@ -53,12 +48,9 @@ class ModelSnapshot {
   float* buffer(size_t index, size_t count, bool pinned);
   // ZeRO: the pieces of the parameters (masters), m and v this rank's shard holds.
   void take_sharded(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW& optimizer, SnapshotMode mode);
-  // A slice that points into the model (borrowed); with kCopyOnWrite it also gets a side buffer.
-  void borrow(OwnedSlice slice, SnapshotMode mode, size_t& index);
   std::vector<Buffer> buffers_;
   std::unique_ptr<HostArena> arenas_[2];  // [pinned]: made at the first buffer of each kind
   std::vector<OwnedSlice> slices_;
-  std::vector<float*> side_;  // per slice: its side buffer (kCopyOnWrite, borrowed), else null
   std::vector<Tensor> held_;  // tensors that slices point into (copy false), or f32 conversions
 };
 

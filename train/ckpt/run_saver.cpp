@@ -3,13 +3,11 @@
 
 #include <sys/resource.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "tensor/error.h"
 #include "train/ckpt/checkpoint_index.h"
-#include "train/ckpt/huge_pages.h"
 
 namespace nd::train {
 
@@ -18,18 +16,9 @@ RunSaver::RunSaver(dist::Comm& world, int dp_rank, int dp_size, bool async)
   if (async) writer_ = std::make_unique<BackgroundWriter>();
 }
 
-// The writer joins its thread first (an unfinished part stays a temporary), before the side
-// buffers it may be reading go; it stops waiting for the update's checksums.
-RunSaver::~RunSaver() {
-  stop_waiting_for_update();
-  writer_.reset();
-}
-
-// The pending write is about to be waited for: no update will come before, so the writer takes
-// the checksums the update has not (copy_on_write.h); else it would wait for ever.
-void RunSaver::stop_waiting_for_update() {
-  if (copy_on_write_) copy_on_write_->finish_checksums();
-}
+// The writer joins its thread first (an unfinished part stays a temporary), before the snapshot's
+// buffers it may be reading go.
+RunSaver::~RunSaver() { writer_.reset(); }
 
 std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   std::string completed = finish();
@@ -44,20 +33,13 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   if (world_.size() > 1) world_.barrier();
   meta_ = run_metadata(run, counters);
   started_ = std::chrono::steady_clock::now();
-  snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
+  snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode());
   // The FP8 histories are agreed over the tp and dp groups: one copy, from dp and tp rank 0.
   fp8_snapshot_.clear();
   if (run.fp8 != nullptr && dp_rank_ == 0 && run.tp.rank() == 0)
     fp8_snapshot_.take(run.fp8->scaling());
   slices_ = snapshot_.slices();
   slices_.insert(slices_.end(), fp8_snapshot_.slices().begin(), fp8_snapshot_.slices().end());
-  if (copy_on_write_) {
-    std::vector<CopyOnWrite::Region> regions = snapshot_.regions();
-    for (const OwnedSlice& s : fp8_snapshot_.slices())  // copies: nothing changes them, no side buffer
-      regions.push_back(CopyOnWrite::Region{s.data, nullptr, s.box.numel()});
-    copy_on_write_->arm(regions);
-    run.optimizer.flat_state().copy_on_write = copy_on_write_.get();
-  }
   snapshot_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   part_state_ = 0;
   if (writer_) {
@@ -68,38 +50,13 @@ std::string RunSaver::save(const RunParts& run, const RunCounters& counters) {
   return agree_and_complete();
 }
 
-// A synchronous save writes before the model changes: no copy of CPU tensors is needed. An
-// asynchronous one copies a GPU's memory to pinned host buffers at once (the device changes it
-// unseen), and on the CPU leaves the copying to the optimizer, of what the disk has not taken yet.
-SnapshotMode RunSaver::snapshot_mode(const RunParts& run) {
-  if (!writer_) return SnapshotMode::kBorrow;
-  if (run.model.device().is_cuda()) return SnapshotMode::kCopy;
-  if (!copy_on_write_) copy_on_write_ = std::make_unique<CopyOnWrite>();
-  return SnapshotMode::kCopyOnWrite;
-}
+// A synchronous save writes before the model changes: the slices of CPU tensors point into them.
+// An asynchronous one copies them into host buffers (pinned on a GPU, whose device changes its
+// memory unseen) and the writer thread sends the copy to the disk while training goes on.
+SnapshotMode RunSaver::snapshot_mode() const { return writer_ ? SnapshotMode::kCopy : SnapshotMode::kBorrow; }
 
-// On the CPU the model's own buffers are what the writer sends to the disk: they go onto huge
-// pages once here (a copy of the range, once, at start), which makes every save's direct I/O
-// cheaper in system time and faster (huge_pages.h).
 void RunSaver::prepare(const RunParts& run) {
-  if (!writer_) return;
-  snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode(run));
-  if (copy_on_write_) {
-    std::vector<CopyOnWrite::Region> spans = snapshot_.regions();
-    std::sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.live < b.live; });
-    // Neighbours a page's padding apart (the flat buffers' tensors) make one span.
-    std::vector<std::pair<const char*, const char*>> merged;
-    for (const CopyOnWrite::Region& r : spans) {
-      const char* begin = reinterpret_cast<const char*>(r.live);
-      const char* end = begin + r.count * static_cast<int64_t>(sizeof(float));
-      if (!merged.empty() && begin >= merged.back().second && begin - merged.back().second <= 4096)
-        merged.back().second = end;
-      else
-        merged.emplace_back(begin, end);
-    }
-    for (auto& [begin, end] : merged)
-      collapse_to_huge_pages(const_cast<char*>(begin), static_cast<size_t>(end - begin));
-  }
+  if (writer_) snapshot_.take(run.model, run.tp, &run.optimizer, dp_rank_, dp_size_, snapshot_mode());
 }
 
 namespace {
@@ -118,12 +75,9 @@ void RunSaver::write_part() {
   const double cpu_before = thread_cpu_seconds();
   const auto began = std::chrono::steady_clock::now();
   try {
-    write_checkpoint_part(pending_path_, world_.rank(), slices_, copy_on_write_.get());
+    write_checkpoint_part(pending_path_, world_.rank(), slices_);
     writer_cpu_seconds_ = thread_cpu_seconds() - cpu_before;
-    // Not counting a wait for the update's checksums: at the last save of a run no update comes,
-    // and the writer waits idle for the run's end (its final evaluation) to take them itself.
-    part_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count() -
-                    (copy_on_write_ ? copy_on_write_->checksum_wait_seconds() : 0.0);
+    part_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     part_state_ = 1;
   } catch (const Error& e) {
     part_error_ = e.message();
@@ -137,7 +91,6 @@ int64_t RunSaver::part_failed() const { return pending() && part_state_ == 2 ? 1
 std::string RunSaver::complete_if_written(int64_t written, int64_t failed) {
   if (!pending()) return "";
   if (failed > 0) {
-    stop_waiting_for_update();
     if (writer_) writer_->wait();
     fail_pending(part_state_ == 2 ? part_error_ : "another rank could not write its part");
   }
@@ -151,7 +104,6 @@ std::string RunSaver::finish() {
     wait_for_prune();
     return "";
   }
-  stop_waiting_for_update();
   if (writer_) writer_->wait();
   return agree_and_complete();
 }
@@ -185,15 +137,8 @@ std::string RunSaver::complete_pending() {
     std::snprintf(line, sizeof(line), "%.2f GB in %d part%s, %.1f s (snapshot %.1f s)", bytes / 1e9, world_.size(),
                   world_.size() == 1 ? "" : "s", seconds, snapshot_seconds_);
     summary_ = line;
-    if (copy_on_write_) {  // how much of rank 0's part the optimizer had to copy before the disk took it
-      std::snprintf(line, sizeof(line), "; the update copied %lld of %lld MiB chunks",
-                    static_cast<long long>(copy_on_write_->copied_chunks()),
-                    static_cast<long long>(copy_on_write_->total_chunks()));
-      summary_.insert(summary_.size() - 1, line);
-    }
     // The writer's own time for rank 0's part (the total above runs to the index, written at the
-    // next step boundary, or after a final evaluation), and what it took from training in CPU time
-    // (system calls, checksums the update left).
+    // next step boundary, or after a final evaluation), and what it took from training in CPU time.
     if (writer_) {
       std::snprintf(line, sizeof(line), "; part written in %.1f s, writer CPU %.2f s", part_seconds_,
                     writer_cpu_seconds_);

@@ -1,11 +1,10 @@
 // Saving a run as sharded checkpoints: every rank snapshots the slices it owns
-// (model_snapshot.h) and writes its part (checkpoint_part.h), at once or, with --async-save, on a
-// background thread while training goes on (on the CPU straight from the live buffers, the
-// optimizer copying what the writer has not taken before it changes it: copy_on_write.h); once every rank's part is durable, rank 0 writes the
-// index (checkpoint_index.h), which makes the checkpoint complete, and prunes to --keep (with
-// --async-save on the writer thread). The
-// ranks learn that every part is written through the training loop's per-step agreement
-// (part_written/part_failed summed over ranks), or through finish().
+// (model_snapshot.h) and writes its part (checkpoint_part.h), at once or, with --async-save, from a
+// host copy (pinned on a GPU) on a background thread while training goes on; once every rank's
+// part is durable, rank 0 writes the index (checkpoint_index.h), which makes the checkpoint
+// complete, and prunes to --keep (with --async-save on the writer thread). The ranks learn that
+// every part is written through the training loop's per-step agreement (part_written/part_failed
+// summed over ranks), or through finish().
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -16,7 +15,6 @@
 #include "dist/comm/comm.h"
 #include "train/ckpt/async_saver.h"
 #include "train/ckpt/checkpoint.h"
-#include "train/ckpt/copy_on_write.h"
 #include "train/ckpt/fp8_checkpoint.h"
 #include "train/ckpt/model_snapshot.h"
 #include "train/ckpt/run_state.h"
@@ -38,7 +36,7 @@ class RunSaver {
   std::string save(const RunParts& run, const RunCounters& counters);
 
   // Asynchronous saves: allocates (and touches) the snapshot's host buffers now, at start, so the
-  // first save does not pause training for it (page faults, or pinning on a GPU).
+  // first save does not pause training for it (page faults, and pinning on a GPU).
   void prepare(const RunParts& run);
 
   // This rank's part of the pending save: written (1) or failed (1), else 0; for the loop to sum.
@@ -53,25 +51,21 @@ class RunSaver {
 
   bool pending() const { return !pending_path_.empty(); }
   // On rank 0, of the save completed last: "4.25 GB in 2 parts, 11.8 s (snapshot 1.1 s)", the
-  // seconds from the save's start to its index; an asynchronous CPU save adds "; the update copied
-  // 1834 of 4113 MiB chunks" (copy_on_write.h), and an asynchronous save the wall and CPU time its
-  // writer thread took for rank 0's part: "; part written in 2.1 s, writer CPU 0.41 s", the wall
-  // time without the writer's wait for the update's checksums (the total counts that wait, and
-  // the index waits for the next step boundary; at a run's last save both wait for the final
-  // evaluation).
+  // seconds from the save's start to its index; an asynchronous save adds the wall and CPU time its
+  // writer thread took for rank 0's part: "; part written in 2.1 s, writer CPU 0.41 s" (the index
+  // waits for the next step boundary, at a run's last save for the final evaluation).
   const std::string& last_summary() const { return summary_; }
   // The step a resumed run started from: its checkpoint exists, so it is not written again.
   void set_saved_step(int64_t step) { saved_step_ = step; }
 
  private:
-  SnapshotMode snapshot_mode(const RunParts& run);
+  SnapshotMode snapshot_mode() const;
   void write_part();                    // this rank's part of the pending save (any thread)
-  void stop_waiting_for_update();       // before waiting for the writer
   std::string agree_and_complete();     // collective: all parts written? then the index
   std::string complete_pending();       // rank 0: index and prune; every rank: clear pending
   // The prune after an asynchronous save that completes at the per-step agreement runs on the
-  // writer thread (removing a checkpoint of gigabytes took ~0.55 s on the training thread: the
-  // disk's discard); finish() waits for it and raises its error, as does the next prune.
+  // writer thread (removing gigabytes waits on the disk's discard); finish() waits for it and
+  // raises its error, as does the next prune.
   void wait_for_prune();
   void raise_prune_error();
   [[noreturn]] void fail_pending(const std::string& why);
@@ -82,7 +76,6 @@ class RunSaver {
   ModelSnapshot snapshot_;
   Fp8StateSnapshot fp8_snapshot_;    // --fp8: on one rank of those holding the tensors
   std::vector<OwnedSlice> slices_;   // this rank's part: the snapshot's slices, then the FP8 state's
-  std::unique_ptr<CopyOnWrite> copy_on_write_;  // asynchronous saves on the CPU
   CheckpointData meta_;  // config, state and tokenizer of the pending save
   std::string pending_path_;
   std::string out_dir_;
@@ -92,7 +85,7 @@ class RunSaver {
   double snapshot_seconds_ = 0.0;
   std::string summary_;
   double writer_cpu_seconds_ = 0.0;  // of this rank's part: the writing thread's CPU time (user + system)
-  double part_seconds_ = 0.0;        // of this rank's part: the writing's wall time, waits left out
+  double part_seconds_ = 0.0;        // of this rank's part: the writing's wall time
   std::atomic<int> part_state_{0};  // 0 writing or none, 1 written, 2 failed
   std::string part_error_;          // set by write_part before part_state_ becomes 2
   std::string prune_error_;         // set by the prune job on the writer thread

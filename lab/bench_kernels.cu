@@ -1,4 +1,4 @@
-// Kernel benchmark behind `nanodist bench-kernels`. Inputs are filled on the device with Philox
+// The kernel benchmark behind `nanodist-lab bench-kernels`. Inputs are filled on the device with Philox
 // uniforms (never zeros); each op runs a few warm-up launches, then `iters` launches timed one by
 // one with CUDA events on the compute stream; the median is returned. Bytes count each operand
 // read or written once (the least any implementation must move), FLOPs the useful multiply-adds.
@@ -12,7 +12,7 @@
 #include "kernels/cuda/add.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_mma.cuh"
-#include "kernels/cuda/bench_kernels.h"
+#include "lab/bench_kernels.h"
 #include "kernels/cuda/common.cuh"
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/cublaslt.h"

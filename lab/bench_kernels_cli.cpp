@@ -1,19 +1,26 @@
-// `nanodist bench-kernels`: flags to KernelBenchOptions, then one line per op and shape as it
+// `nanodist-lab bench-kernels`: flags to KernelBenchOptions, then one line per op and shape as it
 // finishes: median time, achieved GB/s and TFLOP/s, and their share of the machine's ceilings.
 #include <cstdio>
+#include <iostream>
 
-#include "cli/subcommand.h"
+#include "cli/flags.h"
+#include "cli/threads.h"
+#include "lab/bench_kernels.h"
 #include "tensor/device.h"
 #include "tensor/error.h"
 
 #ifdef NANODIST_WITH_CUDA
-#include "kernels/cuda/bench_kernels.h"
 #include "kernels/cudnn/attention_cudnn.h"
 #include "tensor/cuda_stream.h"
 #endif
 
-namespace nd::cli {
+namespace nd::lab {
 namespace {
+
+using cli::flag;
+using cli::FlagSet;
+using cli::FlagType;
+using cli::ParsedFlags;
 
 // The yardsticks each kernel's rate is printed against: a Hopper GPU's device-to-device copy (read
 // and write) and its bf16 GEMM, as measured on the GPU machine.
@@ -21,7 +28,7 @@ constexpr double kCopyBytesPerSecond = 4.3e12;
 constexpr double kGemmFlopsPerSecond = 790e12;
 
 FlagSet bench_kernels_flags() {
-  FlagSet set("bench-kernels", "[flags]   (CUDA builds, one GPU)");
+  FlagSet set("bench-kernels", "[flags]   (nanodist-lab of a CUDA build, one GPU)");
   set.group("shape (GPT-2 124M by default)")
       .add(flag("dtype", "bf16", "bf16 or f32"))
       .add(flag("batch", "8", "sequences B", FlagType::Int))
@@ -40,7 +47,16 @@ int64_t positive(const ParsedFlags& flags, const char* name) {
   return v;
 }
 
-int run_bench_kernels_command(const ParsedFlags& flags) {
+}  // namespace
+
+int run_lab_bench_kernels(int argc, const char* const* argv) {
+  const FlagSet set = bench_kernels_flags();
+  const ParsedFlags flags = set.parse(argc, argv);
+  if (flags.help_requested) {
+    std::cout << set.help();
+    return 0;
+  }
+  cli::apply_thread_count(flags.threads);
   const std::string dtype = flags.get_string("dtype");
   ND_CHECK_INPUT(dtype == "bf16" || dtype == "f32", "--dtype must be bf16 or f32, got '" << dtype << "'");
   const int64_t B = positive(flags, "batch"), T = positive(flags, "seq"), C = positive(flags, "embd");
@@ -83,11 +99,4 @@ int run_bench_kernels_command(const ParsedFlags& flags) {
 #endif
 }
 
-}  // namespace
-
-Subcommand bench_kernels_command() {
-  return {"bench-kernels", "per-kernel speed against the machine's ceilings (CUDA builds)", bench_kernels_flags,
-          run_bench_kernels_command};
-}
-
-}  // namespace nd::cli
+}  // namespace nd::lab

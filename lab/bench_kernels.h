@@ -1,6 +1,6 @@
-// The kernel benchmark behind `nanodist bench-kernels`: times every CUDA kernel at GPT-2 124M
-// shapes and returns, per op and shape, the median time and the bytes and FLOPs the op must move
-// and compute; cli/bench_kernels.cpp prints them against the machine's ceilings.
+// `nanodist-lab bench-kernels`: times every CUDA kernel at GPT-2 124M shapes (or others) and prints,
+// per op and shape, the median time, the bytes and FLOPs the op must move and compute, and their
+// share of the machine's ceilings. Users time the ops of a real run with `nanodist train --op-times`.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -35,3 +35,10 @@ std::vector<KernelBenchRow> run_bench_kernels(const KernelBenchOptions& options,
                                               const std::function<void(const KernelBenchRow&)>& on_row = {});
 
 }  // namespace nd::cuda
+
+namespace nd::lab {
+
+// argv[0] is "bench-kernels"; returns the exit status, lets nd::Error escape.
+int run_lab_bench_kernels(int argc, const char* const* argv);
+
+}  // namespace nd::lab
