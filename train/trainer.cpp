@@ -188,10 +188,6 @@ class Trainer {
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
                      data_parallel_->param_shard()};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.parallel.zero > 0 ? &shard : nullptr);
-    if (is_logger())
-      say("memory: " +
-          memory_plan_line(memory_plan(c_.parallel.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
-                           c_.parallel.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
     if (grid_->pp_size() > 1) {
       set_pipeline_norm(*optimizer_, *model_, *grid_);
@@ -222,6 +218,11 @@ class Trainer {
       say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_, tp_) +
           " (--init-from: its weights, a fresh optimizer, step 0)");
     saver_->prepare(run_parts());
+    // After the resume, whose checkpoint may not fit this model: an input error comes first.
+    if (is_logger())
+      say("memory: " +
+          memory_plan_line(memory_plan(c_.parallel.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
+                           c_.parallel.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     if (is_logger())
       for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
     if (is_logger()) metrics_.open(c_.checkpoint.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
@@ -254,6 +255,7 @@ class Trainer {
     TrainResult result;
     result.first_step = counters_.step;
     result.params = whole_model_count(full_parameter_count(*model_), *model_, *grid_);
+    announce();
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
     if (c_.schedule.max_seconds > 0)
@@ -401,7 +403,15 @@ class Trainer {
   }
 
   void say(const std::string& line) {
+    announce();
     if (is_logger() && ctx_.log) *ctx_.log << line << std::endl;
+  }
+
+  // RunContext::before_first_line, once.
+  void announce() {
+    if (announced_ || !is_logger()) return;
+    announced_ = true;
+    if (ctx_.before_first_line) ctx_.before_first_line();
   }
 
   RunParts run_parts() {
@@ -531,8 +541,9 @@ class Trainer {
     result.last_val_loss = val_loss;
     double elapsed = seconds_since(started_);
     char line[160];
-    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %.4f | %.0f s",
-                  static_cast<long long>(counters_.step), train_loss, val_loss, counters_.best_val_loss, elapsed);
+    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %s | %.0f s",
+                  static_cast<long long>(counters_.step), train_loss, val_loss,
+                  format_loss(counters_.best_val_loss).c_str(), elapsed);
     say(line);
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
   }
@@ -602,6 +613,7 @@ class Trainer {
   std::unique_ptr<LayerStats> layer_stats_;            // --layer-stats
   std::unique_ptr<LossScaler> loss_scaler_;            // loss scaling only (train/loss_scaler.h)
   std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only
+  bool announced_ = false;                             // before_first_line has been called
   bool overflow_skipped_ = false;                      // the last step was skipped by the loss scaler
   std::unique_ptr<StepTrace> step_trace_;              // --trace
   LrSchedule schedule_;

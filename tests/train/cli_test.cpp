@@ -148,6 +148,21 @@ TEST_F(Cli, ResumeFromAnotherModelOrVocabulary) {
   expect_cli_error(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6"), dir.path()), "vocabulary mismatch");
 }
 
+// An input error found while the run sets up (the data, --out, the checkpoint to resume) is all
+// the command prints: no header or schedule warning before it on either stream.
+TEST_F(Cli, InputErrorsFoundWhileSettingUpAreTheOnlyLine) {
+  auto expect_alone = [](const testing::CommandResult& r, const std::string& needle) {
+    expect_cli_error(r, needle);
+    EXPECT_EQ(r.out, "") << "stdout before the error";
+  };
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  expect_alone(run_nanodist(tiny_train_args(dir, "--warmup-iters 9"), dir.path()), "holds another run");
+  expect_alone(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6 --n-layer 2"), dir.path()),
+               "n_layer 1 in the checkpoint vs 2 now");
+  std::filesystem::remove(dir / "data/train.bin");
+  expect_alone(run_nanodist(tiny_train_args(dir, "--overwrite"), dir.path()), "cannot open token file");
+}
+
 // A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.
 TEST_F(Cli, InputErrorsHideTheCheckUnlessVerbose) {
   std::filesystem::remove(dir / "data/train.bin");
