@@ -135,6 +135,27 @@ TEST_F(OutputDir, FlagsAsPeopleTypeThem) {
                        ":2; did you mean 'grad-accum'?");
   expect_cli_error(run_nanodist(tiny_train(dir, "--threads -2"), dir.path()), "--threads must be >= 0");
 
+  // nanoGPT's and llm.c's idioms: what to do here instead, in one line.
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init-from resume"), dir.path()),
+                   "--init-from resume is nanoGPT's init_from='resume'; nanodist continues the run in --out with "
+                   "--resume");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init_from=resume"), dir.path()), "with --resume");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init-from gpt2-medium"), dir.path()),
+                   "download openai-community/gpt2-medium");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--compile"), dir.path()),
+                   "captures the whole step as a CUDA graph (--cuda-graph, on by default); drop --compile");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--compile=True"), dir.path()), "drop --compile");
+  for (const char* flag : {"--eval_only", "--eval-only=True"})
+    expect_cli_error(run_nanodist(tiny_train(dir, flag), dir.path()), "nanodist eval --ckpt OUT --data DIR");
+  for (const char* flag : {"--wandb_log", "--wandb-log True"})
+    expect_cli_error(run_nanodist(tiny_train(dir, flag), dir.path()), "scripts/log_to.py wandb OUT");
+  expect_cli_error(run_nanodist(tiny_train(dir, "-b 64"), dir.path()), "llm.c's -b is --batch-size here");
+  expect_cli_error(run_nanodist(tiny_train(dir, "-q 0.1"), dir.path()), "-l 6e-4 -q 0.1 is --min-lr 6e-5");
+  // A hint names a flag only where the command has it: sample has no --batch-size.
+  expect_cli_error(run_nanodist("sample -b 4", dir.path()), "");
+  EXPECT_EQ(run_nanodist("sample -b 4", dir.path()).err.find("llm.c"), std::string::npos);
+  ASSERT_EQ(run_nanodist(tiny_train(dir, "--overwrite --lr-decay-iters -1"), dir.path()).exit_code, 0)
+      << "a negative value is no flag";
 
   r = run_nanodist("train -h", dir.path());
   EXPECT_EQ(r.exit_code, 0);
