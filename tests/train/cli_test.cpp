@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "process_helpers.h"
 #include "tests/common/scoped_env.h"
 #include "train_fixture.h"
 
@@ -161,6 +162,51 @@ TEST_F(Cli, InputErrorsFoundWhileSettingUpAreTheOnlyLine) {
                "n_layer 1 in the checkpoint vs 2 now");
   std::filesystem::remove(dir / "data/train.bin");
   expect_alone(run_nanodist(tiny_train_args(dir, "--overwrite"), dir.path()), "cannot open token file");
+}
+
+// prepare writes into an empty directory or its own output; anything else (someone's files, a
+// run, nanoGPT's raw train.bin) needs --overwrite and is left as it was. A run's --out is never a
+// data directory.
+TEST_F(Cli, PrepareAndTrainKeepDataAndRunsApart) {
+  const std::string text = dir / "in.txt";
+  std::ofstream(text) << testing::tiny_text(2000);
+  auto prepare_into = [&](const std::string& out, const std::string& extra = "") {
+    return run_nanodist("prepare --input " + text + " --out " + out + " " + extra, dir.path());
+  };
+  // Its own output, again; the text it reads may sit in the directory.
+  ASSERT_EQ(prepare_into(dir / "data").exit_code, 0);
+  std::filesystem::create_directories(dir / "corpus");
+  std::filesystem::copy_file(text, dir / "corpus/in.txt");
+  ASSERT_EQ(run_nanodist("prepare --input " + (dir / "corpus/in.txt") + " --out " + (dir / "corpus"), dir.path())
+                .exit_code,
+            0);
+
+  std::filesystem::create_directories(dir / "notes");
+  std::ofstream(dir / "notes/todo.md") << "mine\n";
+  auto r = prepare_into(dir / "notes");
+  expect_cli_error(r, "--out " + (dir / "notes") + " holds files nanodist prepare did not write (todo.md); pick an "
+                      "empty or new --out, or pass --overwrite");
+  EXPECT_FALSE(std::filesystem::exists(dir / "notes/train.bin"));
+  ASSERT_EQ(prepare_into(dir / "notes", "--overwrite").exit_code, 0);
+  EXPECT_EQ(testing::slurp_file(dir / "notes/todo.md"), "mine\n");
+
+  // nanoGPT's raw u16 train.bin is not prepare's to replace.
+  std::filesystem::create_directories(dir / "nanogpt");
+  std::ofstream(dir / "nanogpt/train.bin", std::ios::binary) << std::string(64, '\1');
+  expect_cli_error(prepare_into(dir / "nanogpt"), "did not write (train.bin)");
+
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  expect_cli_error(prepare_into(dir / "out"), "did not write (ckpt_000003");
+  expect_cli_error(run_nanodist("prepare --random-tokens 100 --vocab-size 5 --out " + (dir / "out"), dir.path()),
+                   "did not write");
+
+  // And the other way round: a run into the data directory, fresh or not.
+  for (const char* extra : {"", " --overwrite", " --resume"})
+    expect_cli_error(run_nanodist("train --data " + (dir / "data") + " --out " + (dir / "data") +
+                                      " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --max-iters 1" + extra,
+                                  dir.path()),
+                     "--out " + (dir / "data") + " holds token data (train.bin): a run writes its checkpoints");
+  EXPECT_FALSE(std::filesystem::exists(dir / "data/run.conf"));
 }
 
 // A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.

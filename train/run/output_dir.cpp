@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "data/data_dir_contents.h"
 #include "tensor/error.h"
 #include "train/ckpt/checkpoint.h"
 #include "train/ckpt/checkpoint_index.h"
@@ -36,6 +37,10 @@ ClaimedOutputDir claim_output_dir(const TrainConfig& c) {
   ND_CHECK_INPUT(!(c.checkpoint.resume && c.checkpoint.overwrite),
                  "--resume and --overwrite contradict each other: --resume continues the run in --out "
                      << c.checkpoint.out_dir << ", --overwrite deletes it; pass one");
+  const std::string data_file = token_file_in(c.checkpoint.out_dir);
+  ND_CHECK_INPUT(data_file.empty(), "--out " << c.checkpoint.out_dir << " holds token data (" << data_file
+                                             << "): a run writes its checkpoints, metrics.jsonl and run.conf into "
+                                             << "--out, so give it a directory of its own (--data reads the data)");
   ClaimedOutputDir claimed;
   prepare_output_dir(c.checkpoint.out_dir);
   claimed.lock = std::make_unique<RunDirLock>(c.checkpoint.out_dir);
