@@ -6,6 +6,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/device_flag.h"
 #include "cli/subcommand.h"
 #include "cli/train_flags.h"
 #include "cli/fault_guard_for.h"
@@ -60,6 +61,7 @@ double peak_flops(const Device& device, DType dtype) {
 }
 
 int run_train(const ParsedFlags& flags) {
+  device_from_flags(flags);  // a GPU where there is none: the error says how to run on the CPU
   TrainConfig config = train_config_from_flags(flags);
   // --init-from: the model's shape is the source's (flags that set it must agree).
   if (!config.checkpoint.init_from.empty())

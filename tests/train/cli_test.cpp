@@ -209,6 +209,30 @@ TEST_F(Cli, PrepareAndTrainKeepDataAndRunsApart) {
   EXPECT_FALSE(std::filesystem::exists(dir / "data/run.conf"));
 }
 
+// --device auto trains on a GPU where there is one, else on the CPU; asking for a GPU on a machine
+// without one says how to run on the CPU, and where the GPU was asked for (the experiment configs).
+TEST_F(Cli, DeviceAutoAndNoGpu) {
+  auto r = run_nanodist(tiny_train_args(dir, "--device auto"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(cuda_available() ? " steps on cuda:0 x 1 rank(s)" : " steps on cpu x 1 rank(s)"),
+            std::string::npos)
+      << r.out;
+  if (cuda_available()) GTEST_SKIP() << "the rest is what a machine without a GPU says";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--overwrite --device cuda"), dir.path()),
+                   "device cuda (--device on the command line) but this machine has no CUDA GPU (or this build no "
+                   "CUDA); run on the CPU with --device cpu, or pass --device auto");
+  std::ofstream(dir / "gpu.conf") << "dtype = bf16\ndevice = cuda\n";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--overwrite --config " + (dir / "gpu.conf")), dir.path()),
+                   "device cuda ('device' at " + (dir / "gpu.conf") + ":2) but this machine has no CUDA GPU (or "
+                   "this build no CUDA); run on the CPU with --device cpu --dtype f32");
+  const std::string experiment = std::string(ND_SOURCE_DIR) + "/configs/experiments/deep_norm_residual.conf";
+  r = run_nanodist("ablate --experiment " + experiment + " --data " + (dir / "data") + " --out " + (dir / "ab"),
+                   dir.path());
+  expect_cli_error(r, "device auto found no CUDA GPU, and --dtype bf16 ('dtype' at " + experiment +
+                          ":29) needs one; pass --dtype f32 to run on the CPU");
+  EXPECT_EQ(r.out, "");
+}
+
 // A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.
 TEST_F(Cli, InputErrorsHideTheCheckUnlessVerbose) {
   std::filesystem::remove(dir / "data/train.bin");
