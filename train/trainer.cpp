@@ -41,6 +41,7 @@
 #include "train/run/run_files.h"
 #include "train/ckpt/run_saver.h"
 #include "train/run/run_settings_file.h"
+#include "train/run/stop_marker.h"
 #include "train/ckpt/run_state.h"
 #include "train/time_budget.h"
 #include "train/train_step.h"
@@ -294,8 +295,8 @@ class Trainer {
       }
       if (agreed[3] > 0) {  // preempted: save this step and stop, skipping the evaluation
         result.stopped_by_signal = true;
-        say(std::string(signals_.requested() ? signal_name(signals_.signal()) : "a signal on another rank") +
-            ": saving step " + std::to_string(counters_.step) + " and stopping");
+        stop_signal_ = signals_.requested() ? signal_name(signals_.signal()) : "a signal on another rank";
+        say(stop_signal_ + ": saving step " + std::to_string(counters_.step) + " and stopping");
         break;
       }
       if (c_.schedule.eval_interval > 0 && counters_.step % c_.schedule.eval_interval == 0) {
@@ -320,6 +321,15 @@ class Trainer {
     if (result.stopped_by_signal) {
       // Saved: from here no signal may kill this rank before every rank exits with its status.
       signals_.ignore_from_now();
+      // Before the barrier: once any rank exits, the marker is there for whoever reads the run. The
+      // checkpoint is saved whatever happens to it, so a failed write is a line, not a failed stop.
+      if (is_logger()) {
+        try {
+          write_stop_marker(c_.checkpoint.out_dir, counters_.step, stop_signal_);
+        } catch (const Error& e) {
+          say("cannot write the stop marker (the checkpoint is saved): " + e.message());
+        }
+      }
       if (world_->size() > 1) world_->barrier();
     }
     result.steps_done = counters_.step;
@@ -614,6 +624,7 @@ class Trainer {
   std::unique_ptr<LossScaler> loss_scaler_;            // loss scaling only (train/loss_scaler.h)
   std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only
   bool announced_ = false;                             // before_first_line has been called
+  std::string stop_signal_;                            // what stopped the run ("SIGTERM"), for the marker
   bool overflow_skipped_ = false;                      // the last step was skipped by the loss scaler
   std::unique_ptr<StepTrace> step_trace_;              // --trace
   LrSchedule schedule_;

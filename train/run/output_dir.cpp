@@ -11,6 +11,7 @@
 #include "train/ckpt/checkpoint_index.h"
 #include "train/run/run_files.h"
 #include "train/run/run_settings_file.h"
+#include "train/run/stop_marker.h"
 
 namespace nd::train {
 namespace {
@@ -45,6 +46,7 @@ ClaimedOutputDir claim_output_dir(const TrainConfig& c) {
   prepare_output_dir(c.checkpoint.out_dir);
   claimed.lock = std::make_unique<RunDirLock>(c.checkpoint.out_dir);
   remove_checkpoint_temporaries(c.checkpoint.out_dir);  // left by a run that was killed while writing
+  remove_stop_marker(c.checkpoint.out_dir);             // the last run's: this one has not stopped
   if (c.checkpoint.resume) return claimed;
   const std::string previous = describe_previous_run(c.checkpoint.out_dir);
   if (previous.empty()) return claimed;
