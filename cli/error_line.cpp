@@ -5,6 +5,7 @@
 #include <cstring>
 #include <new>
 
+#include "cli/launcher_rank.h"
 #include "tensor/error.h"
 
 namespace nd::cli {
@@ -36,11 +37,7 @@ std::string error_line(const std::exception& error, bool verbose) {
 bool print_error_here(const std::exception& error, bool verbose) {
   const auto* e = dynamic_cast<const Error*>(&error);
   if (verbose || e == nullptr || !e->is_input()) return true;
-  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK"}) {
-    const char* rank = std::getenv(name);
-    if (rank != nullptr && *rank != '\0') return std::strcmp(rank, "0") == 0;
-  }
-  return true;
+  return launcher_rank() == 0;
 }
 
 }  // namespace nd::cli

@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "cli/device_flag.h"
 #include "cli/fault_guard_for.h"
 #include "cli/subcommand.h"
 #include "dist/comm/world.h"
@@ -20,7 +21,7 @@ int run_experiment(const FlagSet& set, Driver driver, const ParsedFlags& flags) 
   experiments::ExperimentArgs args = experiments::experiment_args_from(set, flags);
   // Every rank joins the world communicator once (NCCL on GPUs picks this rank's device).
   std::unique_ptr<dist::Comm> comm =
-      dist::make_world_comm(parse_device(args.flags.get_string("device")), /*ring_transfers=*/false);
+      dist::make_world_comm(device_from_flags(args.flags), /*ring_transfers=*/false);
   // The whole experiment is watched, every run as `nanodist train` is (a step past --comm-timeout,
   // a silent peer, a grid communicator's error): a fault ends it with train's line and status.
   std::unique_ptr<dist::FaultGuard> guard = fault_guard_for(*comm, args.flags.get_double("comm-timeout"),

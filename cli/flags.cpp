@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/flag_idioms.h"
 #include "cli/flag_suggestion.h"
 #include "tensor/error.h"
 
@@ -127,14 +128,22 @@ std::string FlagSet::suggestion(const std::string& name) const {
 }
 
 // `--n_layer 4` reads as `--n-layer 4` (config files take both spellings too), `-h` as `--help`;
-// any other flag this command does not know is an input error suggesting the nearest one.
+// any other flag this command does not know is an input error: what to do instead for a nanoGPT
+// or llm.c idiom (flag_idioms.h), else the nearest known flag.
 std::string FlagSet::known_spelling(const std::string& arg) const {
   if (arg == "-h") return "--help";
-  if (arg.rfind("--", 0) != 0) return arg;
+  if (arg.rfind("--", 0) != 0) {
+    // llm.c's short flags (-b 64); a value (-1, a prompt) is no idiom and stays as it is.
+    const std::string idiom = arg.size() > 1 && arg[0] == '-' ? flag_idiom(arg, *this) : "";
+    ND_CHECK_INPUT(idiom.empty(), idiom << " (see nanodist " << command_ << " --help)");
+    return arg;
+  }
   const size_t eq = arg.find('=');
   const std::string name = normalize_key(arg.substr(2, eq == std::string::npos ? std::string::npos : eq - 2));
   const bool general = name == "help" || name == "verbose" || name == "threads" || (name == "config" && config_file_);
   if (!general && find(name) == nullptr) {
+    const std::string idiom = flag_idiom(arg, *this);
+    ND_CHECK_INPUT(idiom.empty(), idiom << " (see nanodist " << command_ << " --help)");
     const std::string near = nearest(name);
     ND_FAIL_INPUT("unknown flag " << arg.substr(0, eq) << " for nanodist " << command_
                                   << (near.empty() ? "" : "; did you mean --" + near + "?") << " (see nanodist "
@@ -171,6 +180,8 @@ void FlagSet::read_config_file(const std::string& path, ParsedFlags& out) const 
     ND_CHECK_INPUT(spec != nullptr, "unknown key '" << key << "' at " << where << suggestion(key)
                                                     << " (see nanodist " << command_ << " --help)");
     check_type(*spec, value, "at " + where);
+    const std::string idiom = value_idiom(spec->name, value);
+    ND_CHECK_INPUT(idiom.empty(), idiom << " (at " << where << ")");
     FlagValue& slot = out.values[spec->name];
     if (!seen[spec->name] || !spec->repeated) slot.texts.clear();
     slot.texts.push_back(value);
@@ -249,6 +260,8 @@ ParsedFlags FlagSet::parse(int argc, const char* const* argv) const {
     const FlagSpec* spec = find(kv.key());
     if (spec == nullptr) continue;  // help, verbose, config, threads
     check_type(*spec, kv.value(), "on the command line");
+    const std::string idiom = value_idiom(spec->name, kv.value());
+    ND_CHECK_INPUT(idiom.empty(), idiom);
     FlagValue& slot = out.values[spec->name];
     if (!seen_on_command_line[spec->name] || !spec->repeated) slot.texts.clear();
     slot.texts.push_back(kv.value());

@@ -4,7 +4,9 @@
 
 #include "cli/subcommand.h"
 #include "cli/threads.h"
+#include "data/data_dir_contents.h"
 #include "data/prepare.h"
+#include "data/text_stream.h"
 #include "tensor/error.h"
 #include "train/ckpt/init_from.h"
 
@@ -40,8 +42,34 @@ FlagSet prepare_flags() {
       .add(flag("random-tokens", "0",
                 "benchmark data: N uniform random ids in train.bin, N/10 in val.bin, an ids tokenizer (0 = off)",
                 FlagType::Int))
-      .add(flag("seed", "1337", "seed of --random-tokens", FlagType::Int));
+      .add(flag("seed", "1337", "seed of --random-tokens", FlagType::Int))
+      .add(flag("overwrite", "false",
+                "write into an --out that holds files prepare did not write (they stay; token files and "
+                "tokenizer.txt of the same names are replaced)",
+                FlagType::Bool));
   return set;
+}
+
+// "a.txt, b.txt, c.txt and 4 more"
+std::string some_of(const std::vector<std::string>& names) {
+  std::string out;
+  for (size_t i = 0; i < names.size() && i < 3; ++i) out += (i == 0 ? "" : ", ") + names[i];
+  if (names.size() > 3) out += " and " + std::to_string(names.size() - 3) + " more";
+  return out;
+}
+
+// An --out holding anything but prepare's own output (a run, someone's files, nanoGPT's data) is
+// refused before any work: the token files would land among them, or over theirs.
+void check_output_dir_is_prepares(const PrepareOptions& options) {
+  std::vector<std::string> inputs = options.inputs;
+  if (!options.inputs.empty()) {
+    const std::vector<std::string> files = expand_text_inputs(options.inputs, options.out_dir);
+    inputs.insert(inputs.end(), files.begin(), files.end());
+  }
+  const std::vector<std::string> foreign = entries_not_from_prepare(options.out_dir, inputs);
+  ND_CHECK_INPUT(foreign.empty(), "--out " << options.out_dir << " holds files nanodist prepare did not write ("
+                                           << some_of(foreign) << "); pick an empty or new --out, or pass --overwrite "
+                                           << "to write the token files and tokenizer.txt beside them");
 }
 
 // Progress of a long prepare as one line per tenth.
@@ -87,6 +115,7 @@ int run_prepare(const ParsedFlags& flags) {
                  "--random-tokens reads no corpus and writes an ids tokenizer; drop --tokenizer and --corpus");
   ND_CHECK_INPUT(flags.get_int("seed") >= 0, "--seed must be >= 0, got " << flags.get_int("seed"));
   options.seed = static_cast<uint64_t>(flags.get_int("seed"));
+  if (!flags.get_bool("overwrite")) check_output_dir_is_prepares(options);
   PrepareStats s = prepare(options);
   if (s.resumed_at >= 0)
     std::printf("resumed an unfinished prepare at byte %lld of the text\n", static_cast<long long>(s.resumed_at));

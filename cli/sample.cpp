@@ -1,7 +1,9 @@
-// `nanodist sample`: load a checkpoint's model and tokenizer, continue a prompt, print the text.
+// `nanodist sample`: load a checkpoint's model and tokenizer, continue a prompt, print the text
+// (once: under mpirun on rank 0 only).
 #include <iostream>
 #include <memory>
 
+#include "cli/launcher_rank.h"
 #include "cli/subcommand.h"
 #include "nn/gpt.h"
 #include "tensor/error.h"
@@ -69,6 +71,9 @@ int run_sample(const ParsedFlags& flags) {
   ND_CHECK_INPUT(options.temperature >= 0, "--temperature must be >= 0, got " << options.temperature);
   ND_CHECK_INPUT(options.top_p > 0 && options.top_p <= 1, "--top-p must be in (0, 1], got " << options.top_p);
   ND_CHECK_INPUT(samples >= 1, "--num-samples must be >= 1, got " << samples);
+  // Under mpirun every rank got the same command: each has checked it (a bad flag fails the same
+  // everywhere), and rank 0 alone samples and prints, so the text appears once.
+  if (launcher_rank() != 0) return 0;
   Generator gen(static_cast<uint64_t>(flags.get_int("seed")), 3);
   for (int64_t i = 0; i < samples; ++i) {
     if (i > 0) std::cout << "---------------" << std::endl;  // nanoGPT's separator between samples

@@ -35,7 +35,8 @@ std::string commands_help() {
       "\n"
       "Exit status: 0 done; 1 an error (one line, printed once under mpirun); 3 train diverged (a\n"
       "non-finite loss or gradient with no --skip-nonfinite left: a retry would diverge again); 75 stopped\n"
-      "by a signal after saving a checkpoint (requeue the job with --resume). ablate and sweep pass on 75.\n";
+      "by a signal after saving a checkpoint (requeue the job with --resume). ablate and sweep pass on 75.\n"
+      "A saved stop also leaves OUT/stopped_by_signal: mpirun signalled itself (Ctrl-C) exits 1, not 75.\n";
   return out;
 }
 

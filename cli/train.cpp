@@ -1,11 +1,12 @@
-// `nanodist train`: flags to TrainConfig, the world communicator, a header, the training run
-// (which prints its step lines on rank 0), and a one-line summary.
+// `nanodist train`: flags to TrainConfig, the world communicator, the training run (which prints
+// its step lines on rank 0, after this file's warnings and header), and a one-line summary.
 #include <sys/resource.h>
 
 #include <cstdio>
 #include <iostream>
 #include <memory>
 
+#include "cli/device_flag.h"
 #include "cli/subcommand.h"
 #include "cli/train_flags.h"
 #include "cli/fault_guard_for.h"
@@ -15,6 +16,7 @@
 #include "train/run/exit_status.h"
 #include "train/ckpt/init_from.h"
 #include "train/metrics.h"
+#include "train/schedule_warnings.h"
 #include "train/trainer.h"
 
 namespace nd::cli {
@@ -25,8 +27,9 @@ using train::TrainResult;
 
 std::string final_summary_line(const TrainResult& r) {
   char line[256];
-  std::snprintf(line, sizeof(line), "done: %lld steps | best val loss %.4f | %.2fM params | %s tokens%s",
-                static_cast<long long>(r.steps_done), r.best_val_loss, static_cast<double>(r.params) / 1e6,
+  std::snprintf(line, sizeof(line), "done: %lld steps | best val loss %s | %.2fM params | %s tokens%s",
+                static_cast<long long>(r.steps_done), train::format_loss(r.best_val_loss).c_str(),
+                static_cast<double>(r.params) / 1e6,
                 train::format_rate(static_cast<double>(r.tokens)).c_str(), r.diverged ? " | diverged" : r.stopped_by_signal ? " | stopped by a signal, resume with --resume" : "");
   std::string out = line;
   if (r.peak_device_bytes > 0) {
@@ -58,6 +61,7 @@ double peak_flops(const Device& device, DType dtype) {
 }
 
 int run_train(const ParsedFlags& flags) {
+  device_from_flags(flags);  // a GPU where there is none: the error says how to run on the CPU
   TrainConfig config = train_config_from_flags(flags);
   // --init-from: the model's shape is the source's (flags that set it must agree).
   if (!config.checkpoint.init_from.empty())
@@ -82,7 +86,11 @@ int run_train(const ParsedFlags& flags) {
   context.hash_parameters = false;  // the tests' fingerprint: tens of seconds at the end of a large run
   // Collective: where the ranks are, for the header's nodes line.
   const dist::NodeMap nodes = dist::discover_nodes(*comm, config.parallel.ranks_per_node);
-  if (comm->rank() == 0) {
+  // The warnings and the header go out once the trainer has checked its inputs: an input error
+  // it finds (the data, --out, a checkpoint to resume) is then the only line.
+  context.before_first_line = [&config, &comm, &nodes] {
+    for (const std::string& warning : train::schedule_warnings(config))
+      std::cerr << "nanodist: warning: " << warning << std::endl;
     const int dp = config.parallel.dp_size(comm->size());
     const train::TrainConfig::Model& m = config.model;
     const train::TrainConfig::Parallel& p = config.parallel;
@@ -97,7 +105,7 @@ int run_train(const ParsedFlags& flags) {
                                    : std::string())
               << "\n"
               << "nodes: " << dist::describe_placement(nodes, p.tp, p.pp) << std::endl;
-  }
+  };
   TrainResult result = train::run_training(config, context);
   if (guard) guard->finish();
   if (comm->rank() == 0) std::cout << format_op_table(result) << final_summary_line(result) << std::endl;

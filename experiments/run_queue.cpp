@@ -13,6 +13,7 @@
 
 #include "experiments/run_metrics.h"
 #include "tensor/error.h"
+#include "train/metrics.h"
 #include "train/run/run_settings_file.h"
 #include "train/trainer.h"
 
@@ -129,8 +130,9 @@ QueueOutcome run_queue(const std::vector<PlannedRun>& runs, dist::Comm& comm, co
     context.hash_parameters = false;
     train::TrainResult r = train::run_training(config, context);
     char line[200];
-    std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %.4f | best val loss %.4f%s",
-                  static_cast<long long>(r.steps_done), r.last_val_loss, r.best_val_loss,
+    std::snprintf(line, sizeof(line), ": done, %lld steps | last val loss %s | best val loss %s%s",
+                  static_cast<long long>(r.steps_done), train::format_loss(r.last_val_loss).c_str(),
+                  train::format_loss(r.best_val_loss).c_str(),
                   r.diverged ? " | diverged" : r.stopped_by_signal ? " | stopped" : "");
     say(head + line);
     if (r.stopped_by_signal) {

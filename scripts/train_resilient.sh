@@ -10,6 +10,8 @@
 # Preemption: a SIGTERM, SIGINT or SIGUSR1 to this script reaches the ranks as SIGUSR1 (which
 # mpirun forwards; a SIGTERM to mpirun kills the ranks a few seconds later, mid-save perhaps):
 # they save at the next step boundary and exit 75, and so does this script, without restarting.
+# A saved stop is read from OUT/stopped_by_signal (written once the stop's checkpoint is complete)
+# as well as from status 75: mpirun itself exits 1 when it was signalled too (Ctrl-C).
 #
 # usage: scripts/train_resilient.sh --np N [--max-restarts 3] [--ranks-available CMD]
 #            [--mpirun "mpirun"] [--nanodist build/nanodist] -- TRAIN_FLAGS...
@@ -25,7 +27,7 @@ while [[ $# -gt 0 ]]; do
     --mpirun) mpirun=$2; shift 2 ;;
     --nanodist) nanodist=$2; shift 2 ;;
     --) shift; break ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
     *) echo "train_resilient.sh: unknown argument $1 (train flags go after --)" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +68,7 @@ ranks_available() {
 newest_checkpoint() { ls "$out"/ckpt_*.h5 2>/dev/null | sort | tail -n 1; }
 
 stopped_by_signal=75  # train/run/exit_status.h: kExitStoppedBySignal
+stop_marker() { echo "$out/stopped_by_signal"; }  # train/run/stop_marker.h
 child=""; signalled=0
 forward_stop() {
   signalled=1
@@ -87,6 +90,7 @@ while :; do
   ckpt=$(newest_checkpoint)
   say "attempt $((attempt + 1)): $ranks rank(s) of $np, --grad-accum $run_accum (global batch kept), from ${ckpt:-the start}"
   start=$(date +%s.%N)
+  rm -f "$(stop_marker)"  # what is there afterwards is this attempt's
   $mpirun -np "$ranks" "$nanodist" train "${flags[@]}" --grad-accum "$run_accum" --resume &
   child=$!
   wait "$child"; rc=$?
@@ -103,8 +107,12 @@ while :; do
     say "attempt $((attempt + 1)) diverged (non-finite loss or gradient) after $took s; not retrying (exit 3)"
     exit 3
   fi
-  if (( rc == stopped_by_signal || signalled )); then
-    say "attempt $((attempt + 1)) was stopped by a signal after saving ($took s); newest checkpoint: $(newest_checkpoint); requeue this job or run the same command: it resumes (exit $rc)"
+  if (( rc == stopped_by_signal )) || [[ -f "$(stop_marker)" ]]; then
+    say "attempt $((attempt + 1)) was stopped by a signal after saving ($took s; mpirun exit $rc, $(cat "$(stop_marker)" 2>/dev/null || echo "no marker")); newest checkpoint: $(newest_checkpoint); requeue this job or run the same command: it resumes (exit $stopped_by_signal)"
+    exit "$stopped_by_signal"
+  fi
+  if (( signalled )); then
+    say "attempt $((attempt + 1)) was stopped by a signal before its save completed (exit $rc, $took s); newest complete checkpoint: $(newest_checkpoint); not retrying"
     exit "$rc"
   fi
   if (( attempt >= max_restarts )); then

@@ -18,7 +18,7 @@ struct Device {
   std::string str() const;
 };
 
-// "cpu", "cuda" or "cuda:N".
+// "cpu", "cuda", "cuda:N", or "auto": cuda:0 when cuda_available(), else cpu.
 Device parse_device(const std::string& text);
 
 // True when this build has the CUDA backend and the machine has at least one GPU.

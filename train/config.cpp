@@ -90,7 +90,7 @@ const std::vector<Binding>& train_bindings() {
     b.add("eval-iters", &C::schedule, &C::Schedule::eval_iters, "batches per split in an evaluation");
     b.add("log-interval", &C::observe, &C::Observe::log_interval, "print a step line every N steps");
     b.group("system");
-    b.add("device", &C::parallel, &C::Parallel::device, "cpu or cuda");
+    b.add("device", &C::parallel, &C::Parallel::device, "cpu, cuda or auto (cuda where this machine has a GPU, else cpu)");
     b.add("dtype", &C::precision, &C::Precision::dtype,
           "f32, bf16 or fp16 (bf16 needs cuda; fp16 on the cpu emulates the GPU's f16 kernels, slowly, for tests; "
           "f32 master weights and optimizer state either way)");

@@ -28,6 +28,13 @@ std::string format_rate(double r) {
   return buf;
 }
 
+std::string format_loss(double loss) {
+  if (!std::isfinite(loss)) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.4f", loss);
+  return buf;
+}
+
 std::string format_duration(double seconds) {
   long long s = std::llround(std::max(0.0, seconds));
   char buf[48];

@@ -29,6 +29,9 @@ std::string format_step_line(const StepMetrics& m);
 std::string format_duration(double seconds);
 // 398 -> "398", 398000 -> "398k", 3.98e6 -> "3.98M"
 std::string format_rate(double per_second);
+// A loss for humans: 1.81234 -> "1.8123"; "-" when there is none yet (+inf before the first eval) or
+// it is not a number.
+std::string format_loss(double loss);
 
 std::string step_json(const StepMetrics& m);
 // elapsed_s: wall seconds since the run started (time-to-quality comparisons).

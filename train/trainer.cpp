@@ -41,6 +41,7 @@
 #include "train/run/run_files.h"
 #include "train/ckpt/run_saver.h"
 #include "train/run/run_settings_file.h"
+#include "train/run/stop_marker.h"
 #include "train/ckpt/run_state.h"
 #include "train/time_budget.h"
 #include "train/train_step.h"
@@ -188,10 +189,6 @@ class Trainer {
     AdamWShard shard{data_parallel_->owned(), data_parallel_->shard_numel(), data_parallel_->shard_grads(), dp_,
                      data_parallel_->param_shard()};
     optimizer_ = std::make_unique<AdamW>(flat_, options, c_.parallel.zero > 0 ? &shard : nullptr);
-    if (is_logger())
-      say("memory: " +
-          memory_plan_line(memory_plan(c_.parallel.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
-                           c_.parallel.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     // The global norm sums the sharded tensors' squares over the model-parallel group (tp x pp).
     if (grid_->pp_size() > 1) {
       set_pipeline_norm(*optimizer_, *model_, *grid_);
@@ -222,6 +219,11 @@ class Trainer {
       say("initialized from " + load_initial_weights(c_, data_.tokenizer_text, *model_, *optimizer_, tp_) +
           " (--init-from: its weights, a fresh optimizer, step 0)");
     saver_->prepare(run_parts());
+    // After the resume, whose checkpoint may not fit this model: an input error comes first.
+    if (is_logger())
+      say("memory: " +
+          memory_plan_line(memory_plan(c_.parallel.zero, dp_size, flat_->param_dtype(), flat_->grad_dtype()),
+                           c_.parallel.zero, dp_size, flat_->numel(), data_parallel_->staging_bytes()));
     if (is_logger())
       for (const std::string& line : update_run_settings_file(c_, world_->size(), resumed)) say(line);
     if (is_logger()) metrics_.open(c_.checkpoint.out_dir + "/metrics.jsonl", /*append=*/counters_.step > 0);
@@ -254,6 +256,7 @@ class Trainer {
     TrainResult result;
     result.first_step = counters_.step;
     result.params = whole_model_count(full_parameter_count(*model_), *model_, *grid_);
+    announce();
     auto loop_start = Clock::now();
     loop_start_ = loop_start;
     if (c_.schedule.max_seconds > 0)
@@ -292,8 +295,8 @@ class Trainer {
       }
       if (agreed[3] > 0) {  // preempted: save this step and stop, skipping the evaluation
         result.stopped_by_signal = true;
-        say(std::string(signals_.requested() ? signal_name(signals_.signal()) : "a signal on another rank") +
-            ": saving step " + std::to_string(counters_.step) + " and stopping");
+        stop_signal_ = signals_.requested() ? signal_name(signals_.signal()) : "a signal on another rank";
+        say(stop_signal_ + ": saving step " + std::to_string(counters_.step) + " and stopping");
         break;
       }
       if (c_.schedule.eval_interval > 0 && counters_.step % c_.schedule.eval_interval == 0) {
@@ -318,6 +321,15 @@ class Trainer {
     if (result.stopped_by_signal) {
       // Saved: from here no signal may kill this rank before every rank exits with its status.
       signals_.ignore_from_now();
+      // Before the barrier: once any rank exits, the marker is there for whoever reads the run. The
+      // checkpoint is saved whatever happens to it, so a failed write is a line, not a failed stop.
+      if (is_logger()) {
+        try {
+          write_stop_marker(c_.checkpoint.out_dir, counters_.step, stop_signal_);
+        } catch (const Error& e) {
+          say("cannot write the stop marker (the checkpoint is saved): " + e.message());
+        }
+      }
       if (world_->size() > 1) world_->barrier();
     }
     result.steps_done = counters_.step;
@@ -401,7 +413,15 @@ class Trainer {
   }
 
   void say(const std::string& line) {
+    announce();
     if (is_logger() && ctx_.log) *ctx_.log << line << std::endl;
+  }
+
+  // RunContext::before_first_line, once.
+  void announce() {
+    if (announced_ || !is_logger()) return;
+    announced_ = true;
+    if (ctx_.before_first_line) ctx_.before_first_line();
   }
 
   RunParts run_parts() {
@@ -531,8 +551,9 @@ class Trainer {
     result.last_val_loss = val_loss;
     double elapsed = seconds_since(started_);
     char line[160];
-    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %.4f | %.0f s",
-                  static_cast<long long>(counters_.step), train_loss, val_loss, counters_.best_val_loss, elapsed);
+    std::snprintf(line, sizeof(line), "eval %lld | train loss %.4f | val loss %.4f | best val %s | %.0f s",
+                  static_cast<long long>(counters_.step), train_loss, val_loss,
+                  format_loss(counters_.best_val_loss).c_str(), elapsed);
     say(line);
     metrics_.write_line(eval_json(static_cast<int>(counters_.step), val_loss, train_loss, elapsed));
   }
@@ -602,6 +623,8 @@ class Trainer {
   std::unique_ptr<LayerStats> layer_stats_;            // --layer-stats
   std::unique_ptr<LossScaler> loss_scaler_;            // loss scaling only (train/loss_scaler.h)
   std::unique_ptr<nn::Fp8LinearScaling> fp8_scaling_;  // --fp8 only
+  bool announced_ = false;                             // before_first_line has been called
+  std::string stop_signal_;                            // what stopped the run ("SIGTERM"), for the marker
   bool overflow_skipped_ = false;                      // the last step was skipped by the loss scaler
   std::unique_ptr<StepTrace> step_trace_;              // --trace
   LrSchedule schedule_;

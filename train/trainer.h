@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <limits>
 #include <vector>
 
 #include "autograd/variable.h"
@@ -26,6 +27,10 @@ struct RunContext {
   // trainer runs data parallel (DDP) over it: rank and world size come from it.
   dist::Comm* comm = nullptr;
   std::ostream* log = nullptr;  // step and eval lines (rank 0 only); nullptr = silent
+  // Called once on rank 0 just before the run's first line (at the latest when training starts):
+  // the CLI prints its header there, so that an input error found while setting up (the data,
+  // --out, a checkpoint to resume) is printed alone.
+  std::function<void()> before_first_line;
   // The device's peak FLOP/s for MFU; 0 = unknown (the step line shows GFLOP/s instead).
   double peak_flops = 0.0;
   // The fault guard the run is under (dist/parallel/fault_guard.h): its watchdog times each step, eval,
@@ -47,7 +52,7 @@ struct TrainResult {
   int64_t steps_done = 0;           // total optimizer steps after this run (resumed ones included)
   std::vector<double> step_losses;  // mean micro-batch loss of each step this run took
   double best_val_loss = 0;         // +inf when no eval ran
-  double last_val_loss = 0;
+  double last_val_loss = std::numeric_limits<double>::quiet_NaN();  // NaN when no eval ran
   int64_t params = 0;
   int64_t tokens = 0;               // training tokens over all ranks, resumed ones included
   bool diverged = false;            // stopped on a non-finite loss or gradient norm

@@ -33,7 +33,7 @@ TEST(OutOfMemory, HugeContextOnTheCpuIsOneErrorLine) {
   ASSERT_EQ(std::system(prepare.c_str()), 0);
   const Outcome r = run_capped("train --data " + dir.file("ids") + " --out " + dir.file("run") +
                                    " --device cpu --block-size 100000 --batch-size 1 --n-layer 1 --n-head 1"
-                                   " --n-embd 16 --max-iters 1 --eval-interval 0 --threads 1",
+                                   " --n-embd 16 --max-iters 1 --warmup-iters 0 --eval-interval 0 --threads 1",
                                8L << 20, dir);
   EXPECT_EQ(r.status, 1) << r.err;
   EXPECT_EQ(r.err.rfind("nanodist: error: out of host memory: attention forward (sequence length 100000", 0), 0u)

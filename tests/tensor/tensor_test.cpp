@@ -154,6 +154,7 @@ TEST(Random, PhiloxCountersAreIndependentOfOrder) {
 TEST(Device, ParsesNames) {
   EXPECT_TRUE(parse_device("cpu").is_cpu());
   EXPECT_EQ(parse_device("cuda:3").index, 3);
+  EXPECT_EQ(parse_device("auto"), cuda_available() ? Device::cuda(0) : Device::cpu());
   EXPECT_THROW(parse_device("gpu"), Error);
   EXPECT_THROW(parse_device("cuda:x"), Error);
 }

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "process_helpers.h"
 #include "tests/common/scoped_env.h"
 #include "train_fixture.h"
 
@@ -168,6 +169,90 @@ TEST_F(Cli, ResumeTakesTheRunsSettings) {
   EXPECT_NE(r.out.find("1 layers, 2 heads, 8 wide"), std::string::npos) << r.out;
   expect_cli_error(run_nanodist("train --out " + (dir / "out") + " --resume --max-iters 7 --n-layer 2", dir.path()),
                    "n_layer 1 in the checkpoint vs 2 now");
+}
+
+// An input error found while the run sets up (the data, --out, the checkpoint to resume) is all
+// the command prints: no header or schedule warning before it on either stream.
+TEST_F(Cli, InputErrorsFoundWhileSettingUpAreTheOnlyLine) {
+  auto expect_alone = [](const testing::CommandResult& r, const std::string& needle) {
+    expect_cli_error(r, needle);
+    EXPECT_EQ(r.out, "") << "stdout before the error";
+  };
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  expect_alone(run_nanodist(tiny_train_args(dir, "--warmup-iters 9"), dir.path()), "holds another run");
+  expect_alone(run_nanodist(tiny_train_args(dir, "--resume --max-iters 6 --n-layer 2"), dir.path()),
+               "n_layer 1 in the checkpoint vs 2 now");
+  std::filesystem::remove(dir / "data/train.bin");
+  expect_alone(run_nanodist(tiny_train_args(dir, "--overwrite"), dir.path()), "cannot open token file");
+}
+
+// prepare writes into an empty directory or its own output; anything else (someone's files, a
+// run, nanoGPT's raw train.bin) needs --overwrite and is left as it was. A run's --out is never a
+// data directory.
+TEST_F(Cli, PrepareAndTrainKeepDataAndRunsApart) {
+  const std::string text = dir / "in.txt";
+  std::ofstream(text) << testing::tiny_text(2000);
+  auto prepare_into = [&](const std::string& out, const std::string& extra = "") {
+    return run_nanodist("prepare --input " + text + " --out " + out + " " + extra, dir.path());
+  };
+  // Its own output, again; the text it reads may sit in the directory.
+  ASSERT_EQ(prepare_into(dir / "data").exit_code, 0);
+  std::filesystem::create_directories(dir / "corpus");
+  std::filesystem::copy_file(text, dir / "corpus/in.txt");
+  ASSERT_EQ(run_nanodist("prepare --input " + (dir / "corpus/in.txt") + " --out " + (dir / "corpus"), dir.path())
+                .exit_code,
+            0);
+
+  std::filesystem::create_directories(dir / "notes");
+  std::ofstream(dir / "notes/todo.md") << "mine\n";
+  auto r = prepare_into(dir / "notes");
+  expect_cli_error(r, "--out " + (dir / "notes") + " holds files nanodist prepare did not write (todo.md); pick an "
+                      "empty or new --out, or pass --overwrite");
+  EXPECT_FALSE(std::filesystem::exists(dir / "notes/train.bin"));
+  ASSERT_EQ(prepare_into(dir / "notes", "--overwrite").exit_code, 0);
+  EXPECT_EQ(testing::slurp_file(dir / "notes/todo.md"), "mine\n");
+
+  // nanoGPT's raw u16 train.bin is not prepare's to replace.
+  std::filesystem::create_directories(dir / "nanogpt");
+  std::ofstream(dir / "nanogpt/train.bin", std::ios::binary) << std::string(64, '\1');
+  expect_cli_error(prepare_into(dir / "nanogpt"), "did not write (train.bin)");
+
+  ASSERT_EQ(run_nanodist(tiny_train_args(dir), dir.path()).exit_code, 0);
+  expect_cli_error(prepare_into(dir / "out"), "did not write (ckpt_000003");
+  expect_cli_error(run_nanodist("prepare --random-tokens 100 --vocab-size 5 --out " + (dir / "out"), dir.path()),
+                   "did not write");
+
+  // And the other way round: a run into the data directory, fresh or not.
+  for (const char* extra : {"", " --overwrite", " --resume"})
+    expect_cli_error(run_nanodist("train --data " + (dir / "data") + " --out " + (dir / "data") +
+                                      " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --max-iters 1" + extra,
+                                  dir.path()),
+                     "--out " + (dir / "data") + " holds token data (train.bin): a run writes its checkpoints");
+  EXPECT_FALSE(std::filesystem::exists(dir / "data/run.conf"));
+}
+
+// --device auto trains on a GPU where there is one, else on the CPU; asking for a GPU on a machine
+// without one says how to run on the CPU, and where the GPU was asked for (the experiment configs).
+TEST_F(Cli, DeviceAutoAndNoGpu) {
+  auto r = run_nanodist(tiny_train_args(dir, "--device auto"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(cuda_available() ? " steps on cuda:0 x 1 rank(s)" : " steps on cpu x 1 rank(s)"),
+            std::string::npos)
+      << r.out;
+  if (cuda_available()) GTEST_SKIP() << "the rest is what a machine without a GPU says";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--overwrite --device cuda"), dir.path()),
+                   "device cuda (--device on the command line) but this machine has no CUDA GPU (or this build no "
+                   "CUDA); run on the CPU with --device cpu, or pass --device auto");
+  std::ofstream(dir / "gpu.conf") << "dtype = bf16\ndevice = cuda\n";
+  expect_cli_error(run_nanodist(tiny_train_args(dir, "--overwrite --config " + (dir / "gpu.conf")), dir.path()),
+                   "device cuda ('device' at " + (dir / "gpu.conf") + ":2) but this machine has no CUDA GPU (or "
+                   "this build no CUDA); run on the CPU with --device cpu --dtype f32");
+  const std::string experiment = std::string(ND_SOURCE_DIR) + "/configs/experiments/deep_norm_residual.conf";
+  r = run_nanodist("ablate --experiment " + experiment + " --data " + (dir / "data") + " --out " + (dir / "ab"),
+                   dir.path());
+  expect_cli_error(r, "device auto found no CUDA GPU, and --dtype bf16 ('dtype' at " + experiment +
+                          ":29) needs one; pass --dtype f32 to run on the CPU");
+  EXPECT_EQ(r.out, "");
 }
 
 // A user's mistake reads as a sentence: no failing statement, no file:line, unless asked for.

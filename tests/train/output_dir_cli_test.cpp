@@ -2,8 +2,8 @@
 // holding another run (one line naming what is there and the flags to pass), --overwrite starts
 // over, a second live process on the same --out is refused through the lock (two real
 // processes), OUT/run.conf records the settings and a resume names the keys that changed; a
-// diverged run exits 3; flags as people type them (underscores, nearest-flag suggestions, -h,
-// --version, --threads).
+// diverged run exits 3 (its summary shows no best val loss: it stopped before any eval); flags as
+// people type them (underscores, nearest-flag suggestions, -h, --version, --threads).
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -97,8 +97,26 @@ TEST_F(OutputDir, ExitStatusSaysWhatHappened) {
   auto r = run_nanodist(tiny_train(dir, "--lr 1e30 --min-lr 1e30 --grad-clip 0 --max-iters 20"), dir.path());
   EXPECT_EQ(r.exit_code, kExitDiverged) << r.out << r.err;
   EXPECT_NE(r.out.find("diverged"), std::string::npos) << r.out;
+  // It stopped before any evaluation: no best val loss to show, and none made up.
+  EXPECT_NE(r.out.find("best val loss - |"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("inf"), std::string::npos) << r.out;
   EXPECT_EQ(run_nanodist(tiny_train(dir, "--overwrite"), dir.path()).exit_code, kExitDone);
   EXPECT_EQ(run_nanodist(tiny_train(dir, "--n-layer 0 --overwrite"), dir.path()).exit_code, kExitError);
+}
+
+// A schedule the run never completes trains, with one warning line for each problem on stderr.
+TEST_F(OutputDir, SchedulesTheRunNeverCompletesAreWarnedAbout) {
+  auto r = run_nanodist(tiny_train(dir), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "") << "warmup 1 and the decay over the 3 steps are fine";
+  r = run_nanodist(tiny_train(dir, "--overwrite --warmup-iters 3 --lr-decay-iters 10"), dir.path());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err,
+            "nanodist: warning: --warmup-iters 3 >= --max-iters 3: the run ends inside the warmup and the lr never "
+            "reaches --lr; a shorter --warmup-iters would\n"
+            "nanodist: warning: --lr-decay-iters 10 > --max-iters 3: the run ends before the cosine decay reaches "
+            "--min-lr (-1 = decay over the run)\n");
+  EXPECT_NE(r.out.find("step 3/3"), std::string::npos) << r.out;
 }
 
 TEST_F(OutputDir, FlagsAsPeopleTypeThem) {
@@ -116,6 +134,28 @@ TEST_F(OutputDir, FlagsAsPeopleTypeThem) {
                    "unknown key 'gradient-accumulation-steps' at " + (dir / "x.conf") +
                        ":2; did you mean 'grad-accum'?");
   expect_cli_error(run_nanodist(tiny_train(dir, "--threads -2"), dir.path()), "--threads must be >= 0");
+
+  // nanoGPT's and llm.c's idioms: what to do here instead, in one line.
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init-from resume"), dir.path()),
+                   "--init-from resume is nanoGPT's init_from='resume'; nanodist continues the run in --out with "
+                   "--resume");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init_from=resume"), dir.path()), "with --resume");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--init-from gpt2-medium"), dir.path()),
+                   "download openai-community/gpt2-medium");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--compile"), dir.path()),
+                   "captures the whole step as a CUDA graph (--cuda-graph, on by default); drop --compile");
+  expect_cli_error(run_nanodist(tiny_train(dir, "--compile=True"), dir.path()), "drop --compile");
+  for (const char* flag : {"--eval_only", "--eval-only=True"})
+    expect_cli_error(run_nanodist(tiny_train(dir, flag), dir.path()), "nanodist eval --ckpt OUT --data DIR");
+  for (const char* flag : {"--wandb_log", "--wandb-log True"})
+    expect_cli_error(run_nanodist(tiny_train(dir, flag), dir.path()), "scripts/log_to.py wandb OUT");
+  expect_cli_error(run_nanodist(tiny_train(dir, "-b 64"), dir.path()), "llm.c's -b is --batch-size here");
+  expect_cli_error(run_nanodist(tiny_train(dir, "-q 0.1"), dir.path()), "-l 6e-4 -q 0.1 is --min-lr 6e-5");
+  // A hint names a flag only where the command has it: sample has no --batch-size.
+  expect_cli_error(run_nanodist("sample -b 4", dir.path()), "");
+  EXPECT_EQ(run_nanodist("sample -b 4", dir.path()).err.find("llm.c"), std::string::npos);
+  ASSERT_EQ(run_nanodist(tiny_train(dir, "--overwrite --lr-decay-iters -1"), dir.path()).exit_code, 0)
+      << "a negative value is no flag";
 
   r = run_nanodist("train -h", dir.path());
   EXPECT_EQ(r.exit_code, 0);

@@ -1,8 +1,8 @@
 // Preemption of a 2-rank run (mpirun, CPU): SIGTERM to one rank or to both, at random moments
 // (asynchronous checkpoints in flight included), makes both ranks save at the next step boundary
-// and exit with status 75; each --resume then continues, and the finished run has logged exactly
-// the uninterrupted run's losses and ends with its weights, bit for bit. Every process is ended
-// by id with bounded waits.
+// and exit with status 75, leaving OUT/stopped_by_signal naming the step saved; each --resume then
+// continues, and the finished run has logged exactly the uninterrupted run's losses and ends with
+// its weights, bit for bit (and no marker). Every process is ended by id with bounded waits.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -84,7 +84,14 @@ TEST(Preemption, SigtermAtRandomMomentsThenResumeGivesTheUninterruptedLosses) {
     // (its handlers gone): the run is complete, nothing was lost.
     if (run.exit_code() == 128 + SIGTERM && std::filesystem::exists(checkpoint_path(dir / "run", kSteps))) break;
     ASSERT_EQ(run.exit_code(), kExitStoppedBySignal) << run.out() << run.err();
-    EXPECT_NE(run.out().find(": saving step"), std::string::npos) << run.out();
+    const std::string out = run.out();
+    const size_t saving = out.find(": saving step ");
+    ASSERT_NE(saving, std::string::npos) << out;
+    const std::string step = out.substr(saving + 14, out.find(' ', saving + 14) - (saving + 14));
+    // The saved stop is on disk too, for whoever cannot see the status (mpirun signalled itself).
+    const std::string marker = slurp_file(dir / "run/stopped_by_signal");
+    EXPECT_EQ(marker.rfind("step " + step + " ", 0), 0u) << marker;
+    EXPECT_EQ(std::to_string(list_checkpoints(dir / "run").back().first), step);
     ++stopped;
     for (const auto& [step, path] : list_checkpoints(dir / "run"))
       EXPECT_NO_THROW(read_checkpoint(path)) << "after attempt " << k << ": " << path;
@@ -95,6 +102,7 @@ TEST(Preemption, SigtermAtRandomMomentsThenResumeGivesTheUninterruptedLosses) {
     ASSERT_TRUE(last.wait(120.0));
     ASSERT_EQ(last.exit_code(), 0) << last.err();
   }
+  EXPECT_FALSE(std::filesystem::exists(dir / "run/stopped_by_signal")) << "a finished run leaves no stop marker";
   expect_resumed_run_equals_reference(expected, dir / "ref", dir / "run", kSteps);
 }
 

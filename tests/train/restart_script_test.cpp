@@ -1,6 +1,7 @@
 // scripts/train_resilient.sh end to end on the CPU: a 2-rank run loses rank 1 to SIGKILL while
 // only one rank is still available; the script says why it restarts, resumes from the newest
-// checkpoint on 1 rank with --grad-accum doubled (same global batch) and finishes the run.
+// checkpoint on 1 rank with --grad-accum doubled (same global batch) and finishes the run. A saved
+// stop is not retried, whatever status the launcher reports; a diverged run neither.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -53,6 +54,42 @@ TEST(RestartScript, ResumesOnTheRanksLeftAfterAKilledRank) {
   EXPECT_GE(resumed_at, killed_after) << out;
   EXPECT_NE(out.find("train_resilient: attempt 2 finished after "), std::string::npos) << out;
   EXPECT_EQ(newest_step(), steps);
+}
+
+// A saved stop that the launcher reports as a failure (mpirun exits 1 when it was signalled itself,
+// as by Ctrl-C; here a wrapper exits 1 whatever mpirun said) is read from the run's stop marker:
+// no restart, status 75, the stop's checkpoint the newest.
+TEST(RestartScript, ASavedStopIsNotRetriedWhateverMpirunSays) {
+  TempDir dir;
+  write_tiny_data(dir / "data", 3000);
+  std::ofstream(dir / "mpirun_exit_1.sh") << "#!/bin/sh\n" << ND_MPIEXEC << " --oversubscribe \"$@\"\nexit 1\n";
+  const int steps = 4000;
+  std::string command = "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 bash " +
+                        std::string(ND_SOURCE_DIR) + "/scripts/train_resilient.sh --np 2 --max-restarts 2" +
+                        " --mpirun 'sh " + (dir / "mpirun_exit_1.sh") + "' --nanodist " + ND_NANODIST_BIN +
+                        " -- --data " + (dir / "data") + " --out " + (dir / "out") +
+                        " --n-layer 1 --n-head 2 --n-embd 8 --block-size 8 --batch-size 2 --eval-interval 0"
+                        " --eval-iters 1 --warmup-iters 1 --log-interval 1000 --ckpt-interval 100 --max-iters " +
+                        std::to_string(steps) + " --lr-decay-iters " + std::to_string(steps);
+  Child script(command, dir / "out.txt", dir / "err.txt");
+  ASSERT_TRUE(wait_until([&] { return !list_checkpoints(dir / "out").empty() || !script.running(); }, 30.0))
+      << script.out();
+  ASSERT_TRUE(script.running()) << "the run ended before the signal: " << script.out() << script.err();
+  for (int r : {0, 1}) {  // as a scheduler signals each task
+    const pid_t rank = find_rank_process(script.pid(), r);
+    ASSERT_GT(rank, 0);
+    script.also_clean_up(rank);
+    ::kill(rank, SIGTERM);
+  }
+  ASSERT_TRUE(script.wait(40.0)) << script.out();
+  const std::string out = script.out();
+  EXPECT_EQ(script.exit_code(), 75) << out << script.err();
+  EXPECT_NE(out.find("train_resilient: attempt 1 was stopped by a signal after saving"), std::string::npos) << out;
+  EXPECT_NE(out.find("mpirun exit 1, step "), std::string::npos) << out;
+  EXPECT_EQ(out.find("attempt 2"), std::string::npos) << out;
+  const std::string marker = slurp_file(dir / "out/stopped_by_signal");
+  ASSERT_EQ(marker.rfind("step ", 0), 0u) << marker;
+  EXPECT_EQ(list_checkpoints(dir / "out").back().first, std::stoll(marker.substr(5))) << marker;
 }
 
 // A run that diverges would diverge again: the script stops at once with train's status 3.

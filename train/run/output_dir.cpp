@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <system_error>
 
+#include "data/data_dir_contents.h"
 #include "tensor/error.h"
 #include "train/ckpt/checkpoint.h"
 #include "train/ckpt/checkpoint_index.h"
 #include "train/run/run_files.h"
 #include "train/run/run_settings_file.h"
+#include "train/run/stop_marker.h"
 
 namespace nd::train {
 namespace {
@@ -36,10 +38,15 @@ ClaimedOutputDir claim_output_dir(const TrainConfig& c) {
   ND_CHECK_INPUT(!(c.checkpoint.resume && c.checkpoint.overwrite),
                  "--resume and --overwrite contradict each other: --resume continues the run in --out "
                      << c.checkpoint.out_dir << ", --overwrite deletes it; pass one");
+  const std::string data_file = token_file_in(c.checkpoint.out_dir);
+  ND_CHECK_INPUT(data_file.empty(), "--out " << c.checkpoint.out_dir << " holds token data (" << data_file
+                                             << "): a run writes its checkpoints, metrics.jsonl and run.conf into "
+                                             << "--out, so give it a directory of its own (--data reads the data)");
   ClaimedOutputDir claimed;
   prepare_output_dir(c.checkpoint.out_dir);
   claimed.lock = std::make_unique<RunDirLock>(c.checkpoint.out_dir);
   remove_checkpoint_temporaries(c.checkpoint.out_dir);  // left by a run that was killed while writing
+  remove_stop_marker(c.checkpoint.out_dir);             // the last run's: this one has not stopped
   if (c.checkpoint.resume) return claimed;
   const std::string previous = describe_previous_run(c.checkpoint.out_dir);
   if (previous.empty()) return claimed;

@@ -1,6 +1,7 @@
 // The output directory belongs to one run: a fresh run refuses a --out that holds another run's
-// checkpoints or metrics (unless --resume continues it or --overwrite clears it), and a second
-// process on the same --out is refused through a lock (run_dir_lock.h).
+// checkpoints or metrics (unless --resume continues it or --overwrite clears it), any run refuses
+// one that holds token data, and a second process on the same --out is refused through a lock
+// (run_dir_lock.h).
 #pragma once
 #include <memory>
 #include <string>
