@@ -1,6 +1,6 @@
 // Many small device-to-device copies in a few launches: sequence parallelism packs the gradients of
-// its ~200 replicated parameters (LayerNorms, row-parallel biases) into one buffer to sum them over
-// the group and unpacks them after; one launch per tensor cost ~5 us each on the critical path.
+// its replicated parameters (LayerNorms, row-parallel biases) into one buffer to sum them over the
+// group and unpacks them after, where a launch per tensor would sit on the critical path.
 #pragma once
 #include "kernels/cuda/stream_type.h"
 

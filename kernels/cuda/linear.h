@@ -17,8 +17,7 @@ template <typename T>
 void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64_t N, int64_t K,
                     cudaStream_t stream = nullptr);
 
-// dout (M, N), x (M, K), w (N, K) -> dx (M, K) (+)= dout · w, dw (N, K) (+)= doutᵀ · x and
-// db (N) (+)= column sums of dout.
+// As cpu::linear_backward (kernels/cpu/linear.h, the reference).
 template <typename T>
 void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t M,
                      int64_t N, int64_t K, cudaStream_t stream = nullptr);
@@ -31,11 +30,8 @@ template <typename T>
 bool linear_gelu_forward(const T* x, const T* w, const T* b, T* out, T* pre, int64_t M, int64_t N, int64_t K,
                          cudaStream_t stream = nullptr);
 
-// The input gradient of a linear whose input was gelu(pre): dout (M, N), w (N, K), pre (M, K) ->
-// dpre (M, K) = (dout · w) * gelu'(pre), written, and db (K) (+)= column sums of dpre (the bias
-// gradient of the linear that made pre). A GEMM, the GELU gradient in place and a column sum:
-// cuBLASLt's DGELU_BGRAD epilogue does the same in one GEMM but was measured slower than the three
-// at GPT-2 124M's shape (B*T = 32768, 3072 -> 768, bf16).
+// As cpu::linear_dgelu_backward: a GEMM, the GELU gradient in place and a column sum (cuBLASLt's
+// DGELU_BGRAD epilogue does it in one GEMM, but slower: docs/benchmarks/).
 template <typename T>
 void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, GradDest<T> db, int64_t M, int64_t N,
                            int64_t K, cudaStream_t stream = nullptr);
