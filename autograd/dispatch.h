@@ -3,8 +3,8 @@
 // ND_DISPATCH_KERNEL runs it with `backend` bound to the namespace of the tensor's device and
 // `scalar_t` to the element type of its dtype (CPU: f32, f64 for the gradient checks, or f16
 // through nd::cpu_f16, which emulates the GPU's f16 kernels with the f32 reference; CUDA: f32, bf16
-// or f16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error. With
-// NANODIST_KERNEL_TIMES set, the op timer (tensor/op_timer.h) times each call as `what`.
+// or f16). Any other dtype, or a CUDA tensor in a build without CUDA, is an nd::Error. Under
+// --op-times the op timer (tensor/op_timer.h) times each call as `what`.
 #pragma once
 #include "autograd/variable.h"
 #include "kernels/cpu/f16_emulation.h"

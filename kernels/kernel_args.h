@@ -23,6 +23,11 @@ struct GradDest {
 template <typename T>
 using StatType = std::conditional_t<std::is_same<T, double>::value, double, float>;
 
+// Explicit instantiations of a CPU kernel template for f32 and for the f64 of the gradient checks.
+#define ND_CPU_INSTANTIATE(macro) \
+  macro(float);                   \
+  macro(double)
+
 // The elements of a full tensor that a slice of it holds, in the slice's order: `outer` groups
 // `outer_stride` apart, each of `parts` runs `part_stride` apart, each run `run` consecutive
 // elements, starting at full element `offset`. A tensor-parallel shard is one: rows of a

@@ -214,14 +214,11 @@ void attention_backward(const Float* dout, const Float* qkv, const Float* out, c
   }
 }
 
-template void attention_forward<float>(const float*, float*, float*, int64_t, int64_t, int64_t, int64_t,
-                                       const AttentionDropout&);
-template void attention_forward<double>(const double*, double*, double*, int64_t, int64_t, int64_t, int64_t,
-                                        const AttentionDropout&);
-template void attention_backward<float>(const float*, const float*, const float*, const float*, GradDest<float>,
-                                        int64_t, int64_t, int64_t, int64_t, const AttentionDropout&);
-template void attention_backward<double>(const double*, const double*, const double*, const double*,
-                                         GradDest<double>, int64_t, int64_t, int64_t, int64_t,
-                                         const AttentionDropout&);
+#define ND_INSTANTIATE_ATTENTION(T)                                                                          \
+  template void attention_forward<T>(const T*, T*, T*, int64_t, int64_t, int64_t, int64_t,                   \
+                                     const AttentionDropout&);                                               \
+  template void attention_backward<T>(const T*, const T*, const T*, const T*, GradDest<T>, int64_t, int64_t, \
+                                      int64_t, int64_t, const AttentionDropout&)
+ND_CPU_INSTANTIATE(ND_INSTANTIATE_ATTENTION);
 
 }  // namespace nd::cpu

@@ -113,20 +113,13 @@ void cross_entropy_rescale_grad(const StatType<T>* dloss, const StatType<T>* ann
   for (int64_t i = 0; i < n; ++i) dlogits[i] *= factor;
 }
 
-template void cross_entropy_forward<float>(const float*, const int32_t*, float*, float*, float*, int64_t, int64_t,
-                                           int64_t);
-template void cross_entropy_forward<double>(const double*, const int32_t*, double*, double*, double*, int64_t, int64_t,
-                                            int64_t);
-template void cross_entropy_backward<float>(const float*, const int32_t*, const float*, const float*, const float*,
-                                            GradDest<float>, int64_t, int64_t, int64_t);
-template void cross_entropy_backward<double>(const double*, const int32_t*, const double*, const double*,
-                                             const double*, GradDest<double>, int64_t, int64_t, int64_t);
-
-template void cross_entropy_forward_with_grad<float>(const float*, const int32_t*, const float*, float*, float*, float*,
-                                                     float*, int64_t, int64_t, int64_t);
-template void cross_entropy_forward_with_grad<double>(const double*, const int32_t*, const double*, double*, double*,
-                                                      double*, double*, int64_t, int64_t, int64_t);
-template void cross_entropy_rescale_grad<float>(const float*, const float*, float*, int64_t);
-template void cross_entropy_rescale_grad<double>(const double*, const double*, double*, int64_t);
+#define ND_INSTANTIATE_CROSS_ENTROPY(T)                                                                         \
+  template void cross_entropy_forward<T>(const T*, const int32_t*, T*, T*, T*, int64_t, int64_t, int64_t);      \
+  template void cross_entropy_backward<T>(const T*, const int32_t*, const T*, const T*, const T*, GradDest<T>,  \
+                                          int64_t, int64_t, int64_t);                                           \
+  template void cross_entropy_forward_with_grad<T>(const T*, const int32_t*, const T*, T*, T*, T*, T*, int64_t, \
+                                                   int64_t, int64_t);                                           \
+  template void cross_entropy_rescale_grad<T>(const T*, const T*, T*, int64_t)
+ND_CPU_INSTANTIATE(ND_INSTANTIATE_CROSS_ENTROPY);
 
 }  // namespace nd::cpu

@@ -57,13 +57,10 @@ void embedding_backward(const int32_t* idx, const T* dout, GradDest<T> dwte, Gra
   }
 }
 
-template void embedding_forward<float>(const int32_t*, const float*, const float*, float*, int64_t, int64_t, int64_t,
-                                       int64_t);
-template void embedding_forward<double>(const int32_t*, const double*, const double*, double*, int64_t, int64_t,
-                                        int64_t, int64_t);
-template void embedding_backward<float>(const int32_t*, const float*, GradDest<float>, GradDest<float>, int64_t,
-                                        int64_t, int64_t, int64_t, int64_t);
-template void embedding_backward<double>(const int32_t*, const double*, GradDest<double>, GradDest<double>, int64_t,
-                                         int64_t, int64_t, int64_t, int64_t);
+#define ND_INSTANTIATE_EMBEDDING(T)                                                                               \
+  template void embedding_forward<T>(const int32_t*, const T*, const T*, T*, int64_t, int64_t, int64_t, int64_t); \
+  template void embedding_backward<T>(const int32_t*, const T*, GradDest<T>, GradDest<T>, int64_t, int64_t,       \
+                                      int64_t, int64_t, int64_t)
+ND_CPU_INSTANTIATE(ND_INSTANTIATE_EMBEDDING);
 
 }  // namespace nd::cpu

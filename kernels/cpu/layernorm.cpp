@@ -79,13 +79,10 @@ void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>
   }
 }
 
-template void layernorm_forward<float>(const float*, const float*, const float*, float*, float*, float*, int64_t,
-                                       int64_t, float);
-template void layernorm_forward<double>(const double*, const double*, const double*, double*, double*, double*, int64_t,
-                                        int64_t, float);
-template void layernorm_backward<float>(const float*, const float*, const float*, const float*, const float*,
-                                        GradDest<float>, GradDest<float>, GradDest<float>, int64_t, int64_t);
-template void layernorm_backward<double>(const double*, const double*, const double*, const double*, const double*,
-                                         GradDest<double>, GradDest<double>, GradDest<double>, int64_t, int64_t);
+#define ND_INSTANTIATE_LAYERNORM(T)                                                                               \
+  template void layernorm_forward<T>(const T*, const T*, const T*, T*, T*, T*, int64_t, int64_t, float);          \
+  template void layernorm_backward<T>(const T*, const T*, const T*, const T*, const T*, GradDest<T>, GradDest<T>, \
+                                      GradDest<T>, int64_t, int64_t)
+ND_CPU_INSTANTIATE(ND_INSTANTIATE_LAYERNORM);
 
 }  // namespace nd::cpu

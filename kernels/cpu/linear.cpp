@@ -65,19 +65,12 @@ void linear_dgelu_backward(const T* dout, const T* w, const T* pre, T* dpre, Gra
   if (db.ptr != nullptr) row_sum_into(static_cast<const T*>(dpre), db, M, K);
 }
 
-template void linear_forward<float>(const float*, const float*, const float*, float*, int64_t, int64_t, int64_t);
-template void linear_forward<double>(const double*, const double*, const double*, double*, int64_t, int64_t, int64_t);
-template void linear_backward<float>(const float*, const float*, const float*, GradDest<float>, GradDest<float>,
-                                     GradDest<float>, int64_t, int64_t, int64_t);
-template void linear_backward<double>(const double*, const double*, const double*, GradDest<double>, GradDest<double>,
-                                      GradDest<double>, int64_t, int64_t, int64_t);
-template bool linear_gelu_forward<float>(const float*, const float*, const float*, float*, float*, int64_t, int64_t,
-                                         int64_t);
-template bool linear_gelu_forward<double>(const double*, const double*, const double*, double*, double*, int64_t,
-                                          int64_t, int64_t);
-template void linear_dgelu_backward<float>(const float*, const float*, const float*, float*, GradDest<float>, int64_t,
-                                           int64_t, int64_t);
-template void linear_dgelu_backward<double>(const double*, const double*, const double*, double*, GradDest<double>,
-                                            int64_t, int64_t, int64_t);
+#define ND_INSTANTIATE_LINEAR(T)                                                                                   \
+  template void linear_forward<T>(const T*, const T*, const T*, T*, int64_t, int64_t, int64_t);                    \
+  template void linear_backward<T>(const T*, const T*, const T*, GradDest<T>, GradDest<T>, GradDest<T>, int64_t,   \
+                                   int64_t, int64_t);                                                              \
+  template bool linear_gelu_forward<T>(const T*, const T*, const T*, T*, T*, int64_t, int64_t, int64_t);           \
+  template void linear_dgelu_backward<T>(const T*, const T*, const T*, T*, GradDest<T>, int64_t, int64_t, int64_t)
+ND_CPU_INSTANTIATE(ND_INSTANTIATE_LINEAR);
 
 }  // namespace nd::cpu

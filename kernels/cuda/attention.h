@@ -17,14 +17,12 @@ namespace nd::cuda {
 // Head sizes the kernels take: multiples of 8 up to this.
 constexpr int64_t kMaxAttentionHeadSize = 128;
 
-// qkv (B, T, 3C): q, k, v packed along the last dimension, head h of each at columns
-// [h*hs, (h+1)*hs), hs = C / NH -> out (B, T, C) = dropout(P) v per head, P the causal softmax,
-// lse (B, NH, T) f32 = log sum_j exp(q·k_j / sqrt(hs)) (of the undropped scores).
+// As cpu::attention_forward (kernels/cpu/attention.h, the reference); lse in f32.
 template <typename T>
 void attention_forward(const T* qkv, T* out, StatType<T>* lse, int64_t B, int64_t T_len, int64_t C, int64_t NH,
                        const AttentionDropout& dropout = {}, cudaStream_t stream = nullptr);
 
-// dout (B, T, C), qkv, out, lse and dropout of the forward -> dqkv (B, T, 3C) (+)=. Deterministic.
+// As cpu::attention_backward. Deterministic.
 template <typename T>
 void attention_backward(const T* dout, const T* qkv, const T* out, const StatType<T>* lse, GradDest<T> dqkv,
                         int64_t B, int64_t T_len, int64_t C, int64_t NH, const AttentionDropout& dropout = {},

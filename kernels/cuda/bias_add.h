@@ -9,11 +9,11 @@
 
 namespace nd::cuda {
 
-// x (M, N), b (N) -> out (M, N) = x[m] + b, summed in f32. out may be x. T = float, bf16 or f16.
+// As cpu::bias_add_forward, summed in f32. T = float, bf16 or f16.
 template <typename T>
 void bias_add_forward(const T* x, const T* b, T* out, int64_t M, int64_t N, cudaStream_t stream = nullptr);
 
-// dout (M, N) -> db (N) += sum over rows of dout, rows summed in a fixed order.
+// As cpu::bias_add_backward, rows summed in a fixed order.
 template <typename T>
 void bias_add_backward(const T* dout, T* db, int64_t M, int64_t N, cudaStream_t stream = nullptr);
 

@@ -21,25 +21,20 @@ template <typename T>
 void cross_entropy_forward(const T* logits, const int32_t* targets, StatType<T>* loss, StatType<T>* row_lse,
                            StatType<T>* count, int64_t N, int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
-// dloss (1, f32 like the loss) -> dlogits (N, Vp) (+)= (softmax(row[:V]) - onehot(target)) * dloss / count; ignored
-// rows and padding columns get zero.
+// As cpu::cross_entropy_backward; dloss f32 like the loss.
 template <typename T>
 void cross_entropy_backward(const T* logits, const int32_t* targets, const StatType<T>* row_lse,
                             const StatType<T>* count, const StatType<T>* dloss, GradDest<T> dlogits, int64_t N,
                             int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
-// The forward and the logits' gradient in one kernel (the cross_entropy_grad fusion): loss, row_lse
-// and count as cross_entropy_forward writes them, and dlogits (N, Vp) = (softmax(row[:V]) -
-// onehot(target)) * dloss / count as cross_entropy_backward writes a fresh buffer (zero rows for
-// ignored targets, zero padding). dloss (1) is read from device memory when the kernel runs (no
-// host sync; a CUDA graph replay reads its current value). dlogits may be logits itself.
+// As cpu::cross_entropy_forward_with_grad, in one kernel. dloss (1) is read from device memory
+// when the kernel runs (no host sync; a CUDA graph replay reads its current value).
 template <typename T>
 void cross_entropy_forward_with_grad(const T* logits, const int32_t* targets, const StatType<T>* dloss,
                                      StatType<T>* loss, StatType<T>* row_lse, StatType<T>* count, T* dlogits,
                                      int64_t N, int64_t Vp, int64_t V, cudaStream_t stream = nullptr);
 
-// dlogits (n) *= dloss / announced (both (1), f32, on the device): the gradient written for dloss =
-// announced, turned into the one for dloss.
+// As cpu::cross_entropy_rescale_grad; dloss and announced f32, on the device.
 template <typename T>
 void cross_entropy_rescale_grad(const StatType<T>* dloss, const StatType<T>* announced, T* dlogits, int64_t n,
                                 cudaStream_t stream = nullptr);

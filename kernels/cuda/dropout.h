@@ -12,11 +12,11 @@
 
 namespace nd::cuda {
 
-// x (n) -> out (n). 0 <= p <= 1 (p = 1 drops everything).
+// As cpu::dropout_forward (kernels/cpu/dropout.h). 0 <= p <= 1 (p = 1 drops everything).
 template <typename T>
 void dropout_forward(const T* x, T* out, int64_t n, float p, const PhiloxCounters& rng, cudaStream_t stream = nullptr);
 
-// dout (n) -> dx (n) (+)= mask * dout / (1 - p), the same counters as the forward.
+// As cpu::dropout_backward.
 template <typename T>
 void dropout_backward(const T* dout, GradDest<T> dx, int64_t n, float p, const PhiloxCounters& rng,
                       cudaStream_t stream = nullptr);

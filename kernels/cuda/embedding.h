@@ -10,16 +10,14 @@
 
 namespace nd::cuda {
 
-// idx (B, S) token ids; wte (V, C); wpe (>= S, C) -> out (B, S, C) = wte[idx[b, s]] + wpe[s].
-// An id outside [0, V) is recorded for check_token_errors (kernels/cuda/token_errors.h) without a
-// host sync, and that position gets wpe[s] alone.
+// As cpu::embedding_forward (kernels/cpu/embedding.h, the reference), but an id outside [0, V) is
+// recorded for check_token_errors (kernels/cuda/token_errors.h) without a host sync, and that
+// position gets wpe[s] alone.
 template <typename T>
 void embedding_forward(const int32_t* idx, const T* wte, const T* wpe, T* out, int64_t B, int64_t S, int64_t C,
                        int64_t V, cudaStream_t stream = nullptr);
 
-// dout (B, S, C) -> dwte (V, C) (+)= the sum of dout[b, s] over the positions whose id is v,
-// dwpe (P, C) with P >= S rows (+)= the sum over b of dout[b, s] (rows s >= S get nothing). Ids
-// outside [0, V) contribute nothing.
+// As cpu::embedding_backward.
 template <typename T>
 void embedding_backward(const int32_t* idx, const T* dout, GradDest<T> dwte, GradDest<T> dwpe, int64_t B, int64_t S,
                         int64_t C, int64_t V, int64_t P, cudaStream_t stream = nullptr);

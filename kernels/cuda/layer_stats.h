@@ -19,8 +19,7 @@ void tensor_stats(const DeviceSlots<StatSlot<T>>& slots, double* out, cudaStream
 template <typename T>
 void tensor_stats(const StatSlot<T>& slot, double* out, cudaStream_t stream = nullptr);
 
-// qkv (B, T, 3C) as attention_forward reads it (heads of size C / NH). out (NH): out[h] += sum
-// over (b, t) of the entropy in nats of row t's probabilities softmax(q_t . k_j / sqrt(hs)), j <= t.
+// As cpu::attention_entropy (kernels/cpu/layer_stats.h).
 template <typename T>
 void attention_entropy(const T* qkv, int64_t B, int64_t T_, int64_t C, int64_t NH, double* out,
                        cudaStream_t stream = nullptr);

@@ -10,14 +10,13 @@
 
 namespace nd::cuda {
 
-// x (N, C), w (C), b (C) -> out (N, C); mean (N), rstd (N) in f32 (rstd = 1 / sqrt(var + eps)).
+// As cpu::layernorm_forward (kernels/cpu/layernorm.h, the reference); mean and rstd in f32.
 template <typename T>
 void layernorm_forward(const T* x, const T* w, const T* b, T* out, StatType<T>* mean, StatType<T>* rstd, int64_t N,
                        int64_t C, float eps, cudaStream_t stream = nullptr);
 
-// dout (N, C), x (N, C), w (C), mean/rstd from the forward -> dx (N, C), dw (C), db (C), each (+)=.
-// dw and db are summed over rows in a fixed order that depends only on N, C and the GPU's SM count
-// (the same bits run after run on one GPU model).
+// As cpu::layernorm_backward; dw and db are summed over rows in a fixed order that depends only
+// on N, C and the GPU's SM count (the same bits run after run on one GPU model).
 template <typename T>
 void layernorm_backward(const T* dout, const T* x, const T* w, const StatType<T>* mean, const StatType<T>* rstd,
                         GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t N, int64_t C,

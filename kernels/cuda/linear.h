@@ -17,8 +17,7 @@ template <typename T>
 void linear_forward(const T* x, const T* w, const T* b, T* out, int64_t M, int64_t N, int64_t K,
                     cudaStream_t stream = nullptr);
 
-// dout (M, N), x (M, K), w (N, K) -> dx (M, K) (+)= dout · w, dw (N, K) (+)= doutᵀ · x and
-// db (N) (+)= column sums of dout.
+// As cpu::linear_backward (kernels/cpu/linear.h, the reference).
 template <typename T>
 void linear_backward(const T* dout, const T* x, const T* w, GradDest<T> dx, GradDest<T> dw, GradDest<T> db, int64_t M,
                      int64_t N, int64_t K, cudaStream_t stream = nullptr);

@@ -13,9 +13,8 @@
 
 namespace nd::cuda {
 
-// out (slice.size()): out[j] = mean + std * philox_normal(seed, rng.start() + slice.full_index(j),
-// stream), computed in double and rounded once to T (float, bf16 or f16). rng.offset, when set, is
-// device memory.
+// As cpu::normal_fill (kernels/cpu/random_fill.h), T = float, bf16 or f16. rng.offset, when set,
+// is device memory.
 template <typename T>
 void normal_fill(T* out, const ElementSlice& slice, const PhiloxCounters& rng, double mean, double std,
                  cudaStream_t stream = nullptr);

@@ -15,8 +15,7 @@ void reduce_add(float* dst, const float* src, int64_t n, float scale, cudaStream
 void reduce_add(bf16* dst, const bf16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
 void reduce_add(f16* dst, const f16* src, int64_t n, float scale, cudaStream_t stream, int max_blocks = 0);
 
-// dst (n) = scale * sum over r of row r, rows (nrows, n), summed in row order; row `own_row`
-// is read from dst itself (-1: none).
+// As cpu::reduce_rows.
 void reduce_rows(float* dst, const float* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);
 void reduce_rows(bf16* dst, const bf16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);
 void reduce_rows(f16* dst, const f16* rows, int nrows, int64_t n, float scale, int own_row, cudaStream_t stream);

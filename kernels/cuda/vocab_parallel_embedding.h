@@ -10,14 +10,12 @@
 
 namespace nd::cuda {
 
-// idx (n) global token ids; wte (Vl, C), the rows [vocab_start, vocab_start + Vl)
-// -> out (n, C): out[i] = wte[idx[i] - vocab_start] when the id lies in this rank's rows, else 0.
+// As cpu::vocab_parallel_embedding_forward.
 template <typename T>
 void vocab_parallel_embedding_forward(const int32_t* idx, const T* wte, T* out, int64_t n, int64_t C,
                                       int64_t vocab_start, int64_t Vl, cudaStream_t stream = nullptr);
 
-// dout (n, C) -> dwte (Vl, C) += dout[i] at row idx[i] - vocab_start for the ids in this rank's
-// rows. Null dwte: nothing to do.
+// As cpu::vocab_parallel_embedding_backward.
 template <typename T>
 void vocab_parallel_embedding_backward(const int32_t* idx, const T* dout, T* dwte, int64_t n, int64_t C,
                                        int64_t vocab_start, int64_t Vl, cudaStream_t stream = nullptr);
