@@ -25,7 +25,8 @@ void finalize_grads(const nn::GPT& model, const dist::TensorParallel& tp, dist::
     if (info.tied) tied.insert(name);
   for (const dist::FlatEntry& e : flat.entries())
     if (tied.count(e.name))
-      for (Tensor& piece : dist::held_gradient(data_parallel, flat, e)) embedding->allreduce(piece, dist::ReduceOp::Sum);
+      for (Tensor& piece : dist::held_gradient(data_parallel, flat, e))
+        embedding->allreduce(piece, dist::ReduceOp::Sum);
 }
 
 }  // namespace nd::train

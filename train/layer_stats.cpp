@@ -180,7 +180,8 @@ LayerStatsResult LayerStats::after_step(int64_t step) {
   Impl& s = *impl_;
   ND_CHECK(s.sums.defined(), "layer statistics: after_step without before_step");
   s.param_list->add_to(s.sums);
-  for (size_t i = 0; i < s.params.size(); ++i) s.counts[static_cast<size_t>(s.n_layer) * kBlockCounts + i] = s.values[i];
+  for (size_t i = 0; i < s.params.size(); ++i)
+    s.counts[static_cast<size_t>(s.n_layer) * kBlockCounts + i] = s.values[i];
   std::vector<double> all = s.sums.to(Device::cpu()).to_double_vector();  // the one wait
   all.insert(all.end(), s.counts.begin(), s.counts.end());
   if (s.ranks.world && s.ranks.world->size() > 1)

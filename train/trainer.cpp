@@ -168,9 +168,9 @@ class Trainer {
       fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.model.n_layer + 1, fp8_options);
       dist::use_fp8(*model_, *fp8_scaling_, {precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head});
     }
+    const std::vector<int> units = block_units(model_->named_param_infos(), /*tied_apart=*/grid_->pp_size() > 1);
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
-                                               zero_flat_options(c_.parallel.zero, dp_size,
-                                                                 block_units(model_->named_param_infos(), grid_->pp_size() > 1)));
+                                               zero_flat_options(c_.parallel.zero, dp_size, units));
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.parallel.bucket_mb;
     dp_options.zero = c_.parallel.zero;

@@ -1,9 +1,10 @@
 // Pipeline-parallel training equals single-rank training: pp 2 (np 2) with each schedule the
-// runtime runs (GPipe, 1F1B, interleaved with 2 chunks per rank, zero-bubble), with dropout and active clipping, and pp 2 x tp 2 and pp 2 x dp 2
-// (np 4), give the losses of one rank with the same global batch and micro-batches (f32, relative
-// 1e-5) over 20 steps, also under ZeRO 1, 2 and 3 (pp 2 x dp 2, every schedule for 2 and 3, the
-// final weights too); evaluation runs through the pipeline; a pp 2 checkpoint resumes at pp 1 and
-// a pp 1 checkpoint at pp 2, continuing as the uninterrupted run; --init-from works at pp 2.
+// runtime runs (GPipe, 1F1B, interleaved with 2 chunks per rank, zero-bubble), with dropout and
+// active clipping, and pp 2 x tp 2 and pp 2 x dp 2 (np 4), give the losses of one rank with the same
+// global batch and micro-batches (f32, relative 1e-5) over 20 steps, also under ZeRO 1, 2 and 3
+// (pp 2 x dp 2, and every schedule for 2 and 3, the final weights too); evaluation runs through the
+// pipeline; a pp 2 checkpoint resumes at pp 1 and a pp 1 checkpoint at pp 2, continuing as the
+// uninterrupted run; --init-from works at pp 2.
 #include <gtest/gtest.h>
 
 #include "train/mpi_data_fixture.h"

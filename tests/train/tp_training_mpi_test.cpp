@@ -1,9 +1,9 @@
 // Tensor-parallel training equals single-rank training: tp 2 (np 2) and dp 2 x tp 2 (np 4) give
 // the losses of one rank with the same global batch (f32, relative 1e-5) with the native and the
-// ring collectives (--collectives, and its alias --allreduce), also with sequence parallelism and active clipping (and dropout at np 2),
-// and sequence parallelism under ZeRO 1, 2 and 3 with the final weights too; the
-// replicated parameters end bit-identical on every rank, and checkpoints (full tensors) move
-// between tp 2 and tp 1 and continue exactly as the uninterrupted run.
+// ring collectives (--collectives, and its alias --allreduce), also with sequence parallelism and
+// active clipping (and dropout at np 2), and sequence parallelism under ZeRO 1, 2 and 3 with the
+// final weights too; the replicated parameters end bit-identical on every rank, and checkpoints
+// (full tensors) move between tp 2 and tp 1 and continue exactly as the uninterrupted run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 

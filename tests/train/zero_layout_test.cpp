@@ -53,7 +53,8 @@ Pieces tied_pieces(const dist::FlatParams& flat, int zero, int dp, int rank, dou
   EXPECT_NE(tied, nullptr);
   Pieces pieces;
   for (const dist::ShardSlice& s : dist::owned_slices(plan, rank, dp)) {
-    const int64_t begin = std::max(tied->offset, s.begin), end = std::min(tied->offset + tied->numel, s.begin + s.length);
+    const int64_t begin = std::max(tied->offset, s.begin);
+    const int64_t end = std::min(tied->offset + tied->numel, s.begin + s.length);
     if (begin < end) pieces.push_back({begin - tied->offset, end - tied->offset});
   }
   return pieces;

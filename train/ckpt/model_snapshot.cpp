@@ -134,9 +134,9 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
 }
 
 // Each rank writes exactly the pieces its shard holds (a replicated tensor's by tp rank 0 only, the
-// tied embedding's by the first pipeline stage only), so no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
-// are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
-// its columns; then it is copied row by row.
+// tied embedding's by the first pipeline stage only), so no rank ever holds more than its shard;
+// the masters stand for bf16 parameters, f32 parameters are read at their flat offsets. A box of a
+// contiguous piece is contiguous unless a tp block cuts its columns; then it is copied row by row.
 void ModelSnapshot::take_sharded(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW& optimizer,
                                  SnapshotMode mode) {
   const FlatOptimizerState& state = optimizer.flat_state();
