@@ -3,8 +3,8 @@
 // active clipping, and pp 2 x tp 2 and pp 2 x dp 2 (np 4), give the losses of one rank with the same
 // global batch and micro-batches (f32, relative 1e-5) over 20 steps, also under ZeRO 1, 2 and 3
 // (pp 2 x dp 2, and every schedule for 2 and 3, the final weights too); evaluation runs through the
-// pipeline; a pp 2 checkpoint resumes at pp 1 and a pp 1 checkpoint at pp 2, continuing as the
-// uninterrupted run; --init-from works at pp 2.
+// pipeline; a pp 2 checkpoint resumes at pp 1 and a pp 1 checkpoint at pp 2 (also under ZeRO),
+// continuing as the uninterrupted run; --init-from works at pp 2.
 #include <gtest/gtest.h>
 
 #include "train/mpi_data_fixture.h"
@@ -139,6 +139,33 @@ TEST_F(PpTrainingTest, PpTwoCheckpointResumesAtPpOneAndBack) {
   }
   comm_->barrier();
   expect_resume_matches(config("resumed_pp2", kPp, 1, kPp), kPp, root_ + "/written_pp1", kSteps / 2, reference);
+}
+
+// The same round trip under ZeRO (pp 2 x dp 2): each rank writes the pieces it owns (the tied
+// embedding's by the first stage), zero 0 on one rank resumes from them, and ZeRO 3 on every rank
+// resumes from one rank's checkpoint, both continuing as the uninterrupted run.
+TEST_F(PpTrainingTest, ZeroCheckpointResumesAtPpOneAndBack) {
+  if (comm_->size() != 4) GTEST_SKIP() << "pp 2 x dp 2 needs 4 ranks";
+  std::vector<double> reference = run_training(config("reference_" + std::to_string(comm_->rank()), 1, 1, 1)).step_losses;
+  RunContext ctx;
+  ctx.comm = comm_.get();
+  TrainConfig c = config("written_zero2", comm_->size(), 1, kPp);
+  c.parallel.zero = 2;
+  c.checkpoint.interval = kSteps / 2;
+  c.checkpoint.keep = 0;
+  run_training(c, ctx);
+  comm_->barrier();
+  expect_resume_matches(config("resumed_zero0", 1, 1, 1), 1, root_ + "/written_zero2", kSteps / 2, reference);
+  if (comm_->rank() == 0) {
+    TrainConfig one = config("written_one", 1, 1, 1);
+    one.checkpoint.interval = kSteps / 2;
+    one.checkpoint.keep = 0;
+    run_training(one);
+  }
+  comm_->barrier();
+  TrainConfig resumed = config("resumed_zero3", comm_->size(), 1, kPp);
+  resumed.parallel.zero = 3;
+  expect_resume_matches(resumed, comm_->size(), root_ + "/written_one", kSteps / 2, reference);
 }
 
 // --init-from a pp 1 checkpoint: each stage takes its tensors, and pp 2 continues like pp 1.
