@@ -176,7 +176,7 @@ Variable GPT::blocks(Variable x, Generator& dropout_gen, int first, int last) co
       x = blocks_[i]->forward(x, dropout_gen);
       continue;
     }
-    const int index = first_block_ + i;
+    const int index = blocks_[i]->layer();  // global: an interleaved stage's chunks are not contiguous
     BlockHooks* hooks = block_hooks_;
     hooks->before_forward(index);
     x = blocks_[i]->forward(x, dropout_gen);

@@ -73,6 +73,7 @@ class Block : public Module {
   void set_observer(BlockObserver* observer) { observer_ = observer; }
   CausalSelfAttention& attention() const { return *attn_; }
   MLP& mlp() const { return *mlp_; }
+  int layer() const { return layer_; }  // the global index
 
  private:
   // output_read false: ops::checkpoint's rerun, which skips the block's tail (MLP::forward).

@@ -121,7 +121,8 @@ const std::vector<Binding>& train_bindings() {
           "size = ranks / (tp x pp)); the micro-batches of a step are its --grad-accum");
     b.add("pp-schedule", &C::parallel, &C::Parallel::pp_schedule,
           "pipeline schedule at --pp > 1: gpipe (all forwards, then all backwards), 1f1b, interleaved (1F1B over "
-          "--pp-virtual chunks per rank) or zb (zero-bubble ZB-H1)");
+          "--pp-virtual chunks per rank) or zb (zero-bubble ZB-H1; under --zero 2 and 3 each block then keeps a "
+          "gradient staging buffer of its own)");
     b.add("pp-layers", &C::parallel, &C::Parallel::pp_layers,
           "blocks of each pipeline stage, comma-separated (e.g. 3,3,2); empty = equal stages (--pp must divide "
           "--n-layer)");

@@ -60,14 +60,6 @@ void validate_train_config(const TrainConfig& c, int world_size) {
                  "--device " << device.str() << " but this build or machine has no CUDA GPU");
   ND_CHECK_INPUT(c.parallel.bucket_mb > 0.0, "--bucket-mb must be > 0, got " << c.parallel.bucket_mb);
   ND_CHECK_INPUT(c.parallel.zero >= 0 && c.parallel.zero <= 3, "--zero must be 0, 1, 2 or 3, got " << c.parallel.zero);
-  ND_CHECK_INPUT(c.parallel.zero == 0 || !c.parallel.sequence_parallel || c.parallel.tp == 1,
-                 "--zero " << c.parallel.zero << " with --sequence-parallel is not available yet");
-  // ZeRO 2 keeps no full-size gradients: what reads them (the pipeline's tied-embedding sum, the
-  // per-layer gradient statistics) waits for a port to the gradient shard.
-  ND_CHECK_INPUT(c.parallel.zero < 2 || c.parallel.pp == 1,
-                 "--zero " << c.parallel.zero << " with --pp > 1 is not available yet");
-  ND_CHECK_INPUT(c.parallel.zero < 2 || c.observe.layer_stats == 0,
-                 "--zero " << c.parallel.zero << " with --layer-stats is not available yet");
   ND_CHECK_INPUT(c.schedule.max_seconds >= 0.0,
                  "--max-seconds must be >= 0 (0 = no limit), got " << c.schedule.max_seconds);
   ND_CHECK_INPUT(!c.schedule.fit_schedule || c.schedule.max_seconds > 0,

@@ -36,15 +36,16 @@ struct LayerStats::Impl {
   LayerStatsRanks ranks;
   std::vector<std::pair<std::string, Variable>> params;
   std::vector<size_t> entry_of;    // params[i]'s index in the flat layout
-  std::vector<bool> counted;       // params[i]'s sums added on this rank
+  std::vector<bool> counted;       // params[i]'s sums added on this rank (its pieces: AdamW::owned_of)
   std::vector<int> block_of;       // params[i]'s block, -1 outside the blocks
   int n_layer = 0, n_head = 0, tp_rank = 0, tp_size = 1;
   bool splits_tokens = false;
   int64_t block_base = 0, device_sums = 0;
   Tensor sums;                     // F64 (device_sums) on the model's device
-  Tensor snapshot;                 // the weights before the step (flat layout)
+  Tensor snapshot;                 // the weights before the step (weights()'s layout)
   std::unique_ptr<StatTensorList> param_list;
   std::vector<double> counts;      // host counts: n_layer * kBlockCounts, then one per tensor
+  std::vector<double> values;      // per tensor: the values of its pieces on this rank
 
   Impl(nn::GPT& m, AdamW& o, const LayerStatsRanks& r) : model(m), optimizer(o), ranks(r) {
     params = model.named_parameters();
@@ -62,27 +63,46 @@ struct LayerStats::Impl {
       auto it = entry_index.find(params[i].first);
       ND_CHECK(it != entry_index.end(), "layer statistics: " << params[i].first << " is not in the flat buffers");
       entry_of.push_back(it->second);
-      counted.push_back(ranks.dp_rank == 0 && (infos.at(i).second.split.sharded() || tp_rank == 0));
+      // Under ZeRO each data-parallel rank holds its own pieces of every tensor, reduced; else data-
+      // parallel rank 0 counts the whole. A tensor replicated over tp counts on tp rank 0.
+      counted.push_back((optimizer.sharded() || ranks.dp_rank == 0) &&
+                        (infos.at(i).second.split.sharded() || tp_rank == 0));
       block_of.push_back(infos.at(i).second.block);
     }
+    values.assign(params.size(), 0.0);
     block_base = static_cast<int64_t>(params.size()) * kTensorSums;
     device_sums = block_base + static_cast<int64_t>(n_layer) * (kEntropy + n_head);
   }
 
-  const Tensor& weights() { return optimizer.flat_state().master.defined() ? optimizer.flat_state().master : optimizer.flat().params(); }
+  // The weights the update writes: the f32 masters where they exist, else the parameters (under
+  // ZeRO 3 the parameter shard).
+  const Tensor& weights() const {
+    const FlatOptimizerState& state = optimizer.flat_state();
+    return state.master.defined() ? state.master : state.params;
+  }
 
+  // Per counted tensor and piece of it this rank holds: its gradient as the update reads it, its
+  // weights before the step (the snapshot) and after.
   void build_param_list() {
     snapshot = Tensor::zeros({weights().numel()}, weights().dtype(), weights().device());
+    const FlatOptimizerState& state = optimizer.flat_state();
+    const bool weights_at_flat_offsets = !state.master.defined() && !optimizer.params_in_shard();
     std::vector<StatTensor> list;
     dist::FlatParams& flat = optimizer.flat();
     for (size_t i = 0; i < params.size(); ++i) {
       if (!counted[i]) continue;
       const dist::FlatEntry& e = flat.entries()[entry_of[i]];
       const int64_t base = static_cast<int64_t>(i) * kTensorSums;
-      Tensor old_w = flat.view_of(snapshot, e);
-      list.push_back({flat.grad_of(e), Tensor(), base});
-      list.push_back({old_w, Tensor(), base + kStatsPerSlot});
-      list.push_back({flat.view_of(weights(), e), old_w, base + 2 * kStatsPerSlot});
+      for (const dist::ShardSlice& piece : optimizer.owned_of(e.name)) {
+        const int64_t flat_at = e.offset + piece.begin;
+        const int64_t grad_at = optimizer.grads_in_shard() ? piece.local : flat_at;
+        const int64_t weight_at = weights_at_flat_offsets ? flat_at : piece.local;
+        Tensor old_w = snapshot.narrow(weight_at, piece.length);
+        list.push_back({state.grads.narrow(grad_at, piece.length), Tensor(), base});
+        list.push_back({old_w, Tensor(), base + kStatsPerSlot});
+        list.push_back({weights().narrow(weight_at, piece.length), old_w, base + 2 * kStatsPerSlot});
+        values[i] += static_cast<double>(piece.length);
+      }
     }
     param_list = std::make_unique<StatTensorList>(std::move(list));
   }
@@ -161,7 +181,7 @@ LayerStatsResult LayerStats::after_step(int64_t step) {
   ND_CHECK(s.sums.defined(), "layer statistics: after_step without before_step");
   s.param_list->add_to(s.sums);
   for (size_t i = 0; i < s.params.size(); ++i)
-    if (s.counted[i]) s.counts[static_cast<size_t>(s.n_layer) * kBlockCounts + i] = s.params[i].second.data().numel();
+    s.counts[static_cast<size_t>(s.n_layer) * kBlockCounts + i] = s.values[i];
   std::vector<double> all = s.sums.to(Device::cpu()).to_double_vector();  // the one wait
   all.insert(all.end(), s.counts.begin(), s.counts.end());
   if (s.ranks.world && s.ranks.world->size() > 1)
@@ -175,7 +195,8 @@ LayerStatsResult LayerStats::after_step(int64_t step) {
   for (size_t i = 0; i < s.params.size(); ++i) {
     const double* t = sum + static_cast<int64_t>(i) * kTensorSums;
     const double n = count[static_cast<size_t>(s.n_layer) * kBlockCounts + i];
-    const bool has_grad = s.optimizer.flat().has_gradient(s.entry_of[i]);
+    // Under ZeRO the engine leaves a gradient (zeros where none came) for every owned element.
+    const bool has_grad = s.optimizer.sharded() || s.optimizer.flat().has_gradient(s.entry_of[i]);
     TensorStats ts;
     ts.name = s.params[i].first;
     ts.grad_norm = has_grad ? std::sqrt(t[kSumOfSquares]) : kNaN;

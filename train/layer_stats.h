@@ -3,7 +3,9 @@
 // to zero in bf16 and fp16; per block the RMS of the residual stream and of the attention and MLP
 // outputs, the attention entropy of each head and the share of GELU inputs in saturation. Sums run
 // on the model's device into one buffer of doubles, read back once per statistics step, summed
-// over every rank (each rank adds only what it owns), and written as one JSON line.
+// over every rank (each rank adds only what it owns: under ZeRO its pieces of the gradient shard and
+// of the weights the update writes, so the sums of squares and counts add up to the unsharded ones),
+// and written as one JSON line.
 //
 // Activations come from a probe: before the step, a forward without gradients and without dropout
 // over the first kProbeRows sequences of the step's first micro-batch, at the weights the step
@@ -29,7 +31,7 @@ constexpr int64_t kProbeRows = 4;
 
 struct LayerStatsRanks {
   dist::Comm* world = nullptr;  // every rank: the sums are added over it (host all-reduce)
-  int dp_rank = 0;              // parameters count once: on data-parallel rank 0
+  int dp_rank = 0;              // parameters count once: on data-parallel rank 0 (under ZeRO, in pieces on every rank)
   dist::TensorParallel tp;      // the model's tensor-parallel group (dist::parallelize's plan)
 };
 

@@ -132,6 +132,7 @@ class AdamW {
                            const std::vector<std::string>& not_in_norm = {});
 
   bool sharded() const { return sharded_; }
+  bool grads_in_shard() const { return grads_in_shard_; }    // ZeRO 2 and 3
   bool params_in_shard() const { return params_in_shard_; }  // ZeRO 3
   const std::vector<dist::ShardSlice>& owned() const { return owned_; }  // ZeRO: this rank's slices
   // ZeRO: the pieces of parameter `name` this rank owns: elements [begin, begin + length) of the

@@ -34,6 +34,7 @@
 #include "train/model_config.h"
 #include "train/optimizer.h"
 #include "train/run/output_dir.h"
+#include "train/pipeline_plan.h"
 #include "train/pipeline_setup.h"
 #include "train/pipeline_timeline.h"
 #include "train/precision.h"
@@ -168,11 +169,14 @@ class Trainer {
       fp8_scaling_ = std::make_unique<nn::Fp8LinearScaling>(model_->device(), 4 * c_.model.n_layer + 1, fp8_options);
       dist::use_fp8(*model_, *fp8_scaling_, {precision_.fp8_attn, precision_.fp8_mlp, precision_.fp8_head});
     }
+    const std::vector<int> units = block_units(model_->named_param_infos(), /*tied_apart=*/grid_->pp_size() > 1);
     flat_ = std::make_shared<dist::FlatParams>(model_->named_parameters(), precision_.grad,
-                                               zero_flat_options(c_.parallel.zero, dp_size, block_units(model_->named_param_infos())));
+                                               zero_flat_options(c_.parallel.zero, dp_size, units));
     dist::DataParallelOptions dp_options;
     dp_options.bucket_mb = c_.parallel.bucket_mb;
     dp_options.zero = c_.parallel.zero;
+    // Zero-bubble writes a block's weight gradients after its backward: ZeRO 2 and 3 hold them.
+    dp_options.hold_units = grid_->pp_size() > 1 && c_.parallel.pp_schedule == PipelineKind::ZeroBubble;
     data_parallel_ = dist::make_data_parallel(*dp_, *flat_, dp_options);
     // FSDP: the blocks' staging (and gathers); DDP has no unit hooks.
     if (dist::UnitHooks* hooks = data_parallel_->unit_hooks()) dist::fully_shard(*model_, hooks);

@@ -22,6 +22,11 @@ struct DataParallelOptions {
   double bucket_mb = 25.0;
   double first_bucket_mb = 1.0;
   int zero = 0;  // 0, 1, 2 or 3 (see above)
+  // ZeRO 2 and 3: every unit keeps a staging buffer of its own (the gradients full-size, in the
+  // parameters' dtype), reduce-scattered when the next micro-batch's backward starts and at the
+  // finish rather than from the gradient hooks: for a schedule whose backward writes a unit's weight
+  // gradients after its hooks fired (zero-bubble's deferred weight products).
+  bool hold_units = false;
 };
 
 class DataParallelEngine {
@@ -65,6 +70,13 @@ class DataParallelEngine {
   virtual int64_t staging_bytes() const { return 0; }
   virtual size_t bucket_count() const = 0;
 };
+
+// Flat entry `e`'s gradient as this rank holds it once finish_gradient_sync has made it the group's
+// average: 1-D views of the pieces of the tensor it owns (ZeRO 1: in the flat gradients; 2 and 3: in
+// the gradient shard), in the tensor's element order, or of the whole tensor where nothing is
+// sharded. What a later sum over other ranks reads (finalize_grads): ranks whose layouts cut `e`
+// alike (the same segment, the same dp rank) hold the same pieces.
+std::vector<Tensor> held_gradient(const DataParallelEngine& engine, FlatParams& flat, const FlatEntry& e);
 
 // The engine of `options.zero` over `comm` (the grid's data-parallel group, native or ring; one
 // rank: nothing is communicated) and `flat` (built for that stage: train/zero_layout.h), on the same

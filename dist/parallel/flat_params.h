@@ -51,7 +51,9 @@ struct FlatOptions {
   // One unit id per parameter (registration order), empty = none: each maximal run of one unit in
   // the layout becomes a segment padded to shards x the alignment at both ends, so ZeRO 2 and 3
   // can stage or gather a unit (a transformer block, dist/parallel/unit_hooks.h) on its own. -1: a
-  // parameter outside every block (embeddings, final LayerNorm).
+  // parameter outside every block (embeddings, final LayerNorm); another negative id: outside the
+  // blocks too, in a segment of its own (a tensor that other layouts hold too, as the pipeline's
+  // tied embedding, is then cut into the same shard slices by each of them).
   std::vector<int> units;
   // false (ZeRO 2 and 3): no full-size gradient buffers; the data-parallel engine binds each
   // parameter's gradient to a staging buffer of its own (grads() and backward_grads() undefined).

@@ -23,7 +23,7 @@ int64_t bytes_of(const Tensor& t) { return t.defined() ? t.numel() * static_cast
 
 // Pooled staging for the blocks, a buffer of its own (bound for good) for each bucket outside them.
 FullyShardedDataParallel::FullyShardedDataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options)
-    : comm_(comm), flat_(flat), shard_params_(options.zero == 3) {
+    : comm_(comm), flat_(flat), shard_params_(options.zero == 3), hold_(options.hold_units) {
   check_data_parallel(comm, flat, options);
   ND_CHECK(options.zero >= 2, "FullyShardedDataParallel runs ZeRO 2 and 3, not " << options.zero);
   const int n = comm.size();
@@ -57,10 +57,10 @@ FullyShardedDataParallel::FullyShardedDataParallel(Comm& comm, FlatParams& flat,
   // pass on the compute stream, and bf16 gradients' partial sums stay in f32 rather than being
   // rounded to bf16 between micro-batches.
   accumulate_ = first_into_shard() && reduce_scatter_accumulates(comm, ReduceOp::Avg, reduced_dtype(), DType::F32);
-  if (pooled_length > 0)
+  if (pooled_length > 0 && !hold_)
     for (int i = 0; i < kPooled; ++i) make_staging(pooled_length);
   for (Bucket& b : buckets_)
-    if (b.unit < 0) {
+    if (b.unit < 0 || hold_) {
       make_staging(b.length);
       bind(b, static_cast<int>(staging_.size()) - 1);
     }
@@ -96,7 +96,7 @@ void FullyShardedDataParallel::prepare_backward(bool first, bool /*last*/) {
   // The previous micro-batch's gradients go into the shard, a bucket left incomplete (an unused
   // parameter) too, in bucket order on every rank; the staging buffers start over.
   if (!first) {
-    hooks_.complete_all();
+    reduce_remaining();
     drain_into_shard();
     flat_.zero_grad();
   }
@@ -107,8 +107,19 @@ void FullyShardedDataParallel::prepare_backward(bool first, bool /*last*/) {
 }
 
 void FullyShardedDataParallel::finish_gradient_sync() {
-  hooks_.complete_all();
+  reduce_remaining();
   drain_into_shard();
+}
+
+// Held buckets go out all together, in bucket order on every rank, when gradients came since the last
+// time. A deferred weight gradient comes after its unit's backward, whose hooks said so, and before
+// the schedule's last prepare_backward (train/pipeline_schedule.cpp), which therefore reduces it; the
+// finish after that finds nothing new and sends nothing.
+void FullyShardedDataParallel::reduce_remaining() {
+  if (!hold_) return hooks_.complete_all();
+  if (!held_) return;
+  for (size_t i = 0; i < buckets_.size(); ++i) reduce(i);
+  held_ = false;
 }
 
 void FullyShardedDataParallel::gather_parameters() {
@@ -177,10 +188,19 @@ void FullyShardedDataParallel::before_backward(int unit) {
   if (b.staging < 0) bind_next_pooled(b);
 }
 
+// A bucket's gradients are final for this micro-batch (its hooks all fired, or complete_all): reduced
+// now, or with hold_units at the next reduce_remaining (only the gathered parameters of a ZeRO 3
+// block are free now: their last reader, this backward, has run).
+void FullyShardedDataParallel::complete(size_t index) {
+  if (!hold_) return reduce(index);
+  held_ = true;
+  unpin(index);
+}
+
 // The bucket's staging buffer, every gradient in it (zeros where none came), reduce-scattered into
 // the shard; a pooled buffer is then free for the next block once that reduce-scatter is done, and
 // (ZeRO 3) the block's gathered parameters once their last reader, this backward, has run.
-void FullyShardedDataParallel::complete(size_t index) {
+void FullyShardedDataParallel::reduce(size_t index) {
   Bucket& bucket = buckets_[index];
   if (bucket.staging < 0) bind_next_pooled(bucket);  // a block whose backward never started: zeros
   const std::vector<FlatEntry>& entries = flat_.entries();
@@ -194,7 +214,7 @@ void FullyShardedDataParallel::complete(size_t index) {
   }
   bucket.work = scatter_into_shard(bucket, s, input);
   s.work = bucket.work;
-  if (bucket.unit < 0) return;  // its own buffer: stays bound
+  if (bucket.unit < 0 || hold_) return;  // its own buffer: stays bound
   for (size_t k = bucket.first; k < bucket.last; ++k) {
     Variable param = entries[k].param;
     param.clear_grad();

@@ -4,7 +4,9 @@
 // staging buffers when its backward starts (the model calls the UnitHooks, dist/parallel/unit_hooks.h),
 // and each micro-batch's bucket is reduce-scattered from there into an f32 gradient shard that adds
 // the micro-batches up; the parameters outside the blocks (embeddings, final LayerNorm) keep staging
-// buffers of their own. AdamW updates the owned slices.
+// buffers of their own. AdamW updates the owned slices. With DataParallelOptions::hold_units (a
+// zero-bubble pipeline) every block keeps a staging buffer of its own too, and the buckets are
+// reduce-scattered between micro-batches and at the finish, after the deferred weight gradients.
 // ZeRO 2 keeps the parameters whole (the updated slices all-gathered after the update). ZeRO 3
 // shards them too: a rank keeps only its slices (param_shard(), which AdamW updates); a block's
 // parameters are all-gathered into one of three pooled full-size buffers (shared with the comm:
@@ -34,7 +36,8 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   FullyShardedDataParallel(Comm& comm, FlatParams& flat, const DataParallelOptions& options);
 
   void broadcast_parameters() override;
-  // Every micro-batch's gradients are reduce-scattered into the shard: `last` changes nothing.
+  // Every micro-batch's gradients are reduce-scattered into the shard: `last` changes nothing. With
+  // hold_units the previous micro-batch's are, here.
   void prepare_backward(bool first, bool last) override;
   void finish_gradient_sync() override;
   // ZeRO 3: only the parameters outside the blocks; the blocks' are gathered when used.
@@ -109,7 +112,11 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   void bind(Bucket& bucket, int staging);
   void bind_next_pooled(Bucket& bucket);
   void flush(Staging& staging);
+  // The gradient hooks' call: reduce, or with hold_units only note that gradients came.
   void complete(size_t bucket);
+  void reduce(size_t bucket);
+  // The buckets not reduced yet this micro-batch (with hold_units: all, if any gradient came).
+  void reduce_remaining();
   CommWork scatter_into_shard(Bucket& bucket, Staging& staging, const Tensor& input);
   void drain_into_shard();
 
@@ -133,6 +140,8 @@ class FullyShardedDataParallel final : public DataParallelEngine, public UnitHoo
   Comm& comm_;
   FlatParams& flat_;
   const bool shard_params_;  // ZeRO 3
+  const bool hold_;          // DataParallelOptions::hold_units
+  bool held_ = false;        // hold_: gradients came since the last reduction
   std::vector<Bucket> buckets_;
   std::vector<ShardSlice> owned_;
   int64_t shard_numel_ = 0;

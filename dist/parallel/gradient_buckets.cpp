@@ -47,14 +47,19 @@ std::vector<BucketRange> sharded_buckets(const FlatParams& flat, int shards, con
   const double element_bytes = static_cast<double>(dtype_size(flat.grad_dtype()));
   auto units_of = [&](double mb) { return std::max<int64_t>(1, static_cast<int64_t>(mb * 1e6 / element_bytes) / unit); };
   std::vector<BucketRange> buckets;
-  int64_t begin = 0;
-  while (begin < numel) {
-    BucketRange b;
-    b.begin = begin;
-    b.length = std::min(numel - begin, unit * units_of(buckets.empty() ? options.first_bucket_mb : options.bucket_mb));
-    b.local = begin / n;
-    buckets.push_back(b);
-    begin += b.length;
+  for (const FlatSegment& seg : flat.segments()) {
+    const int64_t end = seg.begin + seg.length;
+    for (int64_t begin = seg.begin; begin < end;) {
+      BucketRange b;
+      b.begin = begin;
+      b.length = seg.unit != -1 ? seg.length
+                                : std::min(end - begin, unit * units_of(buckets.empty() ? options.first_bucket_mb
+                                                                                        : options.bucket_mb));
+      b.local = begin / n;
+      b.unit = seg.unit;
+      buckets.push_back(b);
+      begin += b.length;
+    }
   }
   // Each bucket's entries: those overlapping it (a tensor across a cut belongs to both).
   const std::vector<FlatEntry>& entries = flat.entries();

@@ -28,6 +28,8 @@ void check_data_parallel(const Comm& comm, const FlatParams& flat, const DataPar
 std::vector<BucketRange> entry_buckets(const FlatParams& flat, const DataParallelOptions& options);
 // Buckets of a whole number of (shards x alignment) elements sized the same way, cut wherever that
 // falls (a tensor may span two buckets), so each splits into `shards` equal aligned slices (ZeRO 1).
+// Only the runs of unit -1 are cut so; a segment of another unit (dist::FlatOptions::units: the
+// pipeline's tied embedding) is one bucket, which every layout holding that segment cuts alike.
 std::vector<BucketRange> sharded_buckets(const FlatParams& flat, int shards, const DataParallelOptions& options);
 // One bucket per segment of the layout (a unit, or a run outside the units), each padded by
 // FlatParams to shards x the alignment (ZeRO 2 and 3).

@@ -221,19 +221,35 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp) 
   copy_each_on_stream(views, slices);
 }
 
-void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp, FlatParams* flat) {
-  if (!tp.splits_tokens()) return;
+namespace {
+
+// The names of `model`'s parameters that tensor parallelism splits (the others are replicated).
+std::set<std::string> split_names(const nn::Module& model) {
   std::set<std::string> split;
   for (const auto& [name, info] : model.named_param_infos())
     if (info.split.sharded()) split.insert(name);
+  return split;
+}
+
+}  // namespace
+
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp) {
+  if (!tp.splits_tokens()) return;
+  const std::set<std::string> split = split_names(model);
   std::vector<Tensor> replicated;
-  if (flat) {
-    for (const FlatEntry& e : flat->entries())
-      if (!split.count(e.name)) replicated.push_back(flat->grad_of(e));
-  } else {
-    for (const auto& [name, p] : model.named_parameters())
-      if (!split.count(name) && p.has_grad()) replicated.push_back(p.grad());
-  }
+  for (const auto& [name, p] : model.named_parameters())
+    if (!split.count(name) && p.has_grad()) replicated.push_back(p.grad());
+  sum_gradients_over_tp(std::move(replicated), tp);
+}
+
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp,
+                                     const DataParallelEngine& engine, FlatParams& flat) {
+  if (!tp.splits_tokens()) return;
+  const std::set<std::string> split = split_names(model);
+  std::vector<Tensor> replicated;
+  for (const FlatEntry& e : flat.entries())
+    if (!split.count(e.name))
+      for (Tensor& piece : held_gradient(engine, flat, e)) replicated.push_back(std::move(piece));
   sum_gradients_over_tp(std::move(replicated), tp);
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/ops/split_linear.h"
+#include "dist/parallel/data_parallel.h"
 #include "dist/parallel/flat_params.h"
 #include "dist/parallel/tp_mappings.h"
 #include "nn/module.h"
@@ -75,8 +76,13 @@ void sum_gradients_over_tp(std::vector<Tensor> grads, const TensorParallel& tp);
 // ParamInfo does not split them: LayerNorms, row-parallel biases, wpe) saw only this rank's tokens:
 // after backward, this sums their gradients over the group in one all-reduce, so they equal the
 // tp = 1 gradients. A no-op otherwise. Call it on every rank of the group, before clipping (it is
-// part of finalize_grads). With `flat` the gradients summed are the flat buffers'
-// (FlatParams::grad_of: f32 main gradients where they exist).
-void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp, FlatParams* flat = nullptr);
+// part of finalize_grads).
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp);
+// The same over the gradients the data-parallel engine holds after its finish (held_gradient: the
+// flat buffers' f32 main gradients where they exist, or under ZeRO this rank's pieces of them, in the
+// flat gradients or the gradient shard). The group's ranks share the flat layout and the dp rank,
+// so they hold the same pieces.
+void sum_sequence_parallel_gradients(const nn::Module& model, const TensorParallel& tp,
+                                     const DataParallelEngine& engine, FlatParams& flat);
 
 }  // namespace nd::dist

@@ -343,8 +343,8 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_NE(error_of_config(c, 1).find("--pp must be >= 1"), std::string::npos);
   EXPECT_EQ(ok.parallel.dp_size(4), 4);
 
-  // --zero: 0 to 3; what stages 2 and 3 do not support yet is refused with a line that says so, as
-  // is sequence parallelism.
+  // --zero: 0 to 3; what stage 3 does not support yet is refused with a line that says so. Every
+  // stage composes with the pipeline, sequence parallelism and per-layer statistics.
   c = ok;
   c.parallel.zero = 2;
   EXPECT_EQ(error_of_config(c, 2), "");
@@ -352,18 +352,24 @@ TEST(TrainConfig, ValidationNamesTheFlags) {
   EXPECT_EQ(error_of_config(c, 2), "");
   c.parallel.zero = 4;
   EXPECT_NE(error_of_config(c, 2).find("--zero must be 0, 1, 2 or 3, got 4"), std::string::npos);
-  c.parallel.zero = 2;
-  c.observe.layer_stats = 5;
-  EXPECT_NE(error_of_config(c, 2).find("--zero 2 with --layer-stats is not available yet"), std::string::npos);
-  c.observe.layer_stats = 0;
   c.parallel.zero = 3;
   c.checkpoint.init_from = "gpt2";  // loaded into the shards (zero3_init_from_mpi_test)
   EXPECT_EQ(error_of_config(c, 2), "");
   c.checkpoint.init_from = "";
-  c.parallel.zero = 1;
-  c.parallel.tp = 2;
-  c.parallel.sequence_parallel = true;
-  EXPECT_NE(error_of_config(c, 4).find("--zero 1 with --sequence-parallel is not available yet"), std::string::npos);
+  for (int zero : {1, 2, 3}) {
+    c = ok;
+    c.parallel.zero = zero;
+    c.observe.layer_stats = 5;
+    EXPECT_EQ(error_of_config(c, 2), "") << "--zero " << zero << " --layer-stats 5";
+    c.observe.layer_stats = 0;
+    c.parallel.tp = 2;
+    c.parallel.sequence_parallel = true;
+    EXPECT_EQ(error_of_config(c, 4), "") << "--zero " << zero << " --tp 2 --sequence-parallel";
+    c.parallel.tp = 1;
+    c.parallel.sequence_parallel = false;
+    c.parallel.pp = 2;
+    EXPECT_EQ(error_of_config(c, 4), "") << "--zero " << zero << " --pp 2";
+  }
 
   // --fp8 at any tp and ZeRO stage: what it checks is that every rank's shard of the features is a
   // multiple of 16 (before the GPU is looked for, so the line is the same on every machine).

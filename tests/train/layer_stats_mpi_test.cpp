@@ -1,6 +1,7 @@
 // Per-layer statistics are those of the model, not of a rank: data parallelism (np ranks, the
-// batch split) and tensor parallelism (tp 2, sums over the group) write the statistics of one
-// rank running the whole batch alone (relative 1e-4: f32, sums in another order).
+// batch split), also under ZeRO 1, 2 and 3 (each rank adds its pieces), and tensor parallelism
+// (tp 2, sums over the group) write the statistics of one rank running the whole batch alone
+// (relative 1e-4: f32, sums in another order).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,11 +39,12 @@ Flat read_stats(const std::string& out_dir) {
 
 class LayerStatsMpiTest : public testing::MpiDataTest {
  protected:
-  TrainConfig config(const std::string& out, int dp, int tp) const {
+  TrainConfig config(const std::string& out, int dp, int tp, int zero = 0) const {
     TrainConfig c = testing::tiny_config(root_ + "/data", root_ + "/" + out);
     c.model.n_head = 4;
     c.model.n_embd = 32;
     c.parallel.tp = tp;
+    c.parallel.zero = zero;
     c.data.batch_size = kGlobalBatch / dp;
     c.schedule.max_iters = 4;
     c.observe.layer_stats = 2;
@@ -51,15 +53,17 @@ class LayerStatsMpiTest : public testing::MpiDataTest {
     return c;
   }
 
-  void expect_same_as_one_rank(int tp) {
+  void expect_same_as_one_rank(int tp, int zero = 0) {
     const int np = comm_->size();
     if (np != 2 && np != 4) GTEST_SKIP() << "the global batch of 4 splits over 2 or 4 ranks";
     const std::string one = "one_rank_" + std::to_string(comm_->rank());
-    run_training(config(one, 1, 1));
-    const std::string many = "np" + std::to_string(np) + "_tp" + std::to_string(tp);
+    TrainConfig reference = config(one, 1, 1);
+    reference.checkpoint.overwrite = true;  // a test may compare several runs with it
+    run_training(reference);
+    const std::string many = "np" + std::to_string(np) + "_tp" + std::to_string(tp) + "_zero" + std::to_string(zero);
     RunContext context;
     context.comm = comm_.get();
-    run_training(config(many, np / tp, tp), context);
+    run_training(config(many, np / tp, tp, zero), context);
     if (comm_->rank() != 0) return;
     Flat want = read_stats(root_ + "/" + one), got = read_stats(root_ + "/" + many);
     ASSERT_EQ(got.size(), want.size());
@@ -75,7 +79,7 @@ class LayerStatsMpiTest : public testing::MpiDataTest {
         EXPECT_TRUE(std::isnan(g)) << path;
         continue;
       }
-      EXPECT_NEAR(g, w, 1e-4 * std::abs(w) + 1e-7) << path << " at np " << np << ", tp " << tp;
+      EXPECT_NEAR(g, w, 1e-4 * std::abs(w) + 1e-7) << path << " at np " << np << ", tp " << tp << ", zero " << zero;
     }
   }
 };
@@ -83,6 +87,17 @@ class LayerStatsMpiTest : public testing::MpiDataTest {
 TEST_F(LayerStatsMpiTest, DataParallelEqualsOneRank) { expect_same_as_one_rank(1); }
 
 TEST_F(LayerStatsMpiTest, TensorParallelEqualsOneRank) { expect_same_as_one_rank(2); }
+
+// Under ZeRO each rank adds its pieces of the reduced gradients (the owned slices of the flat
+// gradients at stage 1, the gradient shard at 2 and 3) and of the weights the update writes (at 3
+// the parameter shard); the sums over the ranks are the unsharded run's. At np 4 also under tp 2.
+TEST_F(LayerStatsMpiTest, ZeroStagesEqualOneRank) {
+  for (int zero : {1, 2, 3}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    expect_same_as_one_rank(1, zero);
+    if (comm_->size() == 4) expect_same_as_one_rank(2, zero);
+  }
+}
 
 }  // namespace
 }  // namespace nd::train

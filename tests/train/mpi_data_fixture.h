@@ -1,7 +1,7 @@
 // A test fixture for trainer tests under mpirun: the world communicator, a tiny dataset in a
 // temporary directory that rank 0 makes and owns while every rank learns its path, and the checks
-// the data- and tensor-parallel training tests share (losses against the one-rank run, values the
-// same on every rank, a checkpoint resumed on fewer ranks).
+// the data- and tensor-parallel training tests share (losses and final weights against the one-rank
+// run, values the same on every rank, a checkpoint resumed on fewer ranks).
 #pragma once
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -14,6 +14,7 @@
 
 #include "dist/comm/world.h"
 #include "train/ckpt/checkpoint.h"
+#include "train/ckpt/checkpoint_index.h"
 #include "train/ckpt/checkpoint_part.h"
 #include "train/trainer.h"
 #include "train/train_fixture.h"
@@ -58,6 +59,24 @@ class MpiDataTest : public ::testing::Test {
     for (size_t i = 0; i < got.size(); ++i)
       EXPECT_LE(std::abs(got[i] - want[first + i]), tol * std::abs(want[first + i]))
           << "step " << first + i + 1 << " on " << comm_->size() << " ranks: " << got[i] << " vs " << want[first + i];
+  }
+
+  // On rank 0: the weights of the checkpoints of step `step` in two run directories (full shapes by
+  // name), element by element, to f32 reduction-order tolerance (1e-5 + relative 1e-4).
+  void expect_same_weights(const std::string& got_dir, const std::string& want_dir, int64_t step) {
+    if (comm_->rank() == 0) {
+      CheckpointReader got(checkpoint_path(got_dir, step)), want(checkpoint_path(want_dir, step));
+      ASSERT_EQ(got.names("params"), want.names("params"));
+      for (const std::string& name : want.names("params")) {
+        const std::vector<double> a = got.read_full("params", name).to_double_vector();
+        const std::vector<double> b = want.read_full("params", name).to_double_vector();
+        ASSERT_EQ(a.size(), b.size()) << name;
+        int wrong = 0;
+        for (size_t i = 0; i < a.size(); ++i) wrong += std::abs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::abs(b[i]) ? 0 : 1;
+        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << a.size() << " elements differ";
+      }
+    }
+    comm_->barrier();
   }
 
   // True on every rank when `value` is the same on all ranks of `comm`.

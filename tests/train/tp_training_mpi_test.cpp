@@ -1,8 +1,9 @@
 // Tensor-parallel training equals single-rank training: tp 2 (np 2) and dp 2 x tp 2 (np 4) give
 // the losses of one rank with the same global batch (f32, relative 1e-5) with the native and the
-// ring collectives (--collectives, and its alias --allreduce), also with sequence parallelism and active clipping (and dropout at np 2); the
-// replicated parameters end bit-identical on every rank, and checkpoints (full tensors) move
-// between tp 2 and tp 1 and continue exactly as the uninterrupted run.
+// ring collectives (--collectives, and its alias --allreduce), also with sequence parallelism and
+// active clipping (and dropout at np 2), and sequence parallelism under ZeRO 1, 2 and 3 with the
+// final weights too; the replicated parameters end bit-identical on every rank, and checkpoints
+// (full tensors) move between tp 2 and tp 1 and continue exactly as the uninterrupted run.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -55,16 +56,20 @@ class TpTrainingTest : public testing::MpiDataTest {
   // One rank, tp 1, the whole batch: computed by every rank alone, no communicator.
   TrainResult reference_run(bool sequence_parallel = false) const {
     TrainConfig c = config("reference_" + std::to_string(comm_->rank()), 1, 1);
+    c.checkpoint.overwrite = true;  // a test may compare several runs with it
     return run_training(sequence_parallel ? with_clipping_and_dropout(c) : c);
   }
 
-  void trains_like_one_rank(const std::string& collectives, bool sequence_parallel = false) {
+  // At ZeRO stage `zero`; under ZeRO the final weights are checked against one rank's too.
+  void trains_like_one_rank(const std::string& collectives, bool sequence_parallel = false, int zero = 0) {
     if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";
     const TrainResult reference = reference_run(sequence_parallel);
     RunContext ctx;
     ctx.comm = comm_.get();
-    TrainConfig c = config(collectives + (sequence_parallel ? "_sp" : ""), comm_->size(), kTp);
+    const std::string out = collectives + (sequence_parallel ? "_sp" : "") + "_zero" + std::to_string(zero);
+    TrainConfig c = config(out, comm_->size(), kTp);
     c.parallel.collectives = dist::parse_collectives(collectives);
+    c.parallel.zero = zero;
     if (sequence_parallel) {
       c = with_clipping_and_dropout(c);
       c.parallel.sequence_parallel = true;
@@ -73,6 +78,7 @@ class TpTrainingTest : public testing::MpiDataTest {
     expect_close(mean_losses(r.step_losses, *comm_), reference.step_losses);
     // The model's size, as reported, is the tp 1 one: the vocabulary's padding rows are not counted.
     EXPECT_EQ(r.params, reference.params);
+    if (zero > 0) expect_same_weights(root_ + "/" + out, root_ + "/reference_" + std::to_string(comm_->rank()), kSteps);
     EXPECT_TRUE(same_everywhere(r.replicated_params_hash, *comm_)) << "replicated parameters differ between ranks";
     // The shards differ inside a tp group (otherwise nothing was split)...
     dist::ParallelGrid grid(*comm_, kTp);
@@ -89,6 +95,16 @@ TEST_F(TpTrainingTest, RingAllreduceMatchesOneRank) { trains_like_one_rank("ring
 TEST_F(TpTrainingTest, SequenceParallelNativeMatchesOneRank) { trains_like_one_rank("native", true); }
 
 TEST_F(TpTrainingTest, SequenceParallelRingMatchesOneRank) { trains_like_one_rank("ring", true); }
+
+// Under ZeRO the replicated parameters' gradients that sequence parallelism sums over the tp group
+// are this rank's pieces of them (the flat gradients' owned slices at stage 1, the gradient shard at
+// 2 and 3), which the group's ranks share.
+TEST_F(TpTrainingTest, SequenceParallelUnderZeroMatchesOneRank) {
+  for (int zero : {1, 2, 3}) {
+    SCOPED_TRACE("zero " + std::to_string(zero));
+    trains_like_one_rank("native", /*sequence_parallel=*/true, zero);
+  }
+}
 
 TEST_F(TpTrainingTest, TpTwoCheckpointResumesAtTpOne) {
   if (!grid_fits()) GTEST_SKIP() << "tp " << kTp << " does not divide " << comm_->size() << " ranks";

@@ -43,25 +43,6 @@ class ZeroFixture : public MpiDataTest {
     return c;
   }
 
-  // The weights of two checkpoints (full shapes by name), element by element to f32 reduction-order
-  // tolerance (|a - b| <= 1e-5 + 1e-4 |b|), read on rank 0; collective over the world.
-  void expect_same_weights(const std::string& got_ckpt, const std::string& want_ckpt) {
-    if (comm_->rank() == 0) {
-      CheckpointReader got(got_ckpt), want(want_ckpt);
-      EXPECT_EQ(got.names("params"), want.names("params"));
-      for (const std::string& name : want.names("params")) {
-        const std::vector<double> a = got.read_full("params", name).to_double_vector();
-        const std::vector<double> b = want.read_full("params", name).to_double_vector();
-        EXPECT_EQ(a.size(), b.size()) << name;
-        if (a.size() != b.size()) continue;
-        int wrong = 0;
-        for (size_t i = 0; i < a.size(); ++i) wrong += std::abs(a[i] - b[i]) <= 1e-5 + 1e-4 * std::abs(b[i]) ? 0 : 1;
-        EXPECT_EQ(wrong, 0) << name << ": " << wrong << " of " << a.size() << " elements differ";
-      }
-    }
-    comm_->barrier();
-  }
-
   TrainResult train(const TrainConfig& c) {
     RunContext ctx;
     ctx.comm = comm_.get();

@@ -133,10 +133,10 @@ float* ModelSnapshot::buffer(size_t index, size_t count, bool pinned) {
   return b.data;
 }
 
-// Each rank writes exactly the pieces its shard holds (a replicated tensor's by tp rank 0 only), so
-// no rank ever holds more than its shard; the masters stand for bf16 parameters, f32 parameters
-// are read at their flat offsets. A box of a contiguous piece is contiguous unless a tp block cuts
-// its columns; then it is copied row by row.
+// Each rank writes exactly the pieces its shard holds (a replicated tensor's by tp rank 0 only, the
+// tied embedding's by the first pipeline stage only), so no rank ever holds more than its shard;
+// the masters stand for bf16 parameters, f32 parameters are read at their flat offsets. A box of a
+// contiguous piece is contiguous unless a tp block cuts its columns; then it is copied row by row.
 void ModelSnapshot::take_sharded(const nn::GPT& model, const dist::TensorParallel& tp, const AdamW& optimizer,
                                  SnapshotMode mode) {
   const FlatOptimizerState& state = optimizer.flat_state();
@@ -149,7 +149,7 @@ void ModelSnapshot::take_sharded(const nn::GPT& model, const dist::TensorParalle
   std::map<std::string, int64_t> flat_offset;
   for (const dist::FlatEntry& e : flat.entries()) flat_offset[e.name] = e.offset;
   size_t index = 0;
-  for (const Entry& e : entries_of(model, tp, nullptr, 0, 1)) {
+  for (const Entry& e : entries_of(model, tp, nullptr, 0, 1, /*writing=*/true)) {
     if (!(e.placement.spec.sharded() && tp.size() > 1) && tp.rank() != 0) continue;
     const std::vector<int64_t>& shape = e.placement.local_shape;
     const int64_t cols = shape.size() == 2 ? shape[1] : 1;
