@@ -11,18 +11,15 @@
 
 #include "common/expect_input_error.h"
 #include "data/char_tokenizer.h"
+#include "nn/tiny_gpt.h"
 #include "train/multiple_choice.h"
 
 namespace nd::train {
 namespace {
 
 nn::GPTConfig tiny() {
-  nn::GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 16;
+  nn::GPTConfig c = nn::testing::tiny_gpt_config();
   c.block_size = 12;
-  c.vocab_size = 11;
   return c;
 }
 
