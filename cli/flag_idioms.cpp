@@ -44,6 +44,7 @@ const Idiom kIdioms[] = {
     {"-x", "max-iters", "llm.c's -x is --max-iters here"},
     {"-l", "lr", "llm.c's -l is --lr here"},
     {"-u", "warmup-iters", "llm.c's -u is --warmup-iters here"},
+    {"-k", "lr-schedule", "llm.c's -k is --lr-schedule cosine|linear|wsd|constant here"},
     {"-q", "min-lr", "llm.c's -q is --min-lr here, absolute: -l 6e-4 -q 0.1 is --min-lr 6e-5"},
     {"-c", "weight-decay", "llm.c's -c is --weight-decay here"},
     {"-v", "eval-interval", "llm.c's -v is --eval-interval here"},

@@ -151,6 +151,7 @@ TEST_F(OutputDir, FlagsAsPeopleTypeThem) {
     expect_cli_error(run_nanodist(tiny_train(dir, flag), dir.path()), "scripts/log_to.py wandb OUT");
   expect_cli_error(run_nanodist(tiny_train(dir, "-b 64"), dir.path()), "llm.c's -b is --batch-size here");
   expect_cli_error(run_nanodist(tiny_train(dir, "-q 0.1"), dir.path()), "-l 6e-4 -q 0.1 is --min-lr 6e-5");
+  expect_cli_error(run_nanodist(tiny_train(dir, "-k wsd"), dir.path()), "llm.c's -k is --lr-schedule");
   // A hint names a flag only where the command has it: sample has no --batch-size.
   expect_cli_error(run_nanodist("sample -b 4", dir.path()), "");
   EXPECT_EQ(run_nanodist("sample -b 4", dir.path()).err.find("llm.c"), std::string::npos);
