@@ -81,7 +81,7 @@ dist::Algorithm parse_collectives_flag(const std::string& text) {
   ND_CHECK_INPUT(text == "native" || text == "ring" || text == "hierarchical" || text == "peer" || text == "auto",
                  "--collectives (or --allreduce) must be native, ring, hierarchical, peer or auto, got '" << text
                                                                                                           << "'");
-  return dist::parse_collectives(text);
+  return dist::parse_algorithm(text);  // one of the five checked above
 }
 
 const char* dtype_flag_name(DType dtype) { return dtype == DType::F16 ? "fp16" : dtype_name(dtype); }
